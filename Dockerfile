@@ -1,0 +1,29 @@
+# RunGuard proxy sidecar: slim Python, non-root, healthcheck, tiktoken cache pre-seeded.
+FROM python:3.11-slim AS runtime
+
+ENV PYTHONDONTWRITEBYTECODE=1 \
+    PYTHONUNBUFFERED=1 \
+    PIP_NO_CACHE_DIR=1 \
+    TIKTOKEN_CACHE_DIR=/opt/runguard/tiktoken \
+    RUNGUARD_HOME=/var/lib/runguard \
+    RUNGUARD_DATABASE_URL=sqlite+aiosqlite:////var/lib/runguard/runguard.db \
+    RUNGUARD_HOST=0.0.0.0 \
+    RUNGUARD_PORT=8787
+
+WORKDIR /opt/runguard/src
+COPY pyproject.toml README.md ./
+COPY proxy ./proxy
+COPY detectors ./detectors
+COPY config ./config
+RUN pip install . \
+    # Pre-seed tiktoken's encodings at build time (the build has network, the sidecar may not).
+    && python -c "import tiktoken; [tiktoken.get_encoding(n) for n in ('o200k_base', 'cl100k_base')]" \
+    && useradd --system --uid 10001 --home-dir /var/lib/runguard runguard \
+    && mkdir -p /var/lib/runguard && chown runguard /var/lib/runguard
+
+USER runguard
+EXPOSE 8787
+HEALTHCHECK --interval=10s --timeout=3s --start-period=5s --retries=3 \
+    CMD python -c "import urllib.request,sys; sys.exit(0 if urllib.request.urlopen('http://127.0.0.1:8787/runguard/health', timeout=2).status == 200 else 1)"
+# Bound beyond loopback inside the container: set RUNGUARD_ADMIN_TOKEN to enable the admin API.
+CMD ["runguard-proxy", "serve"]

@@ -1,0 +1,1 @@
+"""The benchmark harness: measured figures, never asserted in tests (see bench/README.md)."""

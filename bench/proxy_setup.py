@@ -1,0 +1,82 @@
+"""How the bench runs RunGuard: every detector on with its defaults, except the limits healthy bench traffic reaches.
+
+The limits raised, and why:
+- `max_requests.limit`: the growth run is 300 requests of one run (default 100);
+- `max_tokens.limit`, `budget.run_usd`: the growth run's input grows to ~78k
+  tokens a request, ~12M tokens over 300 requests (defaults 2M tokens, $5);
+- `session_bloat.max_history_chars`: the "large" scenarios start each run
+  with a 300 KB tool result (default 60k characters).
+The same settings serve the subprocess (`runguard-proxy serve --config`) and
+the in-process variants (`bench.state_size`, `bench.profile`).
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import sys
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import yaml
+
+if TYPE_CHECKING:
+    from runguard.config.settings import Settings
+
+DETECTOR_LIMITS: dict[str, dict[str, Any]] = {
+    "max_requests": {"limit": 1_000_000},
+    "max_tokens": {"limit": 10_000_000_000},
+    "budget": {"run_usd": 1_000_000.0},
+    "session_bloat": {"max_history_chars": 100_000_000},
+}
+
+
+def config_data(max_runs: int | None = None) -> dict[str, Any]:
+    data: dict[str, Any] = {"guard": {"detectors": DETECTOR_LIMITS}}
+    if max_runs is not None:
+        data["runs"] = {"max_runs": max_runs}
+    return data
+
+
+def write_config(path: Path, max_runs: int | None = None) -> Path:
+    path.write_text(yaml.safe_dump(config_data(max_runs), sort_keys=False), encoding="utf-8")
+    return path
+
+
+def proxy_command(config: Path, port: int) -> list[str]:
+    """`runguard-proxy serve` from the venv this Python runs in."""
+    exe = Path(sys.executable).parent / "runguard-proxy"
+    found = str(exe) if exe.exists() else shutil.which("runguard-proxy")
+    if found is None:
+        raise FileNotFoundError("runguard-proxy is not installed in this environment")
+    return [found, "serve", "--host", "127.0.0.1", "--port", str(port), "--config", str(config)]
+
+
+def proxy_env(
+    upstream: str, home: Path, database: Path, state_url: str | None = None, key_prefix: str | None = None
+) -> dict[str, str]:
+    """The environment of one proxy process: ours only (no inherited RUNGUARD_* settings)."""
+    env = {name: value for name, value in os.environ.items() if not name.startswith("RUNGUARD_")}
+    home.mkdir(parents=True, exist_ok=True)
+    env.update(
+        {
+            "RUNGUARD_OPENAI_UPSTREAM": upstream,
+            "RUNGUARD_GEMINI_UPSTREAM": upstream,
+            "RUNGUARD_DATABASE_URL": f"sqlite+aiosqlite:///{database}",
+            "RUNGUARD_HOME": str(home),
+        }
+    )
+    if state_url:
+        env["RUNGUARD_STATE_URL"] = state_url
+        env["RUNGUARD_STATE__KEY_PREFIX"] = key_prefix or "rg-bench"
+    return env
+
+
+def settings(upstream: str, max_runs: int | None = None) -> Settings:
+    """`Settings` for an in-process proxy with the bench's detector limits (imported late: the proxy may not build)."""
+    from runguard.config.settings import Settings
+
+    data = config_data(max_runs)
+    data["upstreams"] = {"openai": upstream, "gemini": upstream}
+    data["runs"] = {**data.get("runs", {}), "key_salt": "bench-salt"}
+    return Settings.model_validate(data)

@@ -1,0 +1,354 @@
+"""Turning a results document into tables: figures, and ratios to the baselines measured in the same run.
+
+Conventions: "+X" is latency added over going direct to the fake upstream
+(the median of per-round paired differences, so drift cancels); "xpass" is a
+ratio to the minimal aiohttp pass-through; CPU is microseconds of the server
+process per request. Targets from the Performance issue are shown as met or
+not, never asserted.
+"""
+
+from __future__ import annotations
+
+import statistics
+import sys
+from typing import Any
+
+BASE = "passthrough"
+
+
+def progress(message: str) -> None:
+    sys.stderr.write(f"[bench] {message}\n")
+    sys.stderr.flush()
+
+
+def fit(xs: list[float], ys: list[float]) -> dict[str, float]:
+    """Least-squares line y = intercept + slope * x, with r^2."""
+    if len(xs) < 2 or len(set(xs)) < 2:
+        return {"intercept": ys[0] if ys else 0.0, "slope": 0.0, "r2": 0.0}
+    mx, my = statistics.fmean(xs), statistics.fmean(ys)
+    sxx = sum((x - mx) ** 2 for x in xs)
+    sxy = sum((x - mx) * (y - my) for x, y in zip(xs, ys, strict=True))
+    slope = sxy / sxx
+    intercept = my - slope * mx
+    ss_tot = sum((y - my) ** 2 for y in ys)
+    ss_res = sum((y - intercept - slope * x) ** 2 for x, y in zip(xs, ys, strict=True))
+    return {"intercept": intercept, "slope": slope, "r2": 1 - ss_res / ss_tot if ss_tot else 0.0}
+
+
+def growth_fits(rows: list[dict[str, Any]]) -> dict[str, Any]:
+    """Per target: CPU and latency against body size (per KB = 1000 bytes), start and end of the run."""
+    kb = [row["body_bytes"] / 1000 for row in rows]
+    fits: dict[str, Any] = {"orjson_parse": fit(kb, [row["parse_us"] for row in rows])}
+    edge = max(1, len(rows) // 15)
+    for name in rows[0]["targets"] if rows else []:
+        figures = [row["targets"][name] for row in rows]
+        entry: dict[str, Any] = {"latency": fit(kb, [f["latency_ms"] for f in figures])}
+        if all("cpu_us" in f for f in figures) and any(f["cpu_us"] for f in figures):
+            cpu = [f["cpu_us"] for f in figures]
+            entry["cpu"] = fit(kb, cpu)
+            entry["cpu_first_us"] = statistics.median(cpu[:edge])
+            entry["cpu_last_us"] = statistics.median(cpu[-edge:])
+        entry["trips"] = sorted({f["trip"] for f in figures if f.get("trip")})
+        entry["warnings"] = sum(1 for f in figures if f.get("warning"))
+        entry["statuses"] = sorted({f["status"] for f in figures})
+        fits[name] = entry
+    return fits
+
+
+def _ratio(value: float | None, base: float | None) -> str:
+    if value is None or not base or base <= 0:
+        return "-"
+    return f"{value / base:.2f}x"
+
+
+def _num(value: float | None, digits: int = 3) -> str:
+    return "-" if value is None else f"{value:.{digits}f}"
+
+
+def _table(headers: list[str], rows: list[list[str]]) -> str:
+    widths = [max(len(h), *(len(r[i]) for r in rows)) if rows else len(h) for i, h in enumerate(headers)]
+    line = "  ".join(h.ljust(w) for h, w in zip(headers, widths, strict=True))
+    out = [line, "-" * len(line)]
+    out += ["  ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)) for row in rows]
+    return "\n".join(out)
+
+
+def _others(targets: dict[str, Any]) -> list[str]:
+    return [name for name in targets if name not in ("direct",)]
+
+
+def latency_table(entries: list[dict[str, Any]]) -> str:
+    names = sorted({n for e in entries for n in _others(e["targets"])}, key=_order)
+    headers = ["scenario", "req KB", "direct p50"]
+    for name in names:
+        headers += [f"+{name}"] + ([f"+{name} xpass"] if name != BASE else [])
+    for name in names:
+        headers += [f"cpu {name}"] + ([f"cpu {name} xpass"] if name != BASE else [])
+    headers += ["proxy p99", "proxy trips/warn"]
+    rows = []
+    for entry in entries:
+        t = entry["targets"]
+        base = t.get(BASE, {})
+        row = [
+            entry["scenario"],
+            f"{entry.get('request_bytes', 0) / 1000:.1f}",
+            _num(t.get("direct", {}).get("latency_ms_p50")),
+        ]
+        for name in names:
+            added = t.get(name, {}).get("added_ms_p50")
+            row += [_num(added)] + ([_ratio(added, base.get("added_ms_p50"))] if name != BASE else [])
+        for name in names:
+            cpu = t.get(name, {}).get("cpu_us")
+            row += [_num(cpu, 0)] + ([_ratio(cpu, base.get("cpu_us"))] if name != BASE else [])
+        proxy = t.get("proxy", {})
+        row += [_num(proxy.get("latency_ms_p99")), _trips(proxy)]
+        rows.append(row)
+    return _table(headers, rows)
+
+
+def _trips(figures: dict[str, Any]) -> str:
+    if not figures:
+        return "-"
+    trips = sum(figures.get("trips", {}).values())
+    bad = sum(v for k, v in figures.get("statuses", {}).items() if k != "200")
+    return f"{trips}/{figures.get('warnings', 0)}" + (f" non200={bad}" if bad else "")
+
+
+def _order(name: str) -> tuple[int, str]:
+    order = ["passthrough", "nginx", "proxy", "proxy_redis"]
+    return (order.index(name) if name in order else len(order), name)
+
+
+def stall_table(entries: list[dict[str, Any]]) -> str:
+    names = sorted({n for e in entries for n in _others(e["targets"])}, key=_order)
+    headers = ["scenario", "direct first event ms"] + [f"+{n} first event" for n in names] + ["proxy buffered?"]
+    rows = []
+    for entry in entries:
+        t = entry["targets"]
+        stall = entry["spec"]["stall_ms"]
+        row = [entry["scenario"], _num(t["direct"].get("first_byte_ms_p50"))]
+        row += [_num(t.get(n, {}).get("added_first_byte_ms_p50")) for n in names]
+        proxy_first = t.get("proxy", {}).get("first_byte_ms_p50")
+        row.append("-" if proxy_first is None else ("YES" if proxy_first >= stall else "no"))
+        rows.append(row)
+    return _table(headers, rows)
+
+
+def throughput_table(entries: list[dict[str, Any]]) -> str:
+    base = {e["scenario"]: e for e in entries if e["target"] == BASE}
+    headers = ["scenario", "target", "req/s", "xpass", "p50 ms", "p99 ms", "cpu us/req", "cpu xpass", "non-200"]
+    rows = []
+    for e in entries:
+        b = base.get(e["scenario"], {})
+        bad = sum(v for k, v in e.get("statuses", {}).items() if k != "200")
+        rows.append(
+            [
+                e["scenario"],
+                e["target"],
+                f"{e['rps']:.0f}",
+                _ratio(e["rps"], b.get("rps")),
+                _num(e.get("latency_ms_p50")),
+                _num(e.get("latency_ms_p99")),
+                _num(e.get("cpu_us"), 0),
+                _ratio(e.get("cpu_us"), b.get("cpu_us")) if e["target"] != "direct" else "-",
+                str(bad),
+            ]
+        )
+    return _table(headers, rows)
+
+
+def growth_table(entries: list[dict[str, Any]]) -> str:
+    headers = [
+        "api",
+        "target",
+        "cpu us @start",
+        "cpu us @end",
+        "cpu slope us/KB",
+        "r2",
+        "latency slope us/KB",
+        "trips",
+        "warnings",
+        "statuses",
+    ]
+    rows = []
+    for entry in entries:
+        fits = entry["fits"]
+        parse = fits["orjson_parse"]
+        for name, f in fits.items():
+            if name == "orjson_parse":
+                continue
+            cpu = f.get("cpu", {})
+            rows.append(
+                [
+                    entry["api"],
+                    name,
+                    _num(f.get("cpu_first_us"), 0),
+                    _num(f.get("cpu_last_us"), 0),
+                    _num(cpu.get("slope"), 2),
+                    _num(cpu.get("r2"), 2),
+                    _num(f["latency"]["slope"] * 1000, 2),
+                    ",".join(f["trips"]) or "0",
+                    str(f["warnings"]),
+                    ",".join(map(str, f["statuses"])),
+                ]
+            )
+        rows.append(
+            [
+                entry["api"],
+                "orjson.loads (client)",
+                "-",
+                "-",
+                _num(parse["slope"], 2),
+                _num(parse["r2"], 2),
+                "-",
+                "-",
+                "-",
+                "-",
+            ]
+        )
+        last = entry["steps"][-1]["body_bytes"] / 1000 if entry["steps"] else 0
+        rows.append(
+            [
+                entry["api"],
+                f"(bodies {entry['steps'][0]['body_bytes'] / 1000:.1f} -> {last:.0f} KB)",
+                "",
+                "",
+                "",
+                "",
+                "",
+                "",
+                "",
+                "",
+            ]
+        )
+    return _table(headers, rows)
+
+
+def state_table(result: dict[str, Any]) -> str:
+    headers = [
+        "step",
+        "body KB",
+        "run fields",
+        "run bytes (deep)",
+        "run bytes (json)",
+        "all scopes bytes",
+        "plain entries",
+    ]
+    rows = []
+    for row in result["steps"]:
+        state = row["state"]
+        run = state.get("run", {})
+        rows.append(
+            [
+                str(row["step"]),
+                f"{row['body_bytes'] / 1000:.1f}",
+                str(run.get("fields", 0)),
+                str(run.get("bytes", 0)),
+                str(run.get("json_bytes", 0)),
+                str(sum(v["bytes"] for v in state.values())),
+                str(state.get("plain", {}).get("scopes", 0)),
+            ]
+        )
+    return _table(headers, rows) + f"\nstatuses {result.get('statuses')} trips {result.get('trips') or 0}"
+
+
+def soak_table(result: dict[str, Any]) -> str:
+    headers = ["requests", "RSS MB", "seconds"]
+    rows = [[str(s["requests"]), f"{s['rss_mb']:.1f}", f"{s['seconds']:.1f}"] for s in result["samples"]]
+    figures: dict[str, Any] = next(iter(result.get("targets", {}).values()), {})
+    tail = (
+        f"\n{result['runs']} runs of 4 requests, max_runs={result['max_runs']}, "
+        f"{figures.get('rps', 0):.0f} req/s, statuses {figures.get('statuses')}, trips {figures.get('trips')}"
+    )
+    return _table(headers, rows) + tail
+
+
+def targets_summary(doc: dict[str, Any]) -> list[str]:
+    out: list[str] = []
+    lat = {e["scenario"]: e["targets"] for e in doc.get("latency", [])}
+    small = lat.get("chat whole small req", {})
+    if "proxy" in small and BASE in small:
+        p, b = small["proxy"]["added_ms_p50"], small[BASE]["added_ms_p50"]
+        met = p <= 2 * b and p < 0.5
+        out.append(
+            f"added p50, small chat: proxy {p:.3f} ms vs pass-through {b:.3f} ms = {p / b:.2f}x "
+            f"(target <= 2x and < 0.5 ms): {'met' if met else 'NOT met'}"
+        )
+    for label in ("chat whole small req", "chat whole large req"):
+        t = lat.get(label, {})
+        if "proxy" in t and BASE in t:
+            out.append(
+                f"CPU per request, {label}: proxy {t['proxy']['cpu_us']:.0f} us vs pass-through "
+                f"{t[BASE]['cpu_us']:.0f} us = {_ratio(t['proxy']['cpu_us'], t[BASE]['cpu_us'])}"
+            )
+    for entry in doc.get("stall", []):
+        added = entry["targets"].get("proxy", {}).get("added_first_byte_ms_p50")
+        if added is not None:
+            out.append(
+                f"first event later than direct, {entry['scenario']}: {added:.3f} ms (target <= 1 ms): "
+                f"{'met' if added <= 1.0 else 'NOT met'}"
+            )
+    tp = {(e["scenario"], e["target"]): e for e in doc.get("throughput", [])}
+    for (scenario, target), e in tp.items():
+        if target == "proxy" and (scenario, BASE) in tp:
+            out.append(
+                f"throughput at 32 clients, {scenario}: proxy {e['rps']:.0f} req/s = "
+                f"{_ratio(e['rps'], tp[(scenario, BASE)]['rps'])} the pass-through's"
+            )
+    for entry in doc.get("growth", []):
+        proxy, base, parse = entry["fits"].get("proxy"), entry["fits"].get(BASE), entry["fits"]["orjson_parse"]
+        if proxy and base and "cpu" in proxy and "cpu" in base:
+            extra = proxy["cpu"]["slope"] - base["cpu"]["slope"]
+            out.append(
+                f"growth run {entry['api']}: proxy CPU slope {proxy['cpu']['slope']:.2f} us/KB, "
+                f"{extra:.2f} us/KB over the pass-through's = {_ratio(extra, parse['slope'])} an orjson.loads "
+                f"({parse['slope']:.2f} us/KB); trips {proxy['trips'] or 'none'}"
+            )
+    soak = doc.get("soak")
+    if soak and len(soak["samples"]) > 2:
+        rss = [s["rss_mb"] for s in soak["samples"]]
+        out.append(
+            f"RSS over {soak['samples'][-1]['requests']} requests: {rss[1]:.1f} MB after the first checkpoint "
+            f"-> {rss[-1]:.1f} MB at the end ({rss[-1] - rss[1]:+.1f} MB)"
+        )
+    return out
+
+
+def render(doc: dict[str, Any]) -> str:
+    meta = doc["meta"]
+    parts = [
+        f"RunGuard bench ({meta['mode']}, commit {meta['commit']}, {meta['cpus']} CPUs, "
+        f"load at start {' '.join(meta['loadavg_at_start'])}, {meta.get('seconds', 0):.0f} s)",
+        "",
+    ]
+    sections = [
+        (
+            "Latency (ms; +X = added over direct, paired p50) and server CPU per request (us), sequential",
+            "latency",
+            latency_table,
+        ),
+        ("Stream time to first event (ms; upstream sends one event, stalls, then the rest)", "stall", stall_table),
+        (
+            "Throughput, 32 concurrent keep-alive clients, 2 cores shared by client, server and upstream",
+            "throughput",
+            throughput_table,
+        ),
+        (
+            "Growth run: 300 requests of one run, one tool turn more each (CPU per request vs body size)",
+            "growth",
+            growth_table,
+        ),
+    ]
+    for title, key, table in sections:
+        if doc.get(key):
+            parts += [title, table(doc[key]), ""]
+    if doc.get("state_size"):
+        parts += ["Per-run state along the growth run (in-process MemoryState)", state_table(doc["state_size"]), ""]
+    if doc.get("soak"):
+        parts += ["RSS soak (many short runs, eviction on)", soak_table(doc["soak"]), ""]
+    summary = targets_summary(doc)
+    if summary:
+        parts += ["Targets (measured, not asserted):", *(f"- {line}" for line in summary), ""]
+    if doc.get("notes"):
+        parts += ["Notes:", *(f"- {note}" for note in doc["notes"]), ""]
+    return "\n".join(parts)

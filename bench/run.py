@@ -1,0 +1,447 @@
+"""One command for the whole benchmark: `python -m bench.run [--quick]` (see bench/README.md).
+
+Starts the fake upstream, the baselines (minimal aiohttp pass-through, nginx
+when installed) and RunGuard (`runguard-proxy serve`, plus a Redis-backed one
+once `proxy/state/redis.py` exists and Redis answers), runs the scenarios,
+writes `bench/results/<timestamp>.json` and prints the figures with their
+ratios to the baselines. Everything binds 127.0.0.1, every phase is bounded in
+requests and seconds, and every process started here is stopped by its pid.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+if __package__ in (None, ""):  # `python bench/run.py`: import `bench` from the repository root
+    sys.path[0] = str(Path(__file__).resolve().parent.parent)
+
+import argparse
+import datetime
+import importlib.util
+import os
+import platform
+import subprocess
+import tempfile
+import time
+import urllib.error
+import urllib.request
+import uuid
+from dataclasses import asdict, dataclass
+from typing import Any
+
+import orjson
+
+from bench import nginx, payloads, procs, proxy_setup, report
+from bench.procs import CpuSample, LoadProcess, ProcessFailed, Service, Services
+
+ROOT = Path(__file__).resolve().parent.parent
+RESULTS = ROOT / "bench" / "results"
+REDIS_URL = "redis://127.0.0.1:6379/0"
+
+
+@dataclass(frozen=True)
+class Plan:
+    """How many requests and seconds each scenario gets."""
+
+    small_warmup: int
+    small_rounds: int
+    large_warmup: int
+    large_rounds: int
+    stall_rounds: int
+    stall_ms: int
+    throughput_s: float
+    throughput_rounds: int
+    concurrency: int
+    growth_steps: int
+    growth_apis: tuple[str, ...]
+    soak_requests: int
+    soak_every: int
+    soak_max_runs: int
+    soak_concurrency: int
+
+    @classmethod
+    def make(cls, quick: bool) -> Plan:
+        if quick:
+            return cls(20, 150, 5, 30, 12, 50, 1.5, 2, 32, 300, ("chat",), 5_000, 1_000, 1_000, 8)
+        return cls(200, 2_000, 20, 200, 60, 50, 5.0, 3, 32, 300, payloads.APIS, 100_000, 10_000, 10_000, 8)
+
+
+class Bench:
+    def __init__(self, args: argparse.Namespace, tmp: Path, services: Services) -> None:
+        self.args = args
+        self.plan = Plan.make(args.quick)
+        self.tmp = tmp
+        self.services = services
+        self.targets: dict[str, Service | None] = {}  # name -> process (None: direct to the upstream)
+        self.notes: list[str] = []
+        self.results: dict[str, Any] = {
+            "latency": [],
+            "stall": [],
+            "throughput": [],
+            "growth": [],
+            "soak": None,
+            "state_size": None,
+        }
+        self.redis_prefix = f"rg-bench-{uuid.uuid4().hex[:10]}"
+        self.unguarded_only: set[str] = set()  # proxies that fail on guarded paths (adapters not there yet)
+
+    # -- processes ---------------------------------------------------------------------------------------
+
+    def start(self) -> None:
+        py = sys.executable
+        self.upstream = self.services.start_announcing("upstream", [py, "-m", "bench.upstream"], cwd=ROOT)
+        self.targets["direct"] = None
+        self.targets["passthrough"] = self.services.start_announcing(
+            "passthrough", [py, "-m", "bench.passthrough", "--upstream", self.upstream.url], cwd=ROOT
+        )
+        if self.args.no_nginx or nginx.binary() is None:
+            self.notes.append("nginx baseline skipped: " + ("--no-nginx" if self.args.no_nginx else "not installed"))
+        else:
+            port = procs.free_port()
+            cmd = nginx.command(self.tmp / "nginx", port, self.upstream.port)
+            self.targets["nginx"] = self.services.start_http("nginx", cmd, port, health="/v1/models")
+        self.notes.append("LiteLLM baseline skipped (optional, not installed).")
+        proxy = self._start_proxy("proxy")
+        if proxy is not None:
+            self.targets["proxy"] = proxy
+        if self._redis_ready():
+            redis_proxy = self._start_proxy("proxy_redis", state_url=REDIS_URL)
+            if redis_proxy is not None:
+                self.targets["proxy_redis"] = redis_proxy
+
+    def _start_proxy(self, name: str, state_url: str | None = None, max_runs: int | None = None) -> Service | None:
+        port = procs.free_port()
+        config = proxy_setup.write_config(self.tmp / f"{name}.yaml", max_runs)
+        env = proxy_setup.proxy_env(
+            self.upstream.url,
+            self.tmp / f"home-{name}",
+            self.tmp / f"{name}.db",
+            state_url,
+            self.redis_prefix if state_url else None,
+        )
+        try:
+            service = self.services.start_http(
+                name, proxy_setup.proxy_command(config, port), port, health="/runguard/health", env=env, cwd=self.tmp
+            )
+        except (ProcessFailed, FileNotFoundError) as exc:
+            lines = str(exc).strip().splitlines() or [""]
+            reason = next((line for line in reversed(lines) if "Error" in line), lines[-1])
+            self.notes.append(f"{name} did not start: {reason.strip()}")
+            return None
+        problem = self._guarded_problem(service)
+        if problem:
+            self.notes.append(f"{name} fails on guarded paths ({problem}); only the GET /v1/models row measures it")
+            self.unguarded_only.add(name)
+        return service
+
+    def _redis_ready(self) -> bool:
+        if self.args.no_redis:
+            self.notes.append("Redis backend skipped: --no-redis")
+            return False
+        if importlib.util.find_spec("runguard.proxy.state.redis") is None:
+            self.notes.append("Redis backend skipped: proxy/state/redis.py does not exist yet")
+            return False
+        try:
+            import redis
+
+            redis.Redis.from_url(REDIS_URL, socket_timeout=1.0).ping()
+        except Exception as exc:
+            self.notes.append(f"Redis backend skipped: no Redis at {REDIS_URL} ({type(exc).__name__})")
+            return False
+        return True
+
+    def _guarded_problem(self, service: Service) -> str | None:
+        """Why one small guarded request fails through this proxy, or None if it answers 200."""
+        body = payloads.scenario_request("chat", False, "small")
+        headers = {**payloads.request_headers("chat"), "X-Run-Id": f"check-{uuid.uuid4().hex[:8]}"}
+        request = urllib.request.Request(
+            service.url + payloads.request_path("chat", False), data=body, headers=headers, method="POST"
+        )
+        try:
+            with urllib.request.urlopen(request, timeout=10.0) as response:
+                return None if response.status == 200 else f"status {response.status}"
+        except urllib.error.HTTPError as exc:
+            return f"status {exc.code}: {exc.read()[:160]!r}"
+        except OSError as exc:
+            return f"{type(exc).__name__}: {exc}"
+
+    def cleanup_redis(self) -> None:
+        if "proxy_redis" not in self.targets:
+            return
+        try:
+            import redis
+
+            client = redis.Redis.from_url(REDIS_URL, socket_timeout=2.0)
+            keys = list(client.scan_iter(match=f"{self.redis_prefix}*", count=1000))
+            for start in range(0, len(keys), 500):
+                client.delete(*keys[start : start + 500])
+        except Exception as exc:
+            self.notes.append(f"could not remove the bench's Redis keys ({self.redis_prefix}*): {exc}")
+
+    # -- running load ------------------------------------------------------------------------------------
+
+    def _target_specs(self, names: list[str]) -> list[dict[str, Any]]:
+        out = []
+        for name in names:
+            service = self.targets[name]
+            url = self.upstream.url if service is None else service.url
+            out.append({"name": name, "url": url, "pid": service.pid if service else None})
+        return out
+
+    def _measured(self, spec: dict[str, Any], names: list[str], timeout: float) -> dict[str, Any]:
+        """Run one load process; CPU of every target process between its ready and done."""
+        spec = {**spec, "targets": self._target_specs(names)}
+        load = LoadProcess(spec, self.tmp / "load.log", ROOT, sys.executable)
+        try:
+            event = load.next_event(timeout)
+            services = {n: s for n in names if (s := self.targets[n]) is not None}
+            before = {n: CpuSample.of(s.pid) for n, s in services.items()}
+            load.go()
+            event = load.next_event(timeout)
+            time.sleep(0.2)  # work a server does after answering (records, logs) belongs to the phase
+            after = {n: CpuSample.of(s.pid) for n, s in services.items()}
+        finally:
+            load.kill()
+            load.close()
+        result: dict[str, Any] = event["result"]
+        for name, figures in result["targets"].items():
+            if name in before:
+                figures.update(procs.cpu_per_request(before[name], after[name], figures["n"]))
+        return result
+
+    def guarded_targets(self) -> list[str]:
+        return [name for name in self.targets if name not in self.unguarded_only]
+
+    def latency(self) -> None:
+        plan = self.plan
+        rows: list[tuple[str, dict[str, Any]]] = [
+            (
+                "models GET (unguarded)",
+                {"method": "GET", "path": "/v1/models", "warmup": plan.small_warmup, "count": plan.small_rounds},
+            )
+        ]
+        for api in payloads.APIS:
+            for stream in (False, True):
+                for size in ("small", "large"):
+                    warm, count = (
+                        (plan.small_warmup, plan.small_rounds)
+                        if size == "small"
+                        else (plan.large_warmup, plan.large_rounds)
+                    )
+                    label = f"{api} {'stream' if stream else 'whole'} {size} req"
+                    rows.append((label, {"api": api, "stream": stream, "size": size, "warmup": warm, "count": count}))
+        for api in ("chat", "gemini"):
+            for stream in (False, True):
+                label = f"{api} {'stream' if stream else 'whole'} large resp"
+                rows.append(
+                    (
+                        label,
+                        {
+                            "api": api,
+                            "stream": stream,
+                            "size": "small",
+                            "response": "large",
+                            "warmup": plan.large_warmup,
+                            "count": plan.large_rounds,
+                        },
+                    )
+                )
+        for label, spec in rows:
+            names = list(self.targets) if spec.get("method") == "GET" else self.guarded_targets()
+            result = self._measured(
+                {"mode": "sequential", "run_prefix": f"lat-{uuid.uuid4().hex[:6]}", **spec}, names, timeout=600
+            )
+            self.results["latency"].append({"scenario": label, "spec": spec, **result})
+            report.progress(f"latency  {label}")
+
+    def stall(self) -> None:
+        for api in payloads.APIS:
+            spec = {
+                "mode": "sequential",
+                "api": api,
+                "stream": True,
+                "size": "small",
+                "stall_ms": self.plan.stall_ms,
+                "warmup": 3,
+                "count": self.plan.stall_rounds,
+                "run_prefix": f"stall-{uuid.uuid4().hex[:6]}",
+            }
+            result = self._measured(spec, self.guarded_targets(), timeout=600)
+            self.results["stall"].append(
+                {"scenario": f"{api} stream, first event then {self.plan.stall_ms} ms", "spec": spec, **result}
+            )
+            report.progress(f"stall    {api}")
+
+    def throughput(self) -> None:
+        """Each target alone under 32 clients; the rounds alternate targets, the median round is kept."""
+        for stream in (False, True):
+            scenario = f"chat {'stream' if stream else 'whole'} small"
+            rounds: dict[str, list[dict[str, Any]]] = {name: [] for name in self.guarded_targets()}
+            for _ in range(self.plan.throughput_rounds):
+                for name, figures in rounds.items():
+                    spec = {
+                        "mode": "concurrent",
+                        "api": "chat",
+                        "stream": stream,
+                        "size": "small",
+                        "concurrency": self.plan.concurrency,
+                        "duration": self.plan.throughput_s,
+                        "warmup_s": 0.5,
+                        "run_prefix": f"tp-{uuid.uuid4().hex[:6]}",
+                    }
+                    result = self._measured(spec, [name], timeout=120 + self.plan.throughput_s)
+                    figures.append(result["targets"][name])
+                    report.progress(f"throughput {name} {scenario}")
+            for name, figures in rounds.items():
+                middle = sorted(figures, key=lambda f: f["rps"])[len(figures) // 2]
+                self.results["throughput"].append(
+                    {"scenario": scenario, "target": name, **middle, "rounds_rps": [f["rps"] for f in figures]}
+                )
+
+    def growth(self) -> None:
+        names = [n for n in self.guarded_targets() if n != "nginx"]
+        for api in self.plan.growth_apis:
+            spec = {
+                "mode": "growth",
+                "api": api,
+                "stream": False,
+                "steps": self.plan.growth_steps,
+                "run_prefix": f"growth-{uuid.uuid4().hex[:6]}",
+            }
+            load = LoadProcess(
+                {**spec, "targets": self._target_specs(names)}, self.tmp / "load.log", ROOT, sys.executable
+            )
+            try:
+                load.next_event(120)
+                load.go()
+                result = load.next_event(900)["result"]
+            finally:
+                load.kill()
+                load.close()
+            self.results["growth"].append({"api": api, **result, "fits": report.growth_fits(result["steps"])})
+            report.progress(f"growth   {api}")
+
+    def state_size(self) -> None:
+        cmd = [
+            sys.executable,
+            "-m",
+            "bench.state_size",
+            "--upstream",
+            self.upstream.url,
+            "--api",
+            "chat",
+            "--steps",
+            str(self.plan.growth_steps),
+        ]
+        try:
+            done = subprocess.run(cmd, cwd=ROOT, capture_output=True, timeout=600, check=True)
+            self.results["state_size"] = orjson.loads(done.stdout.splitlines()[-1])
+        except (subprocess.SubprocessError, IndexError, orjson.JSONDecodeError) as exc:
+            stderr = getattr(exc, "stderr", b"") or b""
+            self.notes.append(f"state size run failed: {type(exc).__name__} {stderr.decode(errors='replace')[-300:]}")
+        report.progress("state size")
+
+    def soak(self) -> None:
+        plan = self.plan
+        proxy = self._start_proxy("proxy_soak", max_runs=plan.soak_max_runs)
+        if proxy is None or "proxy_soak" in self.unguarded_only:
+            return
+        spec = {
+            "mode": "soak",
+            "count": plan.soak_requests,
+            "checkpoint_every": plan.soak_every,
+            "concurrency": plan.soak_concurrency,
+            "run_prefix": f"soak-{uuid.uuid4().hex[:6]}",
+            "targets": [{"name": "proxy_soak", "url": proxy.url, "pid": proxy.pid}],
+        }
+        load = LoadProcess(spec, self.tmp / "load.log", ROOT, sys.executable)
+        samples: list[dict[str, Any]] = []
+        started = time.monotonic()
+        try:
+            while True:
+                event = load.next_event(900)
+                if event["event"] != "checkpoint":
+                    break
+                samples.append(
+                    {
+                        "requests": event["done"],
+                        "rss_mb": procs.rss_bytes(proxy.pid) / 2**20,
+                        "seconds": time.monotonic() - started,
+                    }
+                )
+                load.go()
+        finally:
+            load.kill()
+            load.close()
+            self.services.stop(proxy)
+        self.results["soak"] = {
+            "max_runs": plan.soak_max_runs,
+            "samples": samples,
+            "runs": plan.soak_requests // 4,
+            **event.get("result", {}),
+        }
+        report.progress("soak")
+
+    def run(self) -> dict[str, Any]:
+        self.start()
+        wanted = set(self.args.only or ["latency", "stall", "throughput", "growth", "state", "soak"])
+        steps = [
+            ("latency", self.latency),
+            ("stall", self.stall),
+            ("throughput", self.throughput),
+            ("growth", self.growth),
+            ("state", self.state_size),
+            ("soak", self.soak),
+        ]
+        try:
+            for name, step in steps:
+                if name in wanted:
+                    step()
+        finally:
+            self.cleanup_redis()
+        return self.results
+
+
+def _meta(args: argparse.Namespace, plan: Plan) -> dict[str, Any]:
+    commit = subprocess.run(
+        ["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True, text=True, check=False
+    )
+    loadavg = Path("/proc/loadavg").read_text().split()[:3]
+    return {
+        "mode": "quick" if args.quick else "full",
+        "plan": asdict(plan),
+        "commit": commit.stdout.strip(),
+        "python": platform.python_version(),
+        "cpus": len(os.sched_getaffinity(0)),
+        "loadavg_at_start": loadavg,
+        "started": datetime.datetime.now(datetime.UTC).isoformat(),
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description="RunGuard proxy benchmarks against baselines (see bench/README.md).")
+    parser.add_argument("--quick", action="store_true", help="short everything (about 2 minutes in all)")
+    parser.add_argument("--only", nargs="+", choices=("latency", "stall", "throughput", "growth", "state", "soak"))
+    parser.add_argument("--no-nginx", action="store_true")
+    parser.add_argument("--no-redis", action="store_true")
+    parser.add_argument("--out", type=Path, help="results file (default bench/results/<timestamp>.json)")
+    args = parser.parse_args()
+    meta = _meta(args, Plan.make(args.quick))
+    started = time.monotonic()
+    with tempfile.TemporaryDirectory(prefix="runguard-bench-") as tmp, Services(Path(tmp)) as services:
+        bench = Bench(args, Path(tmp), services)
+        try:
+            results = bench.run()
+        finally:
+            services.stop_all()
+    meta["seconds"] = time.monotonic() - started
+    document = {"meta": meta, "notes": bench.notes, **results}
+    out = args.out or RESULTS / f"{datetime.datetime.now().strftime('%Y%m%d-%H%M%S')}.json"
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_bytes(orjson.dumps(document, option=orjson.OPT_INDENT_2))
+    sys.stdout.write(report.render(document) + f"\nresults: {out}\n")
+
+
+if __name__ == "__main__":
+    main()

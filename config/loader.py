@@ -1,0 +1,179 @@
+"""Load settings from layers: CLI flags > env `RUNGUARD_*` > YAML file > built-in defaults.
+
+Each layer is a nested dict; they are merged key by key and the result is
+validated once. `LoadedSettings.sources` says where every value came from, for
+`runguard-proxy config show`. An invalid value raises `ConfigError` naming the
+dotted key, e.g. ``guard.detectors.spiral.threshold``.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+from pydantic import ValidationError
+
+from runguard.config.settings import Settings
+from runguard.proxy.errors import RunGuardError
+
+ENV_PREFIX = "RUNGUARD_"
+
+# The contract names from DESIGN.md, mapped onto settings keys.
+ENV_ALIASES: dict[str, str] = {
+    "RUNGUARD_OPENAI_UPSTREAM": "upstreams.openai",
+    "RUNGUARD_GEMINI_UPSTREAM": "upstreams.gemini",
+    "RUNGUARD_DATABASE_URL": "store.database_url",
+    "RUNGUARD_STATE_URL": "state.url",
+    "RUNGUARD_ADMIN_TOKEN": "server.admin_token",
+    "RUNGUARD_HOST": "server.host",
+    "RUNGUARD_PORT": "server.port",
+    "RUNGUARD_SHADOW": "guard.shadow",
+    "RUNGUARD_KEY_SALT": "runs.key_salt",
+    "RUNGUARD_LOG_LEVEL": "log.level",
+    "RUNGUARD_RECORD_BODIES": "store.record_bodies",
+}
+# Environment variables that are not settings.
+ENV_IGNORED = {"RUNGUARD_CONFIG", "RUNGUARD_HOME", "RUNGUARD_REQUIRE_SERVICES"}
+
+
+class ConfigError(RunGuardError, ValueError):
+    """A configuration value is invalid; the message names the key."""
+
+
+DetectorValidator = Callable[[str, Mapping[str, Any]], None]
+
+
+@dataclass(frozen=True)
+class LoadedSettings:
+    settings: Settings
+    sources: dict[str, str] = field(default_factory=dict)
+
+
+def _set_path(tree: dict[str, Any], dotted: str, value: Any) -> None:
+    parts = dotted.split(".")
+    node = tree
+    for part in parts[:-1]:
+        child = node.setdefault(part, {})
+        if not isinstance(child, dict):
+            raise ConfigError(f"{dotted}: cannot set below a non-mapping value")
+        node = child
+    node[parts[-1]] = value
+
+
+def _flatten(tree: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for key, value in tree.items():
+        dotted = f"{prefix}{key}"
+        if isinstance(value, Mapping) and value:
+            out.update(_flatten(value, dotted + "."))
+        else:
+            out[dotted] = value
+    return out
+
+
+def _merge(base: dict[str, Any], layer: Mapping[str, Any]) -> dict[str, Any]:
+    merged = dict(base)
+    for key, value in layer.items():
+        if isinstance(value, Mapping) and isinstance(merged.get(key), dict):
+            merged[key] = _merge(merged[key], value)
+        else:
+            merged[key] = value
+    return merged
+
+
+def _parse_env_value(raw: str) -> Any:
+    """Env values are YAML scalars or flow collections: `true`, `8787`, `[a, b]`."""
+    try:
+        return yaml.safe_load(raw) if raw.strip() else raw
+    except yaml.YAMLError:
+        return raw
+
+
+def env_layer(environ: Mapping[str, str]) -> dict[str, Any]:
+    """`RUNGUARD_OPENAI_UPSTREAM` (aliases) and `RUNGUARD_SECTION__FIELD` (generic)."""
+    layer: dict[str, Any] = {}
+    for name, raw in environ.items():
+        if not name.startswith(ENV_PREFIX) or name in ENV_IGNORED:
+            continue
+        if name in ENV_ALIASES:
+            dotted = ENV_ALIASES[name]
+            value: Any = raw if dotted.endswith(("url", "openai", "gemini", "token", "salt")) else _parse_env_value(raw)
+        elif "__" in name:
+            dotted = name[len(ENV_PREFIX) :].lower().replace("__", ".")
+            value = _parse_env_value(raw)
+        else:
+            raise ConfigError(f"{name}: unknown environment variable (use RUNGUARD_SECTION__FIELD)")
+        _set_path(layer, dotted, value)
+    return layer
+
+
+def yaml_layer(path: str | os.PathLike[str]) -> dict[str, Any]:
+    text = Path(path).read_text(encoding="utf-8")
+    try:
+        data = yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        raise ConfigError(f"{path}: not valid YAML: {exc}") from exc
+    if data is None:
+        return {}
+    if not isinstance(data, dict):
+        raise ConfigError(f"{path}: the top level must be a mapping")
+    return data
+
+
+def _describe(error: ValidationError) -> str:
+    lines = []
+    for item in error.errors():
+        key = ".".join(str(part) for part in item["loc"])
+        lines.append(f"{key}: {item['msg']}")
+    return "; ".join(lines)
+
+
+def load_settings(
+    *,
+    config_file: str | os.PathLike[str] | None = None,
+    environ: Mapping[str, str] | None = None,
+    cli: Mapping[str, Any] | None = None,
+    validate_detectors: DetectorValidator | None = None,
+) -> LoadedSettings:
+    """Merge the layers, validate, and report where each value came from."""
+    environ = os.environ if environ is None else environ
+    if config_file is None and environ.get("RUNGUARD_CONFIG"):
+        config_file = environ["RUNGUARD_CONFIG"]
+    layers: list[tuple[str, dict[str, Any]]] = []
+    if config_file is not None:
+        layers.append((f"file:{config_file}", yaml_layer(config_file)))
+    layers.append(("env", env_layer(environ)))
+    cli_layer: dict[str, Any] = {}
+    for dotted, value in (cli or {}).items():
+        if value is not None:
+            _set_path(cli_layer, dotted, value)
+    layers.append(("cli", cli_layer))
+
+    merged: dict[str, Any] = {}
+    sources: dict[str, str] = {}
+    for source, layer in layers:
+        merged = _merge(merged, layer)
+        for dotted in _flatten(layer):
+            sources[dotted] = source
+    try:
+        settings = Settings.model_validate(merged)
+    except ValidationError as exc:
+        raise ConfigError(_describe(exc)) from exc
+    if validate_detectors is not None:
+        _check_detectors(settings, validate_detectors)
+    return LoadedSettings(settings=settings, sources=sources)
+
+
+def _check_detectors(settings: Settings, validate: DetectorValidator) -> None:
+    scopes: list[tuple[str, dict[str, dict[str, Any]]]] = [("guard.detectors", settings.guard.detectors)]
+    scopes += [(f"guard.overrides.{i}.detectors", o.detectors) for i, o in enumerate(settings.guard.overrides)]
+    for prefix, detectors in scopes:
+        for name, values in detectors.items():
+            try:
+                validate(name, values)
+            except ConfigError as exc:
+                raise ConfigError(f"{prefix}.{exc}") from exc

@@ -1,0 +1,142 @@
+"""Typed settings for the proxy.
+
+Every field carries a description: that text is the configuration reference
+(`runguard-proxy config show` prints it). Detector settings are validated
+against each detector's own config model by `runguard.config.loader`.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, SecretStr
+
+
+class _Section(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class ServerSettings(_Section):
+    host: str = Field("127.0.0.1", description="Address to bind. Beyond loopback the admin API needs admin_token.")
+    port: int = Field(8787, ge=0, le=65535, description="Port to listen on (0 picks a free port).")
+    admin_token: SecretStr | None = Field(
+        None, description="Bearer token for /runguard/ admin endpoints; required when bound beyond localhost."
+    )
+    max_body_bytes: int = Field(
+        32 * 1024 * 1024, gt=0, description="Largest request body accepted; larger ones get a provider-style 413."
+    )
+    shutdown_grace_seconds: float = Field(
+        30.0, ge=0, description="How long a graceful shutdown waits for in-flight streams to finish."
+    )
+
+
+class UpstreamSettings(_Section):
+    openai: str = Field("https://api.openai.com", description="Base URL of the OpenAI API (no /v1).")
+    gemini: str = Field(
+        "https://generativelanguage.googleapis.com", description="Base URL of the Gemini API (no /v1beta)."
+    )
+    connect_timeout: float = Field(10.0, gt=0, description="Seconds to open a connection upstream.")
+    first_byte_timeout: float = Field(600.0, gt=0, description="Seconds to wait for the upstream's response headers.")
+    idle_timeout: float = Field(
+        300.0, gt=0, description="Seconds a response body or stream may stay silent before it is abandoned."
+    )
+    pool_size: int = Field(256, gt=0, description="Keep-alive connections per upstream provider.")
+    inject_stream_usage: bool = Field(
+        False,
+        description=(
+            "Ask upstream for usage on streamed Chat Completions that did not request it "
+            "(stream_options.include_usage) and remove that extra chunk from what the client sees."
+        ),
+    )
+
+
+class RunSettings(_Section):
+    run_header: str = Field("X-Run-Id", description="Request header that names the run.")
+    agent_header: str = Field("X-Agent-Name", description="Request header that names the agent speaking.")
+    idle_seconds: float = Field(3600.0, gt=0, description="A run with no request for this long is forgotten.")
+    inferred_idle_seconds: float = Field(
+        600.0, gt=0, description="Idle time after which a run inferred without a header starts afresh."
+    )
+    max_runs: int = Field(100_000, gt=0, description="In-memory state keeps at most this many runs (LRU).")
+    key_salt: SecretStr | None = Field(
+        None, description="Salt for API-key hashes. Unset: one is created in RUNGUARD_HOME/salt on first start."
+    )
+    key_allowlist: tuple[str, ...] = Field(
+        (), description="If set, only these API-key hashes may use the proxy; others get a 403."
+    )
+
+
+class StateSettings(_Section):
+    url: str | None = Field(None, description="redis://... to share run and breaker state; unset keeps it in memory.")
+    key_prefix: str = Field("rg", description="Prefix of every key RunGuard writes to Redis.")
+    fail_closed: bool = Field(
+        False, description="When the state backend fails: false forwards anyway (fail open), true answers an error."
+    )
+    timeout: float = Field(0.5, gt=0, description="Seconds one state round trip may take before it counts as failed.")
+
+
+class StoreSettings(_Section):
+    database_url: str = Field(
+        "sqlite+aiosqlite:///runguard.db", description="SQLAlchemy URL of the record store (SQLite or PostgreSQL)."
+    )
+    record_bodies: bool = Field(
+        False, description="Store request and response bodies (keys removed) for `runguard-proxy replay`."
+    )
+    queue_size: int = Field(50_000, gt=0, description="Records waiting for the database before new ones are dropped.")
+    batch_size: int = Field(500, gt=0, description="Records written per database transaction.")
+    flush_interval: float = Field(0.25, gt=0, description="Seconds between batch writes.")
+
+
+class AlertSettings(_Section):
+    webhooks: tuple[str, ...] = Field((), description="URLs that receive a JSON POST on every trip.")
+    timeout: float = Field(5.0, gt=0, description="Seconds per webhook attempt.")
+    retries: int = Field(3, ge=0, description="Extra attempts for a failed webhook delivery.")
+
+
+class BreakerSettings(_Section):
+    cooldown_seconds: float = Field(60.0, gt=0, description="How long a tripped breaker stays open before a probe.")
+    max_cooldown_seconds: float = Field(900.0, gt=0, description="Cap of the cooldown, which doubles per re-trip.")
+    probe_timeout_seconds: float = Field(
+        120.0, gt=0, description="A half-open probe that has not finished after this long frees the probe slot."
+    )
+
+
+class Override(_Section):
+    """Detector settings for requests that match a key hash, key label and/or model."""
+
+    key: str | None = Field(None, description="API-key hash (as shown by `runguard-proxy runs`) or a label.")
+    model: str | None = Field(None, description="Model name; a trailing * matches a prefix.")
+    detectors: dict[str, dict[str, Any]] = Field(default_factory=dict, description="Detector settings to apply.")
+
+
+class GuardSettings(_Section):
+    shadow: bool = Field(False, description="Shadow mode: every detector only warns, nothing is blocked.")
+    gemini_error_status: Literal[429, 400] = Field(
+        429, description="Status of Gemini error responses: 429 RESOURCE_EXHAUSTED, or 400 FAILED_PRECONDITION."
+    )
+    key_labels: dict[str, str] = Field(
+        default_factory=dict, description="Human labels for API-key hashes, usable in overrides."
+    )
+    breaker: BreakerSettings = Field(default_factory=BreakerSettings)
+    detectors: dict[str, dict[str, Any]] = Field(
+        default_factory=dict, description="Per-detector settings, e.g. {spiral: {threshold: 0.8}}."
+    )
+    overrides: tuple[Override, ...] = Field((), description="Detector settings per API key and per model.")
+
+
+class LogSettings(_Section):
+    level: Literal["debug", "info", "warning", "error"] = Field("info", description="Log level.")
+    access_log: bool = Field(True, description="Write one JSON line per request.")
+
+
+class Settings(_Section):
+    server: ServerSettings = Field(default_factory=ServerSettings)
+    upstreams: UpstreamSettings = Field(default_factory=UpstreamSettings)
+    runs: RunSettings = Field(default_factory=RunSettings)
+    state: StateSettings = Field(default_factory=StateSettings)
+    store: StoreSettings = Field(default_factory=StoreSettings)
+    alerts: AlertSettings = Field(default_factory=AlertSettings)
+    guard: GuardSettings = Field(default_factory=GuardSettings)
+    log: LogSettings = Field(default_factory=LogSettings)
+    pricing_file: str | None = Field(None, description="YAML pricing table that extends the shipped one.")
+    models_file: str | None = Field(None, description="YAML context-window table that extends the shipped one.")

@@ -1,0 +1,152 @@
+"""What a detector is, what it sees, and what it says.
+
+A detector is a small class with a unique `name`, a pydantic `Config` whose
+field descriptions are its documentation, and up to five pure hooks. It holds
+no state and does no I/O: run state lives behind `runguard.detectors.ops`.
+
+For each request the guard calls, for every enabled detector:
+
+1. `plan_request(seen, cfg)`  -> ops to run before forwarding (one batch for all
+   detectors and the guard's own counters, so the run's facts are not known yet)
+2. `check_request(seen, facts, got, cfg)` -> a verdict, or None; a blocking verdict
+   stops the request
+3. `inspect_response(seen, cfg)` -> a verdict from the response alone (plus what the
+   request phase fetched, `seen.before`), before a non-streamed response reaches
+   the client; a blocking verdict replaces that response
+4. `plan_response(seen, cfg)` -> ops to run after the response
+5. `check_response(seen, got, cfg)` -> a verdict; a blocking one opens the breaker
+   so the *next* request of the run (or key) is answered locally
+
+`got` maps the names a plan chose to the operation results. A detector that
+raises is isolated by the guard: logged, counted, and the request proceeds.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from enum import StrEnum
+from typing import Any, ClassVar, Generic, TypeVar
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from runguard.detectors.ops import Op, OpResult, Scope
+from runguard.proxy.events import RequestInfo, ResponseInfo
+
+Plan = Mapping[str, Op]
+Results = Mapping[str, OpResult]
+
+
+class Action(StrEnum):
+    BLOCK = "block"  # stop the run: answer with a synthetic response
+    WARN = "warn"  # forward, add x-runguard-warning, record the verdict (shadow mode)
+    OFF = "off"  # do not run
+
+
+class ResponseKind(StrEnum):
+    ERROR = "error"  # a provider-native error the SDK does not retry
+    STOP = "stop"  # a normal-looking completion that ends the agent's turn
+
+
+class DetectorConfig(BaseModel):
+    """Settings every detector has. Subclasses add their thresholds.
+
+    A field whose `json_schema_extra` has `tighten: "lower"` (or "higher") may be
+    set per run by a request header, and only in that direction.
+    """
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    action: Action = Field(Action.BLOCK, description="block, warn (record and flag only) or off.")
+    response: ResponseKind = Field(
+        ResponseKind.ERROR, description="What a block answers: error (429 the SDK won't retry) or stop."
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class RunFacts:
+    """Counters the guard keeps for every run and key, before this request's own usage."""
+
+    request_index: int  # 1 for the run's first request
+    started_at: float  # epoch seconds of the run's first request
+    usd: float  # spent by the run so far
+    input_tokens: int
+    output_tokens: int
+    in_flight: int  # requests of this run under way, this one included
+    key_day_usd: float  # spent today (UTC) by this API key
+    last_input_tokens: int = 0  # input tokens of the run's previous response (0 if none)
+    duplicate: bool = False  # the same body as the run's previous request (a client-side retry)
+
+
+@dataclass(frozen=True, slots=True)
+class RequestSeen:
+    """A request about to be forwarded."""
+
+    run_id: str
+    key_hash: str
+    now: float  # epoch seconds
+    request: RequestInfo
+    context_window: int  # input-token window of the model
+    body_hash: str = ""  # digest of the request body
+
+
+@dataclass(frozen=True, slots=True)
+class ResponseSeen:
+    """A response that came back (or an upstream failure)."""
+
+    run_id: str
+    key_hash: str
+    now: float
+    request: RequestInfo
+    response: ResponseInfo
+    facts: RunFacts  # as of the request phase
+    status: int | None  # upstream HTTP status; None when no response arrived (connect error, timeout)
+    usd: float  # cost of this response
+    latency: float  # seconds upstream took
+    before: Results = field(default_factory=dict)  # this detector's request-phase results
+
+    @property
+    def upstream_failed(self) -> bool:
+        """The upstream failed: no response, a 429, a 5xx, or an error inside a 200 stream."""
+        if self.status is None or self.status == 429 or self.status >= 500:
+            return True
+        return self.status < 300 and self.response.error is not None
+
+
+@dataclass(frozen=True, slots=True)
+class Verdict:
+    """A detector's finding. `reason` names the figure that tripped it."""
+
+    detector: str
+    reason: str
+    evidence: Mapping[str, Any] = field(default_factory=dict)
+    scope: Scope = Scope.RUN  # whose breaker opens: the run, the key, or the key and model
+    advisory: bool = False  # a warning only, whatever the action (e.g. context at 70%)
+
+
+C = TypeVar("C", bound=DetectorConfig)
+
+
+class Detector(Generic[C]):
+    """Base class: every hook does nothing until a subclass overrides it."""
+
+    name: ClassVar[str]
+    Config: ClassVar[type[DetectorConfig]]
+
+    def plan_request(self, seen: RequestSeen, cfg: C) -> Plan:
+        return {}
+
+    def check_request(self, seen: RequestSeen, facts: RunFacts, got: Results, cfg: C) -> Verdict | None:
+        return None
+
+    def inspect_response(self, seen: ResponseSeen, cfg: C) -> Verdict | None:
+        return None
+
+    def plan_response(self, seen: ResponseSeen, cfg: C) -> Plan:
+        return {}
+
+    def check_response(self, seen: ResponseSeen, got: Results, cfg: C) -> Verdict | None:
+        return None
+
+    def verdict(self, reason: str, scope: Scope = Scope.RUN, **evidence: Any) -> Verdict:
+        return Verdict(detector=self.name, reason=reason, evidence=evidence, scope=scope)

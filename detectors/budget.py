@@ -1,0 +1,52 @@
+"""`budget`: stop a run (or an API key for the day) once its spend reaches a USD cap.
+
+Spend comes from the guard's own counters (usage times the pricing table), as
+of the previous response, so the request that would start past the cap is the
+one stopped, before it costs anything.
+"""
+
+from __future__ import annotations
+
+from pydantic import Field
+
+from runguard.detectors.base import Detector, DetectorConfig, RequestSeen, Results, RunFacts, Verdict
+from runguard.detectors.ops import Scope
+
+
+class BudgetConfig(DetectorConfig):
+    run_usd: float = Field(
+        5.0,
+        gt=0,
+        description="USD a run may spend. Once its spend reaches this, its next request is stopped.",
+        json_schema_extra={"tighten": "lower"},
+    )
+    key_daily_usd: float | None = Field(
+        None,
+        gt=0,
+        description="USD one API key may spend per UTC day across all its runs; off when unset. "
+        "Reaching it stops every request of that key until the day ends or the key is reset.",
+        json_schema_extra={"tighten": "lower"},
+    )
+
+
+class Budget(Detector[BudgetConfig]):
+    """Pre-flight: the run's spend, then the key's spend today, against their caps."""
+
+    name = "budget"
+    Config = BudgetConfig
+
+    def check_request(self, seen: RequestSeen, facts: RunFacts, got: Results, cfg: BudgetConfig) -> Verdict | None:
+        if facts.usd >= cfg.run_usd:
+            return self.verdict(
+                f"run spent ${facts.usd:.4f}, reaching its ${cfg.run_usd:.2f} budget",
+                usd=round(facts.usd, 6),
+                limit=cfg.run_usd,
+            )
+        if cfg.key_daily_usd is not None and facts.key_day_usd >= cfg.key_daily_usd:
+            return self.verdict(
+                f"API key spent ${facts.key_day_usd:.4f} today, reaching its ${cfg.key_daily_usd:.2f} daily budget",
+                Scope.KEY,
+                usd=round(facts.key_day_usd, 6),
+                limit=cfg.key_daily_usd,
+            )
+        return None

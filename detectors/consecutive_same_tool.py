@@ -1,0 +1,57 @@
+"""`consecutive_same_tool`: the model turns to the same single tool turn after turn.
+
+One turn is one model response with tool calls (a parallel batch is one
+turn). Paging through a listing does this too, so it warns by default.
+"""
+
+from __future__ import annotations
+
+from pydantic import Field
+
+from runguard.detectors.base import Action, Detector, DetectorConfig, Plan, ResponseSeen, Results, Verdict
+from runguard.detectors.normalize import tag
+from runguard.detectors.ops import Push, Scope
+
+
+class ConsecutiveSameToolConfig(DetectorConfig):
+    action: Action = Field(
+        Action.WARN,
+        description="block, warn (record and flag only) or off. Warns by default: paging through a "
+        "listing also calls one tool turn after turn.",
+    )
+    threshold: int = Field(
+        3,
+        ge=2,
+        le=32,
+        description="Consecutive model turns with tool calls that all call the same one tool, and only it, "
+        "at which the run is flagged.",
+        json_schema_extra={"tighten": "lower"},
+    )
+
+
+class ConsecutiveSameTool(Detector[ConsecutiveSameToolConfig]):
+    """After each response with tool calls: push the turn's set of tools, flag a full window of one tool."""
+
+    name = "consecutive_same_tool"
+    Config = ConsecutiveSameToolConfig
+
+    def plan_response(self, seen: ResponseSeen, cfg: ConsecutiveSameToolConfig) -> Plan:
+        names = sorted({call.name for call in seen.response.tool_calls})
+        if not names:
+            return {}
+        # A turn mixing tools is pushed too: it breaks the streak.
+        item = tag(names[0]) if len(names) == 1 else "+" + tag("\x00".join(names))
+        return {"turns": Push(Scope.RUN, "turns", (item,), keep=cfg.threshold)}
+
+    def check_response(self, seen: ResponseSeen, got: Results, cfg: ConsecutiveSameToolConfig) -> Verdict | None:
+        turns = got.get("turns")
+        if not isinstance(turns, tuple) or len(turns) < cfg.threshold or len(set(turns)) != 1:
+            return None
+        if turns[0].startswith("+"):
+            return None
+        tool = seen.response.tool_calls[0].name
+        return self.verdict(
+            f"tool '{tool}' was the only tool called in {len(turns)} consecutive model turns",
+            tool=tool,
+            turns=len(turns),
+        )

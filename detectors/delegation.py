@@ -1,0 +1,135 @@
+"""`delegation`: an agent re-entering the delegation chain it is already part of, or a chain too deep.
+
+The chain is the run's stack of agents waiting on each other: a handoff
+pushes its target (Agno's delegate: the caller waits for the member; ADK and
+the Agents SDK's transfer: the caller's invocation stays underneath), and it
+shrinks when a parent speaks again. A transfer to the immediate parent is the
+normal way back ("transfer to your parent agent"); a handoff to any other
+agent already in the chain is a cycle: A -> B -> C -> A.
+
+The chain is a short JSON list read before the request and written after
+the response; a run's requests are sequential in agent loops, and siblings
+running in parallel only ever replace the top, which never trips.
+"""
+
+from __future__ import annotations
+
+import orjson
+from pydantic import Field
+
+from runguard.detectors.base import (
+    Detector,
+    DetectorConfig,
+    Plan,
+    RequestSeen,
+    ResponseSeen,
+    Results,
+    Verdict,
+)
+from runguard.detectors.normalize import clip
+from runguard.detectors.ops import Get, OpResult, Put, Scope
+from runguard.proxy.events import HandoffKind, RequestInfo, ResponseInfo
+
+MAX_CHAIN = 12  # agents kept in the stored chain (the root and the deepest ones)
+LABEL_CHARS = 40  # agent labels are clipped in state
+
+
+class DelegationConfig(DetectorConfig):
+    max_depth: int = Field(
+        5,
+        ge=1,
+        le=MAX_CHAIN - 1,
+        description="Agents that may be nested in one delegation chain (each waiting on the next). Set it "
+        "to the deepest nesting the pipeline intends, plus two.",
+        json_schema_extra={"tighten": "lower"},
+    )
+
+
+def _loads(raw: OpResult) -> list[str]:
+    if not isinstance(raw, str):
+        return []
+    try:
+        chain = orjson.loads(raw)
+    except orjson.JSONDecodeError:
+        return []
+    return [str(label) for label in chain] if isinstance(chain, list) else []
+
+
+def _dumps(chain: list[str]) -> str:
+    if len(chain) > MAX_CHAIN:
+        chain = chain[:1] + chain[-(MAX_CHAIN - 1) :]
+    return orjson.dumps(chain).decode()
+
+
+def speaking(chain: list[str], request: RequestInfo) -> list[str]:
+    """The chain once the agent of this request speaks.
+
+    The root starts it; a parent speaking again (its member answered) pops back
+    to it, as does any ancestor further down; an agent not in the chain takes
+    the top's place (a sibling in a sequence or in parallel, no handoff).
+    """
+    agent = clip(request.agent.label, LABEL_CHARS)
+    if not chain:
+        return [agent]
+    if agent in chain:
+        return chain[: chain.index(agent) + 1]
+    return [*chain[:-1], agent]
+
+
+def handed(chain: list[str], response: ResponseInfo) -> tuple[list[str], str | None]:
+    """The chain after the response's handoffs, and the first target that re-entered it (if any).
+
+    Several handoffs in one response are siblings (a parallel delegation):
+    the chain grows by one level at most, and each target is checked.
+    """
+    parent = chain[-2] if len(chain) >= 2 else None
+    targets = [(handoff.kind, clip(handoff.target, LABEL_CHARS)) for handoff in response.handoffs]
+    home = [kind is HandoffKind.TRANSFER and target == parent for kind, target in targets]
+    for (_, target), going_home in zip(targets, home, strict=True):
+        if target in chain and not going_home:
+            return chain, target
+    if any(home):
+        return chain[:-1], None  # a transfer back to the parent: the normal way home
+    if targets:
+        return [*chain, targets[0][1]], None
+    return chain, None
+
+
+class Delegation(Detector[DelegationConfig]):
+    """Reads the chain before the request; after the response, applies the speaker and the handoffs.
+
+    The updated chain is written back and checked; a trip opens the breaker for the run's next request.
+    """
+
+    name = "delegation"
+    Config = DelegationConfig
+
+    def plan_request(self, seen: RequestSeen, cfg: DelegationConfig) -> Plan:
+        return {"chain": Get(Scope.RUN, "chain")}
+
+    def plan_response(self, seen: ResponseSeen, cfg: DelegationConfig) -> Plan:
+        stored = seen.before.get("chain")
+        chain, _ = handed(speaking(_loads(stored), seen.request), seen.response)
+        value = _dumps(chain)
+        return {} if value == stored else {"chain": Put(Scope.RUN, "chain", value)}
+
+    def check_response(self, seen: ResponseSeen, got: Results, cfg: DelegationConfig) -> Verdict | None:
+        chain, again = handed(speaking(_loads(seen.before.get("chain")), seen.request), seen.response)
+        if again is not None:
+            shown = " -> ".join(chain)
+            return self.verdict(
+                f"agent '{again}' is handed work while already in the delegation chain {shown}",
+                agent=again,
+                chain=chain,
+            )
+        return self._too_deep(chain, cfg)
+
+    def _too_deep(self, chain: list[str], cfg: DelegationConfig) -> Verdict | None:
+        if len(chain) <= cfg.max_depth:
+            return None
+        return self.verdict(
+            f"delegation chain is {len(chain)} agents deep, over the limit of {cfg.max_depth}: {' -> '.join(chain)}",
+            depth=len(chain),
+            chain=chain,
+            limit=cfg.max_depth,
+        )

@@ -1,0 +1,48 @@
+"""`duplicate_request`: the same request body sent again and again, back to back.
+
+Retry layers multiply (SDK retries times application retries), and each
+identical request re-bills the whole context. The SDKs retry twice by default,
+so three identical bodies in a row is normal; more is amplification.
+"""
+
+from __future__ import annotations
+
+from pydantic import Field
+
+from runguard.detectors.base import Detector, DetectorConfig, Plan, RequestSeen, Results, RunFacts, Verdict
+from runguard.detectors.ops import Push, Scope
+
+
+class DuplicateRequestConfig(DetectorConfig):
+    max_repeats: int = Field(
+        4,
+        ge=2,
+        le=32,
+        description="Identical request bodies in a row that stop the run; this many identical sends is "
+        "one more than an SDK's default retries produce.",
+        json_schema_extra={"tighten": "lower"},
+    )
+
+
+class DuplicateRequest(Detector[DuplicateRequestConfig]):
+    """Pre-flight: a window of the run's last body hashes, all equal once full."""
+
+    name = "duplicate_request"
+    Config = DuplicateRequestConfig
+
+    def plan_request(self, seen: RequestSeen, cfg: DuplicateRequestConfig) -> Plan:
+        if not seen.body_hash:
+            return {}
+        return {"bodies": Push(Scope.RUN, "bodies", (seen.body_hash,), keep=cfg.max_repeats)}
+
+    def check_request(
+        self, seen: RequestSeen, facts: RunFacts, got: Results, cfg: DuplicateRequestConfig
+    ) -> Verdict | None:
+        bodies = got.get("bodies")
+        if not isinstance(bodies, tuple) or len(bodies) < cfg.max_repeats or len(set(bodies)) != 1:
+            return None
+        return self.verdict(
+            f"the same request body was sent {cfg.max_repeats} times in a row",
+            body_hash=seen.body_hash,
+            repeats=cfg.max_repeats,
+        )

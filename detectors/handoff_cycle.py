@@ -1,0 +1,125 @@
+"""`handoff_cycle`: agents handing work back and forth without moving it on.
+
+The seeds' signal is a repeated from->to pair among the last few handoffs.
+Review loops repeat pairs on purpose (writer -> editor -> writer), so a repeat
+alone is not enough: the handoff also carries a payload hash (the handoff
+call's arguments, the response's text, and the tool calls and results the
+request brought), and the same pair with the same payload twice within the window
+means nothing changed between rounds. Past a hard number of repeats of one
+pair the run stops whatever the payloads.
+"""
+
+from __future__ import annotations
+
+from pydantic import Field
+
+from runguard.detectors import tally
+from runguard.detectors.base import Detector, DetectorConfig, Plan, RequestSeen, ResponseSeen, Results, Verdict
+from runguard.detectors.normalize import args_digest, clip, result_digest, tag
+from runguard.detectors.ops import Add, Op, Push, Scope
+from runguard.proxy.events import Handoff, digest
+
+MAX_PAIRS = 32  # distinct agent pairs counted per run
+LABEL_CHARS = 32  # agent labels are clipped in state
+
+
+class HandoffCycleConfig(DetectorConfig):
+    window: int = Field(
+        6,
+        ge=2,
+        le=16,
+        description="How many of the run's latest handoffs are searched for a repeat that carried "
+        "the same payload (nothing changed between the rounds).",
+    )
+    max_pair_repeats: int = Field(
+        4,
+        ge=1,
+        description="Handoffs from one agent to another that a run may make; one more stops it, "
+        "whatever was handed over. A review loop of a few rounds stays under it.",
+        json_schema_extra={"tighten": "lower"},
+    )
+    allowed_pairs: list[tuple[str, str]] = Field(
+        default_factory=list,
+        description="(from, to) agent pairs that are never counted, e.g. [[writer, editor], [editor, writer]].",
+    )
+
+
+class HandoffCycle(Detector[HandoffCycleConfig]):
+    """After each response with handoffs: window the handoffs with their payloads, count each pair."""
+
+    name = "handoff_cycle"
+    Config = HandoffCycleConfig
+
+    def plan_request(self, seen: RequestSeen, cfg: HandoffCycleConfig) -> Plan:
+        return {"pairs": tally.fetch("pairs")}
+
+    def _pairs(self, seen: ResponseSeen, cfg: HandoffCycleConfig) -> list[tuple[Handoff, str]]:
+        """(handoff, "<from>><to>") for each handoff of the response not on the allowed list."""
+        source = seen.request.agent.label
+        allowed = {(a, b) for a, b in cfg.allowed_pairs}
+        return [
+            (handoff, f"{clip(source, LABEL_CHARS)}>{clip(handoff.target, LABEL_CHARS)}")
+            for handoff in seen.response.handoffs
+            if (source, handoff.target) not in allowed
+        ]
+
+    def _payload(self, seen: ResponseSeen, handoff: Handoff, brought: str) -> str:
+        """What was handed over and answered: the handoff's arguments, the response text, what was brought."""
+        handed = next(
+            (
+                call.arguments
+                for call in seen.response.tool_calls
+                if (call.call_id == handoff.call_id if handoff.call_id else call.name == handoff.tool)
+            ),
+            "",
+        )
+        return digest("\x00".join((handed, seen.response.text, brought)), 4)
+
+    def plan_response(self, seen: ResponseSeen, cfg: HandoffCycleConfig) -> Plan:
+        pairs = self._pairs(seen, cfg)
+        if not pairs:
+            return {}
+        # What the request brought: the last turn's calls (a draft saved by a tool) and their results.
+        brought = "".join(
+            [args_digest(c.arguments) for c in seen.request.prior_calls]
+            + [result_digest(r.content) for r in seen.request.new_results]
+        )
+        items = tuple(f"{pair}#{self._payload(seen, handoff, brought)}" for handoff, pair in pairs)
+        plan: dict[str, Op] = {"recent": Push(Scope.RUN, "recent", items, keep=cfg.window)}
+        counts: dict[str, int] = {}
+        for _, pair in pairs:
+            counts[tag(pair)] = counts.get(tag(pair), 0) + 1
+        admitted, new = tally.admit(seen.before.get("pairs"), counts, MAX_PAIRS)
+        plan.update({f"n.{t}": Add(Scope.RUN, f"n.{t}", counts[t]) for t in admitted})
+        for op in tally.enrol("pairs", new, MAX_PAIRS):
+            plan["roster"] = op
+        return plan
+
+    def check_response(self, seen: ResponseSeen, got: Results, cfg: HandoffCycleConfig) -> Verdict | None:
+        recent = got.get("recent")
+        pairs = self._pairs(seen, cfg)
+        if not isinstance(recent, tuple) or not pairs:
+            return None
+        source = seen.request.agent.label
+        # The batch appended this response's items last: no need to hash the payloads again.
+        mine = recent[-len(pairs) :]
+        for (handoff, pair), item in zip(pairs[-len(mine) :], mine, strict=True):
+            same = recent.count(item)
+            if same >= 2:
+                return self.verdict(
+                    f"handoff {source} -> {handoff.target} repeated with the same payload {same} times "
+                    f"within the last {len(recent)} handoffs: nothing changed between the rounds",
+                    pair=[source, handoff.target],
+                    payload=item.rpartition("#")[2],
+                    repeats=same,
+                )
+            count = got.get(f"n.{tag(pair)}")
+            if isinstance(count, float) and count > cfg.max_pair_repeats:
+                return self.verdict(
+                    f"handoff {source} -> {handoff.target} happened {int(count)} times in this run, "
+                    f"over the limit of {cfg.max_pair_repeats}",
+                    pair=[source, handoff.target],
+                    repeats=int(count),
+                    limit=cfg.max_pair_repeats,
+                )
+        return None

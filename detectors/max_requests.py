@@ -1,0 +1,33 @@
+"""`max_requests`: a step cap, the number of model requests one run may make."""
+
+from __future__ import annotations
+
+from pydantic import Field
+
+from runguard.detectors.base import Detector, DetectorConfig, RequestSeen, Results, RunFacts, Verdict
+
+
+class MaxRequestsConfig(DetectorConfig):
+    limit: int = Field(
+        100,
+        ge=1,
+        description="Model requests one run may make; the request after the last allowed one is stopped. "
+        "Set it to about twice the steps the hardest legitimate task needs.",
+        json_schema_extra={"tighten": "lower"},
+    )
+
+
+class MaxRequests(Detector[MaxRequestsConfig]):
+    """Pre-flight: the run's request count, this request included, against the cap."""
+
+    name = "max_requests"
+    Config = MaxRequestsConfig
+
+    def check_request(self, seen: RequestSeen, facts: RunFacts, got: Results, cfg: MaxRequestsConfig) -> Verdict | None:
+        if facts.request_index > cfg.limit:
+            return self.verdict(
+                f"request {facts.request_index} exceeds the run's limit of {cfg.limit} requests",
+                requests=facts.request_index,
+                limit=cfg.limit,
+            )
+        return None

@@ -1,0 +1,92 @@
+"""`non_progress`: the same tool returning the same result N times in a row.
+
+A tool stuck in a soft failure (a "partial_parse_error" status, an empty
+result set, "retry later") answers the same whatever the model asks; the model
+keeps rephrasing and calling. Results are compared by a normalized hash with
+volatile keys (ids, timestamps) dropped, over the run's whole sequence of tool
+results, so a tool whose answer changes every time never counts.
+"""
+
+from __future__ import annotations
+
+from pydantic import Field
+
+from runguard.detectors.base import Detector, DetectorConfig, Plan, RequestSeen, Results, RunFacts, Verdict
+from runguard.detectors.normalize import DEFAULT_VOLATILE_KEYS, lowered, result_digest, result_uniq, tag
+from runguard.detectors.ops import Push, Scope
+from runguard.proxy.events import RequestInfo
+
+SLACK = 16  # extra window room: a re-sent batch must still find its items to be skipped
+
+
+class NonProgressConfig(DetectorConfig):
+    threshold: int = Field(
+        3,
+        ge=2,
+        le=32,
+        description="Identical results in a row from the same tool (across the run's tool results, "
+        "a parallel batch's identical answers counting once) that stop the run.",
+        json_schema_extra={"tighten": "lower"},
+    )
+    volatile_keys: list[str] = Field(
+        default_factory=lambda: list(DEFAULT_VOLATILE_KEYS),
+        description="JSON keys ignored (at any depth, any letter case) when comparing tool results: "
+        "values that change on every call without changing the answer.",
+    )
+    volatile_keys_by_tool: dict[str, list[str]] = Field(
+        default_factory=dict,
+        description="More keys to ignore for particular tools, e.g. {parse_document: [attempt, latency_ms]}.",
+    )
+
+
+class NonProgress(Detector[NonProgressConfig]):
+    """Pre-flight, from the tool results the request sends back."""
+
+    name = "non_progress"
+    Config = NonProgressConfig
+
+    def _items(self, request: RequestInfo, cfg: NonProgressConfig) -> list[str]:
+        """One "<tool>:<result hash>:<uniq>" per distinct (tool, result) of this request, in order."""
+        common = lowered(cfg.volatile_keys)
+        keys: dict[str, str] = {}
+        for position, result in enumerate(request.new_results):
+            if result.name is None:
+                continue  # not attributable to a tool
+            extra = cfg.volatile_keys_by_tool.get(result.name)
+            volatile = common | lowered(extra) if extra else common
+            key = f"{tag(result.name)}:{result_digest(result.content, volatile)}"
+            keys.setdefault(key, result_uniq(request, result, position))
+        return [f"{key}:{uniq}" for key, uniq in keys.items()]
+
+    def plan_request(self, seen: RequestSeen, cfg: NonProgressConfig) -> Plan:
+        items = self._items(seen.request, cfg)
+        if not items:
+            return {}
+        return {"seq": Push(Scope.RUN, "seq", tuple(items), keep=cfg.threshold + SLACK, unique=True)}
+
+    def check_request(self, seen: RequestSeen, facts: RunFacts, got: Results, cfg: NonProgressConfig) -> Verdict | None:
+        window = got.get("seq")
+        if not isinstance(window, tuple):
+            return None
+        request = seen.request
+        mine = {result_uniq(request, r, i) for i, r in enumerate(request.new_results)}
+        keys = [item.rpartition(":")[0] for item in window]
+        for end in range(len(window) - 1, -1, -1):
+            if window[end].rpartition(":")[2] not in mine:
+                continue
+            run = 1
+            while end - run >= 0 and keys[end - run] == keys[end]:
+                run += 1
+            if run >= cfg.threshold:
+                return self._verdict(request, keys[end], run)
+        return None
+
+    def _verdict(self, request: RequestInfo, key: str, run: int) -> Verdict:
+        tool_tag, _, result_hash = key.partition(":")
+        tool = next((r.name for r in request.new_results if r.name and tag(r.name) == tool_tag), tool_tag)
+        return self.verdict(
+            f"tool '{tool}' returned the same result {run} times in a row",
+            tool=tool,
+            result_hash=result_hash,
+            repeats=run,
+        )

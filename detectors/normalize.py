@@ -1,0 +1,231 @@
+"""Normalizing tool arguments and results into short, comparable hashes.
+
+Detectors keep hashes and small token sets in run state, never content, so
+everything here turns one call's arguments or one result's text into a few
+bytes, in time linear in that text (never in the conversation).
+
+- `arg_tokens`: the words of an argument object as a bounded set of 4-hex
+  token hashes (the 48 smallest: a bottom-k sketch), and `jaccard` over two
+  such sets (exact while both hold fewer than 48 tokens, an estimate beyond).
+- `result_digest`: a result's hash with volatile keys (ids, timestamps)
+  dropped, so the same answer re-sent with a fresh request id hashes the same.
+- `args_digest`: the exact arguments (canonical JSON) as a hash;
+  `keyed_values_digest`: a hash of only the values under some keys (page, cursor).
+- `paired_results` / `turn_signature`: the last assistant turn's calls with
+  the results the request sends back for them.
+- `tag` / `clip`: short stand-ins for tool and agent names in state.
+"""
+
+from __future__ import annotations
+
+import base64
+import re
+from collections.abc import Collection, Iterable, Sequence
+from typing import Any
+
+import orjson
+
+from runguard.proxy.events import RequestInfo, ToolCall, ToolResult, digest
+
+MAX_TOKENS = 48  # tokens kept per argument set: bounds state and pairwise work
+TOKEN_HEX = 4  # hex characters per token hash
+MAX_DEPTH = 32  # nesting levels walked when dropping volatile keys
+DEFAULT_VOLATILE_KEYS = (
+    "id",
+    "request_id",
+    "requestId",
+    "trace_id",
+    "traceId",
+    "timestamp",
+    "time",
+    "created",
+    "created_at",
+    "createdAt",
+    "updated_at",
+    "date",
+    "etag",
+    "nonce",
+    "uuid",
+)
+_NON_WORD = re.compile(r"[^a-z0-9]+")
+_SPACE = re.compile(r"\s+")
+_MISSING = object()
+
+
+def tag(text: str) -> str:
+    """An 8-hex name tag: keeps tool and agent names out of state keys and windows."""
+    return digest(text, 4)
+
+
+def clip(label: str, size: int) -> str:
+    """A name cut to `size` characters for state; a cut name keeps a hash of the whole so names stay apart."""
+    return label if len(label) <= size else f"{label[: size - 9]}~{tag(label)}"
+
+
+def _parse(text: str) -> Any:
+    """The JSON value in `text`, or `_MISSING` when it is not JSON."""
+    try:
+        return orjson.loads(text)
+    except (orjson.JSONDecodeError, TypeError):
+        return _MISSING
+
+
+def _dump(value: Any) -> str:
+    return orjson.dumps(value, option=orjson.OPT_SORT_KEYS).decode()
+
+
+def canonical(arguments: str) -> str:
+    """Canonical JSON of an argument string (sorted keys); other text with whitespace collapsed."""
+    value = _parse(arguments)
+    if value is _MISSING:
+        return _SPACE.sub(" ", arguments).strip()
+    return _dump(value)
+
+
+def args_digest(arguments: str) -> str:
+    """A hash of the exact arguments, independent of key order and spacing."""
+    return digest(canonical(arguments))
+
+
+def arg_tokens(arguments: str) -> tuple[str, ...]:
+    """The argument words as sorted 4-hex hashes, at most `MAX_TOKENS` (the smallest ones).
+
+    Lowercased canonical JSON with every non-[a-z0-9] run turned into a space,
+    so keys and values both count and punctuation does not.
+    """
+    words = set(_NON_WORD.sub(" ", canonical(arguments).lower()).split())
+    hashed = sorted({digest(word, TOKEN_HEX // 2) for word in words})
+    return tuple(hashed[:MAX_TOKENS])
+
+
+def encode_tokens(tokens: Iterable[str]) -> str:
+    """Token hashes packed for state: base64 of their bytes (a third shorter than the hex)."""
+    return base64.b64encode(bytes.fromhex("".join(tokens))).decode("ascii")
+
+
+def decode_tokens(text: str) -> tuple[str, ...]:
+    """The token hashes `encode_tokens` packed; an unreadable value reads as no tokens."""
+    try:
+        packed = base64.b64decode(text, validate=True).hex()
+    except ValueError:
+        return ()
+    return tuple(packed[i : i + TOKEN_HEX] for i in range(0, len(packed) - TOKEN_HEX + 1, TOKEN_HEX))
+
+
+def jaccard(a: Sequence[str], b: Sequence[str]) -> float:
+    """Jaccard similarity of two token sketches; 0.0 when both are empty.
+
+    Bottom-k estimator: among the k smallest hashes of the union, the share
+    present in both. With fewer than k tokens on each side it is exact.
+    """
+    set_a, set_b = set(a), set(b)
+    union = sorted(set_a | set_b)[:MAX_TOKENS]
+    if not union:
+        return 0.0
+    both = sum(1 for token in union if token in set_a and token in set_b)
+    return both / len(union)
+
+
+def _walk_pairs(value: Any, keys: Collection[str], out: list[tuple[str, Any]], depth: int = 0) -> None:
+    if depth > MAX_DEPTH:
+        return
+    if isinstance(value, dict):
+        for key, item in value.items():
+            if str(key).lower() in keys:
+                out.append((str(key), item))
+            else:
+                _walk_pairs(item, keys, out, depth + 1)
+    elif isinstance(value, list):
+        for item in value:
+            _walk_pairs(item, keys, out, depth + 1)
+
+
+def keyed_values_digest(arguments: str, keys: Collection[str]) -> str:
+    """A 4-hex hash of the values under `keys` (lowercase names) anywhere in the arguments; "-" if none."""
+    value = _parse(arguments)
+    found: list[tuple[str, Any]] = []
+    if value is not _MISSING:
+        _walk_pairs(value, keys, found)
+    return digest(_dump(sorted(found, key=lambda pair: pair[0])), TOKEN_HEX // 2) if found else "-"
+
+
+def _drop_keys(value: Any, keys: Collection[str], depth: int = 0) -> Any:
+    if depth > MAX_DEPTH:
+        return value
+    if isinstance(value, str) and value[:1] in ("{", "["):
+        # JSON text inside JSON: Gemini wraps a tool's return value as {"result": "<text>"}
+        # and MCP tools answer with JSON in a text part; their volatile keys count too.
+        inner = _parse(value)
+        return value if inner is _MISSING else _drop_keys(inner, keys, depth + 1)
+    if isinstance(value, dict):
+        return {k: _drop_keys(v, keys, depth + 1) for k, v in value.items() if str(k).lower() not in keys}
+    if isinstance(value, list):
+        return [_drop_keys(item, keys, depth + 1) for item in value]
+    return value
+
+
+def lowered(keys: Iterable[str]) -> frozenset[str]:
+    """Key names as matched: case-insensitively."""
+    return frozenset(key.lower() for key in keys)
+
+
+DEFAULT_VOLATILE = lowered(DEFAULT_VOLATILE_KEYS)
+
+
+def result_digest(content: str, volatile_keys: Collection[str] = DEFAULT_VOLATILE) -> str:
+    """A hash of a tool result without its volatile keys (lowercase names, matched at any depth).
+
+    JSON results are re-dumped canonically; other text has its whitespace collapsed.
+    """
+    value = _parse(content)
+    if value is _MISSING:
+        return digest(_SPACE.sub(" ", content).strip())
+    return digest(_dump(_drop_keys(value, volatile_keys)))
+
+
+def _call_positions(request: RequestInfo) -> list[int | None]:
+    """For each new result, the position of the prior call it answers: by call id, else the next of that name."""
+    calls = request.prior_calls
+    free = set(range(len(calls)))
+    by_id = {call.call_id: i for i, call in enumerate(calls) if call.call_id}
+    positions: list[int | None] = []
+    for result in request.new_results:
+        found = by_id.get(result.call_id) if result.call_id else None
+        if found is None or found not in free:
+            found = next((i for i in sorted(free) if calls[i].name == result.name), None)
+        if found is not None:
+            free.discard(found)
+        positions.append(found)
+    return positions
+
+
+def paired_results(request: RequestInfo) -> list[tuple[ToolCall | None, ToolResult]]:
+    """Each new tool result with the prior call it answers (None when no call matches)."""
+    positions = _call_positions(request)
+    return [
+        (None if i is None else request.prior_calls[i], result)
+        for i, result in zip(positions, request.new_results, strict=True)
+    ]
+
+
+def result_uniq(request: RequestInfo, result: ToolResult, position: int) -> str:
+    """Identifies one tool result across re-sends: its call id, or (Gemini) where it sits in the conversation."""
+    return tag(result.call_id or f"{request.message_count}.{position}")
+
+
+def turn_signature(request: RequestInfo) -> tuple[str, str] | None:
+    """The last assistant turn as one action: (hash of its calls and their results, a per-turn id).
+
+    None when that turn made no tool calls. Calls are sorted, so a parallel
+    batch in another order is the same action.
+    """
+    if not request.prior_calls:
+        return None
+    answered = {i: r for i, r in zip(_call_positions(request), request.new_results, strict=True) if i is not None}
+    parts = sorted(
+        f"{call.name}\x00{args_digest(call.arguments)}\x00"
+        + (result_digest(answered[i].content) if i in answered else "-")
+        for i, call in enumerate(request.prior_calls)
+    )
+    first = request.prior_calls[0].call_id
+    return digest("\x01".join(parts)), tag(first or f"turn.{request.message_count}")

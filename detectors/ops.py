@@ -1,0 +1,99 @@
+"""The state operations detectors may ask for: the whole state vocabulary.
+
+Detectors never hold run state themselves. They *plan* a few operations on
+named fields, the guard runs every detector's plan as one batch against the
+state backend (memory, or Redis in one round trip), and each detector then
+*checks* its results. A batch runs atomically per scope, in order, so an
+operation sees the effects of the ones before it.
+
+Scopes:
+  RUN        one run (X-Run-Id or inferred), expires when the run is idle
+  KEY        one API key (salted hash)
+  KEY_MODEL  one API key and model (upstream health)
+  KEY_DAY    one API key and UTC day (daily spend)
+
+Values are strings or floats; windows are bounded lists of short strings
+(hashes, signatures), oldest first. Per-run state stays small because every
+window has a `keep` bound and fields are few.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import StrEnum
+
+
+class Scope(StrEnum):
+    RUN = "run"
+    KEY = "key"
+    KEY_MODEL = "key_model"
+    KEY_DAY = "key_day"
+
+
+@dataclass(frozen=True, slots=True)
+class Add:
+    """Add `amount` to a number (missing counts as 0). Result: the new value (float)."""
+
+    scope: Scope
+    field: str
+    amount: float = 1.0
+
+
+@dataclass(frozen=True, slots=True)
+class Push:
+    """Append items to a window. Result: the window after (tuple[str, ...]).
+
+    By default the window keeps its last `keep` items. `unique` skips items the
+    window already holds (so a re-sent request cannot count twice). `head`
+    keeps the *first* `keep` items: once full, nothing more is appended.
+    """
+
+    scope: Scope
+    field: str
+    items: tuple[str, ...]
+    keep: int
+    unique: bool = False
+    head: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class Get:
+    """Read a value. Result: str | float | tuple[str, ...] | None."""
+
+    scope: Scope
+    field: str
+
+
+@dataclass(frozen=True, slots=True)
+class Put:
+    """Write a string value (`None` deletes the field). Result: the previous value."""
+
+    scope: Scope
+    field: str
+    value: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class PutNX:
+    """Write a string value only if the field is absent. Result: the value now stored."""
+
+    scope: Scope
+    field: str
+    value: str
+
+
+@dataclass(frozen=True, slots=True)
+class CompareAndSet:
+    """Write `value` only if the field now equals `expected` (None: absent).
+
+    Result: the value stored afterwards; it equals `value` when this write won.
+    """
+
+    scope: Scope
+    field: str
+    expected: str | None
+    value: str
+
+
+Op = Add | Push | Get | Put | PutNX | CompareAndSet
+OpResult = str | float | tuple[str, ...] | None

@@ -1,0 +1,57 @@
+"""`oscillation`: the agent toggles between a couple of actions without getting anywhere.
+
+A-B-A-B-A-B: each action alone is not repeated back to back, but the run's
+recent actions hold only two distinct ones. Actions are compared with their
+results (see `stagnation`), so alternating polls whose answers change pass.
+"""
+
+from __future__ import annotations
+
+from pydantic import Field
+
+from runguard.detectors.base import Detector, DetectorConfig, Plan, RequestSeen, Results, RunFacts, Verdict
+from runguard.detectors.normalize import turn_signature
+from runguard.detectors.ops import Push, Scope
+
+
+class OscillationConfig(DetectorConfig):
+    window: int = Field(
+        6,
+        ge=3,
+        le=16,
+        description="How many of the run's latest actions (tool calls with their results) are looked at.",
+    )
+    max_distinct: int = Field(
+        2,
+        ge=1,
+        le=8,
+        description="A full window holding this many distinct actions or fewer stops the run.",
+    )
+
+
+class Oscillation(Detector[OscillationConfig]):
+    """Pre-flight: the previous turn's action joins a window; a full window with few distinct actions trips."""
+
+    name = "oscillation"
+    Config = OscillationConfig
+
+    def plan_request(self, seen: RequestSeen, cfg: OscillationConfig) -> Plan:
+        action = turn_signature(seen.request)
+        if action is None:
+            return {}
+        # Unique by turn id: a re-sent request cannot add its turn twice.
+        return {"actions": Push(Scope.RUN, "actions", (":".join(action),), keep=cfg.window, unique=True)}
+
+    def check_request(self, seen: RequestSeen, facts: RunFacts, got: Results, cfg: OscillationConfig) -> Verdict | None:
+        window = got.get("actions")
+        if not isinstance(window, tuple) or len(window) < cfg.window:
+            return None
+        signatures = sorted({item.partition(":")[0] for item in window})
+        if len(signatures) > cfg.max_distinct:
+            return None
+        return self.verdict(
+            f"the last {len(window)} actions hold only {len(signatures)} distinct ones: "
+            f"the agent is going back and forth",
+            signatures=signatures,
+            actions=len(window),
+        )

@@ -1,0 +1,110 @@
+"""`parallel_calls`: one response asking for too many, or too similar, tool calls at once.
+
+Parallel calls multiply a turn's cost. Three signals, checked on the response
+itself so a non-streamed one can be replaced before any of its tools run:
+more calls than a cap; two calls in the batch with near-identical arguments
+(the same lookup sent to several similar tools); and a batch that repeats the
+previous turn's batch call for call.
+"""
+
+from __future__ import annotations
+
+from itertools import combinations
+
+from pydantic import Field
+
+from runguard.detectors.base import Detector, DetectorConfig, Plan, RequestSeen, ResponseSeen, Verdict
+from runguard.detectors.normalize import arg_tokens, decode_tokens, encode_tokens, jaccard, tag
+from runguard.detectors.ops import Get, OpResult, Put, Scope
+from runguard.proxy.events import ToolCall
+
+STORED_CALLS = 8  # calls of a batch remembered for the next turn's comparison
+
+Batch = list[tuple[str, tuple[str, ...]]]  # (tool tag, argument tokens) per call
+
+
+class ParallelCallsConfig(DetectorConfig):
+    max_calls: int = Field(
+        5,
+        ge=1,
+        description="Tool calls one model response may ask for; more are stopped before the tools run.",
+        json_schema_extra={"tighten": "lower"},
+    )
+    similarity: float = Field(
+        0.80,
+        gt=0,
+        le=1,
+        description="Jaccard similarity of two calls' argument words at which they are the same lookup: "
+        "within one batch (across tools), or between this batch and the previous turn's (same tool).",
+        json_schema_extra={"tighten": "lower"},
+    )
+
+
+def _batch(calls: tuple[ToolCall, ...]) -> Batch:
+    return [(tag(call.name), arg_tokens(call.arguments)) for call in calls]
+
+
+def _stored(raw: OpResult) -> Batch:
+    if not isinstance(raw, str):
+        return []
+    return [(name, decode_tokens(tokens)) for name, _, tokens in (entry.partition("|") for entry in raw.split(","))]
+
+
+class ParallelCalls(Detector[ParallelCallsConfig]):
+    """Reads the previous batch before the request, judges the response, stores its batch after."""
+
+    name = "parallel_calls"
+    Config = ParallelCallsConfig
+
+    def plan_request(self, seen: RequestSeen, cfg: ParallelCallsConfig) -> Plan:
+        return {"prev": Get(Scope.RUN, "prev")}
+
+    def inspect_response(self, seen: ResponseSeen, cfg: ParallelCallsConfig) -> Verdict | None:
+        calls = seen.response.tool_calls
+        if len(calls) > cfg.max_calls:
+            return self.verdict(
+                f"{len(calls)} tool calls in one response, over the limit of {cfg.max_calls}",
+                calls=len(calls),
+                tools=sorted({call.name for call in calls}),
+                limit=cfg.max_calls,
+            )
+        if len(calls) < 2:
+            return None
+        batch = _batch(calls)
+        for (i, (_, a)), (j, (_, b)) in combinations(enumerate(batch), 2):
+            similarity = jaccard(a, b)
+            if similarity >= cfg.similarity:
+                return self.verdict(
+                    f"'{calls[i].name}' and '{calls[j].name}' were called in one batch with near-identical "
+                    f"arguments (Jaccard {similarity:.2f} >= {cfg.similarity})",
+                    tools=[calls[i].name, calls[j].name],
+                    similarity=round(similarity, 3),
+                )
+        return self._repeat(_stored(seen.before.get("prev")), batch, cfg)
+
+    def _repeat(self, prev: Batch, batch: Batch, cfg: ParallelCallsConfig) -> Verdict | None:
+        """The batch repeats the previous one: matching pairs reach the size of the smaller batch."""
+        if len(prev) < 2:
+            return None
+        matches = sum(1 for p in prev for c in batch if p[0] == c[0] and jaccard(p[1], c[1]) >= cfg.similarity)
+        if matches < min(len(prev), len(batch)):
+            return None
+        return self.verdict(
+            f"this batch of {len(batch)} calls repeats the previous turn's batch of {len(prev)} "
+            f"({matches} matching pairs)",
+            calls=len(batch),
+            previous_calls=len(prev),
+            matching_pairs=matches,
+        )
+
+    def plan_response(self, seen: ResponseSeen, cfg: ParallelCallsConfig) -> Plan:
+        calls = seen.response.tool_calls
+        if not calls:
+            # A turn without calls ends the sequence of batches (nothing to clear if nothing stored).
+            return (
+                {}
+                if seen.upstream_failed or seen.before.get("prev") is None
+                else {"prev": Put(Scope.RUN, "prev", None)}
+            )
+        stored = ",".join(f"{name}|{encode_tokens(tokens)}" for name, tokens in _batch(calls[:STORED_CALLS]))
+        return {"prev": Put(Scope.RUN, "prev", stored)}

@@ -1,0 +1,82 @@
+"""`repeat_call`: the same call, with the same arguments, getting the same answer, again and again.
+
+An agent retrying a call that keeps failing the same way (a 403 page, a
+"not found") learns nothing new from each retry. Polling is not a repeat: its
+result changes, so the (tool, arguments, result) triple changes too.
+"""
+
+from __future__ import annotations
+
+from pydantic import Field
+
+from runguard.detectors.base import Detector, DetectorConfig, Plan, RequestSeen, Results, RunFacts, Verdict
+from runguard.detectors.normalize import args_digest, paired_results, result_digest, result_uniq
+from runguard.detectors.ops import Push, Scope
+from runguard.proxy.events import RequestInfo, ToolCall, ToolResult, digest
+
+WINDOW = 64  # the last calls remembered; repeats further apart are not counted
+
+
+class RepeatCallConfig(DetectorConfig):
+    threshold: int = Field(
+        4,
+        ge=2,
+        le=WINDOW,
+        description=f"Times the same tool, called with identical arguments, may return the identical "
+        f"result (volatile keys such as ids and timestamps ignored) before the run is stopped; "
+        f"counted over the run's last {WINDOW} tool calls.",
+        json_schema_extra={"tighten": "lower"},
+    )
+
+
+def _triple(call: ToolCall, result: ToolResult) -> str:
+    # 10 hex characters: 64 of them never collide in practice, and the window stays near 1 KB.
+    return digest("\x00".join((call.name, args_digest(call.arguments), result_digest(result.content))), 5)
+
+
+def _items(request: RequestInfo) -> tuple[str, ...]:
+    """ "<triple hash>:<uniq>" for each new result whose call is known."""
+    return tuple(
+        f"{_triple(call, result)}:{result_uniq(request, result, position)}"
+        for position, (call, result) in enumerate(paired_results(request))
+        if call is not None
+    )
+
+
+class RepeatCall(Detector[RepeatCallConfig]):
+    """Pre-flight, from the calls the previous response made and the results sent back for them."""
+
+    name = "repeat_call"
+    Config = RepeatCallConfig
+
+    def plan_request(self, seen: RequestSeen, cfg: RepeatCallConfig) -> Plan:
+        items = _items(seen.request)
+        if not items:
+            return {}
+        return {"calls": Push(Scope.RUN, "calls", items, keep=WINDOW, unique=True)}
+
+    def check_request(self, seen: RequestSeen, facts: RunFacts, got: Results, cfg: RepeatCallConfig) -> Verdict | None:
+        window = got.get("calls")
+        if not isinstance(window, tuple):
+            return None
+        counts: dict[str, int] = {}
+        for item in window:
+            triple = item.partition(":")[0]
+            counts[triple] = counts.get(triple, 0) + 1
+        # This request's items are known by their uniq part: no need to hash the results again.
+        mine = {
+            result_uniq(seen.request, result, position): call.name
+            for position, (call, result) in enumerate(paired_results(seen.request))
+            if call is not None
+        }
+        for item in window:
+            triple, _, uniq = item.partition(":")
+            if uniq in mine and counts[triple] >= cfg.threshold:
+                return self.verdict(
+                    f"tool '{mine[uniq]}' was called {counts[triple]} times with identical arguments "
+                    f"and returned the same result each time",
+                    tool=mine[uniq],
+                    triple_hash=triple,
+                    repeats=counts[triple],
+                )
+        return None

@@ -1,0 +1,125 @@
+"""`spiral`: one tool called again and again with near-identical arguments.
+
+A search that cannot find what the model wants turns into a stream of
+rephrasings ("agent cost control 2026", "agent cost control best practices
+2026", ...). Each call's arguments become a small token set; when enough pairs
+among a tool's last few calls are similar (Jaccard), the tool is spiralling.
+Identical arguments are left to `repeat_call` and `stagnation`, and calls that
+differ in their page or cursor are a listing, not a spiral.
+"""
+
+from __future__ import annotations
+
+from itertools import combinations
+
+from pydantic import Field
+
+from runguard.detectors import tally
+from runguard.detectors.base import Detector, DetectorConfig, Plan, RequestSeen, ResponseSeen, Results, Verdict
+from runguard.detectors.normalize import (
+    arg_tokens,
+    decode_tokens,
+    encode_tokens,
+    jaccard,
+    keyed_values_digest,
+    lowered,
+    tag,
+)
+from runguard.detectors.ops import Op, Push, Scope
+from runguard.proxy.events import ToolCall
+
+MAX_TOOLS = 6  # tools tracked per run (the first ones called): each keeps up to `window` token sets
+PAGINATION_KEYS = (
+    "page",
+    "page_token",
+    "pageToken",
+    "cursor",
+    "offset",
+    "start",
+    "after",
+    "before",
+    "next_token",
+    "nextToken",
+    "skip",
+)
+
+
+class SpiralConfig(DetectorConfig):
+    threshold: float = Field(
+        0.72,
+        gt=0,
+        le=1,
+        description="Jaccard similarity of two calls' argument words at which they count as near-identical.",
+        json_schema_extra={"tighten": "lower"},
+    )
+    window: int = Field(4, ge=2, le=8, description="How many of each tool's latest calls are compared pairwise.")
+    min_pairs: int = Field(
+        3,
+        ge=1,
+        le=28,
+        description="Near-identical pairs within a tool's window that stop the run "
+        "(calls with exactly the same arguments are not counted here).",
+        json_schema_extra={"tighten": "lower"},
+    )
+    pagination_keys: list[str] = Field(
+        default_factory=lambda: list(PAGINATION_KEYS),
+        description="Argument keys (any depth, any letter case) that page through results: two calls whose "
+        "values under these keys differ are never counted as a pair.",
+    )
+
+
+class Spiral(Detector[SpiralConfig]):
+    """After each response: add its calls to their tool's window and count similar pairs there."""
+
+    name = "spiral"
+    Config = SpiralConfig
+
+    def plan_request(self, seen: RequestSeen, cfg: SpiralConfig) -> Plan:
+        return {"tools": tally.fetch("tools")}
+
+    def _entry(self, call: ToolCall, cfg: SpiralConfig) -> str:
+        """One call as "<hash of its page values>|<its packed argument tokens>"."""
+        pages = keyed_values_digest(call.arguments, lowered(cfg.pagination_keys))
+        return f"{pages}|{encode_tokens(arg_tokens(call.arguments))}"
+
+    def plan_response(self, seen: ResponseSeen, cfg: SpiralConfig) -> Plan:
+        entries: dict[str, list[str]] = {}
+        for call in seen.response.tool_calls:
+            entries.setdefault(tag(call.name), []).append(self._entry(call, cfg))
+        if not entries:
+            return {}
+        admitted, new = tally.admit(seen.before.get("tools"), entries, MAX_TOOLS)
+        plan: dict[str, Op] = {
+            f"w.{t}": Push(Scope.RUN, f"w.{t}", tuple(entries[t]), keep=cfg.window) for t in admitted
+        }
+        for op in tally.enrol("tools", new, MAX_TOOLS):
+            plan["roster"] = op
+        return plan
+
+    def check_response(self, seen: ResponseSeen, got: Results, cfg: SpiralConfig) -> Verdict | None:
+        for local, window in got.items():
+            if not local.startswith("w.") or not isinstance(window, tuple):
+                continue
+            pairs = self._similar_pairs(window, cfg)
+            if len(pairs) >= cfg.min_pairs:
+                tool_tag = local[2:]
+                tool = next((c.name for c in seen.response.tool_calls if tag(c.name) == tool_tag), tool_tag)
+                return self.verdict(
+                    f"tool '{tool}' was called with near-identical arguments: {len(pairs)} pairs among its "
+                    f"last {len(window)} calls have Jaccard >= {cfg.threshold}",
+                    tool=tool,
+                    calls=len(window),
+                    pairs=pairs,
+                )
+        return None
+
+    def _similar_pairs(self, window: tuple[str, ...], cfg: SpiralConfig) -> list[tuple[int, int, float]]:
+        parsed = [(pages, decode_tokens(tokens)) for pages, _, tokens in (e.partition("|") for e in window)]
+        found = []
+        for (i, (pages_a, a)), (j, (pages_b, b)) in combinations(enumerate(parsed), 2):
+            if pages_a != pages_b:
+                continue  # another page of the same listing
+            similarity = jaccard(a, b)
+            if cfg.threshold <= similarity < 1.0:
+                found.append((i, j, round(similarity, 3)))
+        return found

@@ -1,0 +1,55 @@
+"""`stagnation`: the agent keeps taking exactly the same action and getting the same answer.
+
+An action is one assistant turn's tool calls (tool and arguments) together
+with the results they got back, so a poll whose answer changes is progress
+and never counts. Turns without tool calls are not actions.
+"""
+
+from __future__ import annotations
+
+from pydantic import Field
+
+from runguard.detectors.base import Detector, DetectorConfig, Plan, RequestSeen, Results, RunFacts, Verdict
+from runguard.detectors.normalize import turn_signature
+from runguard.detectors.ops import Push, Scope
+
+
+class StagnationConfig(DetectorConfig):
+    window: int = Field(
+        4,
+        ge=2,
+        le=16,
+        description="Consecutive identical actions (the same calls with the same arguments and the same "
+        "results) that stop the run. Two in a row is normal noise; four is stuck.",
+        json_schema_extra={"tighten": "lower"},
+    )
+
+
+class Stagnation(Detector[StagnationConfig]):
+    """Pre-flight: the previous turn's action joins a window; a full window of one action trips."""
+
+    name = "stagnation"
+    Config = StagnationConfig
+
+    def plan_request(self, seen: RequestSeen, cfg: StagnationConfig) -> Plan:
+        action = turn_signature(seen.request)
+        if action is None:
+            return {}
+        # Unique by turn id: a re-sent request cannot add its turn twice.
+        return {"actions": Push(Scope.RUN, "actions", (":".join(action),), keep=cfg.window, unique=True)}
+
+    def check_request(self, seen: RequestSeen, facts: RunFacts, got: Results, cfg: StagnationConfig) -> Verdict | None:
+        window = got.get("actions")
+        if not isinstance(window, tuple) or len(window) < cfg.window:
+            return None
+        signatures = {item.partition(":")[0] for item in window}
+        if len(signatures) != 1:
+            return None
+        tools = sorted({call.name for call in seen.request.prior_calls})
+        return self.verdict(
+            f"the last {len(window)} actions were identical: the same call to {', '.join(tools)} "
+            f"with the same arguments and the same result",
+            tools=tools,
+            signature=next(iter(signatures)),
+            actions=len(window),
+        )

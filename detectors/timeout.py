@@ -1,0 +1,33 @@
+"""`timeout`: a wall-clock cap, seconds since the run's first request."""
+
+from __future__ import annotations
+
+from pydantic import Field
+
+from runguard.detectors.base import Detector, DetectorConfig, RequestSeen, Results, RunFacts, Verdict
+
+
+class TimeoutConfig(DetectorConfig):
+    seconds: float = Field(
+        1800.0,
+        gt=0,
+        description="Seconds a run may last, counted from its first request; a later request is stopped.",
+        json_schema_extra={"tighten": "lower"},
+    )
+
+
+class Timeout(Detector[TimeoutConfig]):
+    """Pre-flight: time since the run began against the cap."""
+
+    name = "timeout"
+    Config = TimeoutConfig
+
+    def check_request(self, seen: RequestSeen, facts: RunFacts, got: Results, cfg: TimeoutConfig) -> Verdict | None:
+        elapsed = seen.now - facts.started_at
+        if elapsed > cfg.seconds:
+            return self.verdict(
+                f"run has lasted {elapsed:.0f} s, over its limit of {cfg.seconds:.0f} s",
+                elapsed_seconds=round(elapsed, 3),
+                limit=cfg.seconds,
+            )
+        return None

@@ -1,0 +1,80 @@
+"""`tool_storm`: one tool called very many times in a run.
+
+A confused agent calls the same tool over and over, or every tool every turn,
+seeking a resolution it cannot get. Legitimate work (a long listing, a
+research plan) also calls one tool often, so this warns by default.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+
+from pydantic import Field
+
+from runguard.detectors import tally
+from runguard.detectors.base import (
+    Action,
+    Detector,
+    DetectorConfig,
+    Plan,
+    RequestSeen,
+    ResponseSeen,
+    Results,
+    Verdict,
+)
+from runguard.detectors.normalize import tag
+from runguard.detectors.ops import Add, Op, Scope
+
+MAX_TOOLS = 64  # distinct tools counted per run; calls of further tools are not counted
+
+
+class ToolStormConfig(DetectorConfig):
+    action: Action = Field(
+        Action.WARN,
+        description="block, warn (record and flag only) or off. Warns by default: pagination and long "
+        "plans call one tool often too.",
+    )
+    threshold: int = Field(
+        8,
+        ge=1,
+        description=f"Calls of one tool within a run at which it is flagged (the first {MAX_TOOLS} "
+        f"distinct tools of a run are counted).",
+        json_schema_extra={"tighten": "lower"},
+    )
+
+
+class ToolStorm(Detector[ToolStormConfig]):
+    """After each response: add its calls to per-tool counters."""
+
+    name = "tool_storm"
+    Config = ToolStormConfig
+
+    def plan_request(self, seen: RequestSeen, cfg: ToolStormConfig) -> Plan:
+        return {"tools": tally.fetch("tools")}
+
+    def plan_response(self, seen: ResponseSeen, cfg: ToolStormConfig) -> Plan:
+        calls = Counter(tag(call.name) for call in seen.response.tool_calls)
+        if not calls:
+            return {}
+        admitted, new = tally.admit(seen.before.get("tools"), calls, MAX_TOOLS)
+        plan: dict[str, Op] = {f"n.{t}": Add(Scope.RUN, f"n.{t}", calls[t]) for t in admitted}
+        for op in tally.enrol("tools", new, MAX_TOOLS):
+            plan["roster"] = op
+        return plan
+
+    def check_response(self, seen: ResponseSeen, got: Results, cfg: ToolStormConfig) -> Verdict | None:
+        counts = {
+            local[2:]: value for local, value in got.items() if local.startswith("n.") and isinstance(value, float)
+        }
+        if not counts:
+            return None
+        tool_tag, count = max(counts.items(), key=lambda item: item[1])
+        if count < cfg.threshold:
+            return None
+        tool = next((c.name for c in seen.response.tool_calls if tag(c.name) == tool_tag), tool_tag)
+        return self.verdict(
+            f"tool '{tool}' was called {int(count)} times in this run (limit {cfg.threshold})",
+            tool=tool,
+            calls=int(count),
+            limit=cfg.threshold,
+        )

@@ -1,0 +1,104 @@
+"""The guard's own counters: the ops that open and close every request's batches.
+
+Every request's first batch starts with `request_ops` (count the request, note
+when the run began, count it in flight, read spend and the breakers) and its
+results become `RunFacts`. After the response, `response_ops` adds its usage
+and cost and releases the in-flight slot; a request that never got a response
+still runs `release_ops`. Fields live under `core.` in each scope, apart from
+the breaker records (`breaker.FIELD`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from runguard.detectors.base import RunFacts
+from runguard.detectors.ops import Add, Get, Op, OpResult, Push, Put, PutNX, Scope
+from runguard.proxy import breaker
+from runguard.proxy.breaker import BreakerRecord
+from runguard.proxy.events import Usage
+
+
+@dataclass(frozen=True, slots=True)
+class Breakers:
+    """The breaker records of the three scopes a request belongs to."""
+
+    run: BreakerRecord | None
+    key: BreakerRecord | None
+    key_model: BreakerRecord | None
+
+    def of(self, scope: Scope) -> BreakerRecord | None:
+        return self.key if scope is Scope.KEY_DAY else getattr(self, scope.value, None)
+
+
+def _num(value: OpResult) -> float:
+    if isinstance(value, float):
+        return value
+    if isinstance(value, str):
+        try:
+            return float(value)
+        except ValueError:
+            return 0.0
+    return 0.0
+
+
+def request_ops(now: float, body_hash: str) -> list[Op]:
+    return [
+        Add(Scope.RUN, "core.requests", 1),
+        PutNX(Scope.RUN, "core.started", repr(now)),
+        Get(Scope.RUN, "core.usd"),
+        Get(Scope.RUN, "core.in"),
+        Get(Scope.RUN, "core.out"),
+        Add(Scope.RUN, "core.inflight", 1),
+        Get(Scope.KEY_DAY, "core.usd"),
+        Get(Scope.RUN, "core.last_in"),
+        Push(Scope.RUN, "core.body", (body_hash,), keep=2),
+        Get(Scope.RUN, breaker.FIELD),
+        Get(Scope.KEY, breaker.FIELD),
+        Get(Scope.KEY_MODEL, breaker.FIELD),
+    ]
+
+
+REQUEST_OPS = len(request_ops(0.0, ""))
+
+
+def facts_from(results: Sequence[OpResult]) -> tuple[RunFacts, Breakers]:
+    """Read the results of `request_ops` (the first REQUEST_OPS results of the batch)."""
+    bodies = results[8]
+    duplicate = isinstance(bodies, tuple) and len(bodies) == 2 and bodies[0] == bodies[1]
+    facts = RunFacts(
+        request_index=int(_num(results[0])),
+        started_at=_num(results[1]),
+        usd=_num(results[2]),
+        input_tokens=int(_num(results[3])),
+        output_tokens=int(_num(results[4])),
+        in_flight=int(_num(results[5])),
+        key_day_usd=_num(results[6]),
+        last_input_tokens=int(_num(results[7])),
+        duplicate=duplicate,
+    )
+    breakers = Breakers(
+        BreakerRecord.loads(results[9]), BreakerRecord.loads(results[10]), BreakerRecord.loads(results[11])
+    )
+    return facts, breakers
+
+
+def release_ops() -> list[Op]:
+    return [Add(Scope.RUN, "core.inflight", -1)]
+
+
+def response_ops(usage: Usage | None, usd: float) -> list[Op]:
+    """Add a response's usage and cost, and release its in-flight slot."""
+    ops = release_ops()
+    if usage is None:
+        return ops
+    ops += [
+        Add(Scope.RUN, "core.usd", usd),
+        Add(Scope.RUN, "core.in", usage.input_tokens),
+        Add(Scope.RUN, "core.out", usage.output_tokens),
+        Add(Scope.KEY_DAY, "core.usd", usd),
+    ]
+    if usage.input_tokens:
+        ops.append(Put(Scope.RUN, "core.last_in", str(usage.input_tokens)))
+    return ops

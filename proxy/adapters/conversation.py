@@ -1,0 +1,136 @@
+"""Walking a conversation once, in order, to build a `RequestInfo`.
+
+Each adapter reads its own wire shape and reports the conversation here
+message by message (system text, user text, an assistant turn with its tool
+calls, tool results). This keeps the one piece of logic every API shares in
+one place: where the last assistant turn is, which results came after it
+(the agent loop's new step), what the run's root is, and who is speaking.
+Only counts, short hashes and the tail's results are kept, never the history.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Iterable
+
+from runguard.proxy.adapters.base import RequestContext
+from runguard.proxy.events import AgentIdentity, Api, OutputSchema, RequestInfo, ToolCall, ToolResult, digest
+
+# Google ADK appends this to every agent's system instruction (wire-formats E.2).
+_ADK_NAME = re.compile(r'Your internal name is "([^"]+)"')
+CHARS_PER_TOKEN = 4  # Google's and OpenAI's rule of thumb for an estimate
+
+
+class Conversation:
+    """Accumulates what a request's conversation says; `info()` freezes it."""
+
+    def __init__(self) -> None:
+        self._instructions: list[str] = []
+        self._root: str | None = None
+        self._chars = 0
+        self._messages = 0
+        self._assistant_turns = 0
+        self._last_calls: list[ToolCall] = []
+        self._tail_results: list[ToolResult] = []
+        self._tail_user = False
+        self._in_assistant = False
+        self._names: dict[str, str] = {}
+
+    def system(self, text: str) -> None:
+        self._messages += 1
+        self._chars += len(text)
+        if text:
+            self._instructions.append(text)
+
+    def user(self, text: str, chars: int | None = None) -> None:
+        self._messages += 1
+        self._chars += len(text) if chars is None else chars
+        if self._root is None and text:
+            self._root = text
+        self._tail_user = True
+        self._in_assistant = False
+
+    def assistant(self, chars: int, calls: Iterable[ToolCall] = (), *, continues: bool = False) -> None:
+        """An assistant message; `continues` merges it into the turn before (Responses items)."""
+        self._messages += 1
+        calls = list(calls)
+        self._chars += chars + sum(len(c.name) + len(c.arguments) for c in calls)
+        for call in calls:
+            if call.call_id:
+                self._names[call.call_id] = call.name
+        if continues and self._in_assistant:
+            self._last_calls.extend(calls)
+            return
+        self._assistant_turns += 1
+        self._last_calls = calls
+        self._tail_results = []
+        self._tail_user = False
+        self._in_assistant = True
+
+    def result(self, call_id: str | None, name: str | None, content: str) -> None:
+        self._messages += 1
+        self._chars += len(content)
+        known = name or (self._names.get(call_id) if call_id else None)
+        self._tail_results.append(ToolResult(known, call_id, content))
+        self._in_assistant = False
+
+    def other(self, chars: int = 0) -> None:
+        """An item the proxy does not model (reasoning, images, built-in tools): counted only."""
+        self._messages += 1
+        self._chars += chars
+
+    @property
+    def instructions(self) -> str:
+        return "\n".join(self._instructions)
+
+    def info(
+        self,
+        *,
+        api: Api,
+        model: str,
+        stream: bool,
+        ctx: RequestContext,
+        tool_names: tuple[str, ...],
+        output_schema: OutputSchema | None = None,
+        previous_response_id: str | None = None,
+        include_usage: bool | None = None,
+        extra_chars: int = 0,
+    ) -> RequestInfo:
+        chars = self._chars + extra_chars
+        return RequestInfo(
+            api=api,
+            model=model,
+            stream=stream,
+            agent=identify(self.instructions, tool_names, ctx.agent_header),
+            tool_names=tool_names,
+            root_hash=digest(self._root) if self._root is not None else None,
+            message_count=self._messages,
+            history_chars=chars,
+            estimated_input_tokens=math.ceil(chars / CHARS_PER_TOKEN) + 3 * self._messages,
+            prior_calls=tuple(self._last_calls),
+            new_results=tuple(self._tail_results),
+            new_user_turn=self._tail_user,
+            assistant_turns=self._assistant_turns,
+            output_schema=output_schema,
+            previous_response_id=previous_response_id,
+            include_usage=include_usage,
+        )
+
+
+def identify(instructions: str, tool_names: Iterable[str], header: str | None) -> AgentIdentity:
+    """The speaking agent: `X-Agent-Name`, else ADK's internal name, else a fingerprint.
+
+    The fingerprint is instructions + the set of tool names: openai-agents and
+    Agno send no agent name, but each agent has its own instructions and tools.
+    """
+    fingerprint = digest(instructions + "\x00" + ",".join(sorted(set(tool_names))))
+    if header:
+        return AgentIdentity(header.strip()[:128], fingerprint)
+    found = _ADK_NAME.search(instructions)
+    return AgentIdentity(found.group(1) if found else None, fingerprint)
+
+
+def failed_request(api: Api, problem: str | None) -> RequestInfo:
+    """A request that could not be read: forwarded untouched, never judged."""
+    return RequestInfo(api=api, model="", stream=False, agent=identify("", (), None), parse_error=problem or "unknown")

@@ -1,0 +1,264 @@
+"""Gemini `generateContent` / `streamGenerateContent`: requests, responses, streams.
+
+Wire facts: wire-formats.md D and E.2. Requests may mix camelCase and
+snake_case keys (ADK does), so every read accepts both. Roles are only
+`user` and `model`; tool results sit in a user turn as `functionResponse`
+parts, usually without ids (paired by name and order). Stream chunks are
+deltas; `usageMetadata` is cumulative, so the last one counts. Without
+`alt=sse` the stream is one JSON array sent in pieces.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import orjson
+
+from runguard.proxy.adapters import gemini_replies
+from runguard.proxy.adapters.base import RequestContext, StopNotice, Synthetic
+from runguard.proxy.adapters.conversation import Conversation, failed_request
+from runguard.proxy.adapters.handoffs import handoffs_of
+from runguard.proxy.adapters.jsonish import (
+    JsonArrayItems,
+    as_dict,
+    as_int,
+    as_list,
+    as_str,
+    dumps_text,
+    load_object,
+    opt_str,
+    pick,
+)
+from runguard.proxy.adapters.sse import SseSplitter
+from runguard.proxy.adapters.stop import stop_text
+from runguard.proxy.events import Api, OutputSchema, Provider, RequestInfo, ResponseInfo, ToolCall, Usage
+
+
+def _parts(content: Any) -> list[dict[str, Any]]:
+    return [as_dict(part) for part in as_list(as_dict(content).get("parts"))]
+
+
+def _text(parts: list[dict[str, Any]], *, thoughts: bool = False) -> str:
+    return "".join(as_str(p.get("text")) for p in parts if thoughts or not p.get("thought"))
+
+
+def _calls(parts: list[dict[str, Any]], start: int = 0) -> list[ToolCall]:
+    calls: list[ToolCall] = []
+    for part in parts:
+        call = as_dict(pick(part, "functionCall", "function_call"))
+        if call:
+            args = call.get("args")
+            calls.append(
+                ToolCall(
+                    as_str(call.get("name")),
+                    dumps_text(args if args is not None else {}),
+                    opt_str(call.get("id")),
+                    start + len(calls),
+                )
+            )
+    return calls
+
+
+def _read_contents(talk: Conversation, contents: Any) -> None:
+    for raw in as_list(contents):
+        content = as_dict(raw)
+        parts = _parts(content)
+        if content.get("role") == "model":
+            talk.assistant(len(_text(parts, thoughts=True)), _calls(parts))
+            continue
+        answered = False
+        for part in parts:
+            response = as_dict(pick(part, "functionResponse", "function_response"))
+            if response:
+                talk.result(
+                    opt_str(response.get("id")), opt_str(response.get("name")), dumps_text(response.get("response"))
+                )
+                answered = True
+        text = _text(parts, thoughts=True)
+        if text or not answered:
+            talk.user(text)
+
+
+def _tool_names(tools: Any) -> tuple[str, ...]:
+    names = []
+    for raw in as_list(tools):
+        tool = as_dict(raw)
+        declarations = as_list(pick(tool, "functionDeclarations", "function_declarations"))
+        names += [as_str(as_dict(d).get("name")) for d in declarations if as_str(as_dict(d).get("name"))]
+        names += [key for key in tool if key not in ("functionDeclarations", "function_declarations")]
+    return tuple(names)
+
+
+def _output_schema(config: dict[str, Any]) -> OutputSchema | None:
+    json_schema = pick(config, "responseJsonSchema", "response_json_schema")
+    if isinstance(json_schema, dict):
+        return OutputSchema(json_schema)
+    openapi = pick(config, "responseSchema", "response_schema")
+    if isinstance(openapi, dict):
+        return OutputSchema(openapi, dialect="openapi")
+    if pick(config, "responseMimeType", "response_mime_type") == "application/json":
+        return OutputSchema({}, None, "json_object")
+    return None
+
+
+def _usage(raw: Any) -> Usage | None:
+    usage = as_dict(raw)
+    if not usage:
+        return None
+    thoughts = as_int(usage.get("thoughtsTokenCount"))
+    return Usage(
+        input_tokens=as_int(usage.get("promptTokenCount")) + as_int(usage.get("toolUsePromptTokenCount")),
+        output_tokens=as_int(usage.get("candidatesTokenCount")) + thoughts,
+        cached_tokens=as_int(usage.get("cachedContentTokenCount")),
+        reasoning_tokens=thoughts,
+    )
+
+
+def _error(data: dict[str, Any]) -> str | None:
+    error = data.get("error")
+    if not error:
+        return None
+    error = as_dict(error)
+    return as_str(error.get("message")) or as_str(error.get("status")) or "error"
+
+
+class _Accumulator:
+    """Adds up response chunks (or one whole response) into a `ResponseInfo`."""
+
+    def __init__(self) -> None:
+        self.text: list[str] = []
+        self.calls: list[ToolCall] = []
+        self.finish: str | None = None
+        self.usage: Usage | None = None
+        self.ident: str | None = None
+        self.model: str | None = None
+        self.error: str | None = None
+
+    def add(self, data: Any) -> None:
+        if not isinstance(data, dict):
+            return
+        if data.get("error"):
+            self.error = _error(data)
+            return
+        candidate = as_dict(next(iter(as_list(data.get("candidates"))), None))
+        parts = _parts(candidate.get("content"))
+        self.text.append(_text(parts))
+        self.calls += _calls(parts, len(self.calls))
+        if isinstance(candidate.get("finishReason"), str):
+            self.finish = candidate["finishReason"]
+        blocked = as_dict(data.get("promptFeedback")).get("blockReason")
+        if isinstance(blocked, str):
+            self.finish = blocked
+        self.usage = _usage(data.get("usageMetadata")) or self.usage
+        self.ident = opt_str(data.get("responseId")) or self.ident
+        self.model = opt_str(data.get("modelVersion")) or self.model
+
+    def info(self, *, complete: bool, parse_error: str | None = None) -> ResponseInfo:
+        calls = tuple(self.calls)
+        return ResponseInfo(
+            response_id=self.ident,
+            model=self.model,
+            text="".join(self.text),
+            tool_calls=calls,
+            handoffs=handoffs_of(calls),
+            finish_reason=self.finish,
+            usage=self.usage,
+            error=self.error,
+            complete=complete,
+            parse_error=parse_error,
+        )
+
+
+class GeminiStreamParser:
+    """SSE chunks (`alt=sse`), a JSON array streamed in pieces (each item read once it closes),
+    or a bare JSON object (an error body sent on the streaming method, read at the end)."""
+
+    def __init__(self) -> None:
+        self._sse = SseSplitter()
+        self._acc = _Accumulator()
+        self._array: JsonArrayItems | None = None
+        self._object: bytearray | None = None
+        self._started = False
+        self._bad = 0
+
+    def feed(self, chunk: bytes) -> None:
+        if not self._started:
+            stripped = chunk.lstrip()
+            if not stripped:
+                return
+            self._started = True
+            if stripped.startswith(b"["):
+                self._array = JsonArrayItems()
+            elif stripped.startswith(b"{"):
+                self._object = bytearray()
+        if self._array is not None:
+            for item in self._array.feed(chunk):
+                self._event(item)
+        elif self._object is not None:
+            self._object += chunk
+        else:
+            for event in self._sse.feed(chunk):
+                self._event(event.data)
+
+    def _event(self, data: bytes) -> None:
+        try:
+            self._acc.add(orjson.loads(data))
+        except orjson.JSONDecodeError:
+            self._bad += 1
+
+    def close(self) -> ResponseInfo:
+        if self._object is not None:
+            self._event(bytes(self._object))
+        elif self._array is None:
+            for event in self._sse.rest():
+                self._event(event.data)
+        problem = f"{self._bad} unparsable chunks" if self._bad else None
+        return self._acc.info(complete=self._acc.finish is not None, parse_error=problem)
+
+
+class GeminiAdapter:
+    provider = Provider.GEMINI
+    api = Api.GEMINI
+
+    def parse_request(self, body: bytes, ctx: RequestContext) -> RequestInfo:
+        data, problem = load_object(body)
+        if data is None:
+            return failed_request(self.api, problem)
+        talk = Conversation()
+        system = pick(data, "systemInstruction", "system_instruction")
+        if system is not None:
+            talk.system(_text(_parts(system)) if isinstance(system, dict) else as_str(system))
+        _read_contents(talk, data.get("contents"))
+        model = (ctx.path_model or as_str(data.get("model"))).removeprefix("models/")
+        config = as_dict(pick(data, "generationConfig", "generation_config"))
+        return talk.info(
+            api=self.api,
+            model=model,
+            stream=ctx.stream_hint,
+            ctx=ctx,
+            tool_names=_tool_names(data.get("tools")),
+            output_schema=_output_schema(config),
+        )
+
+    def parse_response(self, body: bytes) -> ResponseInfo:
+        data, problem = load_object(body)
+        if data is None:
+            return ResponseInfo(parse_error=problem)
+        acc = _Accumulator()
+        acc.add(data)
+        return acc.info(complete=True)
+
+    def stream_parser(self) -> GeminiStreamParser:
+        return GeminiStreamParser()
+
+    def error_response(self, notice: StopNotice, *, stream: bool, status: int = 429) -> Synthetic:
+        return gemini_replies.error_response(notice, status)
+
+    def stop_response(self, notice: StopNotice, request: RequestInfo) -> Synthetic | None:
+        text = stop_text(notice, request)
+        if text is None:
+            return None
+        return gemini_replies.stop_response(request.model, text, stream=request.stream)
+
+    def stream_error_event(self, message: str, code: str) -> bytes:
+        return gemini_replies.stream_error_event(message, code)

@@ -1,0 +1,55 @@
+"""Synthetic Gemini responses: camelCase, status exactly 200 for success (wire-formats.md D).
+
+google-genai raises `ClientError` on any status other than 200 and does not
+retry by default; a 429 RESOURCE_EXHAUSTED is what a real quota error looks
+like, and 400 FAILED_PRECONDITION (configurable) also stops clients that
+turned retries on. Mid-stream errors need `error` as the first key.
+"""
+
+from __future__ import annotations
+
+import orjson
+
+from runguard.proxy.adapters.base import StopNotice, Synthetic
+
+JSON = {"Content-Type": "application/json; charset=UTF-8"}
+SSE = {"Content-Type": "text/event-stream", "Cache-Control": "no-cache"}
+_STATUS = {400: "FAILED_PRECONDITION", 403: "PERMISSION_DENIED", 429: "RESOURCE_EXHAUSTED"}
+
+
+def error_response(notice: StopNotice, status: int = 429) -> Synthetic:
+    info = {
+        "@type": "type.googleapis.com/google.rpc.ErrorInfo",
+        "reason": f"RUNGUARD_{notice.detector.upper()}",
+        "domain": "runguard",
+        "metadata": {"detector": notice.detector, "run_id": notice.run_id},
+    }
+    body = {
+        "error": {
+            "code": status,
+            "message": notice.message,
+            "status": _STATUS.get(status, "RESOURCE_EXHAUSTED"),
+            "details": [info],
+        }
+    }
+    return Synthetic(status, JSON, orjson.dumps(body))
+
+
+def stop_response(model: str, text: str, *, stream: bool) -> Synthetic:
+    body = orjson.dumps(
+        {
+            "candidates": [
+                {"content": {"role": "model", "parts": [{"text": text}]}, "finishReason": "STOP", "index": 0}
+            ],
+            "usageMetadata": {"promptTokenCount": 0, "candidatesTokenCount": 0, "totalTokenCount": 0},
+            "modelVersion": model,
+        }
+    )
+    if stream:
+        return Synthetic(200, SSE, b"data: " + body + b"\r\n\r\n")
+    return Synthetic(200, JSON, body)
+
+
+def stream_error_event(message: str, code: str, status: int = 502) -> bytes:
+    body = {"error": {"code": status, "message": f"{message} ({code})", "status": "UNAVAILABLE"}}
+    return b"data: " + orjson.dumps(body) + b"\r\n\r\n"

@@ -1,0 +1,49 @@
+"""Recognising calls that hand work to another agent, whatever framework made them.
+
+- openai-agents: a tool `transfer_to_<agent name>` (one-way transfer);
+- Google ADK: `transfer_to_agent` with `agent_name` (one-way transfer);
+- Agno 2.x/3.x: `delegate_task_to_member(member_id, task)` and, in broadcast
+  mode, `delegate_task_to_members(task)`; Agno 1.x: `transfer_task_to_member`,
+  `forward_task_to_member`, `run_member_agents` (the leader waits: delegation).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+import orjson
+
+from runguard.proxy.events import Handoff, HandoffKind, ToolCall
+
+ALL_MEMBERS = "*members*"  # the target of a broadcast to every team member
+
+_DELEGATE_ONE = frozenset({"delegate_task_to_member", "transfer_task_to_member", "forward_task_to_member"})
+_DELEGATE_ALL = frozenset({"delegate_task_to_members", "run_member_agents"})
+
+
+def _argument(arguments: str, name: str) -> str | None:
+    try:
+        value = orjson.loads(arguments) if arguments else None
+    except orjson.JSONDecodeError:
+        return None
+    found = value.get(name) if isinstance(value, dict) else None
+    return found if isinstance(found, str) and found else None
+
+
+def handoff_of(call: ToolCall) -> Handoff | None:
+    name = call.name
+    if name == "transfer_to_agent":
+        target = _argument(call.arguments, "agent_name")
+        return Handoff(name, target, HandoffKind.TRANSFER, call.call_id) if target else None
+    if name.startswith("transfer_to_") and len(name) > len("transfer_to_"):
+        return Handoff(name, name[len("transfer_to_") :], HandoffKind.TRANSFER, call.call_id)
+    if name in _DELEGATE_ONE:
+        target = _argument(call.arguments, "member_id")
+        return Handoff(name, target, HandoffKind.DELEGATE, call.call_id) if target else None
+    if name in _DELEGATE_ALL:
+        return Handoff(name, ALL_MEMBERS, HandoffKind.DELEGATE, call.call_id)
+    return None
+
+
+def handoffs_of(calls: Iterable[ToolCall]) -> tuple[Handoff, ...]:
+    return tuple(found for found in map(handoff_of, calls) if found is not None)

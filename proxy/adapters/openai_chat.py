@@ -1,0 +1,238 @@
+"""OpenAI Chat Completions (`POST /v1/chat/completions`): requests, responses, streams.
+
+Wire facts: wire-formats.md A. Tool-call deltas in a stream are keyed by
+`index` and may interleave; usage comes in a last chunk only when the
+request asked for `stream_options.include_usage`.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import orjson
+
+from runguard.proxy.adapters import openai_replies
+from runguard.proxy.adapters.base import RequestContext, StopNotice, Synthetic
+from runguard.proxy.adapters.conversation import Conversation, failed_request
+from runguard.proxy.adapters.handoffs import handoffs_of
+from runguard.proxy.adapters.jsonish import (
+    as_dict,
+    as_int,
+    as_list,
+    as_str,
+    dumps_text,
+    load_object,
+    opt_str,
+    text_of,
+)
+from runguard.proxy.adapters.sse import SseSplitter
+from runguard.proxy.adapters.stop import stop_text
+from runguard.proxy.events import Api, OutputSchema, Provider, RequestInfo, ResponseInfo, ToolCall, Usage
+
+
+def _calls(raw: Any) -> list[ToolCall]:
+    calls = []
+    for index, item in enumerate(as_list(raw)):
+        entry = as_dict(item)
+        function = as_dict(entry.get("function"))
+        custom = as_dict(entry.get("custom"))
+        name = as_str(function.get("name")) or as_str(custom.get("name"))
+        calls.append(
+            ToolCall(name, _arguments(function.get("arguments", custom.get("input"))), opt_str(entry.get("id")), index)
+        )
+    return calls
+
+
+def _arguments(raw: Any) -> str:
+    """Arguments are a JSON string; some compatible servers send the object itself."""
+    return dumps_text(raw) if isinstance(raw, (str, dict, list)) else ""
+
+
+def _tool_names(tools: Any) -> tuple[str, ...]:
+    names = []
+    for raw in as_list(tools):
+        tool = as_dict(raw)
+        name = as_str(as_dict(tool.get("function")).get("name")) or as_str(as_dict(tool.get("custom")).get("name"))
+        if name:
+            names.append(name)
+    return tuple(names)
+
+
+def _output_schema(response_format: Any) -> OutputSchema | None:
+    fmt = as_dict(response_format)
+    kind = fmt.get("type")
+    if kind == "json_schema":
+        spec = as_dict(fmt.get("json_schema"))
+        return OutputSchema(as_dict(spec.get("schema")), as_str(spec.get("name")) or None)
+    if kind == "json_object":
+        return OutputSchema({}, None, "json_object")
+    return None
+
+
+def _usage(raw: Any) -> Usage | None:
+    usage = as_dict(raw)
+    if not usage:
+        return None
+    return Usage(
+        input_tokens=as_int(usage.get("prompt_tokens")),
+        output_tokens=as_int(usage.get("completion_tokens")),
+        cached_tokens=as_int(as_dict(usage.get("prompt_tokens_details")).get("cached_tokens")),
+        reasoning_tokens=as_int(as_dict(usage.get("completion_tokens_details")).get("reasoning_tokens")),
+    )
+
+
+def _error(data: dict[str, Any]) -> str | None:
+    error = data.get("error")
+    if not error:
+        return None
+    return as_str(as_dict(error).get("message")) or dumps_text(error)[:200]
+
+
+class ChatStreamParser:
+    """Accumulates a Chat Completions stream: text and tool calls of choice 0, finish, usage."""
+
+    def __init__(self) -> None:
+        self._sse = SseSplitter()
+        self._text: list[str] = []
+        self._calls: dict[int, list[Any]] = {}  # index -> [id, name, argument pieces]
+        self._id: str | None = None
+        self._model: str | None = None
+        self._finish: str | None = None
+        self._usage: Usage | None = None
+        self._error: str | None = None
+        self._done = False
+        self._bad = 0
+
+    def feed(self, chunk: bytes) -> None:
+        for event in self._sse.feed(chunk):
+            self._event(event.data)
+
+    def _event(self, data: bytes) -> None:
+        if data.startswith(b"[DONE]"):
+            self._done = True
+            return
+        try:
+            payload = orjson.loads(data)
+        except orjson.JSONDecodeError:
+            self._bad += 1
+            return
+        if not isinstance(payload, dict):
+            return
+        if payload.get("error"):
+            self._error = _error(payload)
+            return
+        self._id = self._id or opt_str(payload.get("id"))
+        self._model = self._model or opt_str(payload.get("model"))
+        if payload.get("usage"):
+            self._usage = _usage(payload["usage"])
+        for raw in as_list(payload.get("choices")):
+            choice = as_dict(raw)
+            if choice.get("index", 0) != 0:
+                continue
+            delta = as_dict(choice.get("delta"))
+            for key in ("content", "refusal"):  # a refusal is the model's answer too
+                piece = delta.get(key)
+                if isinstance(piece, str):
+                    self._text.append(piece)
+            for piece in as_list(delta.get("tool_calls")):
+                self._tool_delta(as_dict(piece))
+            self._finish = opt_str(choice.get("finish_reason")) or self._finish
+
+    def _tool_delta(self, piece: dict[str, Any]) -> None:
+        slot = self._calls.setdefault(as_int(piece.get("index")), [None, "", []])
+        slot[0] = opt_str(piece.get("id")) or slot[0]
+        function = as_dict(piece.get("function"))
+        slot[1] = opt_str(function.get("name")) or slot[1]
+        if isinstance(function.get("arguments"), str):
+            slot[2].append(function["arguments"])
+
+    def close(self) -> ResponseInfo:
+        for event in self._sse.rest():
+            self._event(event.data)
+        calls = tuple(
+            ToolCall(name, "".join(pieces), call_id, index)
+            for index, (call_id, name, pieces) in sorted(self._calls.items())
+        )
+        return ResponseInfo(
+            response_id=self._id,
+            model=self._model,
+            text="".join(self._text),
+            tool_calls=calls,
+            handoffs=handoffs_of(calls),
+            finish_reason=self._finish,
+            usage=self._usage,
+            error=self._error,
+            complete=self._done or self._finish is not None,
+            parse_error=f"{self._bad} unparsable events" if self._bad else None,
+        )
+
+
+class ChatAdapter:
+    provider = Provider.OPENAI
+    api = Api.CHAT
+
+    def parse_request(self, body: bytes, ctx: RequestContext) -> RequestInfo:
+        data, problem = load_object(body)
+        if data is None:
+            return failed_request(self.api, problem)
+        talk = Conversation()
+        for raw in as_list(data.get("messages")):
+            message = as_dict(raw)
+            role = message.get("role")
+            content = message.get("content")
+            if role in ("system", "developer"):
+                talk.system(text_of(content))
+            elif role == "user":
+                talk.user(text_of(content))
+            elif role == "assistant":
+                talk.assistant(len(text_of(content)), _calls(message.get("tool_calls")))
+            elif role in ("tool", "function"):
+                talk.result(opt_str(message.get("tool_call_id")), opt_str(message.get("name")), text_of(content))
+            else:
+                talk.other(len(text_of(content)))
+        stream = data.get("stream") is True
+        include_usage = as_dict(data.get("stream_options")).get("include_usage") if stream else None
+        return talk.info(
+            api=self.api,
+            model=as_str(data.get("model")),
+            stream=stream,
+            ctx=ctx,
+            tool_names=_tool_names(data.get("tools")),
+            output_schema=_output_schema(data.get("response_format")),
+            include_usage=include_usage is True if stream else None,
+        )
+
+    def parse_response(self, body: bytes) -> ResponseInfo:
+        data, problem = load_object(body)
+        if data is None:
+            return ResponseInfo(parse_error=problem)
+        choice = as_dict(next(iter(as_list(data.get("choices"))), None))
+        message = as_dict(choice.get("message"))
+        calls = tuple(_calls(message.get("tool_calls")))
+        return ResponseInfo(
+            response_id=opt_str(data.get("id")),
+            model=opt_str(data.get("model")),
+            text=text_of(message.get("content")) or as_str(message.get("refusal")),
+            tool_calls=calls,
+            handoffs=handoffs_of(calls),
+            finish_reason=opt_str(choice.get("finish_reason")),
+            usage=_usage(data.get("usage")),
+            error=_error(data),
+        )
+
+    def stream_parser(self) -> ChatStreamParser:
+        return ChatStreamParser()
+
+    def error_response(self, notice: StopNotice, *, stream: bool, status: int = 429) -> Synthetic:
+        return openai_replies.error_response(notice, status)
+
+    def stop_response(self, notice: StopNotice, request: RequestInfo) -> Synthetic | None:
+        text = stop_text(notice, request)
+        if text is None:
+            return None
+        return openai_replies.chat_stop(
+            notice, request.model, text, stream=request.stream, include_usage=bool(request.include_usage)
+        )
+
+    def stream_error_event(self, message: str, code: str) -> bytes:
+        return openai_replies.stream_error_event(message, code)

@@ -1,0 +1,253 @@
+"""OpenAI Responses (`POST /v1/responses`): requests, responses, streams.
+
+Wire facts: wire-formats.md B. Input is a string or a list of items; an
+assistant turn is a run of consecutive output items (messages, function
+calls, reasoning). With `previous_response_id` the input holds only the new
+items: the guard fills tool-result names from what it remembered about that
+response. Streams are typed events; `response.completed` carries the whole
+response with its usage.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+import orjson
+
+from runguard.proxy.adapters import openai_replies
+from runguard.proxy.adapters.base import RequestContext, StopNotice, Synthetic
+from runguard.proxy.adapters.conversation import Conversation, failed_request
+from runguard.proxy.adapters.handoffs import handoffs_of
+from runguard.proxy.adapters.jsonish import (
+    as_dict,
+    as_int,
+    as_list,
+    as_str,
+    dumps_text,
+    load_object,
+    opt_str,
+    text_of,
+)
+from runguard.proxy.adapters.sse import SseSplitter
+from runguard.proxy.adapters.stop import stop_text
+from runguard.proxy.events import Api, OutputSchema, Provider, RequestInfo, ResponseInfo, ToolCall, Usage
+
+_ASSISTANT_ITEMS = frozenset({"function_call", "reasoning", "custom_tool_call"})
+_TERMINAL = frozenset({"response.completed", "response.failed", "response.incomplete"})
+
+
+def _call(item: dict[str, Any], index: int) -> ToolCall:
+    arguments = item.get("arguments", item.get("input", ""))
+    call_id = opt_str(item.get("call_id")) or opt_str(item.get("id"))
+    return ToolCall(as_str(item.get("name")), dumps_text(arguments), call_id, index)
+
+
+def _read_input(talk: Conversation, items: Any) -> None:
+    if isinstance(items, str):
+        talk.user(items)
+        return
+    for raw in as_list(items):
+        item = as_dict(raw)
+        kind = item.get("type", "message")
+        if not isinstance(kind, str):
+            talk.other()
+        elif kind == "message":
+            role, text = item.get("role"), text_of(item.get("content"))
+            if role in ("system", "developer"):
+                talk.system(text)
+            elif role == "assistant":
+                talk.assistant(len(text), continues=True)
+            else:
+                talk.user(text)
+        elif kind in _ASSISTANT_ITEMS:
+            calls = [_call(item, 0)] if kind != "reasoning" else []
+            talk.assistant(len(dumps_text(item.get("summary", ""))) if not calls else 0, calls, continues=True)
+        elif kind in ("function_call_output", "custom_tool_call_output"):
+            output = item.get("output")
+            talk.result(opt_str(item.get("call_id")), None, text_of(output) or dumps_text(output))
+        else:
+            talk.other(len(dumps_text(item)) if kind != "item_reference" else 0)
+
+
+def _tool_names(tools: Any) -> tuple[str, ...]:
+    names = []
+    for raw in as_list(tools):
+        tool = as_dict(raw)
+        name = tool.get("name") if tool.get("type") in ("function", "custom") else tool.get("type")
+        if isinstance(name, str) and name:
+            names.append(name)
+    return tuple(names)
+
+
+def _output_schema(text: Any) -> OutputSchema | None:
+    fmt = as_dict(as_dict(text).get("format"))
+    if fmt.get("type") == "json_schema":
+        return OutputSchema(as_dict(fmt.get("schema")), as_str(fmt.get("name")) or None)
+    if fmt.get("type") == "json_object":
+        return OutputSchema({}, None, "json_object")
+    return None
+
+
+def _usage(raw: Any) -> Usage | None:
+    usage = as_dict(raw)
+    if not usage:
+        return None
+    return Usage(
+        input_tokens=as_int(usage.get("input_tokens")),
+        output_tokens=as_int(usage.get("output_tokens")),
+        cached_tokens=as_int(as_dict(usage.get("input_tokens_details")).get("cached_tokens")),
+        reasoning_tokens=as_int(as_dict(usage.get("output_tokens_details")).get("reasoning_tokens")),
+    )
+
+
+def _error_text(data: dict[str, Any]) -> str | None:
+    error = data.get("error")
+    if isinstance(error, dict):
+        return as_str(error.get("message")) or as_str(error.get("code")) or "error"
+    if data.get("status") == "failed":
+        return "response failed"
+    return None
+
+
+def response_info(data: dict[str, Any], *, complete: bool = True) -> ResponseInfo:
+    """A whole Response object (a body, or the one `response.completed` carries)."""
+    texts: list[str] = []
+    calls: list[ToolCall] = []
+    for raw in as_list(data.get("output")):
+        item = as_dict(raw)
+        if item.get("type") == "message":
+            texts.append(text_of(item.get("content")))
+        elif item.get("type") in ("function_call", "custom_tool_call"):
+            calls.append(_call(item, len(calls)))
+    status = data.get("status")
+    return ResponseInfo(
+        response_id=opt_str(data.get("id")),
+        model=opt_str(data.get("model")),
+        text="".join(texts),
+        tool_calls=tuple(calls),
+        handoffs=handoffs_of(calls),
+        finish_reason=opt_str(status),
+        usage=_usage(data.get("usage")),
+        error=_error_text(data),
+        complete=complete,
+    )
+
+
+class ResponsesStreamParser:
+    """Follows the typed events; the terminal event's full response wins when it comes."""
+
+    def __init__(self) -> None:
+        self._sse = SseSplitter()
+        self._final: ResponseInfo | None = None
+        self._id: str | None = None
+        self._model: str | None = None
+        self._text: list[str] = []
+        self._calls: dict[int, list[Any]] = {}  # output_index -> [call_id, name, argument pieces]
+        self._error: str | None = None
+        self._bad = 0
+
+    def feed(self, chunk: bytes) -> None:
+        for event in self._sse.feed(chunk):
+            self._event(event.data)
+
+    def _event(self, data: bytes) -> None:
+        try:
+            payload = orjson.loads(data)
+        except orjson.JSONDecodeError:
+            self._bad += 1
+            return
+        if not isinstance(payload, dict):
+            return
+        kind = payload.get("type")
+        if not isinstance(kind, str):
+            return
+        if kind in _TERMINAL:
+            self._final = response_info(as_dict(payload.get("response")), complete=kind != "response.failed")
+        elif kind == "error":
+            self._error = as_str(payload.get("message")) or as_str(payload.get("code")) or "error"
+        elif kind == "response.created":
+            response = as_dict(payload.get("response"))
+            self._id, self._model = opt_str(response.get("id")), opt_str(response.get("model"))
+        elif kind == "response.output_text.delta":
+            self._text.append(as_str(payload.get("delta")))
+        elif kind in ("response.output_item.added", "response.output_item.done"):
+            item = as_dict(payload.get("item"))
+            if item.get("type") in ("function_call", "custom_tool_call"):
+                slot = self._calls.setdefault(as_int(payload.get("output_index")), [None, "", []])
+                slot[0], slot[1] = opt_str(item.get("call_id")) or slot[0], as_str(item.get("name")) or slot[1]
+                if kind.endswith(".done") and isinstance(item.get("arguments"), str):
+                    slot[2] = [item["arguments"]]
+        elif kind == "response.function_call_arguments.delta":
+            slot = self._calls.setdefault(as_int(payload.get("output_index")), [None, "", []])
+            slot[2].append(as_str(payload.get("delta")))
+
+    def close(self) -> ResponseInfo:
+        for event in self._sse.rest():
+            self._event(event.data)
+        problem = f"{self._bad} unparsable events" if self._bad else None
+        if self._final is not None:
+            info = self._final
+            if self._error and not info.error:
+                info = dataclasses.replace(info, error=self._error)
+            return dataclasses.replace(info, parse_error=problem) if problem else info
+        calls = tuple(
+            ToolCall(name, "".join(pieces), call_id, position)
+            for position, (call_id, name, pieces) in enumerate(v for _, v in sorted(self._calls.items()))
+        )
+        return ResponseInfo(
+            response_id=self._id,
+            model=self._model,
+            text="".join(self._text),
+            tool_calls=calls,
+            handoffs=handoffs_of(calls),
+            error=self._error,
+            complete=False,
+            parse_error=problem,
+        )
+
+
+class ResponsesAdapter:
+    provider = Provider.OPENAI
+    api = Api.RESPONSES
+
+    def parse_request(self, body: bytes, ctx: RequestContext) -> RequestInfo:
+        data, problem = load_object(body)
+        if data is None:
+            return failed_request(self.api, problem)
+        talk = Conversation()
+        instructions = data.get("instructions")
+        if isinstance(instructions, str):
+            talk.system(instructions)
+        _read_input(talk, data.get("input"))
+        previous = data.get("previous_response_id")
+        return talk.info(
+            api=self.api,
+            model=as_str(data.get("model")),
+            stream=data.get("stream") is True,
+            ctx=ctx,
+            tool_names=_tool_names(data.get("tools")),
+            output_schema=_output_schema(data.get("text")),
+            previous_response_id=previous if isinstance(previous, str) and previous else None,
+        )
+
+    def parse_response(self, body: bytes) -> ResponseInfo:
+        data, problem = load_object(body)
+        if data is None:
+            return ResponseInfo(parse_error=problem)
+        return response_info(data)
+
+    def stream_parser(self) -> ResponsesStreamParser:
+        return ResponsesStreamParser()
+
+    def error_response(self, notice: StopNotice, *, stream: bool, status: int = 429) -> Synthetic:
+        return openai_replies.error_response(notice, status)
+
+    def stop_response(self, notice: StopNotice, request: RequestInfo) -> Synthetic | None:
+        text = stop_text(notice, request)
+        if text is None:
+            return None
+        return openai_replies.responses_stop(notice, request.model, text, stream=request.stream)
+
+    def stream_error_event(self, message: str, code: str) -> bytes:
+        return openai_replies.responses_stream_error(message, code)

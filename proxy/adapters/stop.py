@@ -1,0 +1,18 @@
+"""The text of a synthetic stop completion."""
+
+from __future__ import annotations
+
+from runguard.proxy import schema
+from runguard.proxy.adapters.base import StopNotice
+from runguard.proxy.events import RequestInfo
+
+
+def stop_text(notice: StopNotice, request: RequestInfo) -> str | None:
+    """The notice itself, or JSON valid for the schema the request demands (None when none can be built).
+
+    An agent with an output type fails on plain text (openai-agents raises
+    ModelBehaviorError), so a stop must parse as its output type or not be sent.
+    """
+    if request.output_schema is None:
+        return notice.message
+    return schema.instance_for(request.output_schema, notice.message)

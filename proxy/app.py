@@ -1,0 +1,136 @@
+"""Assembling the proxy: `create_app(settings) -> web.Application`.
+
+App state lives under typed `web.AppKey`s; lifetimes (upstream pools, the
+state backend, background work) are tied to the app with `cleanup_ctx`, so
+nothing is module-global and tests can run several proxies in one process.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections.abc import AsyncIterator, Callable, Sequence
+from typing import Any
+
+from aiohttp import web
+
+from runguard.config.settings import Settings
+from runguard.detectors.base import Detector
+from runguard.proxy.access_log import AccessLog
+from runguard.proxy.admin import STORE_READER, AdminApi
+from runguard.proxy.alerts import Alerts
+from runguard.proxy.guard import Guard
+from runguard.proxy.handlers import CONTEXT, ProxyContext, handle
+from runguard.proxy.keys import KeyHasher, load_salt
+from runguard.proxy.metrics import Metrics
+from runguard.proxy.observe import FanOut, NullObserver, Observer
+from runguard.proxy.policy import Policy
+from runguard.proxy.pricing import ModelTables
+from runguard.proxy.records import Record, RecordSink
+from runguard.proxy.state.base import ScopeTtls, StateBackend
+from runguard.proxy.state.memory import MemoryState
+from runguard.proxy.upstream import Upstreams
+
+log = logging.getLogger("runguard.app")
+
+STATE: web.AppKey[StateBackend] = web.AppKey("runguard_state")
+
+
+class DiscardSink:
+    """A sink that keeps nothing (used when no store is configured)."""
+
+    def submit(self, record: Record) -> None:
+        pass
+
+
+def build_state(settings: Settings) -> StateBackend:
+    ttls = ScopeTtls(run=settings.runs.idle_seconds)
+    if settings.state.url:
+        from runguard.proxy.state.redis import RedisState
+
+        return RedisState.from_url(
+            settings.state.url, key_prefix=settings.state.key_prefix, ttls=ttls, timeout=settings.state.timeout
+        )
+    return MemoryState(ttls=ttls, max_scopes=settings.runs.max_runs)
+
+
+def install_store(app: web.Application, settings: Settings) -> RecordSink:
+    """The record store named by `store.database_url`: its queue as the sink, its reader for the admin API.
+
+    Its lifetime goes on `cleanup_ctx` before the app's own, so on shutdown it
+    runs after in-flight requests have finished and flushes their records.
+    SQLAlchemy is imported only here, when a store is configured.
+    """
+    from runguard.config.loader import ConfigError
+    from runguard.proxy.store import QueueSink, StoreReader
+
+    try:
+        store = QueueSink.from_settings(settings.store)
+    except ValueError as exc:
+        raise ConfigError(f"store.database_url: {exc}") from exc
+    app.cleanup_ctx.append(store.lifetime)
+    app[STORE_READER] = StoreReader(store.engine, idle_seconds=settings.runs.idle_seconds)
+    return store
+
+
+def _default_detectors() -> list[Detector[Any]]:
+    from runguard.detectors.registry import default_detectors
+
+    return default_detectors()
+
+
+async def health(request: web.Request) -> web.Response:
+    ctx = request.app[CONTEXT]
+    degraded = ctx.guard.degraded_since is not None
+    backend = "redis" if ctx.settings.state.url else "memory"
+    body = {"status": "degraded" if degraded else "ok", "state": backend}
+    return web.json_response(body, status=200)
+
+
+def create_app(
+    settings: Settings,
+    *,
+    state: StateBackend | None = None,
+    sink: RecordSink | None = None,
+    detectors: Sequence[Detector[Any]] | None = None,
+    observer: Observer | None = None,
+    clock: Callable[[], float] = time.time,
+) -> web.Application:
+    app = web.Application(client_max_size=settings.server.max_body_bytes + 1)
+    backend = state if state is not None else build_state(settings)
+    # Observers see every request and trip: metrics, access log and alerts join this list.
+    observers: list[Observer] = [observer] if observer is not None else []
+    metrics = Metrics()
+    observers.append(metrics)
+    if settings.log.access_log:
+        observers.append(AccessLog())
+    if settings.alerts.webhooks:
+        alerts = Alerts(settings.alerts, outcome=metrics.alert_outcome)
+        observers.append(alerts)
+        app.cleanup_ctx.append(alerts.lifetime)  # first in, so cleaned up last: trips of finishing requests go out
+    observer = FanOut(observers) if observers else NullObserver()
+    if sink is None and settings.store.database_url:
+        sink = install_store(app, settings)
+    policy = Policy(list(detectors) if detectors is not None else _default_detectors(), settings.guard)
+    tables = ModelTables(settings.pricing_file, settings.models_file)
+    salt = load_salt(settings.runs.key_salt.get_secret_value() if settings.runs.key_salt else None)
+    guard = Guard(settings, backend, policy, tables, sink or DiscardSink(), observer, clock)
+    context = ProxyContext(settings, guard, Upstreams(settings.upstreams), KeyHasher(salt), observer, set())
+    app[CONTEXT] = context
+    app[STATE] = backend
+    metrics.watch(sink, lambda: guard.degraded_since is not None)
+    app.middlewares.append(metrics.middleware)
+
+    async def lifetime(app: web.Application) -> AsyncIterator[None]:
+        yield
+        if context.background:
+            await asyncio.wait(set(context.background), timeout=settings.server.shutdown_grace_seconds)
+        await context.upstreams.close()
+        await backend.close()
+
+    app.cleanup_ctx.append(lifetime)
+    app.router.add_get("/runguard/health", health)
+    AdminApi(settings.server, backend, metrics).add_routes(app)
+    app.router.add_route("*", "/{tail:.*}", handle)
+    return app

@@ -1,0 +1,117 @@
+"""The `runguard-proxy` command line.
+
+`serve` runs the proxy; the other commands read the record store or talk to a
+running proxy's admin API. Each command group lives in its own module and is
+registered here.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import signal
+import sys
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+
+from runguard.config.loader import ConfigError, LoadedSettings, load_settings
+from runguard.config.settings import Settings
+
+app = typer.Typer(
+    name="runguard-proxy",
+    help="A transparent proxy for the OpenAI and Gemini APIs that stops runaway AI agents.",
+    no_args_is_help=True,
+    add_completion=False,
+)
+
+ConfigOption = Annotated[
+    Path | None, typer.Option("--config", "-c", help="YAML config file (also RUNGUARD_CONFIG).", exists=True)
+]
+
+
+def load(config: Path | None, cli: dict[str, Any] | None = None) -> LoadedSettings:
+    """Settings from every layer, detector settings validated; exits with the key on error."""
+    from runguard.detectors.registry import validate_config
+
+    try:
+        return load_settings(config_file=config, cli=cli, validate_detectors=validate_config)
+    except ConfigError as exc:
+        typer.echo(f"runguard-proxy: invalid configuration: {exc}", err=True)
+        raise typer.Exit(2) from exc
+
+
+def bind_warning(settings: Settings) -> str | None:
+    """The warning `serve` prints when it binds beyond loopback without an admin token (admin API off)."""
+    from runguard.proxy.admin import is_loopback
+
+    if is_loopback(settings.server.host) or settings.server.admin_token is not None:
+        return None
+    return (
+        f"warning: bound to {settings.server.host} without an admin token: the admin API is disabled "
+        "(set server.admin_token / RUNGUARD_ADMIN_TOKEN to enable it)"
+    )
+
+
+def _banner(settings: Settings, url: str) -> str:
+    state = "redis" if settings.state.url else "in-memory"
+    return (
+        f"RunGuard proxy listening on {url}\n"
+        f"  OpenAI upstream: {settings.upstreams.openai}   (client base URL: {url}/v1)\n"
+        f"  Gemini upstream: {settings.upstreams.gemini}   (client base URL: {url})\n"
+        f"  state: {state}   records: {settings.store.database_url.split('://')[0]}"
+        f"{'   SHADOW MODE: nothing is blocked' if settings.guard.shadow else ''}"
+    )
+
+
+async def _serve(settings: Settings) -> None:
+    from runguard.proxy.app import create_app
+    from runguard.proxy.server import start
+
+    app = create_app(settings)
+    running = await start(app, settings.server.host, settings.server.port, settings.server.shutdown_grace_seconds)
+    typer.echo(_banner(settings, running.url), err=False)
+    sys.stdout.flush()
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        with contextlib.suppress(NotImplementedError):
+            loop.add_signal_handler(sig, stop.set)
+    await stop.wait()
+    typer.echo("RunGuard proxy shutting down: draining in-flight requests", err=True)
+    await running.stop()
+
+
+@app.command()
+def serve(
+    host: Annotated[str | None, typer.Option(help="Address to bind (default 127.0.0.1).")] = None,
+    port: Annotated[int | None, typer.Option(help="Port to listen on (default 8787).")] = None,
+    config: ConfigOption = None,
+    shadow: Annotated[bool | None, typer.Option("--shadow/--no-shadow", help="Warn only, never block.")] = None,
+) -> None:
+    """Run the proxy."""
+    loaded = load(config, {"server.host": host, "server.port": port, "guard.shadow": shadow})
+    settings = loaded.settings
+    logging.basicConfig(level=settings.log.level.upper(), format="%(message)s")
+    warning = bind_warning(settings)
+    if warning is not None:
+        typer.echo(warning, err=True)
+    try:
+        import uvloop
+
+        uvloop.run(_serve(settings))
+    except ImportError:
+        asyncio.run(_serve(settings))
+
+
+def main() -> None:
+    from runguard.proxy import cli_commands
+
+    cli_commands.register(app)
+    app()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,158 @@
+"""Normalized, typed views of provider traffic.
+
+Adapters (`runguard.proxy.adapters`) turn request and response bodies of every
+provider API into these frozen records; detectors and the guard pipeline read
+only these. Records hold hashes, counts and the small strings detectors need
+(tool names, arguments, result text) and never the whole conversation.
+
+Hashes are hex strings of `digest()` below: stable across processes and
+replicas, so they can live in shared state.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass, field
+from enum import StrEnum
+from typing import Any
+
+
+def digest(data: str | bytes, size: int = 8) -> str:
+    """A short, stable content hash (blake2b, `size` bytes, hex)."""
+    raw = data.encode("utf-8", "surrogatepass") if isinstance(data, str) else data
+    return hashlib.blake2b(raw, digest_size=size).hexdigest()
+
+
+class Provider(StrEnum):
+    OPENAI = "openai"
+    GEMINI = "gemini"
+
+
+class Api(StrEnum):
+    """The provider API a request speaks; OTHER is forwarded and only counted."""
+
+    CHAT = "chat"
+    RESPONSES = "responses"
+    GEMINI = "gemini"
+    OTHER = "other"
+
+
+class HandoffKind(StrEnum):
+    TRANSFER = "transfer"  # one-way: the caller hands the conversation over (openai-agents, ADK)
+    DELEGATE = "delegate"  # nested: the caller waits for the member's answer (Agno)
+
+
+@dataclass(frozen=True, slots=True)
+class ToolCall:
+    """One function call the model made. `arguments` is the raw JSON text."""
+
+    name: str
+    arguments: str
+    call_id: str | None = None
+    index: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class ToolResult:
+    """A tool's answer sent back to the model in a request.
+
+    `name` is filled from the matching call (by call id, or by name and order
+    on Gemini); it is None only when no call in the request matches.
+    """
+
+    name: str | None
+    call_id: str | None
+    content: str
+
+
+@dataclass(frozen=True, slots=True)
+class Handoff:
+    """A call that passes work to another agent."""
+
+    tool: str
+    target: str
+    kind: HandoffKind
+    call_id: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Usage:
+    """Token usage of one response. Thinking/reasoning tokens are part of output."""
+
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cached_tokens: int = 0
+    reasoning_tokens: int = 0
+    estimated: bool = False
+
+    @property
+    def total_tokens(self) -> int:
+        return self.input_tokens + self.output_tokens
+
+
+@dataclass(frozen=True, slots=True)
+class OutputSchema:
+    """A JSON schema the request demands for the model's text output."""
+
+    schema: dict[str, Any]
+    name: str | None = None
+    # "json_schema" (OpenAI / Gemini responseJsonSchema), "openapi" (Gemini
+    # responseSchema with UPPERCASE types) or "json_object" (any JSON object).
+    dialect: str = "json_schema"
+
+
+@dataclass(frozen=True, slots=True)
+class AgentIdentity:
+    """Who is speaking: an explicit name when the wire has one, else a fingerprint."""
+
+    name: str | None
+    fingerprint: str
+
+    @property
+    def label(self) -> str:
+        return self.name or f"agent-{self.fingerprint[:8]}"
+
+
+@dataclass(frozen=True, slots=True)
+class RequestInfo:
+    """What one model request says, parsed once.
+
+    "Tail" fields describe what follows the conversation's last assistant
+    (model) turn: the new material of an agent loop's step. `prior_calls` are
+    that last assistant turn's tool calls, so results can be paired with them.
+    """
+
+    api: Api
+    model: str
+    stream: bool
+    agent: AgentIdentity
+    tool_names: tuple[str, ...] = ()
+    root_hash: str | None = None  # hash of the first user message: groups a run without a header
+    message_count: int = 0
+    history_chars: int = 0  # characters of conversation text in the request
+    estimated_input_tokens: int = 0
+    prior_calls: tuple[ToolCall, ...] = ()
+    new_results: tuple[ToolResult, ...] = ()
+    new_user_turn: bool = False  # the tail holds a user message (not only tool results)
+    assistant_turns: int = 0
+    output_schema: OutputSchema | None = None
+    previous_response_id: str | None = None
+    include_usage: bool | None = None  # Chat streaming: stream_options.include_usage
+    parse_error: str | None = None  # set when the body could not be parsed (forwarded anyway)
+    raw: Any = field(default=None, repr=False, compare=False)
+
+
+@dataclass(frozen=True, slots=True)
+class ResponseInfo:
+    """What one model response said, from a body or an accumulated stream."""
+
+    response_id: str | None = None
+    model: str | None = None
+    text: str = ""
+    tool_calls: tuple[ToolCall, ...] = ()
+    handoffs: tuple[Handoff, ...] = ()
+    finish_reason: str | None = None
+    usage: Usage | None = None
+    error: str | None = None  # an error body, a mid-stream error event, or a failed status
+    complete: bool = True  # False when a stream ended without its terminal event
+    parse_error: str | None = None

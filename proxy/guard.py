@@ -1,0 +1,364 @@
+"""The guard: decides, before and after each model request, whether a run goes on.
+
+`admit()` runs before anything goes upstream: it resolves the run, runs the
+guard's counters and every detector's request plan as ONE state batch, checks
+the breakers, and either lets the request through (a `Ticket`) or answers it
+locally with a provider-native synthetic response. `inspect()` looks at a
+non-streamed response before the client sees it. `complete()` runs after the
+response: usage and cost, the response plans as one batch, breaker trips and
+probe outcomes, and the records. Nothing here touches aiohttp.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+import time
+from collections.abc import Callable, Sequence
+
+from runguard.config.settings import Settings
+from runguard.detectors.base import RequestSeen, ResponseKind, ResponseSeen
+from runguard.detectors.ops import CompareAndSet, Get, Op, OpResult, Put, Scope
+from runguard.proxy import accounting, breaker, continuation, reporting
+from runguard.proxy.adapters.base import Adapter, StopNotice, Synthetic
+from runguard.proxy.breaker import BreakerRecord, GateKind
+from runguard.proxy.engine import Engine, Finding
+from runguard.proxy.errors import StateUnavailable
+from runguard.proxy.events import RequestInfo, ResponseInfo, Usage, digest
+from runguard.proxy.observe import Observer
+from runguard.proxy.policy import Policy, Tightening
+from runguard.proxy.pricing import ModelTables
+from runguard.proxy.records import RecordedBody, RecordSink, TripRecord
+from runguard.proxy.state.base import ScopeIds, StateBackend
+from runguard.proxy.ticket import Ticket, scope_ids
+from runguard.proxy.tokens import TokenEstimator
+
+log = logging.getLogger("runguard.guard")
+
+BREAKER_SCOPES = (Scope.KEY_MODEL, Scope.KEY, Scope.RUN)
+
+
+class Guard:
+    def __init__(
+        self,
+        settings: Settings,
+        state: StateBackend,
+        policy: Policy,
+        tables: ModelTables,
+        sink: RecordSink,
+        observer: Observer,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
+        self._settings = settings
+        self._state = state
+        self._policy = policy
+        self._tables = tables
+        self._sink = sink
+        self._observer = observer
+        self._clock = clock
+        self._engine = Engine(self._on_fault, shadow=settings.guard.shadow)
+        self._tokens = TokenEstimator()
+        self.degraded_since: float | None = None
+
+    # -- helpers ---------------------------------------------------------------------------
+
+    def _on_fault(self, detector: str, hook: str, exc: BaseException) -> None:
+        log.error("detector %s failed in %s: %r", detector, hook, exc, exc_info=exc)
+        self._observer.detector_fault(detector, hook)
+
+    async def _execute(self, ids: ScopeIds, ops: Sequence[Op]) -> list[OpResult] | None:
+        try:
+            results = await self._state.execute(ids, ops)
+        except StateUnavailable as exc:
+            if self.degraded_since is None:
+                log.warning(
+                    "state backend unavailable, failing %s: %s",
+                    "closed" if self._settings.state.fail_closed else "open",
+                    exc,
+                )
+                self.degraded_since = self._clock()
+            self._observer.state_error()
+            return None
+        if self.degraded_since is not None:
+            log.warning("state backend answers again")
+            self.degraded_since = None
+        return results
+
+    def _answer(self, ticket: Ticket, notice: StopNotice, kind: ResponseKind) -> Synthetic:
+        adapter = ticket.adapter
+        if kind is ResponseKind.STOP:
+            stop = adapter.stop_response(notice, ticket.request)
+            if stop is not None:
+                return stop
+        status = self._settings.guard.gemini_error_status if adapter.provider.value == "gemini" else 429
+        return adapter.error_response(notice, stream=ticket.request.stream, status=status)
+
+    def _trip_record(self, ticket: Ticket, finding: Finding, usd_now: float) -> TripRecord:
+        cap = self._policy.config_of("max_requests", ticket.key_hash, ticket.request.model)
+        return reporting.trip_record(ticket, finding, usd_now, self._clock(), int(getattr(cap, "limit", 100)))
+
+    def _record_trip(self, trip: TripRecord) -> None:
+        self._sink.submit(trip)
+        try:
+            self._observer.tripped(trip)
+        except Exception:  # an observer must never break a request
+            log.exception("observer failed")
+
+    def _open_ops(self, ticket: Ticket, finding: Finding, existing: BreakerRecord | None) -> Put:
+        scope = Scope.KEY if finding.verdict.scope is Scope.KEY_DAY else finding.verdict.scope
+        cfg = self._settings.guard.breaker
+        record = breaker.trip(
+            existing,
+            detector=finding.detector,
+            reason=finding.verdict.reason,
+            now=self._clock(),
+            request_index=ticket.facts.request_index if ticket.facts else 0,
+            base_cooldown=cfg.cooldown_seconds,
+            max_cooldown=cfg.max_cooldown_seconds,
+        )
+        return Put(scope, breaker.FIELD, record.dumps())
+
+    # -- before the request goes upstream -----------------------------------------------------
+
+    async def _resolve_run(
+        self, header_run: str | None, key_hash: str, request: RequestInfo
+    ) -> tuple[str, RequestInfo]:
+        """The run id, and the request with tool-result names filled from a previous response."""
+        run_id = header_run
+        if request.previous_response_id:
+            try:
+                remembered = await self._state.recall(f"resp:{request.previous_response_id}")
+            except StateUnavailable:
+                remembered = None
+            if remembered is not None:
+                known_run, calls = continuation.loads(remembered)
+                run_id = run_id or known_run
+                request = continuation.fill_names(request, calls)
+        if not run_id:
+            run_id = "r-" + digest(f"{key_hash}\x00{request.root_hash or 'no-root'}", 10)
+        return run_id, request
+
+    async def admit(
+        self,
+        adapter: Adapter,
+        request: RequestInfo,
+        *,
+        body: bytes,
+        key_hash: str,
+        header_run: str | None,
+        tight: Tightening = (),
+    ) -> Ticket:
+        """Decide whether the request may go upstream; `ticket.answer` is set if not."""
+        now = self._clock()
+        run_id, request = await self._resolve_run(header_run, key_hash, request)
+        model = request.model
+        ids = scope_ids(run_id, key_hash, model, now)
+        seen = RequestSeen(run_id, key_hash, now, request, self._tables.window(model), digest(body))
+        ticket = Ticket(run_id, key_hash, ids, seen, adapter)
+        ticket.armed = self._policy.armed(key_hash, model, tight)
+        batch = self._engine.plan_request(ticket.armed, seen, accounting.REQUEST_OPS)
+        results = await self._execute(ids, [*accounting.request_ops(now, seen.body_hash), *batch.ops])
+        if results is None:
+            if self._settings.state.fail_closed:
+                notice = StopNotice("state_unavailable", run_id, "the shared state backend is unavailable")
+                ticket.answer = self._answer(ticket, notice, ResponseKind.ERROR)
+                ticket.blocked_by = "state_unavailable"
+            return ticket
+        facts, breakers = accounting.facts_from(results)
+        ticket.facts = facts
+        findings, ticket.before = self._engine.check_request(batch, results, seen, facts)
+        await self._gate(ticket, breakers)
+        if ticket.answer is None:
+            await self._act(ticket, findings, breakers, usd_now=0.0)
+        if ticket.answer is not None:
+            # Answered locally: free the in-flight slot, and give back a probe this request had claimed.
+            await self._execute(ids, [*accounting.release_ops(), *ticket.probe_undo])
+        return ticket
+
+    async def _gate(self, ticket: Ticket, breakers: accounting.Breakers) -> None:
+        """Answer locally while a breaker is open; admit one probe when its cooldown is over."""
+        probes: list[Scope] = []
+        cfg = self._settings.guard.breaker
+        for scope in BREAKER_SCOPES:
+            record = breakers.of(scope)
+            gate = breaker.gate(record, self._clock(), cfg.probe_timeout_seconds)
+            if gate.kind is GateKind.PROBE and gate.record is not None and gate.candidate is not None:
+                won = await self._execute(
+                    ticket.ids, [CompareAndSet(scope, breaker.FIELD, gate.record.dumps(), gate.candidate.dumps())]
+                )
+                if won is not None and won[0] == gate.candidate.dumps():
+                    probes.append(scope)
+                    # Undoing the claim lets a later request probe if this one never goes upstream.
+                    ticket.probe_undo.append(
+                        CompareAndSet(scope, breaker.FIELD, gate.candidate.dumps(), gate.record.dumps())
+                    )
+                    continue
+            if gate.kind is GateKind.ALLOW:
+                continue
+            held = gate.record or record
+            assert held is not None
+            self._deny(ticket, scope, held)
+            return
+        ticket.probes = tuple(probes)
+
+    def _deny(self, ticket: Ticket, scope: Scope, record: BreakerRecord) -> None:
+        remaining = max(0.0, record.reopens_at() - self._clock())
+        reason = f"breaker open since request {record.request_index}: {record.reason} (retry in {remaining:.0f} s)"
+        notice = StopNotice(record.detector, ticket.run_id, reason, ticket.reset_hint(scope))
+        config = self._policy.config_of(record.detector, ticket.key_hash, ticket.request.model)
+        kind = config.response if config is not None else ResponseKind.ERROR
+        ticket.answer = self._answer(ticket, notice, kind)
+        ticket.blocked_by = record.detector
+
+    async def _act(
+        self, ticket: Ticket, findings: list[Finding], breakers: accounting.Breakers, usd_now: float
+    ) -> Finding | None:
+        """Record every finding; open the breaker for the first blocking one. Returns it."""
+        blocking = next((f for f in findings if f.blocking), None)
+        for finding in findings:
+            trip = self._trip_record(ticket, finding, usd_now)
+            ticket.trips.append(trip)
+            self._record_trip(trip)
+            if not finding.blocking:
+                ticket.warnings.append(finding)
+        if blocking is None:
+            return None
+        scope = blocking.verdict.scope
+        existing = breakers.of(scope)
+        await self._execute(ticket.ids, [self._open_ops(ticket, blocking, existing)])
+        if ticket.answer is None and not ticket.blocked_by:
+            notice = StopNotice(
+                blocking.detector,
+                ticket.run_id,
+                blocking.verdict.reason,
+                ticket.reset_hint(scope),
+            )
+            ticket.answer = self._answer(ticket, notice, blocking.response)
+            ticket.blocked_by = blocking.detector
+        return blocking
+
+    # -- after the response -----------------------------------------------------------------------
+
+    def _usage(self, ticket: Ticket, info: ResponseInfo, status: int | None) -> Usage | None:
+        if info.usage is not None:
+            return info.usage
+        if status is None or status >= 300:
+            return None
+        # Streamed Chat without include_usage carries no usage: estimate, never count zero.
+        said = info.text + "".join(call.name + call.arguments for call in info.tool_calls)
+        output = self._tokens.count(said, ticket.request.model)
+        return Usage(ticket.request.estimated_input_tokens, output, estimated=True)
+
+    def response_seen(self, ticket: Ticket, info: ResponseInfo, status: int | None, latency: float) -> ResponseSeen:
+        usage = self._usage(ticket, info, status)
+        if usage is not info.usage:
+            info = dataclasses.replace(info, usage=usage)
+        assert ticket.facts is not None
+        return ResponseSeen(
+            ticket.run_id,
+            ticket.key_hash,
+            self._clock(),
+            ticket.request,
+            info,
+            ticket.facts,
+            status,
+            self._tables.cost(ticket.request.model, usage),
+            latency,
+        )
+
+    def inspect(self, ticket: Ticket, seen: ResponseSeen) -> Synthetic | None:
+        """Before a non-streamed response reaches the client: a replacement, or None."""
+        if ticket.facts is None:
+            return None
+        findings = self._engine.inspect_response(ticket.armed, seen, ticket.before)
+        blocking = next((f for f in findings if f.blocking), None)
+        ticket.inspected = findings
+        if blocking is None:
+            return None
+        notice = StopNotice(
+            blocking.detector,
+            ticket.run_id,
+            blocking.verdict.reason,
+            ticket.reset_hint(blocking.verdict.scope),
+        )
+        ticket.blocked_by = blocking.detector
+        return self._answer(ticket, notice, blocking.response)
+
+    async def complete(
+        self,
+        ticket: Ticket,
+        seen: ResponseSeen | None,
+        *,
+        client_status: int | None,
+        error: str | None = None,
+        body: RecordedBody | None = None,
+    ) -> None:
+        """Account for the response, run the response plans, trip or close breakers, record.
+
+        `seen` is None when nothing came back from upstream to parse (the
+        request was answered locally, or the client left before headers).
+        """
+        if ticket.answer is not None and seen is None:
+            self._emit(ticket, None, client_status, error, body)
+            return
+        if ticket.facts is None or seen is None:
+            if ticket.facts is not None:
+                await self._execute(ticket.ids, accounting.release_ops())
+            self._emit(ticket, seen, client_status, error, body)
+            return
+        findings = (
+            list(ticket.inspected)
+            if ticket.inspected is not None
+            else (self._engine.inspect_response(ticket.armed, seen, ticket.before))
+        )
+        base = accounting.response_ops(seen.response.usage, seen.usd)
+        batch = self._engine.plan_response(ticket.armed, seen, ticket.before, len(base))
+        results = await self._execute(ticket.ids, [*base, *batch.ops])
+        if results is not None:
+            findings += self._engine.check_response(batch, results, seen, ticket.before)
+            breakers = accounting.Breakers(None, None, None)
+            if any(f.blocking for f in findings):
+                breakers = await self._breakers(ticket)
+            blocking = await self._act(ticket, findings, breakers, usd_now=seen.usd)
+            tripped = {blocking.verdict.scope} if blocking is not None else set()
+            closing = [Put(scope, breaker.FIELD, None) for scope in ticket.probes if scope not in tripped]
+            if closing:
+                await self._execute(ticket.ids, closing)
+        await self._remember(ticket, seen)
+        self._emit(ticket, seen, client_status, error, body)
+
+    async def _breakers(self, ticket: Ticket) -> accounting.Breakers:
+        got = await self._execute(ticket.ids, [Get(scope, breaker.FIELD) for scope in BREAKER_SCOPES])
+        if got is None:
+            return accounting.Breakers(None, None, None)
+        records = {scope: BreakerRecord.loads(value) for scope, value in zip(BREAKER_SCOPES, got, strict=True)}
+        return accounting.Breakers(records[Scope.RUN], records[Scope.KEY], records[Scope.KEY_MODEL])
+
+    async def _remember(self, ticket: Ticket, seen: ResponseSeen) -> None:
+        """Responses API: map the response id to its run, so `previous_response_id` finds it."""
+        response_id = seen.response.response_id
+        if response_id is None or ticket.request.api.value != "responses":
+            return
+        try:
+            await self._state.remember(
+                f"resp:{response_id}",
+                continuation.dumps(ticket.run_id, seen.response.tool_calls),
+                self._settings.runs.idle_seconds,
+            )
+        except StateUnavailable:
+            self._observer.state_error()
+
+    def _emit(
+        self,
+        ticket: Ticket,
+        seen: ResponseSeen | None,
+        status: int | None,
+        error: str | None,
+        body: RecordedBody | None,
+    ) -> None:
+        record = reporting.request_record(ticket, seen, status, error, body)
+        self._sink.submit(record)
+        try:
+            self._observer.request_done(record)
+        except Exception:  # an observer must never break a request
+            log.exception("observer failed")

@@ -1,0 +1,310 @@
+"""The provider-facing request handler: parse, decide, forward, feed, decide, record.
+
+Every blocking decision is made before the client response is prepared;
+after that only an in-stream error event can end it. Requests the adapters
+do not model (GETs, embeddings, files, countTokens) are forwarded untouched
+and only counted.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import logging
+import time
+from collections.abc import Coroutine
+from dataclasses import dataclass
+from typing import Any
+
+import aiohttp
+from aiohttp import web
+from multidict import CIMultiDict
+
+from runguard.config.settings import Settings
+from runguard.proxy.adapters import adapter_for
+from runguard.proxy.adapters.base import Adapter, RequestContext, Synthetic
+from runguard.proxy.codec import BodyTooLarge, decode_body
+from runguard.proxy.errors import UpstreamError, UpstreamTimeout
+from runguard.proxy.events import Api, Provider, ResponseInfo
+from runguard.proxy.guard import Guard
+from runguard.proxy.headers import upstream_request_headers
+from runguard.proxy.keys import KeyHasher, raw_key
+from runguard.proxy.observe import Observer
+from runguard.proxy.policy import SHORT_HEADERS, tightening_from
+from runguard.proxy.records import RecordedBody
+from runguard.proxy.relay import is_stream, relay_stream, whole_response
+from runguard.proxy.replies import provider_error
+from runguard.proxy.routes import Route, resolve
+from runguard.proxy.stream_usage import UsageChunkFilter, with_usage_requested
+from runguard.proxy.ticket import Ticket
+from runguard.proxy.upstream import Upstreams, read_whole
+
+log = logging.getLogger("runguard.proxy")
+
+
+@dataclass(frozen=True, slots=True)
+class ProxyContext:
+    """Everything a provider request needs, built once by `create_app`."""
+
+    settings: Settings
+    guard: Guard
+    upstreams: Upstreams
+    hasher: KeyHasher
+    observer: Observer
+    background: set[asyncio.Task[None]]
+
+    def spawn(self, coro: Coroutine[Any, Any, None]) -> None:
+        """Finish work after the client left (a disconnect must not lose the record)."""
+        task = asyncio.ensure_future(coro)
+        self.background.add(task)
+        task.add_done_callback(self.background.discard)
+
+
+CONTEXT: web.AppKey[ProxyContext] = web.AppKey("runguard_context", ProxyContext)
+
+
+def _raw_target(request: web.Request, route: Route) -> str:
+    """Path and query exactly as sent, minus an explicit /openai or /gemini prefix."""
+    raw = request.raw_path
+    for prefix in ("/openai", "/gemini"):
+        if request.path.startswith(prefix + "/"):
+            return raw[len(prefix) :]
+    return raw
+
+
+async def _read_body(request: web.Request, limit: int) -> bytes:
+    if request.content_length is not None and request.content_length > limit:
+        raise BodyTooLarge(f"request body of {request.content_length} bytes exceeds the {limit}-byte limit")
+    body = bytearray()
+    async for chunk in request.content.iter_any():
+        body += chunk
+        if len(body) > limit:
+            raise BodyTooLarge(f"request body exceeds the {limit}-byte limit")
+    return bytes(body)
+
+
+def _synthetic(answer: Synthetic, ticket: Ticket) -> web.Response:
+    headers = CIMultiDict(answer.headers)
+    headers["x-runguard-run-id"] = ticket.run_id
+    if ticket.blocked_by:
+        headers["x-runguard-trip"] = ticket.blocked_by
+    return web.Response(status=answer.status, headers=headers, body=answer.body)
+
+
+def _recorded(request: web.Request, body: bytes, response: bytes, status: int | None) -> RecordedBody:
+    query = "&".join(f"{k}={v}" for k, v in request.query.items() if k.lower() != "key")
+    return RecordedBody(request.path, query, body, response, status)
+
+
+def _key_refusal(ctx: ProxyContext, route: Route, key_hash: str) -> web.Response | None:
+    allowed = ctx.settings.runs.key_allowlist
+    if not allowed or key_hash in allowed:
+        return None
+    return provider_error(
+        route.provider, 403, f"RunGuard: API key {key_hash} is not on this proxy's allowlist", "key_not_allowed"
+    )
+
+
+async def handle(request: web.Request) -> web.StreamResponse:
+    ctx = request.app[CONTEXT]
+    route = resolve(request.path)
+    if route is None:
+        return provider_error(None, 404, f"RunGuard: no provider serves {request.path}", "unknown_path")
+    key_hash = ctx.hasher.hash(raw_key(request.headers, request.query))
+    refusal = _key_refusal(ctx, route, key_hash)
+    if refusal is not None:
+        return refusal
+    try:
+        body = await _read_body(request, ctx.settings.server.max_body_bytes)
+    except BodyTooLarge as exc:
+        return provider_error(route.provider, 413, f"RunGuard: {exc}", "request_too_large")
+    adapter = adapter_for(route.api) if request.method == "POST" else None
+    if adapter is None:
+        return await _passthrough(request, ctx, route, body)
+    return await _guarded(request, ctx, route, adapter, body, key_hash)
+
+
+async def _passthrough(request: web.Request, ctx: ProxyContext, route: Route, body: bytes) -> web.StreamResponse:
+    headers = upstream_request_headers(request.headers, _own_headers(ctx.settings))
+    try:
+        upstream = await ctx.upstreams[route.provider].send(request.method, _raw_target(request, route), headers, body)
+    except UpstreamError as exc:
+        return _upstream_failed(route.provider, exc)
+    async with upstream:
+        if is_stream(upstream, route.stream):
+            out, _ = await relay_stream(request, upstream, None, CIMultiDict(), None)
+            return out
+        try:
+            raw = await read_whole(upstream)
+        except UpstreamError as exc:
+            return _upstream_failed(route.provider, exc)
+        return whole_response(upstream, raw, CIMultiDict())
+
+
+def _own_headers(settings: Settings) -> tuple[str, ...]:
+    return (settings.runs.run_header, settings.runs.agent_header, *SHORT_HEADERS)
+
+
+def _upstream_failed(provider: Provider, exc: UpstreamError) -> web.Response:
+    timeout = isinstance(exc, UpstreamTimeout)
+    status, code = (504, "upstream_timeout") if timeout else (502, "upstream_unreachable")
+    return provider_error(provider, status, f"RunGuard could not get an answer from the provider: {exc}", code)
+
+
+async def _guarded(
+    request: web.Request, ctx: ProxyContext, route: Route, adapter: Adapter, body: bytes, key_hash: str
+) -> web.StreamResponse:
+    settings = ctx.settings
+    try:
+        decoded = decode_body(body, request.headers.get("Content-Encoding"), settings.server.max_body_bytes)
+    except BodyTooLarge as exc:
+        return provider_error(route.provider, 413, f"RunGuard: {exc}", "request_too_large")
+    info = adapter.parse_request(
+        decoded or b"",
+        RequestContext(route.model, request.headers.get(settings.runs.agent_header), route.stream),
+    )
+    if decoded is None or info.parse_error:
+        ctx.observer.parse_error(route.api.value)
+        return await _passthrough(request, ctx, route, body)
+    ticket = await ctx.guard.admit(
+        adapter,
+        info,
+        body=decoded,
+        key_hash=key_hash,
+        header_run=request.headers.get(settings.runs.run_header),
+        tight=tightening_from(request.headers),
+    )
+    if ticket.answer is not None:
+        await ctx.guard.complete(ticket, None, client_status=ticket.answer.status)
+        return _synthetic(ticket.answer, ticket)
+    headers = upstream_request_headers(request.headers, _own_headers(settings))
+    rewrite: UsageChunkFilter | None = None
+    if settings.upstreams.inject_stream_usage and info.api is Api.CHAT and info.stream and not info.include_usage:
+        asked = with_usage_requested(decoded)
+        if asked is not None:
+            # The one case where the proxy changes a body: sent as plain JSON, read back as plain SSE.
+            body, rewrite = asked, UsageChunkFilter()
+            headers.popall("Content-Encoding", None)
+            headers.popall("Accept-Encoding", None)
+    return await _forward(request, ctx, route, ticket, Outgoing(headers, body, rewrite))
+
+
+@dataclass(frozen=True, slots=True)
+class Outgoing:
+    """What goes upstream, and how the client's copy of a stream is rewritten (opt-in only)."""
+
+    headers: CIMultiDict[str]
+    body: bytes
+    rewrite: UsageChunkFilter | None = None
+
+
+def _extra_headers(ctx: ProxyContext, ticket: Ticket) -> CIMultiDict[str]:
+    extra = CIMultiDict({"x-runguard-run-id": ticket.run_id})
+    warning = ticket.warning_header()
+    if warning:
+        extra["x-runguard-warning"] = warning
+    return extra
+
+
+async def _forward(
+    request: web.Request, ctx: ProxyContext, route: Route, ticket: Ticket, sending: Outgoing
+) -> web.StreamResponse:
+    guard = ctx.guard
+    record = ctx.settings.store.record_bodies
+    sent = time.perf_counter()
+
+    async def failed(exc: UpstreamError) -> web.Response:
+        failure = ResponseInfo(error=str(exc), complete=False)
+        reply = _upstream_failed(route.provider, exc)
+        seen = guard.response_seen(ticket, failure, None, time.perf_counter() - sent) if ticket.facts else None
+        await guard.complete(ticket, seen, client_status=reply.status, error=type(exc).__name__)
+        return reply
+
+    try:
+        upstream = await ctx.upstreams[route.provider].send(
+            request.method, _raw_target(request, route), sending.headers, sending.body
+        )
+    except UpstreamError as exc:
+        return await failed(exc)
+    except asyncio.CancelledError:
+        # The client left before the upstream answered: the upstream call is abandoned with it.
+        ctx.spawn(guard.complete(ticket, None, client_status=None, error="client_disconnected"))
+        raise
+    async with upstream:
+        if is_stream(upstream, route.stream):
+            return await _forward_stream(
+                request, ctx, ticket, upstream, sent, sending.body if record else None, sending.rewrite
+            )
+        try:
+            raw = await read_whole(upstream)
+        except UpstreamError as exc:
+            return await failed(exc)
+        except asyncio.CancelledError:
+            ctx.spawn(guard.complete(ticket, None, client_status=None, error="client_disconnected"))
+            raise
+        parsed = decode_body(raw, upstream.headers.get("Content-Encoding"), 1 << 30)
+        info = ticket.adapter.parse_response(parsed) if parsed is not None else ResponseInfo(parse_error="encoding")
+        seen = guard.response_seen(ticket, info, upstream.status, time.perf_counter() - sent) if ticket.facts else None
+        replacement = guard.inspect(ticket, seen) if seen is not None else None
+        reply = (
+            _synthetic(replacement, ticket)
+            if replacement is not None
+            else whole_response(upstream, raw, _extra_headers(ctx, ticket))
+        )
+        kept = _recorded(request, sending.body, raw, upstream.status) if record else None
+        try:
+            await reply.prepare(request)
+            await reply.write_eof()
+        except (asyncio.CancelledError, ConnectionResetError):
+            ctx.spawn(guard.complete(ticket, seen, client_status=None, error="client_disconnected", body=kept))
+            raise
+        await guard.complete(ticket, seen, client_status=reply.status, body=kept)
+        return reply
+
+
+async def _forward_stream(
+    request: web.Request,
+    ctx: ProxyContext,
+    ticket: Ticket,
+    upstream: aiohttp.ClientResponse,
+    sent: float,
+    recorded_request: bytes | None,
+    rewrite: UsageChunkFilter | None,
+) -> web.StreamResponse:
+    guard = ctx.guard
+    parser = ticket.adapter.stream_parser()
+
+    def error_event(message: str) -> bytes:
+        return ticket.adapter.stream_error_event(message, "upstream_error")
+
+    finished = False
+
+    async def finish(error: str | None, upstream_broke: bool, captured: bytes | None) -> None:
+        info = parser.close()
+        if upstream_broke and info.error is None:
+            # A reset or silence mid-stream is an upstream failure (retry_cascade counts it).
+            info = dataclasses.replace(info, error=error, complete=False)
+        seen = guard.response_seen(ticket, info, upstream.status, time.perf_counter() - sent) if ticket.facts else None
+        kept = _recorded(request, recorded_request, captured or b"", upstream.status) if recorded_request else None
+        await guard.complete(ticket, seen, client_status=upstream.status, error=error, body=kept)
+
+    try:
+        out, outcome = await relay_stream(
+            request,
+            upstream,
+            parser,
+            _extra_headers(ctx, ticket),
+            error_event,
+            capture=recorded_request is not None,
+            rewrite=rewrite,
+        )
+        finished = True
+        captured = bytes(outcome.captured) if outcome.captured is not None else None
+        await finish(outcome.error, outcome.error is not None, captured)
+        return out
+    except (asyncio.CancelledError, ConnectionResetError):
+        if not finished:
+            # The client left: closing the upstream response (by leaving `async with`)
+            # cancels the upstream request; record the partial usage seen so far.
+            ctx.spawn(finish("client_disconnected", False, None))
+        raise

@@ -1,0 +1,81 @@
+"""Which API key a request carries, kept only as a salted hash.
+
+The key is read from `Authorization: Bearer`, `x-goog-api-key`, `x-api-key`
+or the `key` query parameter, in that order. The hash is an HMAC-SHA256 under
+the install's salt, shortened to 16 hex characters and prefixed `k_`; the key
+itself is never stored, logged or returned.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import os
+import re
+import secrets
+from collections.abc import Mapping
+from pathlib import Path
+
+ANONYMOUS = "k_anonymous"
+_SECRETS = re.compile(r"(?i)([?&;]key=|bearer\s+|api-key[\"']?\s*[:=]\s*[\"']?)[^&\s\"',;)\]]+")
+
+
+def redact(text: str) -> str:
+    """`text` with anything that looks like an API key (query `key=`, bearer token) masked."""
+    return _SECRETS.sub(r"\1<redacted>", text)
+
+
+def raw_key(headers: Mapping[str, str], query: Mapping[str, str]) -> str | None:
+    auth = headers.get("Authorization", "")
+    if auth[:7].lower() == "bearer " and auth[7:].strip():
+        return auth[7:].strip()
+    for name in ("x-goog-api-key", "x-api-key"):
+        value = headers.get(name)
+        if value:
+            return value.strip()
+    value = query.get("key")
+    return value.strip() if value else None
+
+
+class KeyHasher:
+    """Salted, cached hashing of API keys (a handful of keys repeat endlessly)."""
+
+    def __init__(self, salt: bytes, cache_size: int = 1024) -> None:
+        self._salt = salt
+        self._cache: dict[str, str] = {}
+        self._cache_size = cache_size
+
+    def hash(self, key: str | None) -> str:
+        if not key:
+            return ANONYMOUS
+        cached = self._cache.get(key)
+        if cached is None:
+            cached = "k_" + hmac.new(self._salt, key.encode(), hashlib.sha256).hexdigest()[:16]
+            if len(self._cache) >= self._cache_size:
+                self._cache.clear()
+            self._cache[key] = cached
+        return cached
+
+
+def load_salt(configured: str | None, home: Path | None = None) -> bytes:
+    """The configured salt, else the install's own (created once in RUNGUARD_HOME/salt).
+
+    Replicas that share state must share the salt: set `runs.key_salt`
+    (RUNGUARD_KEY_SALT) for them.
+    """
+    if configured:
+        return configured.encode()
+    home = home or Path(os.environ.get("RUNGUARD_HOME", Path.home() / ".runguard"))
+    path = home / "salt"
+    try:
+        return path.read_bytes().strip()
+    except FileNotFoundError:
+        home.mkdir(parents=True, exist_ok=True)
+        salt = secrets.token_hex(32).encode()
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(salt)
+        return salt
+    except OSError:
+        # An unwritable home must not stop the proxy; hashes then differ per process.
+        return secrets.token_hex(32).encode()

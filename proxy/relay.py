@@ -1,0 +1,127 @@
+"""Moving an upstream response to the client: whole, or chunk by chunk.
+
+A stream is written to the client as each chunk arrives (never buffered) and
+a decoded copy is fed to the adapter's parser. If the upstream breaks off
+mid-stream, the client stream ends with the provider's own error event.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Protocol
+
+import aiohttp
+from aiohttp import web
+from multidict import CIMultiDict
+
+from runguard.proxy.adapters.base import StreamParser
+from runguard.proxy.codec import stream_decoder
+from runguard.proxy.headers import client_response_headers
+
+MAX_PENDING_EVENT = 1 << 20  # bytes of one unfinished SSE event held back at most
+
+
+def is_stream(response: aiohttp.ClientResponse, streamed_method: bool) -> bool:
+    """SSE, or Gemini's streamGenerateContent without alt=sse (a JSON array sent in pieces)."""
+    return response.content_type == "text/event-stream" or (streamed_method and response.status == 200)
+
+
+class ChunkFilter(Protocol):
+    """Rewrites what the client sees of a stream (the parser still gets the upstream bytes)."""
+
+    def feed(self, chunk: bytes) -> bytes: ...
+
+    def flush(self) -> bytes: ...
+
+
+@dataclass(slots=True)
+class StreamOutcome:
+    """How a relayed stream ended."""
+
+    error: str | None = None  # "upstream_reset", "upstream_idle_timeout"
+    captured: bytearray | None = field(default=None, repr=False)
+
+
+def whole_response(response: aiohttp.ClientResponse, body: bytes, extra: CIMultiDict[str]) -> web.Response:
+    headers = client_response_headers(response.headers, keep_length=False)
+    headers.extend(extra)
+    return web.Response(status=response.status, reason=response.reason, headers=headers, body=body)
+
+
+async def relay_stream(
+    request: web.Request,
+    response: aiohttp.ClientResponse,
+    parser: StreamParser | None,
+    extra: CIMultiDict[str],
+    error_event: Callable[[str], bytes] | None,
+    capture: bool = False,
+    rewrite: ChunkFilter | None = None,
+) -> tuple[web.StreamResponse, StreamOutcome]:
+    """Relay chunks as they arrive; feed the parser a decoded copy.
+
+    Only reading upstream is guarded here: a failed write means the client
+    left, and that propagates to the caller. For a plain SSE stream that can
+    end in an error event, the bytes of an unfinished event wait for its
+    blank line, so an error event never lands inside a half-sent one.
+    """
+    headers = client_response_headers(response.headers, keep_length=False)
+    headers.extend(extra)
+    out = web.StreamResponse(status=response.status, reason=response.reason, headers=headers)
+    await out.prepare(request)
+    encoding = response.headers.get("Content-Encoding")
+    decode = stream_decoder(encoding) if parser is not None else None
+    plain = (encoding or "identity").strip().lower() == "identity"
+    whole_events = error_event is not None and plain and response.content_type == "text/event-stream"
+    outcome = StreamOutcome(captured=bytearray() if capture else None)
+    content = response.content
+    pending = b""
+    while True:
+        try:
+            chunk = await content.readany()
+        except TimeoutError:
+            outcome.error = "upstream_idle_timeout"
+            message = "upstream stream went silent past the idle timeout"
+            break
+        except (aiohttp.ClientError, OSError) as exc:
+            outcome.error = "upstream_reset"
+            message = f"upstream connection broke off mid-stream: {type(exc).__name__}"
+            break
+        if not chunk:
+            break
+        if outcome.captured is not None:
+            outcome.captured += chunk
+        if parser is not None:
+            parser.feed(decode(chunk) if decode is not None else chunk)
+        if whole_events:
+            chunk = pending + chunk if pending else chunk
+            cut = _events_end(chunk)
+            chunk, pending = chunk[:cut], chunk[cut:]
+            if len(pending) > MAX_PENDING_EVENT:  # not SSE after all: stop waiting for event ends
+                chunk, pending, whole_events = chunk + pending, b"", False
+        if rewrite is not None:
+            chunk = rewrite.feed(chunk)
+        if chunk:
+            await out.write(chunk)
+    if outcome.error is not None:
+        await _end_with_error(out, error_event, message)  # an unfinished event is dropped
+        return out, outcome
+    if pending:
+        await out.write(rewrite.feed(pending) if rewrite is not None else pending)
+    if rewrite is not None:
+        await out.write(rewrite.flush())
+    await out.write_eof()
+    return out, outcome
+
+
+def _events_end(data: bytes) -> int:
+    """Where the last complete SSE event in `data` ends (0: none)."""
+    lf = data.rfind(b"\n\n")
+    crlf = data.rfind(b"\r\n\r\n")
+    return max(lf + 2 if lf >= 0 else 0, crlf + 4 if crlf >= 0 else 0)
+
+
+async def _end_with_error(out: web.StreamResponse, error_event: Callable[[str], bytes] | None, message: str) -> None:
+    if error_event is not None:
+        await out.write(error_event(message))
+    await out.write_eof()

@@ -1,0 +1,69 @@
+"""Turning a finished request into records: content-free, keys never included."""
+
+from __future__ import annotations
+
+import time
+
+from runguard.detectors.base import ResponseSeen
+from runguard.proxy.engine import Finding
+from runguard.proxy.records import RecordedBody, RequestRecord, TripRecord, VerdictRecord
+from runguard.proxy.ticket import Ticket
+
+
+def trip_record(ticket: Ticket, finding: Finding, usd_now: float, at: float, step_cap: int) -> TripRecord:
+    """A finding as a trip; `usd_avoided_estimate` is the run's average cost per request so
+    far times the requests left until its step cap would have stopped it."""
+    facts = ticket.facts
+    index = facts.request_index if facts else 0
+    spent = (facts.usd if facts else 0.0) + usd_now
+    avoided = (spent / max(index, 1)) * max(step_cap - index, 0)
+    return TripRecord(
+        run_id=ticket.run_id,
+        key_hash=ticket.key_hash,
+        detector=finding.detector,
+        action="block" if finding.blocking else "warn",
+        reason=finding.verdict.reason,
+        scope=finding.verdict.scope.value,
+        request_index=index,
+        at=at,
+        usd_so_far=spent,
+        tokens_so_far=(facts.input_tokens + facts.output_tokens) if facts else 0,
+        usd_avoided_estimate=round(avoided, 6),
+        evidence=dict(finding.verdict.evidence),
+    )
+
+
+def request_record(
+    ticket: Ticket, seen: ResponseSeen | None, status: int | None, error: str | None, body: RecordedBody | None
+) -> RequestRecord:
+    request = ticket.request
+    response = seen.response if seen is not None else None
+    usage = response.usage if response is not None else None
+    latency = seen.latency if seen is not None else 0.0
+    return RequestRecord(
+        run_id=ticket.run_id,
+        key_hash=ticket.key_hash,
+        index=ticket.facts.request_index if ticket.facts else 0,
+        at=ticket.seen.now,
+        agent=request.agent.label,
+        model=request.model,
+        provider=ticket.adapter.provider.value,
+        api=request.api.value,
+        streamed=request.stream,
+        status=status,
+        input_tokens=usage.input_tokens if usage else 0,
+        output_tokens=usage.output_tokens if usage else 0,
+        cached_tokens=usage.cached_tokens if usage else 0,
+        reasoning_tokens=usage.reasoning_tokens if usage else 0,
+        usage_estimated=usage.estimated if usage else False,
+        usd=seen.usd if seen else 0.0,
+        upstream_ms=latency * 1000 if seen else None,
+        overhead_ms=max(0.0, (time.perf_counter() - ticket.started - latency) * 1000),
+        tool_calls=tuple(c.name for c in response.tool_calls) if response else (),
+        handoff_to=response.handoffs[0].target if response and response.handoffs else None,
+        finish_reason=response.finish_reason if response else None,
+        blocked_by=ticket.blocked_by,
+        error=error or (response.error[:200] if response and response.error else None),
+        verdicts=tuple(VerdictRecord(t.detector, t.action, t.reason) for t in ticket.trips),
+        body=body,
+    )

@@ -1,0 +1,58 @@
+"""Which provider and API a request path speaks: an explicit, ordered table.
+
+The first matching rule wins. Paths under `/openai/` and `/gemini/` name the
+provider explicitly and are forwarded without that prefix; bare `/v1/...` is
+OpenAI except `/v1/models/{m}:method`, which is Gemini's v1 surface.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from runguard.proxy.events import Api, Provider
+
+
+@dataclass(frozen=True, slots=True)
+class Route:
+    provider: Provider
+    api: Api
+    upstream_path: str  # the path to request upstream (prefix removed)
+    model: str | None = None  # Gemini: the model in the URL
+    stream: bool = False  # Gemini: :streamGenerateContent
+
+
+_GEMINI_METHOD = re.compile(r"^/v1(?:beta|alpha)?\d*/(?:models|tunedModels)/(?P<model>[^/:]+):(?P<method>[A-Za-z]+)$")
+_GEMINI_GENERATE = {"generateContent": False, "streamGenerateContent": True}
+_OPENAI_APIS = {"/v1/chat/completions": Api.CHAT, "/v1/responses": Api.RESPONSES}
+
+
+def _gemini(path: str) -> Route:
+    match = _GEMINI_METHOD.match(path)
+    if match and match["method"] in _GEMINI_GENERATE:
+        return Route(Provider.GEMINI, Api.GEMINI, path, match["model"], _GEMINI_GENERATE[match["method"]])
+    return Route(Provider.GEMINI, Api.OTHER, path, match["model"] if match else None)
+
+
+def _openai(path: str) -> Route:
+    return Route(Provider.OPENAI, _OPENAI_APIS.get(path.rstrip("/"), Api.OTHER), path)
+
+
+def _strip(path: str, prefix: str) -> str:
+    rest = path[len(prefix) :]
+    return rest if rest.startswith("/") else "/" + rest
+
+
+def resolve(path: str) -> Route | None:
+    """The route for a request path, or None for a path no provider serves."""
+    if path.startswith("/openai/"):
+        return _openai(_strip(path, "/openai"))
+    if path.startswith("/gemini/"):
+        return _gemini(_strip(path, "/gemini"))
+    if _GEMINI_METHOD.match(path):
+        return _gemini(path)
+    if path.startswith(("/v1beta/", "/v1alpha/")) or path in ("/v1beta", "/v1alpha"):
+        return _gemini(path)
+    if path.startswith("/v1/") or path == "/v1":
+        return _openai(path)
+    return None

@@ -1,0 +1,42 @@
+"""Running an app on a socket, the same way for the CLI and the tests.
+
+The runner cancels a handler when its client disconnects (so an abandoned
+stream stops the upstream request), leaves request bodies compressed as sent
+(the proxy forwards bytes untouched), and on shutdown waits for in-flight
+streams up to the configured grace period.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from aiohttp import web
+
+
+@dataclass(slots=True)
+class Running:
+    runner: web.AppRunner
+    host: str
+    port: int
+
+    @property
+    def url(self) -> str:
+        host = f"[{self.host}]" if ":" in self.host else self.host
+        return f"http://{host}:{self.port}"
+
+    async def stop(self) -> None:
+        await self.runner.cleanup()
+
+
+async def start(app: web.Application, host: str, port: int, grace: float = 30.0) -> Running:
+    runner = web.AppRunner(
+        app, handler_cancellation=True, auto_decompress=False, access_log=None, shutdown_timeout=grace
+    )
+    await runner.setup()
+    site = web.TCPSite(runner, host, port, reuse_address=True)
+    await site.start()
+    bound = port
+    for address in runner.addresses:  # the real port when 0 asked for a free one
+        bound = int(address[1])
+        break
+    return Running(runner, host, bound)

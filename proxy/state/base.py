@@ -1,0 +1,76 @@
+"""The one interface between the proxy and run, key and breaker state.
+
+Two backends implement it: `MemoryState` (the default: one process, no set-up)
+and `RedisState` (replicas share state). Detectors never see a backend; the
+guard binds each op's scope to an id and runs a request's ops as one batch.
+
+Guarantees every backend gives:
+- a batch's ops on one scope run atomically and in order (Redis: one Lua
+  script per scope; memory: no await inside a batch);
+- every scope expires after its TTL of inactivity; a run's TTL is refreshed
+  by each batch that touches it;
+- a failure raises `StateUnavailable`; the guard decides to fail open or closed.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Protocol
+
+from runguard.detectors.ops import Op, OpResult, Scope
+from runguard.proxy.errors import StateUnavailable
+
+__all__ = ["ScopeIds", "ScopeTtls", "StateBackend", "StateUnavailable"]
+
+
+@dataclass(frozen=True, slots=True)
+class ScopeIds:
+    """The ids the scopes of one request bind to."""
+
+    run: str
+    key: str
+    key_model: str
+    key_day: str
+
+    def of(self, scope: Scope) -> str:
+        return str(getattr(self, scope.value))
+
+
+@dataclass(frozen=True, slots=True)
+class ScopeTtls:
+    """Seconds of inactivity after which a scope's state is forgotten."""
+
+    run: float = 3600.0
+    key: float = 86400.0
+    key_model: float = 86400.0
+    key_day: float = 2 * 86400.0
+
+    def of(self, scope: Scope) -> float:
+        return float(getattr(self, scope.value))
+
+
+class StateBackend(Protocol):
+    async def execute(self, ids: ScopeIds, ops: Sequence[Op]) -> list[OpResult]:
+        """Run `ops` (results in the same order); one round trip at most."""
+        ...
+
+    async def read_scope(self, scope: Scope, scope_id: str) -> dict[str, OpResult]:
+        """Every field of one scope (for the admin API and `show`)."""
+        ...
+
+    async def clear_scope(self, scope: Scope, scope_id: str) -> bool:
+        """Forget one scope's state (manual reset); True if there was any."""
+        ...
+
+    async def remember(self, name: str, value: str, ttl: float) -> None:
+        """A plain key/value with a TTL (e.g. response id -> run id)."""
+        ...
+
+    async def recall(self, name: str) -> str | None: ...
+
+    async def ping(self) -> bool:
+        """Whether the backend answers now."""
+        ...
+
+    async def close(self) -> None: ...

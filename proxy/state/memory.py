@@ -1,0 +1,139 @@
+"""In-process state: the default backend, one process, nothing to set up.
+
+Scopes live in an LRU-ordered dict with a deadline each; a batch never awaits,
+so it is atomic under asyncio. Expired scopes are dropped as the oldest end of
+the LRU order is passed, and the number of scopes is capped so memory stays
+bounded however many runs come and go.
+"""
+
+from __future__ import annotations
+
+import time
+from collections import OrderedDict
+from collections.abc import Callable, Sequence
+
+from runguard.detectors.ops import Add, CompareAndSet, Get, Op, OpResult, Push, Put, PutNX, Scope
+from runguard.proxy.state.base import ScopeIds, ScopeTtls
+
+Fields = dict[str, str | float | list[str]]
+
+
+class _Slot:
+    __slots__ = ("deadline", "fields")
+
+    def __init__(self, deadline: float) -> None:
+        self.deadline = deadline
+        self.fields: Fields = {}
+
+
+def _result(value: str | float | list[str] | None) -> OpResult:
+    return tuple(value) if isinstance(value, list) else value
+
+
+def _apply(fields: Fields, op: Op) -> OpResult:
+    current = fields.get(op.field)
+    match op:
+        case Add(amount=amount):
+            value = (current if isinstance(current, float) else 0.0) + amount
+            fields[op.field] = value
+            return value
+        case Push(items=items, keep=keep, unique=unique, head=head):
+            window = current if isinstance(current, list) else []
+            for item in items:
+                if (unique and item in window) or (head and len(window) >= keep):
+                    continue
+                window.append(item)
+            del window[: max(0, len(window) - keep)]
+            fields[op.field] = window
+            return tuple(window)
+        case Get():
+            return _result(current)
+        case Put(value=value):
+            if value is None:
+                fields.pop(op.field, None)
+            else:
+                fields[op.field] = value
+            return _result(current)
+        case PutNX(value=value):
+            if current is None:
+                fields[op.field] = value
+                return value
+            return _result(current)
+        case CompareAndSet(expected=expected, value=value):
+            if current == expected:
+                fields[op.field] = value
+                return value
+            return _result(current)
+    raise TypeError(f"unknown state op {op!r}")
+
+
+class MemoryState:
+    """`StateBackend` in this process's memory."""
+
+    def __init__(
+        self,
+        ttls: ScopeTtls | None = None,
+        max_scopes: int = 100_000,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self._ttls = ttls or ScopeTtls()
+        self._max = max_scopes
+        self._clock = clock
+        self._slots: OrderedDict[str, _Slot] = OrderedDict()
+        self._plain: OrderedDict[str, tuple[float, str]] = OrderedDict()
+
+    def __len__(self) -> int:
+        return len(self._slots)
+
+    def _evict(self, now: float) -> None:
+        while self._slots:
+            name, slot = next(iter(self._slots.items()))
+            if slot.deadline > now and len(self._slots) <= self._max:
+                break
+            del self._slots[name]
+
+    def _slot(self, scope: Scope, scope_id: str, now: float) -> _Slot:
+        name = f"{scope.value}:{scope_id}"
+        slot = self._slots.get(name)
+        if slot is None or slot.deadline <= now:
+            slot = _Slot(0.0)
+            self._slots[name] = slot
+        else:
+            self._slots.move_to_end(name)
+        slot.deadline = now + self._ttls.of(scope)
+        return slot
+
+    async def execute(self, ids: ScopeIds, ops: Sequence[Op]) -> list[OpResult]:
+        now = self._clock()
+        results = [_apply(self._slot(op.scope, ids.of(op.scope), now).fields, op) for op in ops]
+        self._evict(now)
+        return results
+
+    async def read_scope(self, scope: Scope, scope_id: str) -> dict[str, OpResult]:
+        slot = self._slots.get(f"{scope.value}:{scope_id}")
+        if slot is None or slot.deadline <= self._clock():
+            return {}
+        return {name: _result(value) for name, value in slot.fields.items()}
+
+    async def clear_scope(self, scope: Scope, scope_id: str) -> bool:
+        return self._slots.pop(f"{scope.value}:{scope_id}", None) is not None
+
+    async def remember(self, name: str, value: str, ttl: float) -> None:
+        now = self._clock()
+        self._plain[name] = (now + ttl, value)
+        self._plain.move_to_end(name)
+        while self._plain and (next(iter(self._plain.values()))[0] <= now or len(self._plain) > self._max):
+            self._plain.popitem(last=False)
+
+    async def recall(self, name: str) -> str | None:
+        entry = self._plain.get(name)
+        if entry is None or entry[0] <= self._clock():
+            return None
+        return entry[1]
+
+    async def ping(self) -> bool:
+        return True
+
+    async def close(self) -> None:
+        self._slots.clear()
+        self._plain.clear()

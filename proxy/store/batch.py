@@ -1,0 +1,269 @@
+"""One batch of records as rows, and writing it in one transaction.
+
+Writing is idempotent: every row carries an id chosen when the batch was
+built, requests and trips are inserted with ON CONFLICT DO NOTHING, and the
+run totals are incremented only for the rows that really went in (RETURNING).
+So a batch retried after an ambiguous failure (the commit went through but
+the connection broke before the answer) adds nothing twice, and two replicas
+adding to one run never overwrite each other's totals: increments in ON
+CONFLICT DO UPDATE apply to the newest committed row under its row lock.
+Rows are sorted by run id so concurrent writers take row locks in one order
+(no deadlocks).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import orjson
+from sqlalchemy import and_, case, or_
+from sqlalchemy.dialects import postgresql, sqlite
+from sqlalchemy.ext.asyncio import AsyncConnection
+
+from runguard.proxy.records import Record, RequestRecord, TripRecord
+from runguard.proxy.store.models import Body, Request, Run, RunAgent, Trip
+
+Row = dict[str, Any]
+INT32 = 2**31 - 1
+INT64 = 2**63 - 1
+
+
+def _text(value: str | None, limit: int = 4096) -> str | None:
+    """Client-supplied text as PostgreSQL accepts it: no NUL characters, bounded length."""
+    if value is None:
+        return None
+    return value.replace("\x00", "")[:limit]
+
+
+def _num(value: float | None) -> float | None:
+    """A finite float (NaN would become NULL on SQLite and break a NOT NULL column)."""
+    if value is None:
+        return None
+    return float(value) if math.isfinite(value) else 0.0
+
+
+def _int(value: int | None, limit: int = INT32) -> int | None:
+    """An integer the column holds (a client or upstream could report anything)."""
+    if value is None:
+        return None
+    return max(-limit, min(int(value), limit))
+
+
+def _json(value: Any) -> Any:
+    """Detector evidence as plain JSON: tuples become lists, anything else its str()."""
+    raw = orjson.dumps(value, default=str, option=orjson.OPT_NON_STR_KEYS).replace(b"\\u0000", b"")
+    return orjson.loads(raw)
+
+
+def outcome(record: RequestRecord) -> str | None:
+    """What this request says about how its run ended; None while tool calls are still open."""
+    if record.blocked_by:
+        return f"tripped:{record.blocked_by}"
+    blocking = next((v.detector for v in record.verdicts if v.action == "block"), None)
+    if blocking:
+        return f"tripped:{blocking}"
+    if record.error or record.status is None or record.status >= 400:
+        return "error"
+    if not record.tool_calls and record.finish_reason is not None:
+        return "completed"
+    return None
+
+
+def request_row(row_id: str, r: RequestRecord) -> Row:
+    return {
+        "id": row_id,
+        "run_id": _text(r.run_id),
+        "request_index": _int(r.index),
+        "at": _num(r.at),
+        "key_hash": r.key_hash,
+        "agent": _text(r.agent, 256) or "",
+        "model": _text(r.model, 256) or "",
+        "provider": r.provider,
+        "api": r.api,
+        "streamed": r.streamed,
+        "status": _int(r.status),
+        "input_tokens": _int(r.input_tokens),
+        "output_tokens": _int(r.output_tokens),
+        "cached_tokens": _int(r.cached_tokens),
+        "reasoning_tokens": _int(r.reasoning_tokens),
+        "usage_estimated": r.usage_estimated,
+        "usd": _num(r.usd),
+        "upstream_ms": _num(r.upstream_ms),
+        "overhead_ms": _num(r.overhead_ms),
+        "tool_calls": [_text(name, 256) for name in r.tool_calls],
+        "handoff_to": _text(r.handoff_to, 256),
+        "finish_reason": _text(r.finish_reason, 64),
+        "blocked_by": r.blocked_by,
+        "error": _text(r.error, 256),
+        "verdicts": [{"detector": v.detector, "action": v.action, "reason": _text(v.reason)} for v in r.verdicts],
+    }
+
+
+def trip_row(row_id: str, t: TripRecord) -> Row:
+    return {
+        "id": row_id,
+        "run_id": _text(t.run_id),
+        "key_hash": t.key_hash,
+        "detector": t.detector,
+        "action": t.action,
+        "reason": _text(t.reason) or "",
+        "scope": t.scope,
+        "request_index": _int(t.request_index),
+        "at": _num(t.at),
+        "usd_so_far": _num(t.usd_so_far),
+        "tokens_so_far": _int(t.tokens_so_far, INT64),
+        "usd_avoided": _num(t.usd_avoided_estimate),
+        "evidence": _json(dict(t.evidence)),
+    }
+
+
+@dataclass(slots=True)
+class RunDelta:
+    """What one batch adds to one run."""
+
+    run_id: str
+    key_hash: str
+    first_seen: float
+    last_seen: float
+    agents: int = 0
+    requests: int = 0
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cached_tokens: int = 0
+    usd: float = 0.0
+    trips: int = 0
+    warnings: int = 0
+    usd_avoided: float = 0.0
+    exit_reason: str | None = None
+    exit_at: float | None = None
+
+    def seen(self, at: float) -> None:
+        self.first_seen = min(self.first_seen, at)
+        self.last_seen = max(self.last_seen, at)
+
+    def ends(self, at: float, reason: str | None) -> None:
+        if self.exit_at is None or at >= self.exit_at:
+            self.exit_at, self.exit_reason = at, reason
+
+    def row(self) -> Row:
+        return {name: getattr(self, name) for name in self.__slots__}
+
+
+@dataclass(slots=True)
+class Batch:
+    """Rows ready to insert; built once, so a retry reuses the same ids."""
+
+    requests: list[tuple[Row, RequestRecord]] = field(default_factory=list)
+    trips: list[tuple[Row, TripRecord]] = field(default_factory=list)
+    bodies: list[Row] = field(default_factory=list)
+
+    def __len__(self) -> int:
+        return len(self.requests) + len(self.trips)
+
+
+def build(records: Iterable[Record], ids: Iterator[str], *, record_bodies: bool) -> Batch:
+    batch = Batch()
+    for record in records:
+        row_id = next(ids)
+        if isinstance(record, RequestRecord):
+            batch.requests.append((request_row(row_id, record), record))
+            body = record.body
+            if record_bodies and body is not None:
+                batch.bodies.append(
+                    {
+                        "request_id": row_id,
+                        "run_id": _text(record.run_id),
+                        "at": _num(record.at),
+                        "path": body.path,
+                        "query": body.query,
+                        "status": _int(body.status),
+                        "request": body.request,
+                        "response": body.response,
+                    }
+                )
+        else:
+            batch.trips.append((trip_row(row_id, record), record))
+    return batch
+
+
+def _insert(dialect: str, table: Any) -> Any:
+    return (postgresql.insert if dialect == "postgresql" else sqlite.insert)(table)
+
+
+async def _insert_new(conn: AsyncConnection, dialect: str, table: Any, rows: Sequence[Row], key: Any) -> set[Any]:
+    """Insert `rows`, skipping ids already present; the keys of the rows that went in."""
+    if not rows:
+        return set()
+    stmt = _insert(dialect, table).on_conflict_do_nothing().returning(key)
+    result = await conn.execute(stmt, list(rows))
+    return set(result.scalars().all())
+
+
+def _deltas(batch: Batch, new_requests: set[str], new_trips: set[str]) -> dict[str, RunDelta]:
+    deltas: dict[str, RunDelta] = {}
+
+    def delta(run_id: str, key_hash: str, at: float) -> RunDelta:
+        found = deltas.get(run_id)
+        if found is None:
+            found = deltas[run_id] = RunDelta(run_id, key_hash, at, at)
+        found.seen(at)
+        return found
+
+    for row, r in batch.requests:
+        if row["id"] in new_requests:
+            d = delta(row["run_id"], r.key_hash, row["at"])
+            d.requests += 1
+            d.input_tokens += row["input_tokens"]
+            d.output_tokens += row["output_tokens"]
+            d.cached_tokens += row["cached_tokens"]
+            d.usd += row["usd"]
+            d.ends(row["at"], outcome(r))
+    for row, t in batch.trips:
+        if row["id"] in new_trips:
+            d = delta(row["run_id"], t.key_hash, row["at"])
+            if t.action == "block":
+                d.trips += 1
+                d.usd_avoided += row["usd_avoided"]
+                d.ends(row["at"], f"tripped:{t.detector}")
+            else:
+                d.warnings += 1
+    return deltas
+
+
+def _run_upsert(dialect: str) -> Any:
+    stmt = _insert(dialect, Run)
+    new = stmt.excluded
+    later = and_(new.exit_at.is_not(None), or_(Run.exit_at.is_(None), new.exit_at >= Run.exit_at))
+    summed = ("agents", "requests", "input_tokens", "output_tokens", "cached_tokens", "usd", "trips", "warnings")
+    updates: dict[str, Any] = {name: getattr(Run, name) + getattr(new, name) for name in (*summed, "usd_avoided")}
+    updates["first_seen"] = case((new.first_seen < Run.first_seen, new.first_seen), else_=Run.first_seen)
+    updates["last_seen"] = case((new.last_seen > Run.last_seen, new.last_seen), else_=Run.last_seen)
+    updates["exit_reason"] = case((later, new.exit_reason), else_=Run.exit_reason)
+    updates["exit_at"] = case((later, new.exit_at), else_=Run.exit_at)
+    return stmt.on_conflict_do_update(index_elements=[Run.run_id], set_=updates)
+
+
+async def write(conn: AsyncConnection, batch: Batch) -> None:
+    """Write `batch` inside the caller's transaction."""
+    dialect = conn.dialect.name
+    new_requests = await _insert_new(conn, dialect, Request, [row for row, _ in batch.requests], Request.id)
+    new_trips = await _insert_new(conn, dialect, Trip, [row for row, _ in batch.trips], Trip.id)
+    bodies = [row for row in batch.bodies if row["request_id"] in new_requests]
+    if bodies:
+        await conn.execute(_insert(dialect, Body).on_conflict_do_nothing(), bodies)
+    deltas = _deltas(batch, new_requests, new_trips)
+    agents: dict[tuple[str, str], float] = {}
+    for row, _ in batch.requests:
+        if row["id"] in new_requests and row["agent"]:
+            pair = (row["run_id"], row["agent"])
+            agents[pair] = min(agents.get(pair, row["at"]), row["at"])
+    if agents:
+        rows = [{"run_id": run, "agent": agent, "first_seen": at} for (run, agent), at in sorted(agents.items())]
+        stmt = _insert(dialect, RunAgent).on_conflict_do_nothing().returning(RunAgent.run_id)
+        for run_id in (await conn.execute(stmt, rows)).scalars().all():
+            deltas[run_id].agents += 1
+    if deltas:
+        await conn.execute(_run_upsert(dialect), [deltas[run_id].row() for run_id in sorted(deltas)])

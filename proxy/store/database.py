@@ -1,0 +1,116 @@
+"""Engines for the record store: SQLite (the embedded default) or PostgreSQL, from one URL.
+
+SQLite gets WAL (readers such as `runguard-proxy runs` never block the
+writer), a busy timeout (a second process waits for the lock instead of
+failing) and its parent directory created, so the default URL works on the
+first start with no set-up. PostgreSQL takes an optional `?schema=NAME` in the
+URL, applied as the connection's search_path (asyncpg rejects unknown
+connect arguments, so it is taken out of the URL here).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from sqlalchemy import event
+from sqlalchemy.engine import URL, make_url
+from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
+
+BUSY_TIMEOUT_MS = 10_000
+CONNECT_TIMEOUT_S = 10.0
+
+
+@dataclass(frozen=True, slots=True)
+class Target:
+    """A parsed store URL: what to connect to, and the PostgreSQL schema if one is named."""
+
+    url: URL
+    schema: str | None
+
+    @property
+    def sqlite(self) -> bool:
+        return self.url.get_backend_name() == "sqlite"
+
+    @property
+    def postgres(self) -> bool:
+        return self.url.get_backend_name() == "postgresql"
+
+    @property
+    def sqlite_path(self) -> Path | None:
+        """The database file, or None for an in-memory SQLite database (or PostgreSQL)."""
+        database = self.url.database
+        if not self.sqlite or not database or database == ":memory:" or database.startswith("file:"):
+            return None
+        return Path(database)
+
+    def describe(self) -> str:
+        """The URL without its password, for messages."""
+        return self.url.render_as_string(hide_password=True)
+
+
+def parse(url: str) -> Target:
+    """Validate and split a store URL; raises ValueError naming what is wrong."""
+    try:
+        parsed = make_url(url)
+    except Exception as exc:
+        raise ValueError(f"not a database URL: {url!r}") from exc
+    backend = parsed.get_backend_name()
+    if backend not in ("sqlite", "postgresql"):
+        raise ValueError(f"unsupported database {backend!r}: use sqlite+aiosqlite:// or postgresql+asyncpg://")
+    schema = parsed.query.get("schema")
+    if isinstance(schema, tuple):
+        schema = schema[-1]
+    if schema is not None:
+        if backend != "postgresql":
+            raise ValueError("the schema= URL option is for PostgreSQL only")
+        if not schema.isidentifier():
+            raise ValueError(f"schema {schema!r} must be a plain identifier")
+        parsed = parsed.difference_update_query(["schema"])
+    return Target(parsed, schema)
+
+
+def _sqlite_pragmas(dbapi_connection: Any, _record: Any) -> None:
+    cursor = dbapi_connection.cursor()
+    cursor.execute("PRAGMA journal_mode=WAL")
+    cursor.execute(f"PRAGMA busy_timeout={BUSY_TIMEOUT_MS}")
+    cursor.execute("PRAGMA synchronous=NORMAL")  # WAL + NORMAL: durable across a process crash
+    cursor.close()
+
+
+def _driver_autocommit(dbapi_connection: Any, _record: Any) -> None:
+    dbapi_connection.isolation_level = None  # sqlite3 stops issuing its own BEGIN (it skips DDL)
+
+
+def _begin_immediate(conn: Any) -> None:
+    conn.exec_driver_sql("BEGIN IMMEDIATE")
+
+
+def make_engine(target: Target, *, create_dir: bool = True, exclusive: bool = False) -> AsyncEngine:
+    """An async engine for `target`; the SQLite parent directory is made when `create_dir`.
+
+    `exclusive` (SQLite, for migrations): every transaction begins with BEGIN
+    IMMEDIATE, taking the write lock before its first read, and DDL runs inside
+    it. Python's sqlite3 otherwise commits around DDL and begins lazily, so two
+    processes migrating at once would both find no tables and both create them.
+    """
+    kwargs: dict[str, Any] = {"pool_pre_ping": True}
+    if target.sqlite:
+        path = target.sqlite_path
+        if path is not None and create_dir:
+            path.parent.mkdir(parents=True, exist_ok=True)
+        kwargs["connect_args"] = {"timeout": BUSY_TIMEOUT_MS / 1000}
+    else:
+        settings = {"application_name": "runguard-proxy"}
+        if target.schema:
+            settings["search_path"] = target.schema
+        kwargs["connect_args"] = {"server_settings": settings, "timeout": CONNECT_TIMEOUT_S}
+        kwargs["pool_size"] = 4
+    engine = create_async_engine(target.url, **kwargs)
+    if target.sqlite:
+        event.listen(engine.sync_engine, "connect", _sqlite_pragmas)
+        if exclusive:
+            event.listen(engine.sync_engine, "connect", _driver_autocommit)
+            event.listen(engine.sync_engine, "begin", _begin_immediate)
+    return engine

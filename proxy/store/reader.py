@@ -1,0 +1,219 @@
+"""Queries over the record store: recent runs, one run's timeline and trips, trips by detector.
+
+The admin API (`runguard.proxy.admin.StoreReader`) and the CLI read through
+this class only. Results are plain dicts of JSON-ready values (times as epoch
+seconds), so callers print or serve them without knowing SQLAlchemy.
+
+A run's `status` is its stored exit reason (completed, tripped:<detector>,
+error); a run whose last request left tool calls open is `running`, or `idle`
+once `idle_seconds` have passed without a request.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import AsyncIterator, Callable, Sequence
+from typing import Any
+
+from sqlalchemy import Executable, case, distinct, func, select
+from sqlalchemy.ext.asyncio import AsyncEngine
+
+from runguard.proxy.store.database import make_engine, parse
+from runguard.proxy.store.models import Body, Request, Run, RunAgent, Trip
+
+Row = dict[str, Any]
+
+_RUN_COLUMNS = (
+    "run_id",
+    "key_hash",
+    "first_seen",
+    "last_seen",
+    "requests",
+    "input_tokens",
+    "output_tokens",
+    "cached_tokens",
+    "usd",
+    "trips",
+    "warnings",
+    "usd_avoided",
+    "exit_reason",
+)
+_REQUEST_COLUMNS = (
+    "request_index",
+    "at",
+    "agent",
+    "model",
+    "provider",
+    "api",
+    "streamed",
+    "status",
+    "input_tokens",
+    "output_tokens",
+    "cached_tokens",
+    "reasoning_tokens",
+    "usage_estimated",
+    "usd",
+    "upstream_ms",
+    "overhead_ms",
+    "tool_calls",
+    "handoff_to",
+    "finish_reason",
+    "blocked_by",
+    "error",
+    "verdicts",
+)
+_TRIP_COLUMNS = (
+    "run_id",
+    "detector",
+    "action",
+    "reason",
+    "scope",
+    "request_index",
+    "at",
+    "usd_so_far",
+    "tokens_so_far",
+    "usd_avoided",
+    "evidence",
+)
+
+
+class StoreMissing(LookupError):
+    """The URL names a SQLite file that does not exist (the reader never creates one)."""
+
+
+class StoreReader:
+    """Read-only queries on one engine (the writer's, inside the proxy; the CLI's own otherwise)."""
+
+    def __init__(
+        self, engine: AsyncEngine, *, idle_seconds: float = 3600.0, clock: Callable[[], float] = time.time
+    ) -> None:
+        self._engine = engine
+        self._idle_seconds = idle_seconds
+        self._clock = clock
+
+    @classmethod
+    def open(cls, database_url: str, *, idle_seconds: float = 3600.0) -> StoreReader:
+        """A reader with its own engine (close it with `close()`); raises StoreMissing, ValueError."""
+        target = parse(database_url)
+        path = target.sqlite_path
+        if path is not None and not path.exists():
+            raise StoreMissing(f"no record store at {path} (the proxy creates it on its first start)")
+        return cls(make_engine(target, create_dir=False), idle_seconds=idle_seconds)
+
+    async def close(self) -> None:
+        await self._engine.dispose()
+
+    def _status(self, exit_reason: str | None, last_seen: float) -> str:
+        if exit_reason:
+            return exit_reason
+        return "idle" if self._clock() - last_seen > self._idle_seconds else "running"
+
+    async def _all(self, query: Executable) -> list[Row]:
+        async with self._engine.connect() as conn:
+            return [dict(row._mapping) for row in await conn.execute(query)]
+
+    async def _agents(self, run_ids: Sequence[str]) -> dict[str, list[str]]:
+        if not run_ids:
+            return {}
+        query = (
+            select(RunAgent.run_id, RunAgent.agent)
+            .where(RunAgent.run_id.in_(run_ids))
+            .order_by(RunAgent.run_id, RunAgent.first_seen)
+        )
+        agents: dict[str, list[str]] = {run_id: [] for run_id in run_ids}
+        for row in await self._all(query):
+            agents[row["run_id"]].append(row["agent"])
+        return agents
+
+    def _run(self, row: Row, agents: list[str]) -> Row:
+        row["agents"] = agents
+        row["duration_s"] = round(row["last_seen"] - row["first_seen"], 3)
+        row["status"] = self._status(row.pop("exit_reason"), row["last_seen"])
+        return row
+
+    async def recent_runs(self, limit: int = 50) -> list[Row]:
+        """The runs seen last, newest first."""
+        columns = [getattr(Run, name) for name in _RUN_COLUMNS]
+        runs = await self._all(select(*columns).order_by(Run.last_seen.desc()).limit(limit))
+        agents = await self._agents([row["run_id"] for row in runs])
+        return [self._run(row, agents[row["run_id"]]) for row in runs]
+
+    async def run(self, run_id: str) -> Row | None:
+        columns = [getattr(Run, name) for name in _RUN_COLUMNS]
+        rows = await self._all(select(*columns).where(Run.run_id == run_id))
+        if not rows:
+            return None
+        return self._run(rows[0], (await self._agents([run_id]))[run_id])
+
+    async def run_timeline(self, run_id: str) -> list[Row] | None:
+        """The run's requests in order (for the admin API's run detail); None if none are stored."""
+        columns = [getattr(Request, name) for name in _REQUEST_COLUMNS]
+        query = select(*columns).where(Request.run_id == run_id).order_by(Request.at, Request.request_index)
+        rows = await self._all(query)
+        for row in rows:
+            row["index"] = row.pop("request_index")
+        return rows or None
+
+    async def recent_trips(self, limit: int = 50, run_id: str | None = None) -> list[Row]:
+        """Trips and warnings, newest first; of one run when `run_id` is given."""
+        query = select(*[getattr(Trip, name) for name in _TRIP_COLUMNS]).order_by(Trip.at.desc()).limit(limit)
+        if run_id is not None:
+            query = query.where(Trip.run_id == run_id)
+        return await self._all(query)
+
+    async def run_detail(self, run_id: str) -> Row | None:
+        """The run's totals, its requests in order and its trips in order; None for an unknown run."""
+        run = await self.run(run_id)
+        if run is None:
+            return None
+        trips = await self.recent_trips(10_000, run_id)
+        return {"run": run, "requests": await self.run_timeline(run_id) or [], "trips": trips[::-1]}
+
+    async def trips_by_detector(self, since: float | None = None) -> list[Row]:
+        """Per detector: blocking trips, warnings, runs affected, estimated USD avoided, last trip."""
+        blocked = func.sum(case((Trip.action == "block", 1), else_=0))
+        query = (
+            select(
+                Trip.detector,
+                blocked.label("trips"),
+                func.sum(case((Trip.action == "block", 0), else_=1)).label("warnings"),
+                func.count(distinct(Trip.run_id)).label("runs"),
+                func.sum(case((Trip.action == "block", Trip.usd_avoided), else_=0.0)).label("usd_avoided"),
+                func.max(Trip.at).label("last_at"),
+            )
+            .group_by(Trip.detector)
+            .order_by(blocked.desc(), Trip.detector)
+        )
+        if since is not None:
+            query = query.where(Trip.at >= since)
+        rows = await self._all(query)
+        for row in rows:
+            row["trips"], row["warnings"] = int(row["trips"] or 0), int(row["warnings"] or 0)
+            row["usd_avoided"] = float(row["usd_avoided"] or 0.0)
+        return rows
+
+    async def recorded(self, run_id: str | None = None) -> AsyncIterator[Row]:
+        """Recorded traffic (store.record_bodies) in arrival order, streamed: bodies can be large."""
+        query = (
+            select(
+                Body.run_id,
+                Body.at,
+                Body.path,
+                Body.query,
+                Body.status,
+                Body.request,
+                Body.response,
+                Request.key_hash,
+                Request.request_index,
+                Request.agent,
+                Request.usd,
+            )
+            .join(Request, Request.id == Body.request_id)
+            .order_by(Body.at, Request.request_index)
+        )
+        if run_id is not None:
+            query = query.where(Body.run_id == run_id)
+        async with self._engine.connect() as conn:
+            result = await conn.stream(query.execution_options(yield_per=100))
+            async for row in result:
+                yield dict(row._mapping)

@@ -1,0 +1,250 @@
+"""`QueueSink`: the guard's `RecordSink`, writing to the database off the hot path.
+
+`submit()` appends to a bounded in-memory queue and returns: it never awaits,
+never blocks and never raises; when the queue is full the record is dropped
+and counted (`dropped`). One background task takes up to `batch_size` records
+every `flush_interval` and writes them in one transaction (see `batch.py`).
+When the database is down or slow the proxy goes on: the batch in hand is
+retried with capped exponential backoff until it goes in (never thrown away
+for a connectivity failure), new records wait in the queue, and `backlog`
+says how many. A batch the database rejects for its data (not its
+availability) is written row by row, so one bad row cannot stall the rest.
+
+`lifetime` ties it to an aiohttp app (`cleanup_ctx`): start migrates and
+starts the writer; shutdown flushes everything queued, then disposes the
+engine. Schema migrations are retried in the background the same way, so a
+database that is down at start delays the proxy by at most `STARTUP_WAIT`
+seconds and does not stop it from serving.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import functools
+import itertools
+import logging
+import secrets
+from collections import deque
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
+
+from sqlalchemy.exc import DataError, IntegrityError
+from sqlalchemy.ext.asyncio import AsyncEngine
+
+from runguard.config.settings import StoreSettings
+from runguard.proxy.records import Record
+from runguard.proxy.store import batch as batches
+from runguard.proxy.store.database import Target, make_engine, parse
+from runguard.proxy.store.migrate import upgrade
+
+log = logging.getLogger("runguard.store")
+
+FIRST_BACKOFF = 0.25
+MAX_BACKOFF = 15.0
+WRITE_TIMEOUT = 30.0
+SHUTDOWN_TIMEOUT = 30.0
+STARTUP_WAIT = 5.0
+
+
+def _ids() -> Iterator[str]:
+    """Row ids unique across replicas and restarts: a random per-sink prefix and a counter."""
+    prefix = secrets.token_hex(6)
+    return (f"{prefix}-{n:x}" for n in itertools.count(1))
+
+
+class QueueSink:
+    """A bounded queue of records and the task that writes them in batches."""
+
+    def __init__(
+        self,
+        database_url: str,
+        *,
+        record_bodies: bool = False,
+        queue_size: int = 50_000,
+        batch_size: int = 500,
+        flush_interval: float = 0.25,
+        shutdown_timeout: float = SHUTDOWN_TIMEOUT,
+        max_backoff: float = MAX_BACKOFF,
+    ) -> None:
+        self.target: Target = parse(database_url)
+        self.engine: AsyncEngine = make_engine(self.target)
+        self._record_bodies = record_bodies
+        self._queue: deque[Record] = deque()
+        self._queue_size = queue_size
+        self._batch_size = batch_size
+        self._flush_interval = flush_interval
+        self._shutdown_timeout = shutdown_timeout
+        self._max_backoff = max_backoff
+        self._ids = _ids()
+        self._pending = 0  # records of the batch being written (or retried)
+        self._wake = asyncio.Event()
+        self._idle = asyncio.Event()  # set while nothing is queued or being written
+        self._stopping = asyncio.Event()
+        self._task: asyncio.Task[None] | None = None
+        self.dropped = 0
+        self.written = 0
+        self.failures = 0  # failed write attempts (each retried)
+        self.migrated = asyncio.Event()
+
+    @classmethod
+    def from_settings(cls, store: StoreSettings) -> QueueSink:
+        """The sink `Settings.store` describes."""
+        return cls(
+            store.database_url,
+            record_bodies=store.record_bodies,
+            queue_size=store.queue_size,
+            batch_size=store.batch_size,
+            flush_interval=store.flush_interval,
+        )
+
+    @property
+    def backlog(self) -> int:
+        """Records accepted but not yet in the database."""
+        return len(self._queue) + self._pending
+
+    def submit(self, record: Record) -> None:
+        if len(self._queue) >= self._queue_size:
+            self.dropped += 1
+            return
+        self._queue.append(record)
+        self._idle.clear()
+        if len(self._queue) >= self._batch_size:
+            self._wake.set()
+
+    # -- lifetime ------------------------------------------------------------------------
+
+    def start(self) -> None:
+        if self._task is None:
+            self._task = asyncio.get_running_loop().create_task(self._run(), name="runguard-store-writer")
+            self._task.add_done_callback(self._ended)
+
+    def _ended(self, task: asyncio.Task[None]) -> None:
+        if not task.cancelled() and task.exception() is not None:
+            log.error("record store: the writer stopped: %r", task.exception(), exc_info=task.exception())
+
+    async def close(self) -> None:
+        """Flush what is queued (for up to `shutdown_timeout`), then release the database."""
+        self._stopping.set()
+        self._wake.set()
+        if self._task is not None:
+            try:
+                await asyncio.wait_for(asyncio.shield(self._task), self._shutdown_timeout)
+            except TimeoutError:
+                self._task.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await self._task
+                log.error("record store: shutdown gave up with %d records not written", self.backlog)
+        await self.engine.dispose()
+
+    async def lifetime(self, _app: object) -> AsyncIterator[None]:
+        """For `app.cleanup_ctx`: start on app start, flush on shutdown.
+
+        The start waits up to `STARTUP_WAIT` seconds for the schema, so the store is ready when the
+        proxy begins to serve; a database that does not answer by then only delays the records.
+        """
+        self.start()
+        try:
+            await asyncio.wait_for(asyncio.shield(self.migrated.wait()), STARTUP_WAIT)
+        except TimeoutError:
+            log.warning("record store: %s does not answer yet; serving, records queue", self.target.describe())
+        yield
+        await self.close()
+
+    async def flush(self) -> None:
+        """Wait until every record submitted so far is in the database (tests, `replay`)."""
+        self._wake.set()
+        if self._task is None or self._task.done():
+            return
+        idle = asyncio.ensure_future(self._idle.wait())
+        await asyncio.wait({idle, self._task}, return_when=asyncio.FIRST_COMPLETED)
+        idle.cancel()
+
+    # -- the writer task -----------------------------------------------------------------
+
+    async def _retrying(self, what: str, attempt: Callable[[], Awaitable[None]]) -> None:
+        """Run `attempt()` until it succeeds. Only `close()` (its timeout) ends a database outage.
+
+        Data errors (DataError, IntegrityError) are not retried: the same rows would fail again.
+        """
+        delay = FIRST_BACKOFF
+        failing = False
+        while True:
+            try:
+                async with asyncio.timeout(WRITE_TIMEOUT):
+                    await attempt()
+                if failing:
+                    log.warning("record store: %s works again (%d queued)", what, self.backlog)
+                return
+            except (DataError, IntegrityError):
+                raise
+            except Exception as exc:  # any database or network failure: keep the records, retry
+                self.failures += 1
+                if not failing:
+                    log.warning("record store: %s failed, retrying (%d queued): %r", what, self.backlog, exc)
+                failing = True
+            if self._stopping.is_set():  # shutting down: retry often until close() gives up
+                await asyncio.sleep(min(delay, 1.0))
+            else:
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(self._stopping.wait(), delay)
+            delay = min(delay * 2, self._max_backoff)
+
+    async def _migrate(self) -> None:
+        try:
+            await upgrade(self.engine, self.target)
+        except (DataError, IntegrityError) as exc:  # e.g. a racing DDL: worth another try, unlike bad rows
+            raise RuntimeError(f"migration failed: {exc!r}") from exc
+
+    async def _run(self) -> None:
+        await self._retrying("schema migration", self._migrate)
+        self.migrated.set()
+        while True:
+            if not self._queue:
+                self._idle.set()
+                if self._stopping.is_set():
+                    return
+                self._wake.clear()
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(self._wake.wait(), self._flush_interval)
+                continue
+            if len(self._queue) < self._batch_size and not self._stopping.is_set():
+                with contextlib.suppress(TimeoutError):  # let a batch build up
+                    await asyncio.wait_for(self._wake.wait(), self._flush_interval)
+            await self._write_next()
+
+    async def _write_next(self) -> None:
+        self._wake.clear()  # a submit filling the next batch while this one is written wakes the loop again
+        count = min(len(self._queue), self._batch_size)
+        records = [self._queue.popleft() for _ in range(count)]
+        self._pending = count
+        try:
+            batch = batches.build(records, self._ids, record_bodies=self._record_bodies)
+            try:
+                await self._retrying("writing records", functools.partial(self._write, batch))
+                self.written += count
+            except (DataError, IntegrityError) as exc:
+                log.error("record store: the database rejected a batch (%r); writing its rows one by one", exc)
+                self.written += await self._write_singly(batch)
+        finally:
+            self._pending = 0
+
+    async def _write(self, batch: batches.Batch) -> None:
+        async with self.engine.begin() as conn:
+            await batches.write(conn, batch)
+
+    async def _write_singly(self, batch: batches.Batch) -> int:
+        """Each record in its own transaction; the ones the database rejects are dropped and counted."""
+        parts = [
+            batches.Batch(requests=[pair], bodies=[b for b in batch.bodies if b["request_id"] == pair[0]["id"]])
+            for pair in batch.requests
+        ]
+        parts += [batches.Batch(trips=[pair]) for pair in batch.trips]
+        written = 0
+        for part in parts:
+            try:
+                await self._retrying("writing records", functools.partial(self._write, part))
+                written += 1
+            except (DataError, IntegrityError) as exc:
+                self.dropped += 1
+                log.error("record store: dropped a record the database rejects: %r", exc)
+        return written

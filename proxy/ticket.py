@@ -1,0 +1,62 @@
+"""A request's passage through the guard, from admission to completion."""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+
+from runguard.detectors.base import RequestSeen, Results, RunFacts
+from runguard.detectors.ops import CompareAndSet, Scope
+from runguard.proxy.adapters.base import Adapter, Synthetic
+from runguard.proxy.engine import Armed, Finding
+from runguard.proxy.events import RequestInfo
+from runguard.proxy.records import TripRecord
+from runguard.proxy.state.base import ScopeIds
+
+
+@dataclass(slots=True)
+class Ticket:
+    """One request from admission to completion."""
+
+    run_id: str
+    key_hash: str
+    ids: ScopeIds
+    seen: RequestSeen
+    adapter: Adapter
+    facts: RunFacts | None = None  # None when state was unavailable (detectors skipped)
+    armed: tuple[Armed, ...] = ()
+    before: dict[str, Results] = field(default_factory=dict)
+    warnings: list[Finding] = field(default_factory=list)
+    probes: tuple[Scope, ...] = ()
+    probe_undo: list[CompareAndSet] = field(default_factory=list)  # reverts the probes claimed
+    answer: Synthetic | None = None  # set when the request is answered locally
+    blocked_by: str | None = None
+    trips: list[TripRecord] = field(default_factory=list)
+    inspected: list[Finding] | None = None  # inspect_response findings, once run
+    started: float = field(default_factory=time.perf_counter)
+
+    @property
+    def request(self) -> RequestInfo:
+        return self.seen.request
+
+    def warning_header(self) -> str | None:
+        """`x-runguard-warning`: every non-blocking finding, ASCII-safe and bounded."""
+        warnings = self.warnings + [f for f in self.inspected or () if not f.blocking]
+        if not warnings:
+            return None
+        text = "; ".join(f"{w.detector}: {w.verdict.reason}" for w in warnings)
+        return text.encode("ascii", "replace").decode()[:1000].replace("\r", " ").replace("\n", " ")
+
+    def reset_hint(self, scope: Scope) -> str:
+        """How a user reopens what this request tripped."""
+        if scope is Scope.RUN:
+            return f"Reset with: runguard-proxy reset {self.ids.run}"
+        model = self.request.model
+        if scope is Scope.KEY_MODEL:
+            return f"It closes after its cooldown, or: runguard-proxy reset --key {self.ids.key} --model {model}"
+        return f"Reset with: runguard-proxy reset --key {self.ids.key}"
+
+
+def scope_ids(run_id: str, key_hash: str, model: str, now: float) -> ScopeIds:
+    day = time.strftime("%Y-%m-%d", time.gmtime(now))
+    return ScopeIds(run=run_id, key=key_hash, key_model=f"{key_hash}|{model}", key_day=f"{key_hash}|{day}")

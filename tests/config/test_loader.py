@@ -1,0 +1,42 @@
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from runguard.config.loader import ConfigError, load_settings
+
+
+def test_precedence_cli_over_env_over_file_over_default(tmp_path: Path) -> None:
+    file = tmp_path / "rg.yaml"
+    file.write_text("server: {port: 9000, host: 127.0.0.2}\nupstreams: {openai: http://file}\n")
+    env = {"RUNGUARD_OPENAI_UPSTREAM": "http://env", "RUNGUARD_SERVER__PORT": "9100"}
+    loaded = load_settings(config_file=file, environ=env, cli={"server.port": 9200, "server.host": None})
+    s = loaded.settings
+    assert (s.server.port, s.server.host, s.upstreams.openai) == (9200, "127.0.0.2", "http://env")
+    assert s.upstreams.gemini == "https://generativelanguage.googleapis.com"
+    assert loaded.sources["server.port"] == "cli"
+    assert loaded.sources["upstreams.openai"] == "env"
+    assert loaded.sources["server.host"] == f"file:{file}"
+
+
+def test_invalid_value_names_the_key(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError, match=r"server\.port"):
+        load_settings(environ={"RUNGUARD_SERVER__PORT": "not-a-port"})
+    with pytest.raises(ConfigError, match=r"server\.bogus"):
+        load_settings(environ={"RUNGUARD_SERVER__BOGUS": "1"})
+    with pytest.raises(ConfigError, match="RUNGUARD_WHATEVER"):
+        load_settings(environ={"RUNGUARD_WHATEVER": "1"})
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("- a list\n")
+    with pytest.raises(ConfigError, match="mapping"):
+        load_settings(config_file=bad, environ={})
+
+
+def test_detector_settings_are_validated_with_their_key() -> None:
+    def validate(name: str, values: object) -> None:
+        if name == "spiral" and isinstance(values, dict) and values.get("threshold") == "high":
+            raise ConfigError("spiral.threshold: Input should be a valid number")
+
+    with pytest.raises(ConfigError, match=r"guard\.detectors\.spiral\.threshold"):
+        load_settings(environ={"RUNGUARD_GUARD__DETECTORS": "{spiral: {threshold: high}}"}, validate_detectors=validate)

@@ -1,0 +1,79 @@
+"""`delegation`: re-entering the active delegation chain, or nesting too deep."""
+
+from __future__ import annotations
+
+from itertools import pairwise
+
+from runguard.detectors.delegation import Delegation, DelegationConfig
+from runguard.proxy.events import HandoffKind
+from tests.detectors.harness import RunSimulator, Step, first_trip, handoff, request, response
+
+DELEGATE = HandoffKind.DELEGATE
+
+
+def speaks(agent: str, *targets: str, kind: HandoffKind = HandoffKind.TRANSFER) -> Step:
+    """`agent` speaks and hands over to `targets` (none: it just answers)."""
+    return Step(request(agent_name=agent), response(text="...", handoffs=[handoff(t, kind) for t in targets]))
+
+
+async def test_an_agent_handed_work_while_in_the_chain_trips() -> None:
+    steps = [speaks("orchestrator", "specialist"), speaks("specialist", "router"), speaks("router", "orchestrator")]
+    results = await RunSimulator([Delegation()]).run(steps)
+    assert first_trip(results) == 3
+    finding = results[2].one("delegation")
+    assert finding.blocking
+    assert "agent 'orchestrator' is handed work while already in the delegation chain" in finding.verdict.reason
+    assert finding.verdict.evidence["chain"] == ["orchestrator", "specialist", "router"]
+
+
+async def test_transfer_back_to_the_parent_is_the_way_home() -> None:
+    """ADK: the coordinator sends each question to a specialist, who transfers back to its parent."""
+    steps = []
+    for specialist in ["billing", "support", "billing", "support", "billing"]:
+        steps += [speaks("coordinator", specialist), speaks(specialist, "coordinator")]
+    assert first_trip(await RunSimulator([Delegation()]).run(steps)) is None
+
+
+async def test_a_team_leader_delegating_to_members_in_turn_passes() -> None:
+    """Agno: the leader delegates, the member answers in its own request, the leader resumes."""
+    steps = []
+    for member in ["web-researcher", "summarizer", "web-researcher", "summarizer"]:
+        steps += [speaks("leader", member, kind=DELEGATE), speaks(member), speaks("leader")]
+    assert first_trip(await RunSimulator([Delegation()]).run(steps)) is None
+
+
+async def test_a_member_delegating_back_to_its_leader_trips() -> None:
+    steps = [speaks("leader", "web-researcher", kind=DELEGATE), speaks("web-researcher", "leader", kind=DELEGATE)]
+    assert first_trip(await RunSimulator([Delegation()]).run(steps)) == 2
+
+
+async def test_members_answering_under_another_label_replace_the_top() -> None:
+    """openai-agents / agno members are known by a fingerprint label, not the handoff target's name."""
+    steps = [speaks("leader", "billing-agent", kind=DELEGATE), speaks("agent-1a2b3c4d"), speaks("leader")]
+    steps += [speaks("leader", "billing-agent", kind=DELEGATE), speaks("agent-1a2b3c4d"), speaks("leader")]
+    assert first_trip(await RunSimulator([Delegation()]).run(steps)) is None
+
+
+async def test_a_chain_deeper_than_the_limit_trips() -> None:
+    names = ["a", "b", "c", "d", "e", "f", "g"]
+    steps = [speaks(name, after) for name, after in pairwise(names)]
+    results = await RunSimulator([Delegation()]).run(steps)
+    # a -> b -> c -> d -> e is 5 deep; e handing to f makes 6.
+    assert first_trip(results) == 5
+    assert "6 agents deep, over the limit of 5" in results[4].one("delegation").verdict.reason
+
+
+async def test_sequential_and_parallel_siblings_without_handoffs_stay_shallow() -> None:
+    steps = [speaks(f"step_{i}") for i in range(10)]
+    assert first_trip(await RunSimulator([(Delegation(), DelegationConfig(max_depth=1))]).run(steps)) is None
+
+
+async def test_a_parallel_delegation_grows_the_chain_by_one_level() -> None:
+    steps = [
+        speaks("leader", "m1", "m2", "m3", kind=DELEGATE),
+        speaks("m1"),
+        speaks("m2"),
+        speaks("m3"),
+        speaks("leader"),
+    ]
+    assert first_trip(await RunSimulator([(Delegation(), DelegationConfig(max_depth=2))]).run(steps)) is None

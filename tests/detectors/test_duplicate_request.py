@@ -1,0 +1,26 @@
+"""`duplicate_request`: the same body sent again and again in a row."""
+
+from __future__ import annotations
+
+from runguard.detectors.duplicate_request import DuplicateRequest
+from tests.detectors.harness import RunSimulator, Step, first_trip, request
+
+
+async def test_the_fourth_identical_body_in_a_row_is_stopped() -> None:
+    sim = RunSimulator([DuplicateRequest()])
+    results = await sim.run([Step(request(), body_hash="same") for _ in range(5)])
+    # An SDK's two default retries give three identical sends: still normal.
+    assert first_trip(results) == 4
+    assert "4 times in a row" in results[3].one("duplicate_request").verdict.reason
+
+
+async def test_a_different_body_in_between_restarts_the_count() -> None:
+    sim = RunSimulator([DuplicateRequest()])
+    bodies = ["a", "a", "a", "b", "a", "a", "a"]
+    results = await sim.run([Step(request(), body_hash=b) for b in bodies])
+    assert first_trip(results) is None
+
+
+async def test_distinct_bodies_never_count() -> None:
+    sim = RunSimulator([DuplicateRequest()])
+    assert first_trip(await sim.run([Step(request()) for _ in range(20)])) is None

@@ -1,0 +1,77 @@
+"""`handoff_cycle`: agent pairs repeating within the last handoffs without progress, or too often."""
+
+from __future__ import annotations
+
+from itertools import pairwise
+
+from runguard.detectors.handoff_cycle import HandoffCycle, HandoffCycleConfig
+from tests.detectors.harness import RunSimulator, Step, call, first_trip, handoff, request, response, result
+
+
+def handing(source: str, target: str, text: str = "", brought: str = "") -> Step:
+    """`source` speaks, brings `brought` as a tool result, writes `text` and hands over to `target`."""
+    results = [result("transfer", brought, "prev")] if brought else []
+    transfer = call(f"transfer_to_{target}", {}, f"call-{source}-{target}")
+    return Step(
+        request(agent_name=source, new_results=results),
+        response(text=text, tool_calls=[transfer], handoffs=[handoff(target, call_id=transfer.call_id)]),
+    )
+
+
+async def test_the_same_pair_with_the_same_payload_twice_in_the_window_trips() -> None:
+    steps = [handing("triage", "billing"), handing("billing", "triage"), handing("triage", "billing")]
+    results = await RunSimulator([HandoffCycle()]).run(steps)
+    assert first_trip(results) == 3
+    finding = results[2].one("handoff_cycle")
+    assert finding.blocking
+    assert "triage -> billing repeated with the same payload 2 times" in finding.verdict.reason
+    assert finding.verdict.evidence["pair"] == ["triage", "billing"]
+
+
+async def test_a_three_round_writer_editor_review_with_changing_drafts_passes() -> None:
+    steps = []
+    for round_ in range(3):
+        steps.append(handing("writer", "editor", text=f"draft v{round_}: ...", brought=f"notes {round_}"))
+        steps.append(handing("editor", "writer", text=f"comments on v{round_}", brought=f"draft v{round_}"))
+    steps.append(Step(request(agent_name="writer"), response(text="final")))
+    assert first_trip(await RunSimulator([HandoffCycle()]).run(steps)) is None
+
+
+async def test_a_pair_repeating_past_the_hard_limit_trips_whatever_the_payload() -> None:
+    steps = []
+    for round_ in range(5):
+        steps.append(handing("writer", "editor", text=f"draft v{round_}"))
+        steps.append(handing("editor", "writer", text=f"comments {round_}"))
+    results = await RunSimulator([HandoffCycle()]).run(steps)
+    # The 5th writer -> editor handoff is step 9; the 4th (step 7) is still allowed.
+    assert first_trip(results) == 9
+    assert "happened 5 times in this run, over the limit of 4" in results[8].one("handoff_cycle").verdict.reason
+
+
+async def test_allowed_pairs_never_count() -> None:
+    config = HandoffCycleConfig(allowed_pairs=[("writer", "editor"), ("editor", "writer")])
+    steps = [handing("writer", "editor"), handing("editor", "writer")] * 6
+    assert first_trip(await RunSimulator([(HandoffCycle(), config)]).run(steps)) is None
+
+
+async def test_a_pipeline_passing_work_along_distinct_pairs_passes() -> None:
+    chain = ["coordinator", "planner", "researcher", "writer", "reviewer", "coordinator"]
+    steps = [handing(a, b, text="same text") for a, b in pairwise(chain)]
+    assert first_trip(await RunSimulator([HandoffCycle()]).run(steps)) is None
+
+
+async def test_drafts_saved_through_a_tool_count_as_progress() -> None:
+    """The writer saves each draft with a tool that always answers "saved", then hands over with no text."""
+
+    def writer_round(version: int) -> Step:
+        save = call("save_draft", {"text": f"draft v{version}"}, f"save-{version}")
+        transfer = call("transfer_to_editor", {}, f"t-{version}")
+        return Step(
+            request(agent_name="writer", prior_calls=[save], new_results=[result("save_draft", "saved", save.call_id)]),
+            response(tool_calls=[transfer], handoffs=[handoff("editor", call_id=transfer.call_id)]),
+        )
+
+    steps = []
+    for version in range(3):
+        steps += [writer_round(version), handing("editor", "writer", text=f"comments {version}")]
+    assert first_trip(await RunSimulator([HandoffCycle()]).run(steps)) is None

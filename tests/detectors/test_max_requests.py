@@ -1,0 +1,19 @@
+"""`max_requests`: the step cap."""
+
+from __future__ import annotations
+
+from runguard.detectors.max_requests import MaxRequests, MaxRequestsConfig
+from tests.detectors.harness import RunSimulator, Step, first_trip, request
+
+
+async def test_the_request_after_the_limit_is_stopped() -> None:
+    sim = RunSimulator([(MaxRequests(), MaxRequestsConfig(limit=3))])
+    results = await sim.run([Step(request()) for _ in range(5)])
+    assert first_trip(results) == 4
+    assert "request 4 exceeds" in results[3].one("max_requests").verdict.reason
+
+
+async def test_default_allows_a_hundred_requests() -> None:
+    sim = RunSimulator([MaxRequests()])
+    results = await sim.run([Step(request()) for _ in range(101)])
+    assert first_trip(results) == 101

@@ -1,0 +1,35 @@
+"""`oscillation`: the last six actions hold two distinct ones or fewer."""
+
+from __future__ import annotations
+
+from runguard.detectors.oscillation import Oscillation
+from tests.detectors.harness import RunSimulator, agent_loop, first_trip
+
+A = ("open_tab", {"tab": "settings"}, "settings page")
+B = ("open_tab", {"tab": "billing"}, "billing page")
+C = ("open_tab", {"tab": "usage"}, "usage page")
+
+
+async def test_trips_once_six_actions_alternate_between_two() -> None:
+    turns = [[A], [B], [A], [B], [A], [B], [A]]
+    results = await RunSimulator([Oscillation()]).run(agent_loop(turns))
+    # The 6th action's result comes back with request 7.
+    assert first_trip(results) == 7
+    finding = results[6].one("oscillation")
+    assert finding.blocking
+    assert "only 2 distinct" in finding.verdict.reason
+
+
+async def test_three_distinct_actions_in_rotation_pass() -> None:
+    turns = [[A], [B], [C]] * 4
+    assert first_trip(await RunSimulator([Oscillation()]).run(agent_loop(turns))) is None
+
+
+async def test_alternating_polls_whose_results_change_pass() -> None:
+    turns = [[("status", {"job": i % 2}, f"{i}0%")] for i in range(12)]
+    assert first_trip(await RunSimulator([Oscillation()]).run(agent_loop(turns))) is None
+
+
+async def test_a_long_plan_with_distinct_steps_passes() -> None:
+    turns = [[("step", {"n": i}, f"done {i}")] for i in range(15)]
+    assert first_trip(await RunSimulator([Oscillation()]).run(agent_loop(turns))) is None

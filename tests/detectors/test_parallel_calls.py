@@ -1,0 +1,58 @@
+"""`parallel_calls`: too many calls in one response, near-identical calls in one batch, a repeated batch."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from runguard.detectors.parallel_calls import ParallelCalls
+from tests.detectors.harness import RunSimulator, Step, call, first_trip, request, response
+
+
+def batch(*calls: tuple[str, Any]) -> Step:
+    return Step(request(), response(tool_calls=[call(name, args, f"c{i}", i) for i, (name, args) in enumerate(calls)]))
+
+
+WEATHER = [("get_weather", {"city": city}) for city in ("Paris", "London", "Tokyo")]
+
+
+async def test_six_calls_in_one_response_are_stopped_before_the_tools_run() -> None:
+    results = await RunSimulator([ParallelCalls()]).run(
+        [batch(*[("fetch", {"id": i}) for i in range(5)]), batch(*[("fetch", {"id": 10 + i}) for i in range(6)])]
+    )
+    assert first_trip(results) == 2
+    finding = results[1].one("parallel_calls")
+    assert results[1].inspect == [finding]  # decided on the response itself, before the client gets it
+    assert finding.blocking
+    assert "6 tool calls in one response, over the limit of 5" in finding.verdict.reason
+
+
+async def test_a_parallel_batch_of_three_different_lookups_passes() -> None:
+    assert first_trip(await RunSimulator([ParallelCalls()]).run([batch(*WEATHER)])) is None
+
+
+async def test_the_same_lookup_sent_to_several_tools_at_once_trips() -> None:
+    query = {"query": "ai agent cost control best practices 2026"}
+    results = await RunSimulator([ParallelCalls()]).run([batch(("web_search", query), ("news_search", query))])
+    finding = results[0].one("parallel_calls")
+    assert "'web_search' and 'news_search' were called in one batch" in finding.verdict.reason
+
+
+async def test_a_batch_repeating_the_previous_turns_batch_trips() -> None:
+    results = await RunSimulator([ParallelCalls()]).run([batch(*WEATHER), batch(*WEATHER), batch(*WEATHER)])
+    assert first_trip(results) == 2
+    assert "repeats the previous turn's batch" in results[1].one("parallel_calls").verdict.reason
+
+
+async def test_the_next_lookups_for_the_same_cities_with_another_tool_pass() -> None:
+    forecast = [("get_forecast", args) for _, args in WEATHER]
+    assert first_trip(await RunSimulator([ParallelCalls()]).run([batch(*WEATHER), batch(*forecast)])) is None
+
+
+async def test_single_calls_are_never_compared_with_the_previous_turn() -> None:
+    steps = [batch(("get_weather", {"city": "Paris"})) for _ in range(3)]
+    assert first_trip(await RunSimulator([ParallelCalls()]).run(steps)) is None
+
+
+async def test_a_turn_without_calls_ends_the_comparison() -> None:
+    steps = [batch(*WEATHER), Step(request(), response(text="Here is the weather.")), batch(*WEATHER)]
+    assert first_trip(await RunSimulator([ParallelCalls()]).run(steps)) is None

@@ -1,0 +1,50 @@
+"""`repeat_call`: the same tool, arguments and result, again and again in a run."""
+
+from __future__ import annotations
+
+from runguard.detectors.repeat_call import RepeatCall
+from tests.detectors.harness import RunSimulator, Step, Turn, agent_loop, first_trip
+
+FORBIDDEN = {"error": "403 Forbidden"}
+
+
+def retries(n: int, *, ids: bool = True) -> list[Step]:
+    return agent_loop([[("read_article", {"url": "https://example.com/a"}, FORBIDDEN)] for _ in range(n)], ids=ids)
+
+
+async def test_trips_at_the_fourth_identical_call_and_result() -> None:
+    results = await RunSimulator([RepeatCall()]).run(retries(5))
+    # The 4th identical result comes back with request 5.
+    assert first_trip(results) == 5
+    finding = results[4].one("repeat_call")
+    assert finding.verdict.evidence["repeats"] == 4
+    assert "tool 'read_article' was called 4 times with identical arguments" in finding.verdict.reason
+
+
+async def test_gemini_without_call_ids_trips_the_same() -> None:
+    assert first_trip(await RunSimulator([RepeatCall()]).run(retries(5, ids=False))) == 5
+
+
+async def test_repeats_count_across_the_run_not_only_in_a_row() -> None:
+    turns: list[Turn] = []
+    for i in range(4):
+        turns.append([("read_article", {"url": "https://example.com/a"}, FORBIDDEN)])
+        turns.append([("web_search", {"query": f"topic {i}"}, f"results {i}")])
+    results = await RunSimulator([RepeatCall()]).run(agent_loop(turns))
+    assert first_trip(results) == 8
+
+
+async def test_polling_whose_result_changes_passes() -> None:
+    turns = [[("job_status", {"job_id": "j-1"}, {"state": "running", "done": i})] for i in range(12)]
+    assert first_trip(await RunSimulator([RepeatCall()]).run(agent_loop(turns))) is None
+
+
+async def test_a_fresh_request_id_in_the_result_does_not_hide_a_repeat() -> None:
+    turns = [[("read_article", {"url": "u"}, {**FORBIDDEN, "request_id": f"r{i}"})] for i in range(4)]
+    assert first_trip(await RunSimulator([RepeatCall()]).run(agent_loop(turns))) == 5
+
+
+async def test_a_client_retry_re_sending_the_same_body_does_not_count_twice() -> None:
+    steps = retries(4)
+    script = [steps[0], steps[1], steps[2], steps[2], steps[3], steps[3], steps[4]]
+    assert first_trip(await RunSimulator([RepeatCall()]).run(script)) == 7

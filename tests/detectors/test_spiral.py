@@ -1,0 +1,71 @@
+"""`spiral`: near-identical arguments among one tool's latest calls."""
+
+from __future__ import annotations
+
+from runguard.detectors.ops import Scope
+from runguard.detectors.spiral import MAX_TOOLS, Spiral, SpiralConfig
+from tests.detectors.harness import RunSimulator, agent_loop, first_trip
+
+BASE = "ai agent cost control production budget enforcement guide for teams"
+WORDS = ["2026", "pricing", "examples", "overview", "tutorial", "checklist"]
+
+
+def rephrasings(n: int) -> list[list[tuple[str, object, object]]]:
+    """Each query adds one word to the same question: every pair stays above 0.72."""
+    return [[("web_search", {"query": f"{BASE} {' '.join(WORDS[:i])}"}, f"results {i}")] for i in range(n)]
+
+
+async def test_trips_at_the_third_near_identical_call() -> None:
+    results = await RunSimulator([Spiral()]).run(agent_loop(rephrasings(5)))
+    # Three calls give three similar pairs: the seed's rule fires on the third call.
+    assert first_trip(results) == 3
+    finding = results[2].one("spiral")
+    assert finding.blocking
+    assert results[2].response  # judged after the response: the breaker stops the next request
+    assert "tool 'web_search'" in finding.verdict.reason
+    assert "3 pairs" in finding.verdict.reason
+
+
+async def test_pagination_through_one_tool_passes() -> None:
+    pages = [
+        [("list_files", {"folder": "reports/2026", "page_size": 50, "page": i + 1}, f"files {i}")] for i in range(10)
+    ]
+    cursors = [[("list_files", {"folder": "reports/2026", "cursor": f"c{i:04d}"}, f"files {i}")] for i in range(10)]
+    for turns in (pages, cursors):
+        assert first_trip(await RunSimulator([Spiral()]).run(agent_loop(turns))) is None
+
+
+async def test_identical_arguments_are_not_a_spiral() -> None:
+    polls = [[("job_status", {"job_id": "j-1"}, f"running {i}")] for i in range(8)]
+    assert first_trip(await RunSimulator([Spiral()]).run(agent_loop(polls))) is None
+
+
+async def test_a_long_plan_with_distinct_steps_passes() -> None:
+    topics = ["market size", "pricing models", "open source tools", "case studies", "regulation", "hiring trends"]
+    turns = [[("web_search", {"query": f"ai agents {topic}"}, f"r{i}")] for i, topic in enumerate(topics)]
+    assert first_trip(await RunSimulator([Spiral()]).run(agent_loop(turns))) is None
+
+
+async def test_similar_calls_of_different_tools_are_not_compared() -> None:
+    turns = [[(f"search_{i}", {"query": f"{BASE} {' '.join(WORDS[:i])}"}, "r")] for i in range(5)]
+    assert first_trip(await RunSimulator([Spiral()]).run(agent_loop(turns))) is None
+
+
+async def test_a_stricter_threshold_may_be_configured() -> None:
+    config = SpiralConfig(threshold=0.95)
+    assert first_trip(await RunSimulator([(Spiral(), config)]).run(agent_loop(rephrasings(5)))) is None
+    assert SpiralConfig.model_fields["threshold"].json_schema_extra == {"tighten": "lower"}
+
+
+async def test_windows_are_kept_for_a_bounded_number_of_tools() -> None:
+    sim = RunSimulator([Spiral()])
+    many = [[(f"tool_{i}", {"query": BASE}, "r")] for i in range(MAX_TOOLS + 4)]
+    await sim.run(agent_loop(many))
+    fields = await sim.state.read_scope(Scope.RUN, sim.run_id)
+    assert sum(1 for name in fields if name.startswith("spiral.w.")) == MAX_TOOLS
+
+
+async def test_one_response_with_several_similar_calls_of_a_tool_trips() -> None:
+    batch = [("web_search", {"query": f"{BASE} {' '.join(WORDS[:i])}"}, "r") for i in range(3)]
+    results = await RunSimulator([Spiral()]).run(agent_loop([batch]))
+    assert first_trip(results) == 1

@@ -1,0 +1,36 @@
+"""`tool_storm`: one tool called very often in a run (warns by default)."""
+
+from __future__ import annotations
+
+from runguard.detectors.base import Action
+from runguard.detectors.ops import Scope
+from runguard.detectors.tool_storm import MAX_TOOLS, ToolStorm
+from tests.detectors.harness import RunSimulator, Turn, agent_loop, first_trip
+
+
+async def test_the_eighth_call_of_one_tool_is_flagged_as_a_warning() -> None:
+    turns = [[("web_search", {"query": f"q{i}"}, f"r{i}")] for i in range(9)]
+    results = await RunSimulator([ToolStorm()]).run(agent_loop(turns))
+    assert first_trip(results) == 8
+    finding = results[7].one("tool_storm")
+    assert not finding.blocking
+    assert finding.verdict.reason == "tool 'web_search' was called 8 times in this run (limit 8)"
+    assert ToolStorm.Config().action is Action.WARN
+
+
+async def test_calls_in_one_parallel_batch_count_each() -> None:
+    turns = [[("lookup", {"id": j}, "r") for j in range(4)], [("lookup", {"id": 10 + j}, "r") for j in range(4)]]
+    assert first_trip(await RunSimulator([ToolStorm()]).run(agent_loop(turns))) == 2
+
+
+async def test_seven_calls_each_of_several_tools_pass() -> None:
+    turns = [[("search", {"q": i}, "r"), ("fetch", {"u": i}, "r"), ("note", {"n": i}, "r")] for i in range(7)]
+    assert first_trip(await RunSimulator([ToolStorm()]).run(agent_loop(turns))) is None
+
+
+async def test_counters_are_kept_for_a_bounded_number_of_tools() -> None:
+    sim = RunSimulator([ToolStorm()])
+    turns: list[Turn] = [[(f"tool_{i}", {}, "r")] for i in range(MAX_TOOLS + 10)]
+    await sim.run(agent_loop(turns))
+    fields = await sim.state.read_scope(Scope.RUN, sim.run_id)
+    assert sum(1 for name in fields if name.startswith("tool_storm.n.")) == MAX_TOOLS

@@ -1,0 +1,241 @@
+"""Two real proxy processes sharing one Redis trip exactly as one process would.
+
+Every test starts two `runguard-proxy serve` processes (the replicas) with
+state on the machine's Redis under a key prefix of their own, in front of one
+fake upstream, and sends a run's requests to both. The outage test runs a
+redis-server of its own so it can stop and restart it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import shutil
+import socket
+from collections.abc import AsyncIterator, Awaitable, Callable
+from pathlib import Path
+from typing import Any
+
+import httpx
+import openai
+import orjson
+import pytest
+import redis.asyncio as aioredis
+import yaml
+
+from tests.e2e import agents, payloads
+from tests.services import require_redis, unique_name
+from tests.support.processes import ServeProcess, start_serve
+from tests.support.upstream import FakeUpstream, Reply
+
+pytestmark = [pytest.mark.redis, pytest.mark.slow]
+
+Replicas = Callable[..., Awaitable[list[str]]]
+
+
+def _config(path: Path, upstream: str, state_url: str, prefix: str, guard: dict[str, Any] | None) -> Path:
+    settings = {
+        "upstreams": {"openai": upstream, "gemini": upstream},
+        "runs": {"key_salt": "replica-test-salt"},
+        "state": {"url": state_url, "key_prefix": prefix, "timeout": 0.5},
+        "store": {"database_url": ""},
+        "guard": guard or {},
+    }
+    path.write_text(yaml.safe_dump(settings))
+    return path
+
+
+@pytest.fixture
+async def replicas(upstream: FakeUpstream, tmp_path: Path) -> AsyncIterator[Replicas]:
+    """make(guard={...}, count=2, state_url=...) -> the replicas' URLs; all stopped and their keys deleted after."""
+    url = require_redis()
+    prefix = unique_name("rgtest")
+    started: list[ServeProcess] = []
+
+    async def make(guard: dict[str, Any] | None = None, count: int = 2, state_url: str = url) -> list[str]:
+        config = _config(tmp_path / f"replicas-{len(started)}.yaml", upstream.url, state_url, prefix, guard)
+        group = await asyncio.gather(*(start_serve({}, tmp_path, "--config", str(config)) for _ in range(count)))
+        started.extend(group)
+        return [served.url for served in group]
+
+    yield make
+    await asyncio.gather(*(served.stop() for served in started))
+    client = aioredis.from_url(url)
+    keys = [key async for key in client.scan_iter(match=f"{prefix}*", count=500)]
+    if keys:
+        await client.delete(*keys)
+    await client.aclose()
+
+
+def _client(url: str, run_id: str, key: str = "sk-replica-test", **kwargs: Any) -> openai.AsyncOpenAI:
+    return openai.AsyncOpenAI(base_url=url + "/v1", api_key=key, default_headers={"X-Run-Id": run_id}, **kwargs)
+
+
+async def _alternating_loop(clients: list[openai.AsyncOpenAI], max_steps: int = 12) -> str:
+    """The hand-written agent loop of tests/e2e/agents.py, each step sent to the next replica."""
+    messages: list[dict[str, Any]] = [
+        {"role": "system", "content": "You extract data. Use parse_document."},
+        {"role": "user", "content": "Extract the invoice total."},
+    ]
+    for step in range(max_steps):
+        client = clients[step % len(clients)]
+        completion = await client.chat.completions.create(model="gpt-4o-mini", messages=messages)  # type: ignore[arg-type]
+        message = completion.choices[0].message
+        if not message.tool_calls:
+            return message.content or ""
+        messages.append(message.model_dump(exclude_none=True))
+        for call in message.tool_calls:
+            result = agents.soft_error_tool(call.function.name, orjson.loads(call.function.arguments))
+            messages.append({"role": "tool", "tool_call_id": call.id, "content": result})
+    raise AssertionError("the agent did not finish within max_steps")
+
+
+async def test_a_loop_alternating_between_replicas_trips_at_the_same_request(
+    upstream: FakeUpstream, replicas: Replicas
+) -> None:
+    upstream.script = agents.chat_script(steps=50)
+    urls = await replicas()
+    with pytest.raises(openai.RateLimitError) as caught:
+        await _alternating_loop([_client(url, "loop-across-replicas") for url in urls])
+    assert caught.value.code == "runguard_non_progress"
+    assert len(upstream.received) == 3  # as on one process (tests/e2e/test_runaway.py)
+    # The run's breaker is shared: the other replica answers the next request locally too.
+    for url in urls:
+        with pytest.raises(openai.RateLimitError):
+            await _client(url, "loop-across-replicas", max_retries=0).chat.completions.create(
+                model="gpt-4o-mini", messages=[{"role": "user", "content": "again"}]
+            )
+    assert len(upstream.received) == 3
+
+
+async def test_in_flight_limit_holds_across_replicas_and_no_count_is_lost(
+    upstream: FakeUpstream, replicas: Replicas
+) -> None:
+    upstream.script = lambda _: Reply(200, orjson.dumps(payloads.chat_completion("branch done")), delay=0.6)
+    urls = await replicas()
+    clients = [_client(url, "fan-out", max_retries=0) for url in urls]
+    asks = [
+        clients[i % 2].chat.completions.create(
+            model="gpt-4o-mini", messages=[{"role": "user", "content": f"branch {i}"}]
+        )
+        for i in range(50)
+    ]
+    results = await asyncio.gather(*asks, return_exceptions=True)
+    blocked = [r for r in results if isinstance(r, openai.RateLimitError)]
+    assert upstream.max_in_flight <= 20
+    assert len(upstream.received) + len(blocked) == 50
+    assert len(upstream.received) >= 15  # the limit is 20; the breaker opened once it was passed
+    assert {b.code for b in blocked} == {"runguard_over_spawn"}
+    async with httpx.AsyncClient() as http:
+        detail = (await http.get(urls[0] + "/runguard/runs/fan-out")).json()
+    assert detail["counters"]["core.requests"] == 50  # every increment from both replicas counted
+
+
+async def test_retry_cascade_opened_by_one_replica_is_honoured_by_the_other_with_one_probe(
+    upstream: FakeUpstream, replicas: Replicas
+) -> None:
+    failing = True
+
+    def script(_: Any) -> Reply:
+        if failing:
+            return Reply.json({"error": {"message": "overloaded"}}, status=503)
+        return Reply(200, orjson.dumps(payloads.chat_completion("recovered")), delay=0.3)
+
+    upstream.script = script
+    first, second = await replicas(guard={"breaker": {"cooldown_seconds": 1.0}})
+
+    def ask(url: str, i: int) -> Any:
+        return _client(url, f"cascade-{i}", max_retries=0).chat.completions.create(
+            model="gpt-4o-mini", messages=[{"role": "user", "content": f"question {i}"}]
+        )
+
+    for i in range(2):
+        with pytest.raises(openai.InternalServerError):
+            await ask(first, i)
+    with pytest.raises(openai.RateLimitError) as caught:
+        await ask(second, 2)  # another replica, another run, the same key and model
+    assert caught.value.code == "runguard_retry_cascade"
+    assert len(upstream.received) == 2
+    failing = False
+    await asyncio.sleep(1.2)
+    probes = await asyncio.gather(*(ask((first, second)[i % 2], 10 + i) for i in range(6)), return_exceptions=True)
+    assert sum(1 for p in probes if not isinstance(p, Exception)) == 1  # one half-open probe in all
+    assert len(upstream.received) == 3
+    assert (await ask(second, 20)).choices[0].message.content == "recovered"
+
+
+async def test_per_key_daily_budget_is_the_sum_over_replicas(upstream: FakeUpstream, replicas: Replicas) -> None:
+    # gpt-4o-mini: 60k input + 20k output tokens = $0.021 per response.
+    upstream.script = lambda _: Reply.json(payloads.chat_completion("ok", usage=(60_000, 20_000)))
+    urls = await replicas(guard={"detectors": {"budget": {"key_daily_usd": 0.05}}})
+    for i in range(3):  # $0.063 spent in all, $0.042 before the third: each replica alone saw at most $0.042
+        await _client(urls[i % 2], f"daily-{i}").chat.completions.create(
+            model="gpt-4o-mini", messages=[{"role": "user", "content": f"task {i}"}]
+        )
+    with pytest.raises(openai.RateLimitError) as caught:
+        await _client(urls[1], "daily-next", max_retries=0).chat.completions.create(
+            model="gpt-4o-mini", messages=[{"role": "user", "content": "one more"}]
+        )
+    assert caught.value.code == "runguard_budget"
+    assert len(upstream.received) == 3
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+async def _own_redis(port: int) -> asyncio.subprocess.Process:
+    server = await asyncio.create_subprocess_exec(
+        shutil.which("redis-server") or "redis-server",
+        "--port",
+        str(port),
+        "--bind",
+        "127.0.0.1",
+        "--save",
+        "",
+        "--appendonly",
+        "no",
+        stdout=asyncio.subprocess.DEVNULL,
+    )
+    client = aioredis.from_url(f"redis://127.0.0.1:{port}/0")
+    for _ in range(100):
+        try:
+            await client.ping()
+            break
+        except Exception:
+            await asyncio.sleep(0.05)
+    await client.aclose()
+    return server
+
+
+async def test_redis_outage_fails_open_reports_degraded_and_detection_resumes(
+    upstream: FakeUpstream, replicas: Replicas
+) -> None:
+    if shutil.which("redis-server") is None:
+        pytest.skip("redis-server binary not installed")
+    upstream.script = agents.chat_script(steps=50)
+    port = _free_port()
+    server = await _own_redis(port)
+    try:
+        (url,) = await replicas(count=1, state_url=f"redis://127.0.0.1:{port}/0")
+        async with httpx.AsyncClient() as http:
+            assert (await http.get(url + "/runguard/health")).json()["status"] == "ok"
+            server.terminate()
+            await server.wait()
+            healthy = _client(url, "during-outage", max_retries=0)
+            for i in range(3):  # requests keep flowing while Redis is down (fail open)
+                done = await healthy.chat.completions.create(
+                    model="gpt-4o-mini", messages=[{"role": "user", "content": f"still working {i}"}]
+                )
+                assert done.choices[0].message.tool_calls
+            assert (await http.get(url + "/runguard/health")).json()["status"] == "degraded"
+            server = await _own_redis(port)  # back, and empty: state was lost with it
+            with pytest.raises(openai.RateLimitError) as caught:
+                await _alternating_loop([_client(url, "after-outage")])
+            assert caught.value.code == "runguard_non_progress"
+            assert (await http.get(url + "/runguard/health")).json()["status"] == "ok"
+    finally:
+        if server.returncode is None:
+            server.terminate()
+            await server.wait()

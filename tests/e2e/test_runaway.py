@@ -1,0 +1,290 @@
+"""Runaway agents are stopped through the real proxy, with the SDKs' own exceptions; healthy ones pass.
+
+Each test drives an agent loop over a real SDK against the proxy, which talks
+to a scripted fake upstream, and counts how many calls reached the upstream
+before the stop.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator, Callable
+from typing import Any
+
+import httpx
+import openai
+import orjson
+import pytest
+from google import genai
+from google.genai import errors as genai_errors
+from google.genai import types
+
+from tests.e2e import agents, payloads
+from tests.support.proxy import ListSink, settings_for, start_proxy
+from tests.support.upstream import FakeUpstream, Reply
+
+ProxyFactory = Callable[..., Any]
+
+
+@pytest.fixture
+async def make_proxy(upstream: FakeUpstream, sink: ListSink) -> AsyncIterator[ProxyFactory]:
+    """Start the real proxy with extra settings, e.g. make_proxy(guard={...})."""
+    running = []
+
+    async def make(**sections: Any) -> str:
+        proxy = await start_proxy(settings_for(upstream.url, **sections), sink=sink)
+        running.append(proxy)
+        return proxy.url
+
+    yield make
+    for proxy in running:
+        await proxy.stop()
+
+
+def counting_client(proxy_url: str, sent: list[httpx.Request], run_id: str, **kwargs: Any) -> openai.AsyncOpenAI:
+    async def count(request: httpx.Request) -> None:
+        sent.append(request)
+
+    return openai.AsyncOpenAI(
+        base_url=proxy_url + "/v1",
+        api_key="sk-test-runaway",
+        default_headers={"X-Run-Id": run_id},
+        http_client=httpx.AsyncClient(event_hooks={"request": [count]}),
+        **kwargs,
+    )
+
+
+@pytest.mark.parametrize("stream", [False, True])
+async def test_soft_error_loop_trips_non_progress_at_the_third_identical_result(
+    upstream: FakeUpstream, make_proxy: ProxyFactory, stream: bool
+) -> None:
+    upstream.script = _streaming(agents.chat_script(steps=50)) if stream else agents.chat_script(steps=50)
+    sent: list[httpx.Request] = []
+    client = counting_client(await make_proxy(), sent, f"loop-{stream}")  # default max_retries=2
+    with pytest.raises(openai.RateLimitError) as caught:
+        await agents.chat_agent(client, agents.soft_error_tool, stream=stream) if not stream else await _stream_agent(
+            client
+        )
+    assert caught.value.code == "runguard_non_progress"
+    assert "non_progress" in caught.value.message and "3 times" in caught.value.message
+    assert caught.value.response.headers["x-runguard-trip"] == "non_progress"
+    assert len(upstream.received) == 3  # results 1, 2, 3 went out; the 4th request carried the 3rd identical one
+    assert len(sent) == 4  # and the SDK did not retry the 429 (x-should-retry: false)
+
+
+async def _stream_agent(client: openai.AsyncOpenAI) -> str:
+    messages: list[dict[str, Any]] = [{"role": "user", "content": "Extract the invoice total."}]
+    for _ in range(12):
+        stream = await client.chat.completions.create(model="gpt-4o-mini", messages=messages, stream=True)  # type: ignore[arg-type]
+        calls: dict[int, dict[str, str]] = {}
+        async for chunk in stream:
+            for delta in (chunk.choices[0].delta.tool_calls or []) if chunk.choices else []:
+                slot = calls.setdefault(delta.index, {"id": "", "name": "", "arguments": ""})
+                slot["id"] = delta.id or slot["id"]
+                if delta.function:
+                    slot["name"] = delta.function.name or slot["name"]
+                    slot["arguments"] += delta.function.arguments or ""
+        if not calls:
+            return "done"
+        messages.append(
+            {
+                "role": "assistant",
+                "tool_calls": [
+                    {"id": c["id"], "type": "function", "function": {"name": c["name"], "arguments": c["arguments"]}}
+                    for c in calls.values()
+                ],
+            }
+        )
+        messages += [
+            {"role": "tool", "tool_call_id": c["id"], "content": agents.soft_error_tool(c["name"], {})}
+            for c in calls.values()
+        ]
+    raise AssertionError("not stopped")
+
+
+def _streaming(script: Callable[..., Reply]) -> Callable[..., Reply]:
+    """The same model behaviour, answered as Chat Completions SSE."""
+    import orjson
+
+    def stream(received: Any) -> Reply:
+        completion = orjson.loads(script(received).body)
+        message = completion["choices"][0]["message"]
+        base = {"id": "chatcmpl-s", "object": "chat.completion.chunk", "created": 1, "model": "gpt-4o-mini"}
+        deltas: list[dict[str, Any]] = []
+        for i, call in enumerate(message.get("tool_calls") or []):
+            deltas.append(
+                {
+                    "tool_calls": [
+                        {
+                            "index": i,
+                            "id": call["id"],
+                            "type": "function",
+                            "function": {"name": call["function"]["name"], "arguments": ""},
+                        }
+                    ]
+                }
+            )
+            deltas.append({"tool_calls": [{"index": i, "function": {"arguments": call["function"]["arguments"]}}]})
+        if message.get("content"):
+            deltas.append({"content": message["content"]})
+        chunks = [{**base, "choices": [{"index": 0, "delta": d, "finish_reason": None}]} for d in deltas]
+        chunks.append(
+            {**base, "choices": [{"index": 0, "delta": {}, "finish_reason": completion["choices"][0]["finish_reason"]}]}
+        )
+        return Reply.sse([b"data: " + orjson.dumps(c) + b"\n\n" for c in chunks] + [b"data: [DONE]\n\n"])
+
+    return stream
+
+
+async def test_a_loop_whose_tool_result_changes_finishes_untouched(
+    upstream: FakeUpstream, make_proxy: ProxyFactory, sink: ListSink
+) -> None:
+    upstream.script = agents.chat_script(steps=8)
+    client = counting_client(await make_proxy(), [], "healthy-run")
+    assert await agents.chat_agent(client, agents.progressing_tool) == "Done."
+    assert len(upstream.received) == 9
+    assert not [r for r in sink.records if getattr(r, "action", None) == "block"]
+
+
+async def test_stop_response_ends_the_loop_with_a_normal_completion(
+    upstream: FakeUpstream, make_proxy: ProxyFactory
+) -> None:
+    upstream.script = agents.chat_script(steps=50)
+    proxy = await make_proxy(guard={"detectors": {"non_progress": {"response": "stop"}}})
+    answer = await agents.chat_agent(counting_client(proxy, [], "stop-run"), agents.soft_error_tool)
+    assert "non_progress" in answer and "stop-run" in answer
+    assert len(upstream.received) == 3
+
+
+async def test_gemini_loop_trips_with_resource_exhausted(upstream: FakeUpstream, make_proxy: ProxyFactory) -> None:
+    upstream.script = agents.gemini_script(steps=50)
+    proxy = await make_proxy()
+    client = genai.Client(
+        api_key="test-key", http_options=types.HttpOptions(base_url=proxy, headers={"X-Run-Id": "g1"})
+    )
+    with pytest.raises(genai_errors.ClientError) as caught:
+        await agents.gemini_agent(client, agents.soft_error_tool)
+    assert caught.value.code == 429
+    assert caught.value.status == "RESOURCE_EXHAUSTED"
+    assert "non_progress" in (caught.value.message or "")
+    assert len(upstream.received) == 3
+
+
+async def test_gemini_stop_response_is_a_normal_answer(upstream: FakeUpstream, make_proxy: ProxyFactory) -> None:
+    upstream.script = agents.gemini_script(steps=50)
+    proxy = await make_proxy(guard={"detectors": {"non_progress": {"response": "stop"}}})
+    client = genai.Client(
+        api_key="test-key", http_options=types.HttpOptions(base_url=proxy, headers={"X-Run-Id": "g2"})
+    )
+    assert "non_progress" in await agents.gemini_agent(client, agents.soft_error_tool)
+
+
+async def test_retry_cascade_opens_per_key_and_model_and_recovers_through_one_probe(
+    upstream: FakeUpstream, make_proxy: ProxyFactory
+) -> None:
+    failing = True
+    upstream.script = lambda _: (
+        Reply.json({"error": {"message": "overloaded"}}, status=503)
+        if failing
+        else Reply(200, orjson.dumps(payloads.chat_completion("recovered")), delay=0.3)  # the probe is in flight
+    )
+    proxy = await make_proxy(guard={"breaker": {"cooldown_seconds": 0.5}})
+    client = counting_client(proxy, [], "cascade", max_retries=0)
+    ask = {"model": "gpt-4o-mini", "messages": [{"role": "user", "content": "hi"}]}
+    for _ in range(2):
+        with pytest.raises(openai.InternalServerError):
+            await client.chat.completions.create(**ask)  # type: ignore[arg-type]
+    with pytest.raises(openai.RateLimitError) as caught:
+        await client.chat.completions.create(**ask)  # type: ignore[arg-type]
+    assert caught.value.code == "runguard_retry_cascade"
+    assert len(upstream.received) == 2  # answered locally while open: the quota is not burned
+    other_run = counting_client(proxy, [], "another-run-same-key", max_retries=0)
+    with pytest.raises(openai.RateLimitError):
+        await other_run.chat.completions.create(**ask)  # type: ignore[arg-type]
+    failing = False
+    await asyncio.sleep(0.6)
+    # Five different callers at once (distinct bodies: this is not one request re-sent).
+    asks = [{**ask, "messages": [{"role": "user", "content": f"caller {i}"}]} for i in range(5)]
+    probes = await asyncio.gather(*(client.chat.completions.create(**a) for a in asks), return_exceptions=True)  # type: ignore[arg-type]
+    assert sum(1 for p in probes if not isinstance(p, Exception)) == 1  # exactly one half-open probe
+    assert len(upstream.received) == 3
+    done = await client.chat.completions.create(**ask)  # type: ignore[arg-type]
+    assert done.choices[0].message.content == "recovered"
+
+
+async def test_over_spawn_caps_requests_in_flight_for_one_run(upstream: FakeUpstream, make_proxy: ProxyFactory) -> None:
+    upstream.script = lambda _: Reply(200, payloads_json(), delay=0.5)
+    client = counting_client(await make_proxy(), [], "spawn", max_retries=0)
+    asks = [{"model": "gpt-4o-mini", "messages": [{"role": "user", "content": f"branch {i}"}]} for i in range(30)]
+    results = await asyncio.gather(*(client.chat.completions.create(**ask) for ask in asks), return_exceptions=True)  # type: ignore[arg-type]
+    blocked = [r for r in results if isinstance(r, openai.RateLimitError)]
+    assert upstream.max_in_flight <= 20
+    assert len(blocked) >= 10
+    assert all(b.code == "runguard_over_spawn" for b in blocked)
+
+
+def payloads_json() -> bytes:
+    return orjson.dumps(payloads.chat_completion("branch done"))
+
+
+async def test_run_budget_stops_the_request_after_the_spend_reaches_it(
+    upstream: FakeUpstream, make_proxy: ProxyFactory
+) -> None:
+    # gpt-4o-mini: 60k input + 20k output tokens = $0.021 per response; the third request finds $0.042 spent.
+    upstream.script = agents.chat_script(steps=50, usage=(60_000, 20_000))
+    client = counting_client(await make_proxy(guard={"detectors": {"budget": {"run_usd": 0.04}}}), [], "budget-run")
+    with pytest.raises(openai.RateLimitError) as caught:
+        await agents.chat_agent(client, agents.progressing_tool)
+    assert caught.value.code == "runguard_budget"
+    assert len(upstream.received) == 2
+
+
+async def test_per_run_header_tightens_but_never_loosens(upstream: FakeUpstream, make_proxy: ProxyFactory) -> None:
+    upstream.script = agents.chat_script(steps=50)
+    proxy = await make_proxy()
+    client = counting_client(proxy, [], "tight-run", default_query=None)
+    client = client.with_options(default_headers={"X-Run-Id": "tight-run", "X-RunGuard-Max-Requests": "2"})
+    with pytest.raises(openai.RateLimitError) as caught:
+        await agents.chat_agent(client, agents.progressing_tool)
+    assert caught.value.code == "runguard_max_requests"
+    assert len(upstream.received) == 2
+    loose = counting_client(proxy, [], "loose-run").with_options(
+        default_headers={"X-Run-Id": "loose-run", "X-RunGuard-Budget-Usd": "1000000"}
+    )
+    upstream.script = agents.chat_script(steps=3)
+    assert await agents.chat_agent(loose, agents.progressing_tool) == "Done."
+
+
+async def test_parallel_over_call_is_replaced_before_the_tools_run(
+    upstream: FakeUpstream, make_proxy: ProxyFactory
+) -> None:
+    calls = [(f"c{i}", "lookup", f'{{"id": {i}}}') for i in range(8)]
+    upstream.script = lambda _: Reply.json(payloads.chat_completion(tool_calls=calls))
+    client = counting_client(await make_proxy(), [], "parallel")
+    with pytest.raises(openai.RateLimitError) as caught:
+        await client.chat.completions.create(model="gpt-4o-mini", messages=[{"role": "user", "content": "go"}])
+    assert caught.value.code == "runguard_parallel_calls"
+    assert len(upstream.received) == 1
+
+
+async def test_shadow_mode_blocks_nothing_and_says_so(
+    upstream: FakeUpstream, make_proxy: ProxyFactory, sink: ListSink
+) -> None:
+    upstream.script = agents.chat_script(steps=6)
+    proxy = await make_proxy(guard={"shadow": True})
+    warnings: list[str] = []
+
+    async def keep(response: httpx.Response) -> None:
+        warnings.append(response.headers.get("x-runguard-warning", ""))
+
+    client = openai.AsyncOpenAI(
+        base_url=proxy + "/v1",
+        api_key="sk-test-shadow",
+        default_headers={"X-Run-Id": "shadow-run"},
+        http_client=httpx.AsyncClient(event_hooks={"response": [keep]}),
+    )
+    assert await agents.chat_agent(client, agents.soft_error_tool) == "Done."
+    assert len(upstream.received) == 7
+    assert any("non_progress" in w for w in warnings)
+    assert {t.detector for t in sink.records if getattr(t, "action", None) == "warn"} >= {"non_progress"}
+    assert not [t for t in sink.records if getattr(t, "action", None) == "block"]

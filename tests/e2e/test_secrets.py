@@ -1,0 +1,209 @@
+"""API keys never leave the request they came in: not in logs, records, metrics, errors or the admin API.
+
+Distinctive keys go through every path (success, stream, passthrough, bad
+input, too large, unknown path, upstream 5xx, refused, timeout, reset
+mid-stream, a local retry_cascade answer); everything the proxy emits is
+collected and searched for them. Also: the admin API stays off beyond
+loopback without a token, and the optional key allowlist answers 403.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import AsyncIterator
+from typing import Any
+
+import aiohttp
+import openai
+import orjson
+import pytest
+from google import genai
+from google.genai import errors as genai_errors
+from google.genai import types
+
+from runguard.config.settings import Settings
+from runguard.proxy import cli
+from runguard.proxy.keys import KeyHasher
+from tests.e2e import payloads
+from tests.e2e.faults import proxy, requests_of
+from tests.support.proxy import ListSink
+from tests.support.upstream import FakeUpstream, Received, Reply, closed_port
+
+MARK = "LEAKCHECK"
+BEARER = f"sk-{MARK}-bearer-7f3a9c"
+GOOG = f"AIza{MARK}-header-55b1"
+QUERY = f"AIza{MARK}-query-91e2"
+KEYS = (BEARER, GOOG, QUERY, MARK)
+GEMINI = "/v1beta/models/gemini-2.5-flash"
+CHAT_BODY = {"model": "gpt-4o-mini", "messages": [{"role": "user", "content": "hello"}]}
+
+
+def _script(request: Received) -> Reply:
+    body = request.body
+    if b"please-fail" in body:
+        return Reply.json({"error": {"message": "boom", "type": "server_error"}}, status=500)
+    if b"please-reset" in body:
+        return Reply.sse(payloads.chat_stream("cut"), reset_after=2)
+    if b"please-hang" in body:
+        return Reply(hang=True)
+    if request.path.endswith(":streamGenerateContent"):
+        return Reply.sse(payloads.gemini_stream("streamed"))
+    if request.path.endswith(":generateContent"):
+        return Reply.json(payloads.gemini_response("hi"))
+    if b'"stream":true' in body:
+        return Reply.sse(payloads.chat_stream("streamed", with_usage=True))
+    if request.path == "/v1/models":
+        return Reply.json({"object": "list", "data": []})
+    return Reply.json(payloads.chat_completion("ok"))
+
+
+class Seen:
+    """Everything the proxy gave back to clients."""
+
+    def __init__(self) -> None:
+        self.texts: list[str] = []
+
+    async def call(
+        self, session: aiohttp.ClientSession, method: str, url: str, body: Any = None, **headers: str
+    ) -> int:
+        data = body if isinstance(body, bytes) or body is None else orjson.dumps(body)
+        async with session.request(method, url, data=data, headers=headers) as response:
+            text = (await response.read()).decode("utf-8", "replace")
+            self.texts.append(f"{response.status} {dict(response.headers)} {text}")
+            return response.status
+
+
+async def _every_path(url: str, seen: Seen, run: str) -> None:
+    auth = {"Authorization": f"Bearer {BEARER}", "X-Run-Id": run}
+    goog = {"x-goog-api-key": GOOG, "X-Run-Id": run + "-g"}
+    gbody = {"contents": [{"role": "user", "parts": [{"text": "hi"}]}]}
+    async with aiohttp.ClientSession() as s:
+        await seen.call(s, "POST", url + "/v1/chat/completions", CHAT_BODY, **auth)
+        await seen.call(s, "POST", url + "/v1/chat/completions", {**CHAT_BODY, "stream": True}, **auth)
+        await seen.call(s, "POST", url + f"{GEMINI}:generateContent", gbody, **goog)
+        await seen.call(s, "POST", url + f"{GEMINI}:streamGenerateContent?alt=sse&key={QUERY}", gbody)
+        await seen.call(s, "POST", url + f"{GEMINI}:generateContent?key={QUERY}", gbody, **{"X-Run-Id": run + "-q"})
+        await seen.call(s, "GET", url + f"/v1/models?key={QUERY}", **auth)
+        await seen.call(s, "POST", url + "/v1/chat/completions", b'{"broken', **auth)
+        await seen.call(s, "POST", url + f"/v1/chat/completions?key={QUERY}", b"x" * 70_000, **auth)
+        await seen.call(s, "GET", url + f"/nowhere?key={QUERY}", **auth)
+        await seen.call(
+            s, "POST", url + "/v1/chat/completions", {**CHAT_BODY, "stream": True, "user": "please-reset"}, **auth
+        )
+        for _ in range(3):  # 500, 500, then retry_cascade answers locally
+            await seen.call(s, "POST", url + f"{GEMINI}:generateContent?key={QUERY}", {**gbody, "x": "please-fail"})
+        await seen.call(s, "POST", url + "/v1/chat/completions", {**CHAT_BODY, "user": "please-hang"}, **auth)
+
+
+async def _admin(url: str, seen: Seen, sink: ListSink) -> None:
+    async with aiohttp.ClientSession() as s:
+        assert await seen.call(s, "GET", url + "/runguard/metrics") == 200
+        await seen.call(s, "GET", url + "/runguard/runs")
+        await seen.call(s, "GET", url + "/runguard/trips")
+        for run_id in {r.run_id for r in requests_of(sink)}:
+            assert await seen.call(s, "GET", url + f"/runguard/runs/{run_id}") == 200
+        for key_hash in {r.key_hash for r in requests_of(sink)}:
+            assert await seen.call(s, "POST", url + f"/runguard/keys/{key_hash}/reset?model=gpt-4o-mini") == 200
+
+
+def _assert_clean(where: str, text: str) -> None:
+    for key in KEYS:
+        assert key not in text, f"{key!r} leaked into {where}"
+
+
+FAST = {"connect_timeout": 0.3, "first_byte_timeout": 0.3, "idle_timeout": 0.3}
+
+
+async def test_keys_never_leak(upstream: FakeUpstream, caplog: pytest.LogCaptureFixture) -> None:
+    caplog.set_level(logging.DEBUG)
+    upstream.script = _script
+    sink = ListSink()
+    seen = Seen()
+    sections: dict[str, Any] = {"store": {"record_bodies": True}, "server": {"max_body_bytes": 65536}}
+    async with proxy(upstream.url, sink, upstreams=FAST, **sections) as url:
+        await _every_path(url, seen, "secret-run")
+        await _admin(url, seen, sink)
+    for dead in (f"http://127.0.0.1:{closed_port()}", "http://runguard-no-such-host.invalid"):
+        async with proxy(dead, sink, upstreams=FAST, **sections) as url, aiohttp.ClientSession() as s:
+            await seen.call(s, "POST", url + f"{GEMINI}:generateContent?key={QUERY}", {"contents": []})
+            await seen.call(s, "POST", url + "/v1/chat/completions", CHAT_BODY, Authorization=f"Bearer {BEARER}")
+    statuses = {int(t.split(" ", 1)[0]) for t in seen.texts}
+    assert statuses == {200, 404, 413, 429, 500, 501, 502, 504}
+    assert any("access" in r.name for r in caplog.records)  # the access log was captured
+    assert len(upstream.received) >= 10 and any(QUERY in r.query for r in upstream.received)  # keys still go upstream
+    _assert_clean("client responses", "\n".join(seen.texts))
+    _assert_clean("logs", caplog.text + "\n".join(repr(r.args) + str(r.exc_info) for r in caplog.records))
+    _assert_clean("records", repr(sink.records))
+    key_hashes = {r.key_hash for r in requests_of(sink)}
+    assert key_hashes >= {KeyHasher(b"test-salt").hash(k) for k in (BEARER, GOOG, QUERY)}
+
+
+async def test_admin_api_stays_off_beyond_loopback_without_a_token(upstream: FakeUpstream) -> None:
+    async with proxy(upstream.url, server={"host": "0.0.0.0"}) as url, aiohttp.ClientSession() as s:
+        async with s.get(url + "/runguard/runs/some-run") as r:
+            assert r.status == 403 and "disabled" in (await r.json())["error"]
+        async with s.post(url + "/runguard/runs/some-run/reset") as r:
+            assert r.status == 403
+        async with s.get(url + "/runguard/metrics") as r:
+            assert r.status == 200
+
+
+def test_serve_beyond_loopback_without_token_warns(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    started: list[Settings] = []
+
+    async def fake_serve(settings: Settings) -> None:
+        started.append(settings)
+
+    monkeypatch.setattr(cli, "_serve", fake_serve)
+    monkeypatch.delenv("RUNGUARD_ADMIN_TOKEN", raising=False)
+    monkeypatch.delenv("RUNGUARD_CONFIG", raising=False)
+    cli.serve(host="0.0.0.0", port=0, config=None, shadow=None)  # what `runguard-proxy serve --host 0.0.0.0` runs
+    assert "the admin API is disabled" in capsys.readouterr().err
+    assert started[0].server.host == "0.0.0.0"
+    cli.serve(host=None, port=0, config=None, shadow=None)
+    assert "admin API" not in capsys.readouterr().err
+    assert started[1].server.host == "127.0.0.1"
+
+
+def test_bind_warning_decision() -> None:
+    def warns(**server: Any) -> bool:
+        return cli.bind_warning(Settings.model_validate({"server": server})) is not None
+
+    assert not warns()
+    assert not warns(host="::1")
+    assert not warns(host="localhost")
+    assert warns(host="0.0.0.0")
+    assert warns(host="10.1.2.3")
+    assert not warns(host="0.0.0.0", admin_token="t0ken")
+
+
+ALLOWED = "sk-allowed-key"
+
+
+@pytest.fixture
+async def allowlisted(upstream: FakeUpstream) -> AsyncIterator[str]:
+    upstream.script = _script
+    allow = [KeyHasher(b"test-salt").hash(ALLOWED)]
+    async with proxy(upstream.url, runs={"key_allowlist": allow}) as url:
+        yield url
+
+
+async def test_allowlist_refuses_other_keys_with_a_provider_style_403(upstream: FakeUpstream, allowlisted: str) -> None:
+    good = openai.AsyncOpenAI(base_url=allowlisted + "/v1", api_key=ALLOWED, max_retries=0)
+    assert (await good.chat.completions.create(**CHAT_BODY)).choices[0].message.content == "ok"
+    bad = openai.AsyncOpenAI(base_url=allowlisted + "/v1", api_key=BEARER, max_retries=0)
+    with pytest.raises(openai.PermissionDeniedError) as caught:
+        await bad.chat.completions.create(**CHAT_BODY)
+    assert caught.value.code == "key_not_allowed"
+    assert BEARER not in caught.value.message
+    with pytest.raises(openai.PermissionDeniedError):
+        await bad.models.list()  # passthrough routes are covered too
+    gemini = genai.Client(api_key=GOOG, http_options=types.HttpOptions(base_url=allowlisted))
+    with pytest.raises(genai_errors.ClientError) as refused:
+        await gemini.aio.models.generate_content(model="gemini-2.5-flash", contents="hi")
+    assert (refused.value.code, refused.value.status) == (403, "PERMISSION_DENIED")
+    async with aiohttp.ClientSession() as s, s.post(allowlisted + "/v1/chat/completions", json=CHAT_BODY) as r:
+        assert r.status == 403  # no key at all
+    assert len(upstream.received) == 1

@@ -1,0 +1,178 @@
+"""The proxy is invisible: bytes, headers and streams cross it unchanged (real SDKs, real proxy)."""
+
+from __future__ import annotations
+
+import asyncio
+import gzip
+import time
+
+import aiohttp
+import httpx
+import openai
+import orjson
+from google import genai
+from google.genai import types
+
+from tests.e2e import payloads
+from tests.support.upstream import FakeUpstream, Received, Reply
+
+HOP = {"connection", "keep-alive", "transfer-encoding", "host", "content-length"}
+
+
+def _openai(proxy_url: str, sent: list[httpx.Request], **headers: str) -> openai.AsyncOpenAI:
+    async def capture(request: httpx.Request) -> None:
+        sent.append(request)
+
+    return openai.AsyncOpenAI(
+        base_url=proxy_url + "/v1",
+        api_key="sk-test-transparent",
+        max_retries=0,
+        default_headers=headers or None,
+        http_client=httpx.AsyncClient(event_hooks={"request": [capture]}),
+    )
+
+
+def _same_request(client_side: httpx.Request, upstream_side: Received) -> None:
+    assert upstream_side.body == client_side.content
+    assert upstream_side.method == client_side.method
+    expected = {k.lower(): v for k, v in client_side.headers.items() if k.lower() not in HOP | {"x-run-id"}}
+    received = {k.lower(): v for k, v in upstream_side.headers.items() if k.lower() not in HOP}
+    assert received == expected
+
+
+async def test_chat_non_stream_bytes_both_ways(upstream: FakeUpstream, proxy_url: str) -> None:
+    body = orjson.dumps(payloads.chat_completion("Bonjour"))
+    upstream.script = lambda _: Reply(200, body, {"Content-Type": "application/json", "x-request-id": "req_123"})
+    sent: list[httpx.Request] = []
+    client = _openai(proxy_url, sent, **{"X-Run-Id": "run-transparent"})
+    raw = await client.chat.completions.with_raw_response.create(
+        model="gpt-4o-mini", messages=[{"role": "user", "content": "Say hi in French"}]
+    )
+    assert raw.http_response.content == body
+    assert raw.http_response.headers["x-request-id"] == "req_123"
+    assert raw.http_response.headers["x-runguard-run-id"] == "run-transparent"
+    assert raw.parse().choices[0].message.content == "Bonjour"
+    assert len(upstream.received) == 1
+    assert upstream.received[0].path == "/v1/chat/completions"
+    _same_request(sent[0], upstream.received[0])
+
+
+async def test_chat_stream_bytes_equal_and_parsed(upstream: FakeUpstream, proxy_url: str) -> None:
+    chunks = payloads.chat_stream("streaming works", with_usage=True)
+    upstream.script = lambda _: Reply.sse(chunks)
+    sent: list[httpx.Request] = []
+    client = _openai(proxy_url, sent)
+    async with client.chat.completions.with_streaming_response.create(
+        model="gpt-4o-mini",
+        messages=[{"role": "user", "content": "go"}],
+        stream=True,
+        stream_options={"include_usage": True},
+    ) as response:
+        received = await response.read()
+    assert received == b"".join(chunks)
+    _same_request(sent[0], upstream.received[0])
+    stream = await client.chat.completions.create(
+        model="gpt-4o-mini", messages=[{"role": "user", "content": "go"}], stream=True
+    )
+    text = "".join([c.choices[0].delta.content or "" async for c in stream if c.choices])
+    assert text == "streaming works"
+
+
+async def test_responses_non_stream_and_stream(upstream: FakeUpstream, proxy_url: str) -> None:
+    body = orjson.dumps(payloads.response_object("plain"))
+    chunks = payloads.responses_stream("a streamed answer")
+    upstream.script = lambda r: Reply.sse(chunks) if r.json().get("stream") else Reply(200, body)
+    sent: list[httpx.Request] = []
+    client = _openai(proxy_url, sent)
+    raw = await client.responses.with_raw_response.create(model="gpt-4o", input="hello")
+    assert raw.http_response.content == body
+    assert raw.parse().output_text == "plain"
+    _same_request(sent[0], upstream.received[0])
+    async with client.responses.stream(model="gpt-4o", input="hello") as stream:
+        final = await stream.get_final_response()
+    assert final.output_text == "a streamed answer"
+
+
+async def test_gemini_generate_and_stream_through_google_genai(upstream: FakeUpstream, proxy_url: str) -> None:
+    body = orjson.dumps(payloads.gemini_response("hola"))
+    chunks = payloads.gemini_stream("streamed gemini text")
+    upstream.script = lambda r: Reply.sse(chunks) if "stream" in r.path else Reply(200, body)
+    client = genai.Client(api_key="test-gemini-key", http_options=types.HttpOptions(base_url=proxy_url))
+    result = await client.aio.models.generate_content(model="gemini-2.5-flash", contents="hi")
+    assert result.text == "hola"
+    assert result.usage_metadata is not None and result.usage_metadata.prompt_token_count == 7
+    received = upstream.received[-1]
+    assert received.path == "/v1beta/models/gemini-2.5-flash:generateContent"
+    assert received.headers["x-goog-api-key"] == "test-gemini-key"
+    pieces = [
+        c.text async for c in await client.aio.models.generate_content_stream(model="gemini-2.5-flash", contents="hi")
+    ]
+    assert "".join(p or "" for p in pieces) == "streamed gemini text"
+    assert upstream.received[-1].query == "alt=sse"
+
+
+async def test_raw_bytes_query_key_and_gzip_pass_untouched(upstream: FakeUpstream, proxy_url: str) -> None:
+    payload = orjson.dumps(payloads.gemini_response("compressed"))
+    compressed = gzip.compress(payload)
+    upstream.script = lambda _: Reply(200, compressed, {"Content-Type": "application/json", "Content-Encoding": "gzip"})
+    request_body = gzip.compress(orjson.dumps({"contents": [{"role": "user", "parts": [{"text": "hi"}]}]}))
+    async with (
+        aiohttp.ClientSession(auto_decompress=False) as session,
+        session.post(
+            proxy_url + "/v1beta/models/gemini-2.5-flash:generateContent?key=AIza-test-key&alt=json",
+            data=request_body,
+            headers={"Content-Encoding": "gzip", "Content-Type": "application/json", "Accept-Encoding": "gzip"},
+        ) as response,
+    ):
+        got = await response.read()
+        assert response.headers["Content-Encoding"] == "gzip"
+    assert got == compressed
+    received = upstream.received[-1]
+    assert received.query == "key=AIza-test-key&alt=json"
+    assert received.body == request_body
+
+
+async def test_stream_is_relayed_as_it_arrives_not_buffered(upstream: FakeUpstream, proxy_url: str) -> None:
+    chunks = payloads.chat_stream("slow stream")
+    upstream.script = lambda _: Reply.sse(chunks, delay=0.4)
+    client = _openai(proxy_url, [])
+    start = time.perf_counter()
+    stream = await client.chat.completions.create(
+        model="gpt-4o-mini", messages=[{"role": "user", "content": "go"}], stream=True
+    )
+    arrivals = [time.perf_counter() - start async for _ in stream]
+    # Each chunk reaches the client about when the upstream sends it (0.4 s apart).
+    assert arrivals[0] < 1.0
+    assert arrivals[-1] - arrivals[0] > 0.4 * (len(arrivals) - 2)
+
+
+async def test_client_disconnect_cancels_the_upstream_request(upstream: FakeUpstream, proxy_url: str) -> None:
+    chunks = payloads.chat_stream("x" * 40) * 20
+    upstream.script = lambda _: Reply.sse(chunks, delay=0.1)
+    async with aiohttp.ClientSession() as session:
+        response = await session.post(
+            proxy_url + "/v1/chat/completions",
+            json={"model": "gpt-4o-mini", "stream": True, "messages": [{"role": "user", "content": "long"}]},
+            headers={"Authorization": "Bearer sk-test-leaver"},
+        )
+        await response.content.readany()
+        response.close()
+    for _ in range(50):
+        if upstream.cancelled:
+            break
+        await asyncio.sleep(0.05)
+    assert upstream.cancelled == 1
+    assert upstream.in_flight == 0
+
+
+async def test_unknown_paths_are_forwarded_untouched(upstream: FakeUpstream, proxy_url: str) -> None:
+    upstream.script = lambda r: Reply.json({"object": "list", "data": [{"id": "gpt-4o"}], "path": r.path})
+    client = _openai(proxy_url, [])
+    models = await client.models.list()
+    assert [m.id for m in models.data] == ["gpt-4o"]
+    async with aiohttp.ClientSession() as session:
+        async with session.post(proxy_url + "/v1beta/models/gemini-2.5-flash:countTokens", json={"contents": []}) as r:
+            assert (await r.json())["path"] == "/v1beta/models/gemini-2.5-flash:countTokens"
+        async with session.get(proxy_url + "/not-a-provider") as r:
+            assert r.status == 404
+            assert "error" in await r.json()

@@ -1,0 +1,162 @@
+"""Redis down, restarted, silent or never there: calls fail fast with StateUnavailable, then recover by themselves.
+
+These tests run a redis-server of their own (killed and restarted at will),
+never the shared one.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import AsyncIterator, Awaitable, Callable
+from typing import Any
+
+import pytest
+import redis.asyncio as aioredis
+
+from runguard.detectors.ops import Add, CompareAndSet, Get, Op, Push, Scope
+from runguard.proxy.errors import StateUnavailable
+from runguard.proxy.state.redis import RedisState
+from tests.proxy.state.support import IDS, free_port, own_redis, redis_state
+
+pytestmark = pytest.mark.redis
+
+TIMEOUT = 0.5
+BATCH = (Add(Scope.RUN, "n"), Push(Scope.RUN, "w", ("a",), keep=3), Get(Scope.KEY_MODEL, "breaker"))
+
+
+def calls(state: RedisState) -> dict[str, Callable[[], Awaitable[Any]]]:
+    """Every backend call, ready to run."""
+    return {
+        "execute": lambda: state.execute(IDS, BATCH),
+        "execute one scope": lambda: state.execute(IDS, [Add(Scope.RUN, "n")]),
+        "read_scope": lambda: state.read_scope(Scope.RUN, IDS.run),
+        "clear_scope": lambda: state.clear_scope(Scope.RUN, IDS.run),
+        "remember": lambda: state.remember("resp:1", "run-1", 60.0),
+        "recall": lambda: state.recall("resp:1"),
+    }
+
+
+async def assert_unavailable_fast(state: RedisState) -> None:
+    for name, call in calls(state).items():
+        started = time.monotonic()
+        with pytest.raises(StateUnavailable):
+            await call()
+        assert time.monotonic() - started < 2 * TIMEOUT, name
+    started = time.monotonic()
+    assert await state.ping() is False
+    assert time.monotonic() - started < 2 * TIMEOUT
+
+
+async def script_cached(url: str, sha: str) -> bool:
+    client = aioredis.from_url(url)
+    try:
+        return bool((await client.script_exists(sha))[0])
+    finally:
+        await client.aclose()
+
+
+@pytest.fixture
+async def silent_server() -> AsyncIterator[str]:
+    """A URL whose server accepts connections and reads, but never answers."""
+    held: list[asyncio.StreamWriter] = []
+
+    async def swallow(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        held.append(writer)
+        while await reader.read(65536):
+            pass
+
+    server = await asyncio.start_server(swallow, "127.0.0.1", 0)
+    port = server.sockets[0].getsockname()[1]
+    yield f"redis://127.0.0.1:{port}/0"
+    for writer in held:
+        writer.close()
+    server.close()
+    await server.wait_closed()
+
+
+async def test_down_fails_fast_then_reconnects_and_reloads_the_script() -> None:
+    async with own_redis() as server:
+        state = redis_state(server.url, "rgfault", timeout=TIMEOUT)
+        try:
+            assert await state.execute(IDS, BATCH) == [1.0, ("a",), None]
+            await server.stop()
+            await assert_unavailable_fast(state)
+            await assert_unavailable_fast(state)  # and again: nothing got stuck
+            await server.start()  # same port, empty, script cache empty
+            assert not await script_cached(server.url, state.script_sha)
+            # the same RedisState: its pool reconnects, NOSCRIPT reloads the script
+            assert await state.execute(IDS, BATCH) == [1.0, ("a",), None]
+            assert await script_cached(server.url, state.script_sha)
+            assert await state.ping() is True
+            await state.remember("resp:1", "run-1", 60.0)
+            assert await state.recall("resp:1") == "run-1"
+        finally:
+            await state.close()
+
+
+async def test_a_flushed_script_cache_is_refilled() -> None:
+    async with own_redis() as server:
+        state = redis_state(server.url, "rgfault", timeout=TIMEOUT)
+        other = aioredis.from_url(server.url)
+        try:
+            await state.execute(IDS, BATCH)
+            await other.script_flush()
+            batch: list[Op] = [*BATCH, Add(Scope.KEY, "n"), CompareAndSet(Scope.KEY_DAY, "c", None, "x")]
+            assert await state.execute(IDS, batch) == [2.0, ("a", "a"), None, 1.0, "x"]
+            await other.script_flush()  # a single scope's batch goes without a pipeline: the same refill
+            assert await state.execute(IDS, [Add(Scope.RUN, "n"), Get(Scope.RUN, "w")]) == [3.0, ("a", "a")]
+            assert await script_cached(server.url, state.script_sha)
+        finally:
+            await other.aclose()
+            await state.close()
+
+
+async def test_calls_in_flight_when_redis_dies_fail_or_succeed_but_never_hang() -> None:
+    async with own_redis() as server:
+        state = redis_state(server.url, "rgfault", timeout=TIMEOUT)
+        try:
+            await state.execute(IDS, BATCH)
+
+            async def hammer() -> int:
+                failures = 0
+                for _ in range(50):
+                    try:
+                        await state.execute(IDS, BATCH)
+                    except StateUnavailable:
+                        failures += 1
+                return failures
+
+            started = time.monotonic()
+            workers = [asyncio.create_task(hammer()) for _ in range(10)]
+            await asyncio.sleep(0.05)
+            await server.stop()
+            failures = await asyncio.wait_for(asyncio.gather(*workers), timeout=10)
+            assert sum(failures) > 0
+            assert time.monotonic() - started < 10
+            await server.start()
+            assert await state.execute(IDS, BATCH) == [1.0, ("a",), None]
+        finally:
+            await state.close()
+
+
+async def test_an_unreachable_url_fails_fast() -> None:
+    state = redis_state(f"redis://127.0.0.1:{free_port()}/0", "rgfault", timeout=TIMEOUT)
+    try:
+        await assert_unavailable_fast(state)
+    finally:
+        await state.close()
+
+
+async def test_a_silent_server_fails_after_the_timeout(silent_server: str) -> None:
+    state = redis_state(silent_server, "rgfault", timeout=TIMEOUT)
+    try:
+        started = time.monotonic()
+        with pytest.raises(StateUnavailable):
+            await state.execute(IDS, BATCH)
+        assert TIMEOUT * 0.9 <= time.monotonic() - started < 2 * TIMEOUT
+        started = time.monotonic()
+        assert await state.ping() is False
+        assert time.monotonic() - started < 2 * TIMEOUT
+    finally:
+        await state.close()

@@ -1,0 +1,186 @@
+"""QueueSink: batches, flush on close, bounded queue, idempotent retries, outages that end."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from pathlib import Path
+
+import pytest
+from sqlalchemy.exc import DataError
+
+from runguard.proxy.store import QueueSink, StoreReader, batch
+from tests.proxy.store import factory
+from tests.proxy.store.conftest import SinkFactory, count, drop_schema
+from tests.proxy.store.tcp_relay import TcpRelay
+from tests.services import require_postgres, unique_name
+from tests.support.upstream import closed_port
+
+
+async def test_batches_add_up_to_the_records(make_sink: SinkFactory, store_url: str) -> None:
+    sink = make_sink(batch_size=7)
+    for i in range(1, 31):
+        sink.submit(factory.request(f"run-{i % 3}", index=(i + 2) // 3, at=factory.T0 + i))
+    sink.submit(factory.trip("run-0", at=factory.T0 + 40))
+    sink.submit(factory.trip("run-0", detector="tool_storm", action="warn", at=factory.T0 + 41))
+    await sink.flush()
+    assert (sink.written, sink.dropped, sink.backlog) == (32, 0, 0)
+    assert await count(store_url, "requests") == 30
+    assert await count(store_url, "trips") == 2
+    reader = StoreReader(sink.engine)
+    runs = {run["run_id"]: run for run in await reader.recent_runs()}
+    assert set(runs) == {"run-0", "run-1", "run-2"}
+    run0 = runs["run-0"]
+    assert run0["requests"] == 10 and run0["input_tokens"] == 1000 and run0["output_tokens"] == 200
+    assert run0["cached_tokens"] == 100 and run0["usd"] == pytest.approx(0.01)
+    assert run0["trips"] == 1 and run0["warnings"] == 1 and run0["usd_avoided"] == pytest.approx(0.097)
+    assert run0["status"] == "tripped:non_progress" and run0["agents"] == ["planner"]
+    assert run0["first_seen"] == factory.T0 + 3 and run0["last_seen"] == factory.T0 + 41
+
+
+async def test_close_flushes_everything_queued(make_sink: SinkFactory, store_url: str) -> None:
+    sink = make_sink(flush_interval=30.0, batch_size=1000)  # nothing would be written for 30 s
+    await sink.migrated.wait()
+    for i in range(1, 251):
+        sink.submit(factory.request("run-close", index=i))
+    assert sink.backlog == 250
+    started = time.perf_counter()
+    await sink.close()
+    assert time.perf_counter() - started < 5
+    assert await count(store_url, "requests") == 250
+
+
+async def test_full_queue_drops_and_counts_without_blocking(store_url: str) -> None:
+    sink = QueueSink(store_url, queue_size=5, flush_interval=0.02)  # not started: nothing drains the queue
+    for i in range(1, 9):
+        sink.submit(factory.request("run-full", index=i))
+    assert (sink.backlog, sink.dropped) == (5, 3)
+    sink.start()
+    await sink.flush()
+    assert (sink.backlog, sink.dropped, sink.written) == (0, 3, 5)
+    await sink.close()
+    assert await count(store_url, "requests") == 5
+
+
+async def test_submit_costs_microseconds(make_sink: SinkFactory) -> None:
+    sink = make_sink(queue_size=200_000)
+    records = [factory.request("run-fast", index=i) for i in range(1, 50_001)]
+    started = time.perf_counter()
+    for record in records:
+        sink.submit(record)
+    per_submit = (time.perf_counter() - started) / len(records)
+    print(f"submit: {per_submit * 1e6:.2f} us")
+    assert per_submit < 20e-6
+    started = time.perf_counter()
+    await sink.flush()
+    print(f"writer: {len(records) / (time.perf_counter() - started):.0f} rows/s")
+    assert sink.written == len(records)
+
+
+async def test_a_retried_batch_adds_nothing_twice(make_sink: SinkFactory, store_url: str) -> None:
+    """The commit went through but the answer was lost: the retry must not double rows or totals."""
+    sink = make_sink()
+    await sink.migrated.wait()
+    records = [factory.request("run-twice", index=i) for i in range(1, 6)] + [factory.trip("run-twice")]
+    prepared = batch.build(records, iter(f"id-{n}" for n in range(100)), record_bodies=False)
+    for _ in range(2):
+        async with sink.engine.begin() as conn:
+            await batch.write(conn, prepared)
+    run = await StoreReader(sink.engine).run("run-twice")
+    assert run is not None and run["requests"] == 5 and run["trips"] == 1 and run["agents"] == ["planner"]
+    assert await count(store_url, "requests") == 5 and await count(store_url, "trips") == 1
+
+
+async def test_a_row_the_database_rejects_is_dropped_alone(
+    make_sink: SinkFactory, store_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    real_write = batch.write
+
+    async def picky(conn: object, prepared: batch.Batch) -> None:
+        if any(row["run_id"] == "poison" for row, _ in prepared.requests):
+            raise DataError("INSERT", {}, ValueError("bad row"))
+        await real_write(conn, prepared)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(batch, "write", picky)
+    sink = make_sink()
+    for i in range(1, 4):
+        sink.submit(factory.request("good", index=i))
+    sink.submit(factory.request("poison", index=1))
+    await sink.flush()
+    assert (sink.written, sink.dropped) == (3, 1)
+    assert await count(store_url, "requests") == 3
+
+
+async def test_strange_values_are_stored_not_retried_forever(make_sink: SinkFactory, store_url: str) -> None:
+    sink = make_sink()
+    sink.submit(
+        factory.request(
+            "run-\x00odd", model="m\x00", input_tokens=2**70, usd=float("nan"), agent="", error="e" * 10_000
+        )
+    )
+    sink.submit(factory.trip("run-\x00odd", evidence={"set": {1}, 2: b"x", "nul": "a\x00b"}))
+    await sink.flush()
+    assert (sink.written, sink.dropped, sink.failures) == (2, 0, 0)
+    run = await StoreReader(sink.engine).run("run-odd")
+    assert run is not None and run["usd"] == 0.0 and run["agents"] == []
+
+
+async def test_sqlite_unavailable_at_first_loses_nothing(tmp_path: Path) -> None:
+    path = tmp_path / "db" / "runguard.db"
+    path.mkdir(parents=True)  # a directory where the file should be: SQLite cannot open it (even as root)
+    sink = QueueSink(f"sqlite+aiosqlite:///{path}", flush_interval=0.02, max_backoff=0.2)
+    sink.start()
+    try:
+        for i in range(1, 101):
+            sink.submit(factory.request("run-outage", index=i))
+        await asyncio.sleep(1.0)
+        assert sink.failures > 0 and sink.backlog == 100 and not sink.migrated.is_set()
+        path.rmdir()  # the database can be created now
+        await asyncio.wait_for(sink.migrated.wait(), 10)
+        for i in range(101, 151):
+            sink.submit(factory.request("run-outage", index=i))
+        await asyncio.wait_for(sink.flush(), 10)
+        assert (sink.written, sink.dropped, sink.backlog) == (150, 0, 0)
+    finally:
+        await sink.close()
+    assert await count(f"sqlite+aiosqlite:///{path}", "requests") == 150
+
+
+@pytest.mark.postgres
+async def test_postgres_down_at_start_and_mid_way_loses_nothing() -> None:
+    base = require_postgres()
+    schema = unique_name("rg_test")
+    relay = TcpRelay(closed_port(), "127.0.0.1", 5432)
+    url = base.replace("@127.0.0.1:5432/", f"@127.0.0.1:{relay.port}/") + f"?schema={schema}"
+    assert f":{relay.port}/" in url
+    sink = QueueSink(url, flush_interval=0.02, max_backoff=0.2, batch_size=20)
+    sink.start()
+    try:
+        for i in range(1, 51):
+            sink.submit(factory.request("run-pg-outage", index=i))
+        await asyncio.sleep(1.0)
+        assert sink.failures > 0 and sink.backlog == 50  # port closed: connection refused
+        await relay.up()
+        await asyncio.wait_for(sink.flush(), 15)
+        assert sink.written == 50
+        await relay.down()  # the database goes away with connections open
+        failures = sink.failures
+        for i in range(51, 121):
+            sink.submit(factory.request("run-pg-outage", index=i))
+        await asyncio.sleep(1.0)
+        assert sink.failures > failures and sink.backlog > 0
+        await relay.up()
+        await asyncio.wait_for(sink.flush(), 15)
+        assert (sink.written, sink.dropped, sink.backlog) == (120, 0, 0)
+    finally:
+        await sink.close()
+        await relay.down()
+    direct = base + f"?schema={schema}"
+    try:
+        assert await count(direct, "requests") == 120
+        reader = StoreReader.open(direct)
+        run = await reader.run("run-pg-outage")
+        await reader.close()
+        assert run is not None and run["requests"] == 120
+    finally:
+        await drop_schema(base, schema)

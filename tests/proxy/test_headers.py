@@ -1,0 +1,43 @@
+from __future__ import annotations
+
+from multidict import CIMultiDict, CIMultiDictProxy
+
+from runguard.proxy.headers import client_response_headers, upstream_request_headers
+
+
+def test_request_headers_drop_hop_by_hop_and_own_headers_only() -> None:
+    headers = CIMultiDictProxy(
+        CIMultiDict(
+            {
+                "Authorization": "Bearer sk-x",
+                "Connection": "keep-alive, X-Custom-Hop",
+                "X-Custom-Hop": "1",
+                "Keep-Alive": "timeout=5",
+                "Host": "proxy:8787",
+                "X-Run-Id": "run-1",
+                "x-runguard-limit": "budget.run_usd=1",
+                "Content-Length": "10",
+                "x-stainless-retry-count": "0",
+                "Accept-Encoding": "gzip",
+            }
+        )
+    )
+    out = upstream_request_headers(headers, ("X-Run-Id", "X-Agent-Name"))
+    assert dict(out) == {"Authorization": "Bearer sk-x", "x-stainless-retry-count": "0", "Accept-Encoding": "gzip"}
+
+
+def test_response_headers_keep_length_only_for_whole_bodies() -> None:
+    headers = CIMultiDictProxy(
+        CIMultiDict(
+            {
+                "Content-Type": "application/json",
+                "Content-Length": "5",
+                "Transfer-Encoding": "chunked",
+                "Content-Encoding": "gzip",
+                "x-request-id": "req_1",
+            }
+        )
+    )
+    assert "Content-Length" in client_response_headers(headers, keep_length=True)
+    streamed = client_response_headers(headers, keep_length=False)
+    assert set(streamed) == {"Content-Type", "Content-Encoding", "x-request-id"}

@@ -1,0 +1,28 @@
+from __future__ import annotations
+
+from pathlib import Path
+
+from runguard.proxy.keys import ANONYMOUS, KeyHasher, load_salt, raw_key
+
+
+def test_key_sources_in_order() -> None:
+    assert raw_key({"Authorization": "Bearer sk-a"}, {"key": "q"}) == "sk-a"
+    assert raw_key({"x-goog-api-key": "g"}, {"key": "q"}) == "g"
+    assert raw_key({}, {"key": "q"}) == "q"
+    assert raw_key({"Authorization": "Basic xyz"}, {}) is None
+
+
+def test_hash_is_salted_stable_and_never_contains_the_key() -> None:
+    a = KeyHasher(b"salt-a")
+    b = KeyHasher(b"salt-b")
+    assert a.hash("sk-secret") == a.hash("sk-secret")
+    assert a.hash("sk-secret") != b.hash("sk-secret")
+    assert "secret" not in a.hash("sk-secret")
+    assert a.hash(None) == ANONYMOUS
+
+
+def test_salt_is_created_once_and_private(tmp_path: Path) -> None:
+    first = load_salt(None, tmp_path)
+    assert load_salt(None, tmp_path) == first
+    assert (tmp_path / "salt").stat().st_mode & 0o777 == 0o600
+    assert load_salt("configured", tmp_path) == b"configured"

@@ -1,0 +1,75 @@
+from __future__ import annotations
+
+from typing import ClassVar
+
+from pydantic import Field
+
+from runguard.config.settings import GuardSettings, Override
+from runguard.detectors.base import Action, Detector, DetectorConfig
+from runguard.proxy.policy import Policy, tightening_from
+
+
+class _LimitConfig(DetectorConfig):
+    limit: int = Field(100, description="the limit", json_schema_extra={"tighten": "lower"})
+    note: str = Field("x", description="not tightenable")
+
+
+class _Limit(Detector[_LimitConfig]):
+    name: ClassVar[str] = "limit"
+    Config = _LimitConfig
+
+
+class _WarnConfig(DetectorConfig):
+    action: Action = Field(Action.WARN, description="warn by default")
+
+
+class _Warn(Detector[_WarnConfig]):
+    name: ClassVar[str] = "warny"
+    Config = _WarnConfig
+
+
+def _policy(**guard: object) -> Policy:
+    return Policy([_Limit(), _Warn()], GuardSettings.model_validate(guard))
+
+
+def _cfg(policy: Policy, name: str, key: str = "k_1", model: str = "gpt-4o", headers: dict[str, str] | None = None):
+    found = {a.name: a.config for a in policy.armed(key, model, tightening_from(headers or {}))}
+    return found.get(name)
+
+
+def test_layers_apply_global_then_key_then_model() -> None:
+    policy = _policy(
+        detectors={"limit": {"limit": 50}},
+        key_labels={"k_1": "team-a"},
+        overrides=[
+            Override(key="team-a", detectors={"limit": {"limit": 40}}),
+            Override(model="gpt-4o*", detectors={"limit": {"limit": 30}}),
+            Override(key="k_other", detectors={"limit": {"limit": 1}}),
+        ],
+    )
+    assert _cfg(policy, "limit").limit == 30
+    assert _cfg(policy, "limit", model="o3").limit == 40
+    assert _cfg(policy, "limit", key="k_2", model="o3").limit == 50
+
+
+def test_headers_only_tighten() -> None:
+    policy = _policy(detectors={"limit": {"limit": 50}})
+    assert _cfg(policy, "limit", headers={"X-RunGuard-Limit": "limit.limit=10"}).limit == 10
+    assert _cfg(policy, "limit", headers={"X-RunGuard-Limit": "limit.limit=500"}).limit == 50
+    assert _cfg(policy, "limit", headers={"X-RunGuard-Limit": "limit.note=y"}).note == "x"
+    assert _cfg(policy, "limit", headers={"X-RunGuard-Limit": "limit.limit=garbage"}).limit == 50
+    assert _cfg(policy, "warny", headers={"X-RunGuard-Limit": "warny.action=block"}).action is Action.BLOCK
+    assert _cfg(policy, "limit", headers={"X-RunGuard-Limit": "limit.action=off"}).action is Action.BLOCK
+
+
+def test_off_detectors_are_not_armed() -> None:
+    policy = _policy(detectors={"warny": {"action": "off"}})
+    assert _cfg(policy, "warny") is None
+    assert _cfg(policy, "limit") is not None
+
+
+def test_short_headers_map_to_budget_fields() -> None:
+    assert tightening_from({"X-RunGuard-Budget-Usd": "0.5", "X-RunGuard-Max-Requests": "7"}) == (
+        ("budget", "run_usd", "0.5"),
+        ("max_requests", "limit", "7"),
+    )

@@ -1,0 +1,43 @@
+"""Starting the real proxy in-process on loopback, pointed at a fake upstream."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from runguard.config.settings import Settings
+from runguard.detectors.base import Detector
+from runguard.proxy.app import create_app
+from runguard.proxy.records import Record
+from runguard.proxy.server import Running, start
+from runguard.proxy.state.base import StateBackend
+
+
+class ListSink:
+    """Keeps every record, for assertions."""
+
+    def __init__(self) -> None:
+        self.records: list[Record] = []
+
+    def submit(self, record: Record) -> None:
+        self.records.append(record)
+
+
+def settings_for(upstream_url: str, **sections: dict[str, Any]) -> Settings:
+    data: dict[str, Any] = {
+        "upstreams": {"openai": upstream_url, "gemini": upstream_url, **sections.pop("upstreams", {})},
+        "runs": {"key_salt": "test-salt", **sections.pop("runs", {})},
+        **sections,
+    }
+    return Settings.model_validate(data)
+
+
+async def start_proxy(
+    settings: Settings,
+    *,
+    sink: ListSink | None = None,
+    state: StateBackend | None = None,
+    detectors: Sequence[Detector[Any]] | None = None,
+) -> Running:
+    app = create_app(settings, sink=sink, state=state, detectors=detectors)
+    return await start(app, "127.0.0.1", 0, grace=2.0)
