@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, SecretStr
+from pydantic import BaseModel, ConfigDict, Field, SecretStr, field_validator
 
 
 class _Section(BaseModel):
@@ -74,6 +74,13 @@ class StateSettings(_Section):
     )
     timeout: float = Field(0.5, gt=0, description="Seconds one state round trip may take before it counts as failed.")
 
+    @field_validator("url")
+    @classmethod
+    def _redis_url(cls, url: str | None) -> str | None:
+        if url and url.split("://", 1)[0] not in {"redis", "rediss", "unix"}:
+            raise ValueError("expected redis://, rediss:// or unix:// (or leave it unset for in-memory state)")
+        return url or None
+
 
 class StoreSettings(_Section):
     database_url: str = Field(
@@ -85,6 +92,13 @@ class StoreSettings(_Section):
     queue_size: int = Field(50_000, gt=0, description="Records waiting for the database before new ones are dropped.")
     batch_size: int = Field(500, gt=0, description="Records written per database transaction.")
     flush_interval: float = Field(0.25, gt=0, description="Seconds between batch writes.")
+
+    @field_validator("database_url")
+    @classmethod
+    def _known_engine(cls, url: str) -> str:
+        if url and not url.startswith(("sqlite", "postgresql")):
+            raise ValueError("expected sqlite+aiosqlite:///PATH or postgresql+asyncpg://... (empty keeps no records)")
+        return url
 
 
 class AlertSettings(_Section):

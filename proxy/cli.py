@@ -12,6 +12,7 @@ import contextlib
 import logging
 import signal
 import sys
+from collections.abc import Coroutine
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -95,15 +96,28 @@ def serve(
     loaded = load(config, {"server.host": host, "server.port": port, "guard.shadow": shadow})
     settings = loaded.settings
     logging.basicConfig(level=settings.log.level.upper(), format="%(message)s")
+    logging.getLogger("alembic").setLevel(max(logging.WARNING, logging.getLogger().level))  # migration chatter
     warning = bind_warning(settings)
     if warning is not None:
         typer.echo(warning, err=True)
     try:
-        import uvloop
+        _run(_serve(settings))
+    except ConfigError as exc:
+        typer.echo(f"runguard-proxy: invalid configuration: {exc}", err=True)
+        raise typer.Exit(2) from exc
+    except OSError as exc:  # the port is taken, the database or Redis is unreachable at start
+        typer.echo(f"runguard-proxy: cannot start: {exc}", err=True)
+        raise typer.Exit(1) from exc
 
-        uvloop.run(_serve(settings))
+
+def _run(main: Coroutine[Any, Any, None]) -> None:
+    """Run `main` on uvloop when it is installed, else on asyncio's own loop."""
+    try:
+        import uvloop
     except ImportError:
-        asyncio.run(_serve(settings))
+        asyncio.run(main)
+        return
+    uvloop.run(main)
 
 
 def main() -> None:

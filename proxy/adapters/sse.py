@@ -23,17 +23,27 @@ class SseSplitter:
     Cost is linear in the bytes fed however they are split: the buffer only
     holds the unfinished line, each byte is searched for a line end once, and
     a consumed prefix is dropped from the front of a bytearray (no copy of the rest).
+
+    Memory is bounded by `limit`: a line or an event larger than that (a
+    stream that is not SSE, or a broken one) makes the splitter give up, set
+    `overflowed` and ignore the rest of the stream. The relay forwards the
+    bytes regardless; only what RunGuard reads from them is lost (fail open).
     """
 
-    __slots__ = ("_buffer", "_data", "_event", "_first")
+    __slots__ = ("_buffer", "_data", "_event", "_first", "_held", "_limit", "overflowed")
 
-    def __init__(self) -> None:
+    def __init__(self, limit: int = 32 * 1024 * 1024) -> None:
         self._buffer = bytearray()
         self._data: list[bytes] = []
+        self._held = 0  # bytes in _data
         self._event: str | None = None
         self._first = True
+        self._limit = limit
+        self.overflowed = False
 
     def feed(self, chunk: bytes) -> list[SseEvent]:
+        if self.overflowed:
+            return []
         buffer = self._buffer
         scanned = len(buffer)  # the unfinished line kept from before holds no LF
         buffer += chunk
@@ -44,7 +54,15 @@ class SseSplitter:
             start = end + 1
         if start:
             del buffer[:start]
+        if len(buffer) + self._held > self._limit:
+            self._give_up()
+            return []
         return events
+
+    def _give_up(self) -> None:
+        self.overflowed = True
+        self._buffer = bytearray()
+        self._data, self._held, self._event = [], 0, None
 
     def _line(self, line: bytes, events: list[SseEvent]) -> None:
         if self._first:
@@ -53,19 +71,22 @@ class SseSplitter:
         if not line:
             if self._data:
                 events.append(SseEvent(self._event, b"\n".join(self._data)))
-            self._data, self._event = [], None
+            self._data, self._held, self._event = [], 0, None
             return
         name, _, value = line.partition(b":")
         if value.startswith(b" "):
             value = value[1:]
         if name == b"data":
             self._data.append(value)
+            self._held += len(value) + 1
         elif name == b"event":
             self._event = value.decode("utf-8", "replace")
 
     def rest(self) -> list[SseEvent]:
         """Events left when the stream closes without a final blank line."""
         events: list[SseEvent] = []
+        if self.overflowed:
+            return events
         if self._buffer:
             line = bytes(self._buffer)
             self._buffer.clear()

@@ -33,6 +33,7 @@ class ServeProcess:
             try:
                 await asyncio.wait_for(self.process.wait(), wait_seconds)
             except TimeoutError:
+                self.output.append(f"[test harness] no exit {wait_seconds} s after signal {sig}: killed\n".encode())
                 self.process.kill()
                 await self.process.wait()
         await asyncio.gather(*self._drains, return_exceptions=True)
@@ -40,6 +41,11 @@ class ServeProcess:
 
     def text(self) -> str:
         return b"".join(self.output).decode("utf-8", "replace")
+
+    def diagnostics(self, lines: int = 40) -> str:
+        """The process's own messages (record lines left out), last `lines` of them: for assertion messages."""
+        said = [line for line in self.text().splitlines() if not line.startswith('{"ts"')]
+        return "\n".join(said[-lines:])
 
 
 async def _drain(stream: asyncio.StreamReader, into: list[bytes]) -> None:

@@ -27,6 +27,8 @@ def settings_for(upstream_url: str, **sections: dict[str, Any]) -> Settings:
     data: dict[str, Any] = {
         "upstreams": {"openai": upstream_url, "gemini": upstream_url, **sections.pop("upstreams", {})},
         "runs": {"key_salt": "test-salt", **sections.pop("runs", {})},
+        # In-process proxies keep no database unless a test asks for one.
+        "store": {"database_url": "", **sections.pop("store", {})},
         **sections,
     }
     return Settings.model_validate(data)

@@ -9,7 +9,6 @@ where the records promise strings), since detectors trust the records.
 from __future__ import annotations
 
 import json
-import time
 from pathlib import Path
 from typing import Any
 
@@ -220,18 +219,16 @@ def test_random_bytes_as_stream_never_raise(case: Path, garbage: bytes) -> None:
 
 
 @pytest.mark.parametrize("case", STREAM_CASES, ids=case_id)
-def test_huge_event_fed_in_small_pieces_is_linear(case: Path) -> None:
-    """One 4 MB event, fed 64 bytes at a time: a quadratic buffer would take minutes here."""
+def test_huge_event_fed_in_small_pieces_is_parsed(case: Path) -> None:
+    """One 4 MB event, fed 64 bytes at a time, is still read (bench/ measures that this stays linear)."""
     adapter = adapter_of(case)
     text = "x" * (4 << 20)
     payload = b"data: " + json.dumps({"choices": [{"index": 0, "delta": {"content": text}}], "type": "x"}).encode()
     data = payload + b"\n\n"
     parser = adapter.stream_parser()
-    started = time.perf_counter()
     for start in range(0, len(data), 64):
         parser.feed(data[start : start + 64])
     check_response(parser.close())
-    assert time.perf_counter() - started < 3
 
 
 JSON_VALUES = st.recursive(

@@ -62,19 +62,14 @@ async def test_full_queue_drops_and_counts_without_blocking(store_url: str) -> N
     assert await count(store_url, "requests") == 5
 
 
-async def test_submit_costs_microseconds(make_sink: SinkFactory) -> None:
+async def test_a_large_backlog_is_written_whole(make_sink: SinkFactory) -> None:
+    """50,000 records queued at once all reach the database (bench/ measures the rates)."""
     sink = make_sink(queue_size=200_000)
-    records = [factory.request("run-fast", index=i) for i in range(1, 50_001)]
-    started = time.perf_counter()
+    records = [factory.request("run-large", index=i) for i in range(1, 50_001)]
     for record in records:
         sink.submit(record)
-    per_submit = (time.perf_counter() - started) / len(records)
-    print(f"submit: {per_submit * 1e6:.2f} us")
-    assert per_submit < 20e-6
-    started = time.perf_counter()
     await sink.flush()
-    print(f"writer: {len(records) / (time.perf_counter() - started):.0f} rows/s")
-    assert sink.written == len(records)
+    assert (sink.written, sink.dropped, sink.backlog) == (len(records), 0, 0)
 
 
 async def test_a_retried_batch_adds_nothing_twice(make_sink: SinkFactory, store_url: str) -> None:
