@@ -83,14 +83,6 @@ async def test_no_database_url_means_no_store(upstream: FakeUpstream) -> None:
         await running.stop()
 
 
-def test_a_bad_database_url_names_the_key(upstream: FakeUpstream) -> None:
-    from runguard.config.loader import ConfigError
-    from runguard.proxy.app import create_app
-
-    with pytest.raises(ConfigError, match=r"store\.database_url"):
-        create_app(settings_for("http://127.0.0.1:9", store={"database_url": "mysql://x/y"}))
-
-
 class _DownReader:
     async def recent_runs(self, limit: int) -> list[dict[str, object]]:
         raise ConnectionRefusedError("database down")

@@ -1,0 +1,31 @@
+"""`runguard-proxy serve` refuses a bad configuration with one clear line, no traceback."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from tests.support.processes import console_script
+
+
+@pytest.mark.parametrize(
+    ("variable", "value", "key"),
+    [("RUNGUARD_DATABASE_URL", "mysql://x/y", "store.database_url"), ("RUNGUARD_STATE_URL", "http://x", "state.url")],
+)
+def test_a_bad_url_stops_serve_naming_the_key(variable: str, value: str, key: str, tmp_path: Path) -> None:
+    served = subprocess.run(
+        [console_script(), "serve", "--port", "0"],
+        check=False,
+        env={**os.environ, variable: value, "RUNGUARD_HOME": str(tmp_path)},
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert served.returncode == 2
+    assert f"invalid configuration: {key}" in served.stderr
+    assert "Traceback" not in served.stderr
+    assert not list(tmp_path.iterdir())  # nothing created on the way out
