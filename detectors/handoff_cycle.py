@@ -15,7 +15,7 @@ from pydantic import Field
 
 from runguard.detectors import tally
 from runguard.detectors.base import Detector, DetectorConfig, Plan, RequestSeen, ResponseSeen, Results, Verdict
-from runguard.detectors.normalize import args_digest, clip, result_digest, tag
+from runguard.detectors.normalize import args_digest, clip, result_digest_of, tag
 from runguard.detectors.ops import Add, Op, Push, Scope
 from runguard.proxy.events import Handoff, digest
 
@@ -82,7 +82,7 @@ class HandoffCycle(Detector[HandoffCycleConfig]):
         # What the request brought: the last turn's calls (a draft saved by a tool) and their results.
         brought = "".join(
             [args_digest(c.arguments) for c in seen.request.prior_calls]
-            + [result_digest(r.content) for r in seen.request.new_results]
+            + [result_digest_of(r) for r in seen.request.new_results]
         )
         items = tuple(f"{pair}#{self._payload(seen, handoff, brought)}" for handoff, pair in pairs)
         plan: dict[str, Op] = {"recent": Push(Scope.RUN, "recent", items, keep=cfg.window)}

@@ -12,7 +12,7 @@ from __future__ import annotations
 from pydantic import Field
 
 from runguard.detectors.base import Detector, DetectorConfig, Plan, RequestSeen, Results, RunFacts, Verdict
-from runguard.detectors.normalize import DEFAULT_VOLATILE_KEYS, lowered, result_digest, result_uniq, tag
+from runguard.detectors.normalize import DEFAULT_VOLATILE_KEYS, lowered, result_digest_of, result_uniq, tag
 from runguard.detectors.ops import Push, Scope
 from runguard.proxy.events import RequestInfo
 
@@ -54,7 +54,7 @@ class NonProgress(Detector[NonProgressConfig]):
                 continue  # not attributable to a tool
             extra = cfg.volatile_keys_by_tool.get(result.name)
             volatile = common | lowered(extra) if extra else common
-            key = f"{tag(result.name)}:{result_digest(result.content, volatile)}"
+            key = f"{tag(result.name)}:{result_digest_of(result, volatile)}"
             keys.setdefault(key, result_uniq(request, result, position))
         return [f"{key}:{uniq}" for key, uniq in keys.items()]
 

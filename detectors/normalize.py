@@ -8,7 +8,9 @@ bytes, in time linear in that text (never in the conversation).
   token hashes (the 48 smallest: a bottom-k sketch), and `jaccard` over two
   such sets (exact while both hold fewer than 48 tokens, an estimate beyond).
 - `result_digest`: a result's hash with volatile keys (ids, timestamps)
-  dropped, so the same answer re-sent with a fresh request id hashes the same.
+  dropped, so the same answer re-sent with a fresh request id hashes the same;
+  `result_digest_of` computes it once per result and key set (several
+  detectors read the same result in one request).
 - `args_digest`: the exact arguments (canonical JSON) as a hash;
   `keyed_values_digest`: a hash of only the values under some keys (page, cursor).
 - `paired_results` / `turn_signature`: the last assistant turn's calls with
@@ -48,7 +50,6 @@ DEFAULT_VOLATILE_KEYS = (
     "uuid",
 )
 _NON_WORD = re.compile(r"[^a-z0-9]+")
-_SPACE = re.compile(r"\s+")
 _MISSING = object()
 
 
@@ -74,11 +75,16 @@ def _dump(value: Any) -> str:
     return orjson.dumps(value, option=orjson.OPT_SORT_KEYS).decode()
 
 
+def _squash(text: str) -> str:
+    """Whitespace runs as one space, ends trimmed (str.split: several times faster than a regex)."""
+    return " ".join(text.split())
+
+
 def canonical(arguments: str) -> str:
     """Canonical JSON of an argument string (sorted keys); other text with whitespace collapsed."""
     value = _parse(arguments)
     if value is _MISSING:
-        return _SPACE.sub(" ", arguments).strip()
+        return _squash(arguments)
     return _dump(value)
 
 
@@ -175,12 +181,23 @@ DEFAULT_VOLATILE = lowered(DEFAULT_VOLATILE_KEYS)
 def result_digest(content: str, volatile_keys: Collection[str] = DEFAULT_VOLATILE) -> str:
     """A hash of a tool result without its volatile keys (lowercase names, matched at any depth).
 
-    JSON results are re-dumped canonically; other text has its whitespace collapsed.
+    JSON results are re-dumped canonically; other text is hashed as sent, ends
+    trimmed (collapsing its inner whitespace cost more than the rest of the
+    request's detector work for a 300 KB file read, and a tool that repeats
+    itself repeats its spacing too).
     """
     value = _parse(content)
     if value is _MISSING:
-        return digest(_SPACE.sub(" ", content).strip())
+        return digest(content.strip())
     return digest(_dump(_drop_keys(value, volatile_keys)))
+
+
+def result_digest_of(result: ToolResult, volatile_keys: frozenset[str] = DEFAULT_VOLATILE) -> str:
+    """`result_digest` of a result's content, computed once per key set and kept on the result."""
+    found = result.digests.get(volatile_keys)
+    if found is None:
+        found = result.digests[volatile_keys] = result_digest(result.content, volatile_keys)
+    return found
 
 
 def _call_positions(request: RequestInfo) -> list[int | None]:
@@ -223,8 +240,7 @@ def turn_signature(request: RequestInfo) -> tuple[str, str] | None:
         return None
     answered = {i: r for i, r in zip(_call_positions(request), request.new_results, strict=True) if i is not None}
     parts = sorted(
-        f"{call.name}\x00{args_digest(call.arguments)}\x00"
-        + (result_digest(answered[i].content) if i in answered else "-")
+        f"{call.name}\x00{args_digest(call.arguments)}\x00" + (result_digest_of(answered[i]) if i in answered else "-")
         for i, call in enumerate(request.prior_calls)
     )
     first = request.prior_calls[0].call_id

@@ -71,6 +71,12 @@ def _namespaced(op: Op, prefix: str) -> Op:
     return dataclasses.replace(op, field=f"{prefix}.{op.field}")
 
 
+def _own(seen: ResponseSeen, before: dict[str, Results], name: str) -> ResponseSeen:
+    """`seen` with one detector's request-phase results; most have none and share `seen` as is."""
+    got = before.get(name)
+    return dataclasses.replace(seen, before=got) if got else seen
+
+
 HOOKS = ("plan_request", "check_request", "inspect_response", "plan_response", "check_response")
 
 
@@ -147,16 +153,14 @@ class Engine:
         return findings, {armed.name: got for armed, got in pairs}
 
     def inspect_response(self, armed: Sequence[Armed], seen: ResponseSeen, before: dict[str, Results]) -> list[Finding]:
-        pairs = [
-            (a, dataclasses.replace(seen, before=before.get(a.name, {}))) for a in self._with(armed, "inspect_response")
-        ]
+        pairs = [(a, _own(seen, before, a.name)) for a in self._with(armed, "inspect_response")]
         return self._check(pairs, "inspect_response", lambda a, s: a.detector.inspect_response(s, a.config))
 
     def plan_response(
         self, armed: Sequence[Armed], seen: ResponseSeen, before: dict[str, Results], offset: int
     ) -> Batch:
         def call(a: Armed) -> Any:
-            return a.detector.plan_response(dataclasses.replace(seen, before=before.get(a.name, {})), a.config)
+            return a.detector.plan_response(_own(seen, before, a.name), a.config)
 
         return self._plan(armed, offset, "plan_response", call)
 
@@ -164,6 +168,6 @@ class Engine:
         self, batch: Batch, results: Sequence[OpResult], seen: ResponseSeen, before: dict[str, Results]
     ) -> list[Finding]:
         def call(a: Armed, got: Results) -> Verdict | None:
-            return a.detector.check_response(dataclasses.replace(seen, before=before.get(a.name, {})), got, a.config)
+            return a.detector.check_response(_own(seen, before, a.name), got, a.config)
 
         return self._check(batch.split(results), "check_response", call)

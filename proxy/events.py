@@ -63,6 +63,10 @@ class ToolResult:
     name: str | None
     call_id: str | None
     content: str
+    # Normalized digests of `content` by volatile-key set, filled on first use by
+    # `runguard.detectors.normalize.result_digest_of`: several detectors hash the
+    # same (possibly 300 KB) result, and this object lives for one request.
+    digests: dict[frozenset[str], str] = field(default_factory=dict, compare=False, repr=False)
 
 
 @dataclass(frozen=True, slots=True)

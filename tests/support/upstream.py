@@ -43,6 +43,7 @@ class Reply:
     reset_after: int | None = None  # break the connection after this many chunks
     hang: bool = False  # never answer
     stall_after: int | None = None  # go silent (connection open) after this many chunks
+    hold: asyncio.Event | None = None  # after the first chunk, wait for this before sending the rest
 
     @classmethod
     def json(cls, payload: Any, status: int = 200, headers: dict[str, str] | None = None) -> Reply:
@@ -125,6 +126,8 @@ class FakeUpstream:
                 await asyncio.sleep(3600)
             if reply.delay:
                 await asyncio.sleep(reply.delay)
+            if i == 1 and reply.hold is not None:
+                await reply.hold.wait()
             await out.write(chunk)
         await out.write_eof()
         return out
