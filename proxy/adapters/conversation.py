@@ -68,6 +68,31 @@ class Conversation:
         self._tail_user = False
         self._in_assistant = True
 
+    def earlier_assistant(self, chars: int, *, continues: bool = False) -> None:
+        """An assistant message before the last turn: counted only (its calls' sizes in `chars`).
+
+        Adapters report the history before the last assistant turn this way, so
+        a request costs objects only for its tail, not for every earlier step.
+        """
+        self._messages += 1
+        self._chars += chars
+        if not (continues and self._in_assistant):
+            self._assistant_turns += 1
+        self._last_calls, self._tail_results = [], []
+        self._tail_user = False
+        self._in_assistant = True
+
+    def earlier_result(self, chars: int) -> None:
+        """A tool result before the last assistant turn: counted only."""
+        self._messages += 1
+        self._chars += chars
+        self._in_assistant = False
+
+    def name_call(self, call_id: str | None, name: str) -> None:
+        """Remember an earlier call's tool name, for a later result that names only the call id."""
+        if call_id:
+            self._names[call_id] = name
+
     def result(self, call_id: str | None, name: str | None, content: str) -> None:
         self._messages += 1
         self._chars += len(content)

@@ -59,17 +59,39 @@ def _calls(parts: list[dict[str, Any]], start: int = 0) -> list[ToolCall]:
     return calls
 
 
+def _last_model_turn(contents: list[Any]) -> int:
+    """Index of the last model content (-1 if none): where the tail begins."""
+    for index in range(len(contents) - 1, -1, -1):
+        content = contents[index]
+        if isinstance(content, dict) and content.get("role") == "model":
+            return index
+    return -1
+
+
 def _read_contents(talk: Conversation, contents: Any) -> None:
-    for raw in as_list(contents):
+    listed = as_list(contents)
+    tail = _last_model_turn(listed)
+    for position, raw in enumerate(listed):
         content = as_dict(raw)
         parts = _parts(content)
+        earlier = position < tail
         if content.get("role") == "model":
-            talk.assistant(len(_text(parts, thoughts=True)), _calls(parts))
+            calls = _calls(parts)
+            chars = len(_text(parts, thoughts=True))
+            if earlier:
+                for call in calls:
+                    talk.name_call(call.call_id, call.name)
+                talk.earlier_assistant(chars + sum(len(c.name) + len(c.arguments) for c in calls))
+            else:
+                talk.assistant(chars, calls)
             continue
         answered = False
         for part in parts:
             response = as_dict(pick(part, "functionResponse", "function_response"))
-            if response:
+            if response and earlier:
+                talk.earlier_result(len(dumps_text(response.get("response"))))
+                answered = True
+            elif response:
                 talk.result(
                     opt_str(response.get("id")), opt_str(response.get("name")), dumps_text(response.get("response"))
                 )

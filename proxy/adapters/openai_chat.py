@@ -43,6 +43,28 @@ def _calls(raw: Any) -> list[ToolCall]:
     return calls
 
 
+def _earlier_calls(raw: Any, talk: Conversation) -> int:
+    """Characters of an earlier turn's calls (as `_calls` counts them), their names kept; no objects built."""
+    chars = 0
+    for item in as_list(raw):
+        entry = as_dict(item)
+        function = as_dict(entry.get("function"))
+        custom = as_dict(entry.get("custom"))
+        name = as_str(function.get("name")) or as_str(custom.get("name"))
+        chars += len(name) + len(_arguments(function.get("arguments", custom.get("input"))))
+        talk.name_call(opt_str(entry.get("id")), name)
+    return chars
+
+
+def _last_assistant(messages: list[Any]) -> int:
+    """Index of the last assistant message (-1 if none): where the tail begins."""
+    for index in range(len(messages) - 1, -1, -1):
+        message = messages[index]
+        if isinstance(message, dict) and message.get("role") == "assistant":
+            return index
+    return -1
+
+
 def _arguments(raw: Any) -> str:
     """Arguments are a JSON string; some compatible servers send the object itself."""
     return dumps_text(raw) if isinstance(raw, (str, dict, list)) else ""
@@ -176,7 +198,9 @@ class ChatAdapter:
         if data is None:
             return failed_request(self.api, problem)
         talk = Conversation()
-        for raw in as_list(data.get("messages")):
+        messages = as_list(data.get("messages"))
+        tail = _last_assistant(messages)
+        for position, raw in enumerate(messages):
             message = as_dict(raw)
             role = message.get("role")
             content = message.get("content")
@@ -184,8 +208,12 @@ class ChatAdapter:
                 talk.system(text_of(content))
             elif role == "user":
                 talk.user(text_of(content))
+            elif role == "assistant" and position < tail:
+                talk.earlier_assistant(len(text_of(content)) + _earlier_calls(message.get("tool_calls"), talk))
             elif role == "assistant":
                 talk.assistant(len(text_of(content)), _calls(message.get("tool_calls")))
+            elif role in ("tool", "function") and position < tail:
+                talk.earlier_result(len(text_of(content)))
             elif role in ("tool", "function"):
                 talk.result(opt_str(message.get("tool_call_id")), opt_str(message.get("name")), text_of(content))
             else:

@@ -100,12 +100,18 @@ def make_engine(target: Target, *, create_dir: bool = True, exclusive: bool = Fa
         path = target.sqlite_path
         if path is not None and create_dir:
             path.parent.mkdir(parents=True, exist_ok=True)
-        kwargs["connect_args"] = {"timeout": BUSY_TIMEOUT_MS / 1000}
+        # Batches insert a varying number of rows, each count its own (large) statement: sqlite3's
+        # default cache of 128 prepared statements per connection grew RSS by ~80 MB in a soak.
+        kwargs["connect_args"] = {"timeout": BUSY_TIMEOUT_MS / 1000, "cached_statements": 8}
     else:
         settings = {"application_name": "runguard-proxy"}
         if target.schema:
             settings["search_path"] = target.schema
-        kwargs["connect_args"] = {"server_settings": settings, "timeout": CONNECT_TIMEOUT_S}
+        kwargs["connect_args"] = {
+            "server_settings": settings,
+            "timeout": CONNECT_TIMEOUT_S,
+            "prepared_statement_cache_size": 16,  # as for SQLite above: one statement per batch size
+        }
         kwargs["pool_size"] = 4
     engine = create_async_engine(target.url, **kwargs)
     if target.sqlite:
