@@ -97,3 +97,25 @@ class CompareAndSet:
 
 Op = Add | Push | Get | Put | PutNX | CompareAndSet
 OpResult = str | float | tuple[str, ...] | None
+
+
+def renamed(op: Op, field: str) -> Op:
+    """`op` on another field (the guard prefixes each detector's fields with its name).
+
+    Built field by field: `dataclasses.replace` inspects the class on every call
+    and this runs for every op of every request.
+    """
+    match op:
+        case Add():
+            return Add(op.scope, field, op.amount)
+        case Push():
+            return Push(op.scope, field, op.items, op.keep, op.unique, op.head)
+        case Get():
+            return Get(op.scope, field)
+        case Put():
+            return Put(op.scope, field, op.value)
+        case PutNX():
+            return PutNX(op.scope, field, op.value)
+        case CompareAndSet():
+            return CompareAndSet(op.scope, field, op.expected, op.value)
+    raise TypeError(f"unknown state op {op!r}")

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from runguard.detectors.base import (
@@ -25,7 +25,7 @@ from runguard.detectors.base import (
     RunFacts,
     Verdict,
 )
-from runguard.detectors.ops import Op, OpResult
+from runguard.detectors.ops import Op, OpResult, renamed
 
 FaultHandler = Callable[[str, str, BaseException], None]  # detector, hook, exception
 
@@ -36,10 +36,10 @@ class Armed:
 
     detector: Detector[Any]
     config: DetectorConfig
+    name: str = field(init=False)  # the detector's name, read many times per request
 
-    @property
-    def name(self) -> str:
-        return self.detector.name
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "name", self.detector.name)
 
 
 @dataclass(frozen=True, slots=True)
@@ -68,7 +68,7 @@ class Batch:
 
 
 def _namespaced(op: Op, prefix: str) -> Op:
-    return dataclasses.replace(op, field=f"{prefix}.{op.field}")
+    return renamed(op, f"{prefix}.{op.field}")
 
 
 def _own(seen: ResponseSeen, before: dict[str, Results], name: str) -> ResponseSeen:

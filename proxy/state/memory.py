@@ -105,7 +105,13 @@ class MemoryState:
 
     async def execute(self, ids: ScopeIds, ops: Sequence[Op]) -> list[OpResult]:
         now = self._clock()
-        results = [_apply(self._slot(op.scope, ids.of(op.scope), now).fields, op) for op in ops]
+        scopes: dict[Scope, Fields] = {}  # each scope's slot looked up once per batch, not once per op
+        results = []
+        for op in ops:
+            fields = scopes.get(op.scope)
+            if fields is None:
+                fields = scopes[op.scope] = self._slot(op.scope, ids.of(op.scope), now).fields
+            results.append(_apply(fields, op))
         self._evict(now)
         return results
 
