@@ -104,8 +104,20 @@ async def profile(args: argparse.Namespace, upstream: str, log_dir: Path) -> tup
 
     running = await start(create_app(proxy_setup.settings(upstream)), "127.0.0.1", 0, grace=1.0)
     target = {"name": "proxy", "url": running.url, "pid": os.getpid()}
-    if args.growth:
+    if args.concurrency:
         spec: dict[str, Any] = {
+            "mode": "concurrent",
+            "api": args.api,
+            "stream": args.stream,
+            "size": args.size,
+            "concurrency": args.concurrency,
+            "duration": args.seconds,
+            "warmup_s": 0.5,
+            "targets": [target],
+            "run_prefix": "profile",
+        }
+    elif args.growth:
+        spec = {
             "mode": "growth",
             "api": args.api,
             "stream": args.stream,
@@ -137,6 +149,8 @@ async def profile(args: argparse.Namespace, upstream: str, log_dir: Path) -> tup
         profiler.stop()
         cpu = time.process_time() - started
         load.close()
+        if args.concurrency:  # a fixed duration: the request count comes from the load's report
+            args.requests = int(event["result"]["targets"]["proxy"]["n"])
     finally:
         load.kill()
         await running.stop()
@@ -151,6 +165,8 @@ def main() -> None:
     parser.add_argument("--size", choices=("small", "large"), default="small")
     parser.add_argument("--growth", action="store_true", help="one run growing a turn per request (steps = --requests)")
     parser.add_argument("--requests", type=int, default=2000)
+    parser.add_argument("--concurrency", type=int, default=0, help="N concurrent clients for --seconds instead")
+    parser.add_argument("--seconds", type=float, default=5.0, help="with --concurrency: how long")
     parser.add_argument("--interval", type=float, default=0.0005, help="sampling interval in seconds")
     parser.add_argument("--top", type=int, default=30)
     parser.add_argument("--html", type=Path, help="also write pyinstrument's HTML report here")
