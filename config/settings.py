@@ -68,7 +68,12 @@ class RunSettings(_Section):
 
 class StateSettings(_Section):
     url: str | None = Field(None, description="redis://... to share run and breaker state; unset keeps it in memory.")
-    key_prefix: str = Field("rg", description="Prefix of every key RunGuard writes to Redis.")
+    key_prefix: str = Field(
+        "rg",
+        min_length=1,
+        pattern=r"^[^{}\s]+$",
+        description="Prefix of every key RunGuard writes to Redis (no braces: keys carry their own hash tag).",
+    )
     fail_closed: bool = Field(
         False, description="When the state backend fails: false forwards anyway (fail open), true answers an error."
     )

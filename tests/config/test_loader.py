@@ -33,6 +33,25 @@ def test_invalid_value_names_the_key(tmp_path: Path) -> None:
         load_settings(config_file=bad, environ={})
 
 
+@pytest.mark.parametrize(
+    ("variable", "value", "key"),
+    [
+        ("RUNGUARD_STATE_URL", "http://redis:6379", "state.url"),
+        ("RUNGUARD_STATE__KEY_PREFIX", "rg{team}", "state.key_prefix"),
+        ("RUNGUARD_DATABASE_URL", "mysql://db/records", "store.database_url"),
+    ],
+)
+def test_urls_and_the_redis_prefix_are_checked_at_load(variable: str, value: str, key: str) -> None:
+    with pytest.raises(ConfigError, match=key.replace(".", r"\.")):
+        load_settings(environ={variable: value})
+
+
+def test_valid_state_and_store_urls_load() -> None:
+    env = {"RUNGUARD_STATE_URL": "rediss://cache:6380/1", "RUNGUARD_DATABASE_URL": "postgresql+asyncpg://db/rg"}
+    settings = load_settings(environ=env).settings
+    assert (settings.state.url, settings.store.database_url) == (env["RUNGUARD_STATE_URL"], env["RUNGUARD_DATABASE_URL"])
+
+
 def test_detector_settings_are_validated_with_their_key() -> None:
     def validate(name: str, values: object) -> None:
         if name == "spiral" and isinstance(values, dict) and values.get("threshold") == "high":
