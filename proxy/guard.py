@@ -211,9 +211,20 @@ class Guard:
         ticket.blocked_by = record.detector
 
     async def _act(
-        self, ticket: Ticket, findings: list[Finding], breakers: accounting.Breakers, usd_now: float
+        self,
+        ticket: Ticket,
+        findings: list[Finding],
+        breakers: accounting.Breakers,
+        usd_now: float,
+        *,
+        answers: bool = True,
     ) -> Finding | None:
-        """Record every finding; open the breaker for the first blocking one. Returns it."""
+        """Record every finding; open the breaker for the first blocking one. Returns it.
+
+        `answers`: the request has not gone upstream yet, so a blocking finding
+        also answers it locally (and the request is recorded as blocked). After
+        the response, a blocking finding only opens the breaker for what follows.
+        """
         blocking = next((f for f in findings if f.blocking), None)
         for finding in findings:
             trip = self._trip_record(ticket, finding, usd_now)
@@ -226,7 +237,7 @@ class Guard:
         scope = blocking.verdict.scope
         existing = breakers.of(scope)
         await self._execute(ticket.ids, [self._open_ops(ticket, blocking, existing)])
-        if ticket.answer is None and not ticket.blocked_by:
+        if answers and ticket.answer is None and not ticket.blocked_by:
             notice = StopNotice(
                 blocking.detector,
                 ticket.run_id,
@@ -319,7 +330,7 @@ class Guard:
             breakers = accounting.Breakers(None, None, None)
             if any(f.blocking for f in findings):
                 breakers = await self._breakers(ticket)
-            blocking = await self._act(ticket, findings, breakers, usd_now=seen.usd)
+            blocking = await self._act(ticket, findings, breakers, usd_now=seen.usd, answers=False)
             tripped = {blocking.verdict.scope} if blocking is not None else set()
             closing = [Put(scope, breaker.FIELD, None) for scope in ticket.probes if scope not in tripped]
             if closing:

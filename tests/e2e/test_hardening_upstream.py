@@ -269,6 +269,9 @@ async def test_two_consecutive_failures_of_any_kind_open_retry_cascade(upstream:
     records = requests_of(sink)
     assert [r.status for r in records[:2]] == [503, 200]
     assert records[1].error == "upstream_reset"
+    # the failure that opened the breaker reached the client as the upstream sent it: tripped, not blocked
+    assert records[1].blocked_by is None
+    assert [t.request_index for t in trips_of(sink)] == [records[1].index]
     assert (records[2].status, records[2].blocked_by, records[2].upstream_ms) == (429, "retry_cascade", None)
 
 
