@@ -49,7 +49,8 @@ def test_urls_and_the_redis_prefix_are_checked_at_load(variable: str, value: str
 def test_valid_state_and_store_urls_load() -> None:
     env = {"RUNGUARD_STATE_URL": "rediss://cache:6380/1", "RUNGUARD_DATABASE_URL": "postgresql+asyncpg://db/rg"}
     settings = load_settings(environ=env).settings
-    assert (settings.state.url, settings.store.database_url) == (env["RUNGUARD_STATE_URL"], env["RUNGUARD_DATABASE_URL"])
+    assert settings.state.url == env["RUNGUARD_STATE_URL"]
+    assert settings.store.database_url == env["RUNGUARD_DATABASE_URL"]
 
 
 def test_detector_settings_are_validated_with_their_key() -> None:
