@@ -12,7 +12,8 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
+from typing import Any
 
 from runguard.proxy.adapters.base import RequestContext
 from runguard.proxy.events import AgentIdentity, Api, OutputSchema, RequestInfo, ToolCall, ToolResult, digest
@@ -20,6 +21,14 @@ from runguard.proxy.events import AgentIdentity, Api, OutputSchema, RequestInfo,
 # Google ADK appends this to every agent's system instruction (wire-formats E.2).
 _ADK_NAME = re.compile(r'Your internal name is "([^"]+)"')
 CHARS_PER_TOKEN = 4  # Google's and OpenAI's rule of thumb for an estimate
+
+
+def last_index(items: list[Any], is_turn: Callable[[Any], bool]) -> int:
+    """Index of the last item `is_turn` accepts (-1 if none): what comes before it is earlier history."""
+    for index in range(len(items) - 1, -1, -1):
+        if is_turn(items[index]):
+            return index
+    return -1
 
 
 class Conversation:
@@ -68,30 +77,29 @@ class Conversation:
         self._tail_user = False
         self._in_assistant = True
 
-    def earlier_assistant(self, chars: int, *, continues: bool = False) -> None:
-        """An assistant message before the last turn: counted only (its calls' sizes in `chars`).
+    def earlier_assistant(self, chars: int, calls: Iterable[tuple[str, str, str | None]] = ()) -> None:
+        """An assistant message before the last turn, its calls as (name, arguments, call id).
 
-        Adapters report the history before the last assistant turn this way, so
-        a request costs objects only for its tail, not for every earlier step.
+        Counted like `assistant` (call ids keep their names for later results),
+        but no `ToolCall` is built: a long agent loop sends hundreds of earlier
+        turns with every request, and only the last turn's calls are needed.
         """
         self._messages += 1
         self._chars += chars
-        if not (continues and self._in_assistant):
-            self._assistant_turns += 1
+        for name, arguments, call_id in calls:
+            self._chars += len(name) + len(arguments)
+            if call_id:
+                self._names[call_id] = name
+        self._assistant_turns += 1
         self._last_calls, self._tail_results = [], []
         self._tail_user = False
         self._in_assistant = True
 
     def earlier_result(self, chars: int) -> None:
-        """A tool result before the last assistant turn: counted only."""
+        """A tool result before the last assistant turn: counted only (the next turn drops it anyway)."""
         self._messages += 1
         self._chars += chars
         self._in_assistant = False
-
-    def name_call(self, call_id: str | None, name: str) -> None:
-        """Remember an earlier call's tool name, for a later result that names only the call id."""
-        if call_id:
-            self._names[call_id] = name
 
     def result(self, call_id: str | None, name: str | None, content: str) -> None:
         self._messages += 1

@@ -16,7 +16,7 @@ import orjson
 
 from runguard.proxy.adapters import gemini_replies
 from runguard.proxy.adapters.base import RequestContext, StopNotice, Synthetic
-from runguard.proxy.adapters.conversation import Conversation, failed_request
+from runguard.proxy.adapters.conversation import Conversation, failed_request, last_index
 from runguard.proxy.adapters.handoffs import handoffs_of
 from runguard.proxy.adapters.jsonish import (
     JsonArrayItems,
@@ -59,31 +59,19 @@ def _calls(parts: list[dict[str, Any]], start: int = 0) -> list[ToolCall]:
     return calls
 
 
-def _last_model_turn(contents: list[Any]) -> int:
-    """Index of the last model content (-1 if none): where the tail begins."""
-    for index in range(len(contents) - 1, -1, -1):
-        content = contents[index]
-        if isinstance(content, dict) and content.get("role") == "model":
-            return index
-    return -1
+def _is_model(content: Any) -> bool:
+    return isinstance(content, dict) and content.get("role") == "model"
 
 
 def _read_contents(talk: Conversation, contents: Any) -> None:
     listed = as_list(contents)
-    tail = _last_model_turn(listed)
+    tail = last_index(listed, _is_model)
     for position, raw in enumerate(listed):
         content = as_dict(raw)
         parts = _parts(content)
         earlier = position < tail
         if content.get("role") == "model":
-            calls = _calls(parts)
-            chars = len(_text(parts, thoughts=True))
-            if earlier:
-                for call in calls:
-                    talk.name_call(call.call_id, call.name)
-                talk.earlier_assistant(chars + sum(len(c.name) + len(c.arguments) for c in calls))
-            else:
-                talk.assistant(chars, calls)
+            talk.assistant(len(_text(parts, thoughts=True)), _calls(parts))
             continue
         answered = False
         for part in parts:

@@ -7,13 +7,14 @@ request asked for `stream_options.include_usage`.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from typing import Any
 
 import orjson
 
 from runguard.proxy.adapters import openai_replies
 from runguard.proxy.adapters.base import RequestContext, StopNotice, Synthetic
-from runguard.proxy.adapters.conversation import Conversation, failed_request
+from runguard.proxy.adapters.conversation import Conversation, failed_request, last_index
 from runguard.proxy.adapters.handoffs import handoffs_of
 from runguard.proxy.adapters.jsonish import (
     as_dict,
@@ -30,39 +31,24 @@ from runguard.proxy.adapters.stop import stop_text
 from runguard.proxy.events import Api, OutputSchema, Provider, RequestInfo, ResponseInfo, ToolCall, Usage
 
 
-def _calls(raw: Any) -> list[ToolCall]:
-    calls = []
-    for index, item in enumerate(as_list(raw)):
-        entry = as_dict(item)
-        function = as_dict(entry.get("function"))
-        custom = as_dict(entry.get("custom"))
-        name = as_str(function.get("name")) or as_str(custom.get("name"))
-        calls.append(
-            ToolCall(name, _arguments(function.get("arguments", custom.get("input"))), opt_str(entry.get("id")), index)
-        )
-    return calls
-
-
-def _earlier_calls(raw: Any, talk: Conversation) -> int:
-    """Characters of an earlier turn's calls (as `_calls` counts them), their names kept; no objects built."""
-    chars = 0
+def _call_fields(raw: Any) -> Iterator[tuple[str, str, str | None]]:
+    """(name, arguments, call id) of each entry of a `tool_calls` list."""
     for item in as_list(raw):
         entry = as_dict(item)
         function = as_dict(entry.get("function"))
         custom = as_dict(entry.get("custom"))
         name = as_str(function.get("name")) or as_str(custom.get("name"))
-        chars += len(name) + len(_arguments(function.get("arguments", custom.get("input"))))
-        talk.name_call(opt_str(entry.get("id")), name)
-    return chars
+        yield name, _arguments(function.get("arguments", custom.get("input"))), opt_str(entry.get("id"))
 
 
-def _last_assistant(messages: list[Any]) -> int:
-    """Index of the last assistant message (-1 if none): where the tail begins."""
-    for index in range(len(messages) - 1, -1, -1):
-        message = messages[index]
-        if isinstance(message, dict) and message.get("role") == "assistant":
-            return index
-    return -1
+def _calls(raw: Any) -> list[ToolCall]:
+    return [
+        ToolCall(name, arguments, call_id, index) for index, (name, arguments, call_id) in enumerate(_call_fields(raw))
+    ]
+
+
+def _is_assistant(message: Any) -> bool:
+    return isinstance(message, dict) and message.get("role") == "assistant"
 
 
 def _arguments(raw: Any) -> str:
@@ -199,7 +185,7 @@ class ChatAdapter:
             return failed_request(self.api, problem)
         talk = Conversation()
         messages = as_list(data.get("messages"))
-        tail = _last_assistant(messages)
+        tail = last_index(messages, _is_assistant)
         for position, raw in enumerate(messages):
             message = as_dict(raw)
             role = message.get("role")
@@ -209,7 +195,7 @@ class ChatAdapter:
             elif role == "user":
                 talk.user(text_of(content))
             elif role == "assistant" and position < tail:
-                talk.earlier_assistant(len(text_of(content)) + _earlier_calls(message.get("tool_calls"), talk))
+                talk.earlier_assistant(len(text_of(content)), _call_fields(message.get("tool_calls")))
             elif role == "assistant":
                 talk.assistant(len(text_of(content)), _calls(message.get("tool_calls")))
             elif role in ("tool", "function") and position < tail:

@@ -17,7 +17,7 @@ import orjson
 
 from runguard.proxy.adapters import openai_replies
 from runguard.proxy.adapters.base import RequestContext, StopNotice, Synthetic
-from runguard.proxy.adapters.conversation import Conversation, failed_request
+from runguard.proxy.adapters.conversation import Conversation, failed_request, last_index
 from runguard.proxy.adapters.handoffs import handoffs_of
 from runguard.proxy.adapters.jsonish import (
     as_dict,
@@ -52,52 +52,32 @@ def _is_assistant(raw: Any) -> bool:
     return isinstance(kind, str) and kind in _ASSISTANT_ITEMS
 
 
-def _last_turn(items: list[Any]) -> int:
-    """Index of the first item of the last assistant turn (consecutive assistant items), -1 if none."""
-    start = -1
-    for index in range(len(items) - 1, -1, -1):
-        if _is_assistant(items[index]):
-            start = index
-        elif start >= 0:
-            break
-    return start
-
-
 def _read_input(talk: Conversation, items: Any) -> None:
     if isinstance(items, str):
         talk.user(items)
         return
     listed = as_list(items)
-    tail = _last_turn(listed)
+    tail = last_index(listed, _is_assistant)
     for position, raw in enumerate(listed):
         item = as_dict(raw)
         kind = item.get("type", "message")
-        earlier = position < tail
         if not isinstance(kind, str):
             talk.other()
         elif kind == "message":
             role, text = item.get("role"), text_of(item.get("content"))
             if role in ("system", "developer"):
                 talk.system(text)
-            elif role == "assistant" and earlier:
-                talk.earlier_assistant(len(text), continues=True)
             elif role == "assistant":
                 talk.assistant(len(text), continues=True)
             else:
                 talk.user(text)
         elif kind in _ASSISTANT_ITEMS:
             calls = [_call(item, 0)] if kind != "reasoning" else []
-            chars = len(dumps_text(item.get("summary", ""))) if not calls else 0
-            if earlier:
-                for call in calls:
-                    talk.name_call(call.call_id, call.name)
-                talk.earlier_assistant(chars + sum(len(c.name) + len(c.arguments) for c in calls), continues=True)
-            else:
-                talk.assistant(chars, calls, continues=True)
+            talk.assistant(len(dumps_text(item.get("summary", ""))) if not calls else 0, calls, continues=True)
         elif kind in ("function_call_output", "custom_tool_call_output"):
             output = item.get("output")
             text = text_of(output) or dumps_text(output)
-            if earlier:
+            if position < tail:
                 talk.earlier_result(len(text))
             else:
                 talk.result(opt_str(item.get("call_id")), None, text)
