@@ -102,7 +102,7 @@ async def profile(args: argparse.Namespace, upstream: str, log_dir: Path) -> tup
     from runguard.proxy.app import create_app
     from runguard.proxy.server import start
 
-    running = await start(create_app(proxy_setup.settings(upstream)), "127.0.0.1", 0, grace=1.0)
+    running = await start(create_app(proxy_setup.settings(upstream, frame=args.frame)), "127.0.0.1", 0, grace=1.0)
     target = {"name": "proxy", "url": running.url, "pid": os.getpid()}
     if args.concurrency:
         spec: dict[str, Any] = {
@@ -172,6 +172,7 @@ def main() -> None:
     parser.add_argument("--html", type=Path, help="also write pyinstrument's HTML report here")
     parser.add_argument("--tree", action="store_true", help="also print pyinstrument's call tree")
     parser.add_argument("--no-uvloop", action="store_true")
+    parser.add_argument("--frame", action="store_true", help="every detector off, no access log (the bare frame)")
     args = parser.parse_args()
     if args.growth and args.requests == 2000:
         args.requests = 300

@@ -31,15 +31,21 @@ DETECTOR_LIMITS: dict[str, dict[str, Any]] = {
 }
 
 
-def config_data(max_runs: int | None = None) -> dict[str, Any]:
+def config_data(max_runs: int | None = None, frame: bool = False) -> dict[str, Any]:
+    """The bench's settings; `frame`: every detector off, no access log (with no store, the proxy's bare frame)."""
     data: dict[str, Any] = {"guard": {"detectors": DETECTOR_LIMITS}}
+    if frame:
+        from runguard.detectors.registry import DETECTOR_CLASSES
+
+        data = {"guard": {"detectors": {cls.name: {"action": "off"} for cls in DETECTOR_CLASSES}}}
+        data["log"] = {"access_log": False}
     if max_runs is not None:
         data["runs"] = {"max_runs": max_runs}
     return data
 
 
-def write_config(path: Path, max_runs: int | None = None) -> Path:
-    path.write_text(yaml.safe_dump(config_data(max_runs), sort_keys=False), encoding="utf-8")
+def write_config(path: Path, max_runs: int | None = None, frame: bool = False) -> Path:
+    path.write_text(yaml.safe_dump(config_data(max_runs, frame), sort_keys=False), encoding="utf-8")
     return path
 
 
@@ -53,7 +59,7 @@ def proxy_command(config: Path, port: int) -> list[str]:
 
 
 def proxy_env(
-    upstream: str, home: Path, database: Path, state_url: str | None = None, key_prefix: str | None = None
+    upstream: str, home: Path, database: Path | None, state_url: str | None = None, key_prefix: str | None = None
 ) -> dict[str, str]:
     """The environment of one proxy process: ours only (no inherited RUNGUARD_* settings)."""
     env = {name: value for name, value in os.environ.items() if not name.startswith("RUNGUARD_")}
@@ -62,7 +68,7 @@ def proxy_env(
         {
             "RUNGUARD_OPENAI_UPSTREAM": upstream,
             "RUNGUARD_GEMINI_UPSTREAM": upstream,
-            "RUNGUARD_DATABASE_URL": f"sqlite+aiosqlite:///{database}",
+            "RUNGUARD_DATABASE_URL": f"sqlite+aiosqlite:///{database}" if database else "",
             "RUNGUARD_HOME": str(home),
         }
     )
@@ -72,11 +78,11 @@ def proxy_env(
     return env
 
 
-def settings(upstream: str, max_runs: int | None = None) -> Settings:
+def settings(upstream: str, max_runs: int | None = None, frame: bool = False) -> Settings:
     """`Settings` for an in-process proxy with the bench's detector limits (imported late: the proxy may not build)."""
     from runguard.config.settings import Settings
 
-    data = config_data(max_runs)
+    data = config_data(max_runs, frame)
     data["upstreams"] = {"openai": upstream, "gemini": upstream}
     data["runs"] = {**data.get("runs", {}), "key_salt": "bench-salt"}
     return Settings.model_validate(data)

@@ -105,18 +105,24 @@ class Bench:
         proxy = self._start_proxy("proxy")
         if proxy is not None:
             self.targets["proxy"] = proxy
+        if self.args.frame:
+            frame = self._start_proxy("proxy_frame", frame=True)
+            if frame is not None:
+                self.targets["proxy_frame"] = frame
         if self._redis_ready():
             redis_proxy = self._start_proxy("proxy_redis", state_url=REDIS_URL)
             if redis_proxy is not None:
                 self.targets["proxy_redis"] = redis_proxy
 
-    def _start_proxy(self, name: str, state_url: str | None = None, max_runs: int | None = None) -> Service | None:
+    def _start_proxy(
+        self, name: str, state_url: str | None = None, max_runs: int | None = None, frame: bool = False
+    ) -> Service | None:
         port = procs.free_port()
-        config = proxy_setup.write_config(self.tmp / f"{name}.yaml", max_runs)
+        config = proxy_setup.write_config(self.tmp / f"{name}.yaml", max_runs, frame)
         env = proxy_setup.proxy_env(
             self.upstream.url,
             self.tmp / f"home-{name}",
-            self.tmp / f"{name}.db",
+            None if frame else self.tmp / f"{name}.db",
             state_url,
             self.redis_prefix if state_url else None,
         )
@@ -425,6 +431,11 @@ def main() -> None:
     parser.add_argument("--only", nargs="+", choices=("latency", "stall", "throughput", "growth", "state", "soak"))
     parser.add_argument("--no-nginx", action="store_true")
     parser.add_argument("--no-redis", action="store_true")
+    parser.add_argument(
+        "--frame",
+        action="store_true",
+        help="also run proxy_frame: every detector off, no store, no access log (what the detectors add to)",
+    )
     parser.add_argument("--out", type=Path, help="results file (default bench/results/<timestamp>.json)")
     args = parser.parse_args()
     meta = _meta(args, Plan.make(args.quick))

@@ -15,7 +15,7 @@ from pydantic import Field
 
 from runguard.detectors import tally
 from runguard.detectors.base import Detector, DetectorConfig, Plan, RequestSeen, ResponseSeen, Results, Verdict
-from runguard.detectors.normalize import args_digest, clip, result_digest_of, tag
+from runguard.detectors.normalize import call_args_digest, clip, result_digest_of, tag
 from runguard.detectors.ops import Add, Op, Push, Scope
 from runguard.proxy.events import Handoff, digest
 
@@ -81,7 +81,7 @@ class HandoffCycle(Detector[HandoffCycleConfig]):
             return {}
         # What the request brought: the last turn's calls (a draft saved by a tool) and their results.
         brought = "".join(
-            [args_digest(c.arguments) for c in seen.request.prior_calls]
+            [call_args_digest(c) for c in seen.request.prior_calls]
             + [result_digest_of(r) for r in seen.request.new_results]
         )
         items = tuple(f"{pair}#{self._payload(seen, handoff, brought)}" for handoff, pair in pairs)

@@ -9,6 +9,8 @@ results, so a tool whose answer changes every time never counts.
 
 from __future__ import annotations
 
+from functools import cached_property
+
 from pydantic import Field
 
 from runguard.detectors.base import Detector, DetectorConfig, Plan, RequestSeen, Results, RunFacts, Verdict
@@ -38,6 +40,11 @@ class NonProgressConfig(DetectorConfig):
         description="More keys to ignore for particular tools, e.g. {parse_document: [attempt, latency_ms]}.",
     )
 
+    @cached_property
+    def volatile(self) -> frozenset[str]:
+        """`volatile_keys` as matched (lowercase), built once per config."""
+        return lowered(self.volatile_keys)
+
 
 class NonProgress(Detector[NonProgressConfig]):
     """Pre-flight, from the tool results the request sends back."""
@@ -47,7 +54,7 @@ class NonProgress(Detector[NonProgressConfig]):
 
     def _items(self, request: RequestInfo, cfg: NonProgressConfig) -> list[str]:
         """One "<tool>:<result hash>:<uniq>" per distinct (tool, result) of this request, in order."""
-        common = lowered(cfg.volatile_keys)
+        common = cfg.volatile
         keys: dict[str, str] = {}
         for position, result in enumerate(request.new_results):
             if result.name is None:

@@ -5,7 +5,7 @@ everything here turns one call's arguments or one result's text into a few
 bytes, in time linear in that text (never in the conversation).
 
 - `arg_tokens`: the words of an argument object as a bounded set of 4-hex
-  token hashes (the 48 smallest: a bottom-k sketch), and `jaccard` over two
+  token hashes (CRC-32's low bits; the 48 smallest: a bottom-k sketch), and `jaccard` over two
   such sets (exact while both hold fewer than 48 tokens, an estimate beyond).
 - `result_digest`: a result's hash with volatile keys (ids, timestamps)
   dropped, so the same answer re-sent with a fresh request id hashes the same;
@@ -15,6 +15,8 @@ bytes, in time linear in that text (never in the conversation).
   `keyed_values_digest`: a hash of only the values under some keys (page, cursor).
 - `paired_results` / `turn_signature`: the last assistant turn's calls with
   the results the request sends back for them.
+- `call_*`: the same values for one `ToolCall`, kept on it: several detectors
+  read the same call in one request.
 - `tag` / `clip`: short stand-ins for tool and agent names in state.
 """
 
@@ -22,6 +24,7 @@ from __future__ import annotations
 
 import base64
 import re
+import zlib
 from collections.abc import Collection, Iterable, Sequence
 from typing import Any
 
@@ -31,6 +34,7 @@ from runguard.proxy.events import RequestInfo, ToolCall, ToolResult, digest
 
 MAX_TOKENS = 48  # tokens kept per argument set: bounds state and pairwise work
 TOKEN_HEX = 4  # hex characters per token hash
+TOKEN_MASK = (1 << (TOKEN_HEX * 4)) - 1
 MAX_DEPTH = 32  # nesting levels walked when dropping volatile keys
 DEFAULT_VOLATILE_KEYS = (
     "id",
@@ -93,15 +97,53 @@ def args_digest(arguments: str) -> str:
     return digest(canonical(arguments))
 
 
+def call_canonical(call: ToolCall) -> str:
+    """`canonical` of a call's arguments, computed once per call."""
+    found: str | None = call.derived.get("canonical")
+    if found is None:
+        found = call.derived["canonical"] = canonical(call.arguments)
+    return found
+
+
+def call_args_digest(call: ToolCall) -> str:
+    """`args_digest` of a call's arguments, computed once per call."""
+    found: str | None = call.derived.get("args_digest")
+    if found is None:
+        found = call.derived["args_digest"] = digest(call_canonical(call))
+    return found
+
+
+def call_tokens(call: ToolCall) -> tuple[str, ...]:
+    """`arg_tokens` of a call's arguments, computed once per call."""
+    found: tuple[str, ...] | None = call.derived.get("tokens")
+    if found is None:
+        found = call.derived["tokens"] = _tokens(call_canonical(call))
+    return found
+
+
+def call_tag(call: ToolCall) -> str:
+    """`tag` of a call's tool name, computed once per call."""
+    found: str | None = call.derived.get("tag")
+    if found is None:
+        found = call.derived["tag"] = tag(call.name)
+    return found
+
+
 def arg_tokens(arguments: str) -> tuple[str, ...]:
     """The argument words as sorted 4-hex hashes, at most `MAX_TOKENS` (the smallest ones).
 
     Lowercased canonical JSON with every non-[a-z0-9] run turned into a space,
     so keys and values both count and punctuation does not.
     """
-    words = set(_NON_WORD.sub(" ", canonical(arguments).lower()).split())
-    hashed = sorted({digest(word, TOKEN_HEX // 2) for word in words})
-    return tuple(hashed[:MAX_TOKENS])
+    return _tokens(canonical(arguments))
+
+
+def _tokens(canonical_arguments: str) -> tuple[str, ...]:
+    # CRC-32's low 16 bits: stable across processes like blake2b, collide no more often among
+    # distinct words, and cost a third as much (an argument object has tens of words).
+    words = set(_NON_WORD.sub(" ", canonical_arguments.lower()).split())
+    hashed = sorted({zlib.crc32(word.encode("utf-8", "surrogatepass")) & TOKEN_MASK for word in words})
+    return tuple(f"{value:04x}" for value in hashed[:MAX_TOKENS])
 
 
 def encode_tokens(tokens: Iterable[str]) -> str:
@@ -201,7 +243,17 @@ def result_digest_of(result: ToolResult, volatile_keys: frozenset[str] = DEFAULT
 
 
 def _call_positions(request: RequestInfo) -> list[int | None]:
-    """For each new result, the position of the prior call it answers: by call id, else the next of that name."""
+    """For each new result, the position of the prior call it answers: by call id, else the next of that name.
+
+    Computed once per request (several detectors pair results with calls).
+    """
+    found: list[int | None] | None = request.derived.get("positions")
+    if found is None:
+        found = request.derived["positions"] = _positions(request)
+    return found
+
+
+def _positions(request: RequestInfo) -> list[int | None]:
     calls = request.prior_calls
     free = set(range(len(calls)))
     by_id = {call.call_id: i for i, call in enumerate(calls) if call.call_id}
@@ -234,13 +286,20 @@ def turn_signature(request: RequestInfo) -> tuple[str, str] | None:
     """The last assistant turn as one action: (hash of its calls and their results, a per-turn id).
 
     None when that turn made no tool calls. Calls are sorted, so a parallel
-    batch in another order is the same action.
+    batch in another order is the same action. Computed once per request.
     """
     if not request.prior_calls:
         return None
+    found: tuple[str, str] | None = request.derived.get("turn")
+    if found is None:
+        found = request.derived["turn"] = _turn_signature(request)
+    return found
+
+
+def _turn_signature(request: RequestInfo) -> tuple[str, str]:
     answered = {i: r for i, r in zip(_call_positions(request), request.new_results, strict=True) if i is not None}
     parts = sorted(
-        f"{call.name}\x00{args_digest(call.arguments)}\x00" + (result_digest_of(answered[i]) if i in answered else "-")
+        f"{call.name}\x00{call_args_digest(call)}\x00" + (result_digest_of(answered[i]) if i in answered else "-")
         for i, call in enumerate(request.prior_calls)
     )
     first = request.prior_calls[0].call_id

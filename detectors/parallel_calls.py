@@ -14,7 +14,7 @@ from itertools import combinations
 from pydantic import Field
 
 from runguard.detectors.base import Detector, DetectorConfig, Plan, RequestSeen, ResponseSeen, Verdict
-from runguard.detectors.normalize import arg_tokens, decode_tokens, encode_tokens, jaccard, tag
+from runguard.detectors.normalize import call_tag, call_tokens, decode_tokens, encode_tokens, jaccard
 from runguard.detectors.ops import Get, OpResult, Put, Scope
 from runguard.proxy.events import ToolCall
 
@@ -41,7 +41,7 @@ class ParallelCallsConfig(DetectorConfig):
 
 
 def _batch(calls: tuple[ToolCall, ...]) -> Batch:
-    return [(tag(call.name), arg_tokens(call.arguments)) for call in calls]
+    return [(call_tag(call), call_tokens(call)) for call in calls]
 
 
 def _stored(raw: OpResult) -> Batch:

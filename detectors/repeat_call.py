@@ -10,7 +10,7 @@ from __future__ import annotations
 from pydantic import Field
 
 from runguard.detectors.base import Detector, DetectorConfig, Plan, RequestSeen, Results, RunFacts, Verdict
-from runguard.detectors.normalize import args_digest, paired_results, result_digest_of, result_uniq
+from runguard.detectors.normalize import call_args_digest, paired_results, result_digest_of, result_uniq
 from runguard.detectors.ops import Push, Scope
 from runguard.proxy.events import RequestInfo, ToolCall, ToolResult, digest
 
@@ -31,7 +31,7 @@ class RepeatCallConfig(DetectorConfig):
 
 def _triple(call: ToolCall, result: ToolResult) -> str:
     # 10 hex characters: 64 of them never collide in practice, and the window stays near 1 KB.
-    return digest("\x00".join((call.name, args_digest(call.arguments), result_digest_of(result))), 5)
+    return digest("\x00".join((call.name, call_args_digest(call), result_digest_of(result))), 5)
 
 
 def _items(request: RequestInfo) -> tuple[str, ...]:

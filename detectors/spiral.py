@@ -10,6 +10,7 @@ differ in their page or cursor are a listing, not a spiral.
 
 from __future__ import annotations
 
+from functools import cached_property
 from itertools import combinations
 
 from pydantic import Field
@@ -17,13 +18,13 @@ from pydantic import Field
 from runguard.detectors import tally
 from runguard.detectors.base import Detector, DetectorConfig, Plan, RequestSeen, ResponseSeen, Results, Verdict
 from runguard.detectors.normalize import (
-    arg_tokens,
+    call_tag,
+    call_tokens,
     decode_tokens,
     encode_tokens,
     jaccard,
     keyed_values_digest,
     lowered,
-    tag,
 )
 from runguard.detectors.ops import Op, Push, Scope
 from runguard.proxy.events import ToolCall
@@ -67,6 +68,11 @@ class SpiralConfig(DetectorConfig):
         "values under these keys differ are never counted as a pair.",
     )
 
+    @cached_property
+    def pagination(self) -> frozenset[str]:
+        """`pagination_keys` as matched (lowercase), built once per config."""
+        return lowered(self.pagination_keys)
+
 
 class Spiral(Detector[SpiralConfig]):
     """After each response: add its calls to their tool's window and count similar pairs there."""
@@ -79,13 +85,13 @@ class Spiral(Detector[SpiralConfig]):
 
     def _entry(self, call: ToolCall, cfg: SpiralConfig) -> str:
         """One call as "<hash of its page values>|<its packed argument tokens>"."""
-        pages = keyed_values_digest(call.arguments, lowered(cfg.pagination_keys))
-        return f"{pages}|{encode_tokens(arg_tokens(call.arguments))}"
+        pages = keyed_values_digest(call.arguments, cfg.pagination)
+        return f"{pages}|{encode_tokens(call_tokens(call))}"
 
     def plan_response(self, seen: ResponseSeen, cfg: SpiralConfig) -> Plan:
         entries: dict[str, list[str]] = {}
         for call in seen.response.tool_calls:
-            entries.setdefault(tag(call.name), []).append(self._entry(call, cfg))
+            entries.setdefault(call_tag(call), []).append(self._entry(call, cfg))
         if not entries:
             return {}
         admitted, new = tally.admit(seen.before.get("tools"), entries, MAX_TOOLS)
@@ -103,7 +109,7 @@ class Spiral(Detector[SpiralConfig]):
             pairs = self._similar_pairs(window, cfg)
             if len(pairs) >= cfg.min_pairs:
                 tool_tag = local[2:]
-                tool = next((c.name for c in seen.response.tool_calls if tag(c.name) == tool_tag), tool_tag)
+                tool = next((c.name for c in seen.response.tool_calls if call_tag(c) == tool_tag), tool_tag)
                 return self.verdict(
                     f"tool '{tool}' was called with near-identical arguments: {len(pairs)} pairs among its "
                     f"last {len(window)} calls have Jaccard >= {cfg.threshold}",

@@ -22,7 +22,7 @@ from runguard.detectors.base import (
     Results,
     Verdict,
 )
-from runguard.detectors.normalize import tag
+from runguard.detectors.normalize import call_tag
 from runguard.detectors.ops import Add, Op, Scope
 
 MAX_TOOLS = 64  # distinct tools counted per run; calls of further tools are not counted
@@ -53,7 +53,7 @@ class ToolStorm(Detector[ToolStormConfig]):
         return {"tools": tally.fetch("tools")}
 
     def plan_response(self, seen: ResponseSeen, cfg: ToolStormConfig) -> Plan:
-        calls = Counter(tag(call.name) for call in seen.response.tool_calls)
+        calls = Counter(call_tag(call) for call in seen.response.tool_calls)
         if not calls:
             return {}
         admitted, new = tally.admit(seen.before.get("tools"), calls, MAX_TOOLS)
@@ -71,7 +71,7 @@ class ToolStorm(Detector[ToolStormConfig]):
         tool_tag, count = max(counts.items(), key=lambda item: item[1])
         if count < cfg.threshold:
             return None
-        tool = next((c.name for c in seen.response.tool_calls if tag(c.name) == tool_tag), tool_tag)
+        tool = next((c.name for c in seen.response.tool_calls if call_tag(c) == tool_tag), tool_tag)
         return self.verdict(
             f"tool '{tool}' was called {int(count)} times in this run (limit {cfg.threshold})",
             tool=tool,

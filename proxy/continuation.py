@@ -42,4 +42,4 @@ def fill_names(request: RequestInfo, calls: Calls) -> RequestInfo:
     prior = request.prior_calls or tuple(
         ToolCall(name, args, call_id, i) for i, (call_id, (name, args)) in enumerate(calls.items())
     )
-    return dataclasses.replace(request, new_results=results, prior_calls=prior)
+    return dataclasses.replace(request, new_results=results, prior_calls=prior, derived={})

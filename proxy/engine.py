@@ -5,19 +5,24 @@ with the detector's name (so detectors cannot touch each other's state),
 concatenates the plans after the guard's own ops into one batch, and after the
 batch ran hands each detector its own results. A detector that raises is
 reported through `on_fault` and ignored for this request (fail open).
+
+This runs for every request, so the work is sorted once where it can be: a
+`Lineup` lists, per hook, only the detectors that implement it, and `Views`
+builds the per-detector view of a response once for all three response hooks.
 """
 
 from __future__ import annotations
 
-import dataclasses
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from types import MappingProxyType
 from typing import Any
 
 from runguard.detectors.base import (
     Action,
     Detector,
     DetectorConfig,
+    Plan,
     RequestSeen,
     ResponseKind,
     ResponseSeen,
@@ -37,9 +42,49 @@ class Armed:
     detector: Detector[Any]
     config: DetectorConfig
     name: str = field(init=False)  # the detector's name, read many times per request
+    prefix: str = field(init=False)  # "<name>.": put before every state field the detector names
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "name", self.detector.name)
+        object.__setattr__(self, "prefix", f"{self.detector.name}.")
+
+
+def _implements(detector: Detector[Any], hook: str) -> bool:
+    return getattr(type(detector), hook) is not getattr(Detector, hook)
+
+
+@dataclass(frozen=True, slots=True)
+class Lineup:
+    """The detectors armed for a request, sorted once by the hooks each implements.
+
+    Most detectors implement two of the five hooks, so each phase walks only
+    its own list. The policy caches one lineup per (key, model, headers).
+    """
+
+    armed: tuple[Armed, ...]
+    plans_request: tuple[Armed, ...]
+    checks_request: tuple[Armed, ...]
+    inspects_response: tuple[Armed, ...]
+    plans_response: tuple[Armed, ...]
+    checks_response: tuple[Armed, ...]
+    configs: Mapping[str, DetectorConfig]
+
+    @classmethod
+    def of(cls, armed: Iterable[Armed]) -> Lineup:
+        every = tuple(armed)
+
+        def having(hook: str) -> tuple[Armed, ...]:
+            return tuple(a for a in every if _implements(a.detector, hook))
+
+        return cls(
+            every,
+            having("plan_request"),
+            having("check_request"),
+            having("inspect_response"),
+            having("plan_response"),
+            having("check_response"),
+            {a.name: a.config for a in every},
+        )
 
 
 @dataclass(frozen=True, slots=True)
@@ -55,52 +100,57 @@ class Finding:
         return self.verdict.detector
 
 
+NOTHING: Results = MappingProxyType({})
+
+
 @dataclass(frozen=True, slots=True)
 class Batch:
     """Every detector's ops, appended after `offset` ops of the guard's own."""
 
-    ops: tuple[Op, ...]
-    members: tuple[Armed, ...]  # every detector armed for the request, planning or not
-    slices: Mapping[str, tuple[tuple[str, int], ...]]  # detector -> (local name, index into the results)
+    ops: list[Op]
+    slices: list[tuple[str, tuple[str, ...], int]]  # (detector, its local names in plan order, first index)
 
-    def split(self, results: Sequence[OpResult]) -> list[tuple[Armed, Results]]:
-        return [(armed, {name: results[i] for name, i in self.slices.get(armed.name, ())}) for armed in self.members]
-
-
-def _namespaced(op: Op, prefix: str) -> Op:
-    return renamed(op, f"{prefix}.{op.field}")
-
-
-def _own(seen: ResponseSeen, before: dict[str, Results], name: str) -> ResponseSeen:
-    """`seen` with one detector's request-phase results; most have none and share `seen` as is."""
-    got = before.get(name)
-    return dataclasses.replace(seen, before=got) if got else seen
+    def split(self, results: Sequence[OpResult]) -> dict[str, Results]:
+        """Each planning detector's results under the names its plan chose."""
+        return {
+            name: dict(zip(local, results[start : start + len(local)], strict=True))
+            for name, local, start in self.slices
+        }
 
 
-HOOKS = ("plan_request", "check_request", "inspect_response", "plan_response", "check_response")
+@dataclass(frozen=True, slots=True)
+class Views:
+    """A response as each detector sees it, built once per response.
 
+    A detector whose request plan fetched something sees it as `seen.before`;
+    the others (most) share `seen` itself.
+    """
 
-def _overridden(cls: type[Detector[Any]]) -> frozenset[str]:
-    return frozenset(hook for hook in HOOKS if getattr(cls, hook) is not getattr(Detector, hook))
+    seen: ResponseSeen
+    own: Mapping[str, ResponseSeen]
+
+    @classmethod
+    def of(cls, seen: ResponseSeen, before: Mapping[str, Results]) -> Views:
+        s = seen
+        return cls(
+            seen,
+            {
+                name: ResponseSeen(
+                    s.run_id, s.key_hash, s.now, s.request, s.response, s.facts, s.status, s.usd, s.latency, got
+                )
+                for name, got in before.items()
+                if got
+            },
+        )
+
+    def of_detector(self, name: str) -> ResponseSeen:
+        return self.own.get(name, self.seen)
 
 
 class Engine:
     def __init__(self, on_fault: FaultHandler, shadow: bool = False) -> None:
         self._on_fault = on_fault
         self._shadow = shadow
-        self._hooks: dict[type[Detector[Any]], frozenset[str]] = {}
-
-    def _with(self, armed: Sequence[Armed], hook: str) -> list[Armed]:
-        """Only the detectors that implement `hook` (most implement two of the five)."""
-        selected = []
-        for one in armed:
-            cls = type(one.detector)
-            hooks = self._hooks.get(cls)
-            if hooks is None:
-                hooks = self._hooks[cls] = _overridden(cls)
-            if hook in hooks:
-                selected.append(one)
-        return selected
 
     def _finding(self, armed: Armed, verdict: Verdict | None) -> Finding | None:
         if verdict is None:
@@ -108,66 +158,66 @@ class Engine:
         blocking = armed.config.action is Action.BLOCK and not verdict.advisory and not self._shadow
         return Finding(verdict, blocking, armed.config.response)
 
-    def _plan(self, armed: Sequence[Armed], offset: int, hook: str, call: Callable[[Armed], Any]) -> Batch:
+    def _batch(self, planners: Sequence[Armed], offset: int, hook: str, plan_of: Callable[[Armed], Plan]) -> Batch:
         ops: list[Op] = []
-        slices: dict[str, tuple[tuple[str, int], ...]] = {}
-        for one in self._with(armed, hook):
+        slices: list[tuple[str, tuple[str, ...], int]] = []
+        for one in planners:
             try:
-                plan = call(one)
+                plan = plan_of(one)
             except Exception as exc:
                 self._on_fault(one.name, hook, exc)
                 continue
-            names = []
-            for local, op in plan.items():
-                names.append((local, offset + len(ops)))
-                ops.append(_namespaced(op, one.name))
-            slices[one.name] = tuple(names)
-        return Batch(tuple(ops), tuple(armed), slices)
+            if plan:
+                slices.append((one.name, tuple(plan), offset + len(ops)))
+                prefix = one.prefix
+                ops.extend(renamed(op, prefix + op.field) for op in plan.values())
+        return Batch(ops, slices)
 
-    def _check(self, pairs: Sequence[tuple[Armed, Any]], hook: str, call: Callable[[Armed, Any], Any]) -> list[Finding]:
-        findings = []
-        wanted = {id(a) for a in self._with([a for a, _ in pairs], hook)}
-        for armed, extra in pairs:
-            if id(armed) not in wanted:
-                continue
-            try:
-                finding = self._finding(armed, call(armed, extra))
-            except Exception as exc:
-                self._on_fault(armed.name, hook, exc)
-                continue
-            if finding is not None:
-                findings.append(finding)
-        return findings
+    def _found(
+        self, findings: list[Finding], one: Armed, hook: str, check: Callable[..., Verdict | None], *args: Any
+    ) -> None:
+        """Run one detector's check hook (`check(*args)`), isolated; keep its finding."""
+        try:
+            finding = self._finding(one, check(*args))
+        except Exception as exc:
+            self._on_fault(one.name, hook, exc)
+            return
+        if finding is not None:
+            findings.append(finding)
 
-    def plan_request(self, armed: Sequence[Armed], seen: RequestSeen, offset: int) -> Batch:
-        return self._plan(armed, offset, "plan_request", lambda a: a.detector.plan_request(seen, a.config))
+    def plan_request(self, lineup: Lineup, seen: RequestSeen, offset: int) -> Batch:
+        return self._batch(
+            lineup.plans_request, offset, "plan_request", lambda a: a.detector.plan_request(seen, a.config)
+        )
 
     def check_request(
-        self, batch: Batch, results: Sequence[OpResult], seen: RequestSeen, facts: RunFacts
+        self, lineup: Lineup, batch: Batch, results: Sequence[OpResult], seen: RequestSeen, facts: RunFacts
     ) -> tuple[list[Finding], dict[str, Results]]:
-        """Findings, and each detector's results (kept for its response phase)."""
-        pairs = batch.split(results)
-        findings = self._check(
-            pairs, "check_request", lambda a, got: a.detector.check_request(seen, facts, got, a.config)
-        )
-        return findings, {armed.name: got for armed, got in pairs}
+        """Findings, and each planning detector's results (kept for its response phase)."""
+        before = batch.split(results)
+        findings: list[Finding] = []
+        for one in lineup.checks_request:
+            got = before.get(one.name, NOTHING)
+            self._found(findings, one, "check_request", one.detector.check_request, seen, facts, got, one.config)
+        return findings, before
 
-    def inspect_response(self, armed: Sequence[Armed], seen: ResponseSeen, before: dict[str, Results]) -> list[Finding]:
-        pairs = [(a, _own(seen, before, a.name)) for a in self._with(armed, "inspect_response")]
-        return self._check(pairs, "inspect_response", lambda a, s: a.detector.inspect_response(s, a.config))
+    def inspect_response(self, lineup: Lineup, views: Views) -> list[Finding]:
+        findings: list[Finding] = []
+        for one in lineup.inspects_response:
+            seen = views.of_detector(one.name)
+            self._found(findings, one, "inspect_response", one.detector.inspect_response, seen, one.config)
+        return findings
 
-    def plan_response(
-        self, armed: Sequence[Armed], seen: ResponseSeen, before: dict[str, Results], offset: int
-    ) -> Batch:
-        def call(a: Armed) -> Any:
-            return a.detector.plan_response(_own(seen, before, a.name), a.config)
+    def plan_response(self, lineup: Lineup, views: Views, offset: int) -> Batch:
+        def plan_of(a: Armed) -> Plan:
+            return a.detector.plan_response(views.of_detector(a.name), a.config)
 
-        return self._plan(armed, offset, "plan_response", call)
+        return self._batch(lineup.plans_response, offset, "plan_response", plan_of)
 
-    def check_response(
-        self, batch: Batch, results: Sequence[OpResult], seen: ResponseSeen, before: dict[str, Results]
-    ) -> list[Finding]:
-        def call(a: Armed, got: Results) -> Verdict | None:
-            return a.detector.check_response(_own(seen, before, a.name), got, a.config)
-
-        return self._check(batch.split(results), "check_response", call)
+    def check_response(self, lineup: Lineup, batch: Batch, results: Sequence[OpResult], views: Views) -> list[Finding]:
+        got_by = batch.split(results)
+        findings: list[Finding] = []
+        for one in lineup.checks_response:
+            seen, got = views.of_detector(one.name), got_by.get(one.name, NOTHING)
+            self._found(findings, one, "check_response", one.detector.check_response, seen, got, one.config)
+        return findings

@@ -50,6 +50,9 @@ class ToolCall:
     arguments: str
     call_id: str | None = None
     index: int = 0
+    # Values derived from this call (its arguments' digest and token set, its name's tag), filled
+    # on first use by `runguard.detectors.normalize`: several detectors read the same call.
+    derived: dict[str, Any] = field(default_factory=dict, compare=False, repr=False)
 
 
 @dataclass(frozen=True, slots=True)
@@ -144,6 +147,9 @@ class RequestInfo:
     include_usage: bool | None = None  # Chat streaming: stream_options.include_usage
     parse_error: str | None = None  # set when the body could not be parsed (forwarded anyway)
     raw: Any = field(default=None, repr=False, compare=False)
+    # Values derived once per request for several detectors (the last turn's signature, ...),
+    # filled on first use by `runguard.detectors.normalize`.
+    derived: dict[str, Any] = field(default_factory=dict, compare=False, repr=False)
 
 
 @dataclass(frozen=True, slots=True)

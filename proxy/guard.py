@@ -155,8 +155,8 @@ class Guard:
         ids = scope_ids(run_id, key_hash, model, now)
         seen = RequestSeen(run_id, key_hash, now, request, self._tables.window(model), digest(body))
         ticket = Ticket(run_id, key_hash, ids, seen, adapter)
-        ticket.armed = self._policy.armed(key_hash, model, tight)
-        batch = self._engine.plan_request(ticket.armed, seen, accounting.REQUEST_OPS)
+        ticket.lineup = self._policy.lineup(key_hash, model, tight)
+        batch = self._engine.plan_request(ticket.lineup, seen, accounting.REQUEST_OPS)
         results = await self._execute(ids, [*accounting.request_ops(now, seen.body_hash), *batch.ops])
         if results is None:
             if self._settings.state.fail_closed:
@@ -166,7 +166,7 @@ class Guard:
             return ticket
         facts, breakers = accounting.facts_from(results)
         ticket.facts = facts
-        findings, ticket.before = self._engine.check_request(batch, results, seen, facts)
+        findings, ticket.before = self._engine.check_request(ticket.lineup, batch, results, seen, facts)
         await self._gate(ticket, breakers)
         if ticket.answer is None:
             await self._act(ticket, findings, breakers, usd_now=0.0)
@@ -281,7 +281,7 @@ class Guard:
         """Before a non-streamed response reaches the client: a replacement, or None."""
         if ticket.facts is None:
             return None
-        findings = self._engine.inspect_response(ticket.armed, seen, ticket.before)
+        findings = self._engine.inspect_response(ticket.lineup, ticket.views_of(seen))
         blocking = next((f for f in findings if f.blocking), None)
         ticket.inspected = findings
         if blocking is None:
@@ -317,16 +317,16 @@ class Guard:
                 await self._execute(ticket.ids, accounting.release_ops())
             self._emit(ticket, seen, client_status, error, body)
             return
+        views = ticket.views_of(seen)
+        lineup = ticket.lineup
         findings = (
-            list(ticket.inspected)
-            if ticket.inspected is not None
-            else (self._engine.inspect_response(ticket.armed, seen, ticket.before))
+            list(ticket.inspected) if ticket.inspected is not None else self._engine.inspect_response(lineup, views)
         )
         base = accounting.response_ops(seen.response.usage, seen.usd)
-        batch = self._engine.plan_response(ticket.armed, seen, ticket.before, len(base))
+        batch = self._engine.plan_response(lineup, views, len(base))
         results = await self._execute(ticket.ids, [*base, *batch.ops])
         if results is not None:
-            findings += self._engine.check_response(batch, results, seen, ticket.before)
+            findings += self._engine.check_response(lineup, batch, results, views)
             breakers = accounting.Breakers(None, None, None)
             if any(f.blocking for f in findings):
                 breakers = await self._breakers(ticket)

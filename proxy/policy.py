@@ -17,7 +17,7 @@ from pydantic import ValidationError
 
 from runguard.config.settings import GuardSettings, Override
 from runguard.detectors.base import Action, Detector, DetectorConfig
-from runguard.proxy.engine import Armed
+from runguard.proxy.engine import Armed, Lineup
 
 LIMIT_HEADER = "X-RunGuard-Limit"
 # Convenience headers for the budgets, each equal to one LIMIT_HEADER entry.
@@ -67,7 +67,7 @@ class Policy:
     def __init__(self, detectors: Sequence[Detector[Any]], settings: GuardSettings, cache_size: int = 4096) -> None:
         self._detectors = list(detectors)
         self._settings = settings
-        self._cache: dict[tuple[str, str, Tightening], tuple[Armed, ...]] = {}
+        self._cache: dict[tuple[str, str, Tightening], Lineup] = {}
         self._cache_size = cache_size
 
     def _layers(self, key_hash: str, model: str) -> list[Mapping[str, Mapping[str, Any]]]:
@@ -100,21 +100,18 @@ class Policy:
                 config = candidate
         return config
 
-    def armed(self, key_hash: str, model: str, tight: Tightening = ()) -> tuple[Armed, ...]:
+    def lineup(self, key_hash: str, model: str, tight: Tightening = ()) -> Lineup:
         """The detectors to run, with their effective settings (off ones left out)."""
         cache_key = (key_hash, model, tight)
         found = self._cache.get(cache_key)
         if found is None:
             layers = self._layers(key_hash, model)
             configs = ((d, self._resolve(d, layers, tight)) for d in self._detectors)
-            found = tuple(Armed(d, c) for d, c in configs if c.action is not Action.OFF)
+            found = Lineup.of(Armed(d, c) for d, c in configs if c.action is not Action.OFF)
             if len(self._cache) >= self._cache_size:
                 self._cache.clear()
             self._cache[cache_key] = found
         return found
 
     def config_of(self, detector: str, key_hash: str, model: str) -> DetectorConfig | None:
-        for armed in self.armed(key_hash, model):
-            if armed.name == detector:
-                return armed.config
-        return None
+        return self.lineup(key_hash, model).configs.get(detector)

@@ -5,10 +5,10 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass, field
 
-from runguard.detectors.base import RequestSeen, Results, RunFacts
+from runguard.detectors.base import RequestSeen, ResponseSeen, Results, RunFacts
 from runguard.detectors.ops import CompareAndSet, Scope
 from runguard.proxy.adapters.base import Adapter, Synthetic
-from runguard.proxy.engine import Armed, Finding
+from runguard.proxy.engine import Finding, Lineup, Views
 from runguard.proxy.events import RequestInfo
 from runguard.proxy.records import TripRecord
 from runguard.proxy.state.base import ScopeIds
@@ -24,7 +24,7 @@ class Ticket:
     seen: RequestSeen
     adapter: Adapter
     facts: RunFacts | None = None  # None when state was unavailable (detectors skipped)
-    armed: tuple[Armed, ...] = ()
+    lineup: Lineup = field(default_factory=lambda: Lineup.of(()))
     before: dict[str, Results] = field(default_factory=dict)
     warnings: list[Finding] = field(default_factory=list)
     probes: tuple[Scope, ...] = ()
@@ -33,11 +33,18 @@ class Ticket:
     blocked_by: str | None = None
     trips: list[TripRecord] = field(default_factory=list)
     inspected: list[Finding] | None = None  # inspect_response findings, once run
+    views: Views | None = None  # the response as each detector sees it, once built
     started: float = field(default_factory=time.perf_counter)
 
     @property
     def request(self) -> RequestInfo:
         return self.seen.request
+
+    def views_of(self, seen: ResponseSeen) -> Views:
+        """The per-detector views of `seen`, built on first use (inspect and complete share them)."""
+        if self.views is None or self.views.seen is not seen:
+            self.views = Views.of(seen, self.before)
+        return self.views
 
     def warning_header(self) -> str | None:
         """`x-runguard-warning`: every non-blocking finding, ASCII-safe and bounded."""

@@ -23,7 +23,7 @@ from typing import Any
 from runguard.detectors.base import Detector, DetectorConfig, RequestSeen, ResponseSeen, Results, RunFacts
 from runguard.detectors.ops import Scope
 from runguard.proxy import accounting
-from runguard.proxy.engine import Armed, Engine, Finding
+from runguard.proxy.engine import Armed, Engine, Finding, Lineup, Views
 from runguard.proxy.events import (
     AgentIdentity,
     Api,
@@ -213,7 +213,7 @@ class RunSimulator:
         start: float = 1_700_000_000.0,
         state: MemoryState | None = None,
     ) -> None:
-        self.armed = [Armed(*d) if isinstance(d, tuple) else Armed(d, d.Config()) for d in detectors]
+        self.lineup = Lineup.of(Armed(*d) if isinstance(d, tuple) else Armed(d, d.Config()) for d in detectors)
         self.state = state if state is not None else MemoryState()
         self.engine = Engine(self._fault)
         self.run_id = run_id
@@ -235,10 +235,10 @@ class RunSimulator:
         ids = self.ids(step.request.model)
         body_hash = step.body_hash if step.body_hash is not None else digest(f"{self.run_id}:{self.count}")
         seen = RequestSeen(self.run_id, self.key, self.now, step.request, step.context_window, body_hash)
-        batch = self.engine.plan_request(self.armed, seen, accounting.REQUEST_OPS)
+        batch = self.engine.plan_request(self.lineup, seen, accounting.REQUEST_OPS)
         results = await self.state.execute(ids, [*accounting.request_ops(self.now, body_hash), *batch.ops])
         facts, _ = accounting.facts_from(results)
-        findings, before = self.engine.check_request(batch, results, seen, facts)
+        findings, before = self.engine.check_request(self.lineup, batch, results, seen, facts)
         self._no_faults()
         return Pending(step, ids, StepResult(facts, findings), before)
 
@@ -252,11 +252,12 @@ class RunSimulator:
         seen = ResponseSeen(
             self.run_id, self.key, self.now, step.request, info, outcome.facts, step.status, step.usd, 1.0
         )
-        outcome.inspect = self.engine.inspect_response(self.armed, seen, pending.before)
+        views = Views.of(seen, pending.before)
+        outcome.inspect = self.engine.inspect_response(self.lineup, views)
         base = accounting.response_ops(info.usage, step.usd)
-        batch = self.engine.plan_response(self.armed, seen, pending.before, len(base))
+        batch = self.engine.plan_response(self.lineup, views, len(base))
         results = await self.state.execute(pending.ids, [*base, *batch.ops])
-        outcome.response = self.engine.check_response(batch, results, seen, pending.before)
+        outcome.response = self.engine.check_response(self.lineup, batch, results, views)
         self._no_faults()
         return outcome
 

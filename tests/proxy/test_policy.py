@@ -33,7 +33,7 @@ def _policy(**guard: object) -> Policy:
 
 
 def _cfg(policy: Policy, name: str, key: str = "k_1", model: str = "gpt-4o", headers: dict[str, str] | None = None):
-    found = {a.name: a.config for a in policy.armed(key, model, tightening_from(headers or {}))}
+    found = {a.name: a.config for a in policy.lineup(key, model, tightening_from(headers or {})).armed}
     return found.get(name)
 
 

@@ -1,0 +1,113 @@
+"""The guard's own cost per request, in-process, without HTTP: a quick loop for tuning the hot path.
+
+    python -m bench.pipeline [--api chat|responses|gemini] [--size small|large] [--requests 3000]
+
+Runs what the handler runs for a request, minus the sockets: key hashing,
+`parse_request`, `admit`, `parse_response`, `response_seen`, `inspect` and
+`complete`, against a `MemoryState`, with the bench's detector limits and the
+store off (the access log goes to a logger that is off). Each request is its own
+run, as in the latency scenario. Prints microseconds per request for each
+phase (best of `--repeat` rounds), and the same loop with no detector armed as
+the floor the detectors add to. Figures move with the machine: compare the two
+rows of one run.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import statistics
+import time
+from collections.abc import Sequence
+from typing import Any
+
+from bench import proxy_setup
+from bench.payloads import APIS, Api, scenario_request
+from bench.replies import body as reply_body
+from runguard.proxy.adapters import adapter_for
+from runguard.proxy.adapters.base import RequestContext
+from runguard.proxy.app import DiscardSink
+from runguard.proxy.guard import Guard
+from runguard.proxy.keys import KeyHasher
+from runguard.proxy.observe import NullObserver
+from runguard.proxy.policy import Policy
+from runguard.proxy.pricing import ModelTables
+from runguard.proxy.routes import resolve
+from runguard.proxy.state.memory import MemoryState
+
+PHASES = ("parse_request", "admit", "parse_response", "inspect", "complete")
+
+
+def _guard(detectors: Sequence[Any] | None) -> Guard:
+    from runguard.detectors.registry import default_detectors
+
+    settings = proxy_setup.settings("http://127.0.0.1:9")
+    policy = Policy(default_detectors() if detectors is None else list(detectors), settings.guard)
+    tables = ModelTables(settings.pricing_file, settings.models_file)
+    return Guard(
+        settings, MemoryState(max_scopes=settings.runs.max_runs), policy, tables, DiscardSink(), NullObserver()
+    )
+
+
+async def _round(guard: Guard, api: Api, size: str, requests: int) -> dict[str, float]:
+    path = {"chat": "/v1/chat/completions", "responses": "/v1/responses"}.get(api) or (
+        "/v1beta/models/gemini-2.5-flash:generateContent"
+    )
+    route = resolve(path)
+    assert route is not None
+    hasher = KeyHasher(b"bench-salt-bench-salt")
+    body = scenario_request(api, False, "large" if size == "large" else "small")
+    reply = reply_body(api, 1, size == "large")
+    spent = dict.fromkeys(PHASES, 0.0)
+    clock = time.perf_counter
+    for i in range(requests):
+        adapter = adapter_for(route.api)
+        assert adapter is not None
+        t0 = clock()
+        key_hash = hasher.hash("sk-bench-0123456789abcdef")
+        info = adapter.parse_request(body, RequestContext(route.model, None, False))
+        t1 = clock()
+        ticket = await guard.admit(adapter, info, body=body, key_hash=key_hash, header_run=f"run-{i}")
+        t2 = clock()
+        assert ticket.answer is None, ticket.blocked_by
+        parsed = adapter.parse_response(reply)
+        seen = guard.response_seen(ticket, parsed, 200, 0.001)
+        t3 = clock()
+        guard.inspect(ticket, seen)
+        t4 = clock()
+        await guard.complete(ticket, seen, client_status=200)
+        t5 = clock()
+        for phase, took in zip(PHASES, (t1 - t0, t2 - t1, t3 - t2, t4 - t3, t5 - t4), strict=True):
+            spent[phase] += took
+    return {phase: took / requests * 1e6 for phase, took in spent.items()}
+
+
+async def measure(api: Api, size: str, requests: int, repeat: int, bare: bool) -> dict[str, float]:
+    rounds = []
+    for _ in range(repeat):
+        guard = _guard([] if bare else None)  # a fresh state each round: the same work every round
+        rounds.append(await _round(guard, api, size, requests))
+    best = min(rounds, key=lambda r: sum(r.values()))
+    best["total"] = sum(best.values())
+    best["median_total"] = statistics.median(sum(r[p] for p in PHASES) for r in rounds)
+    return best
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--api", choices=APIS, default="chat")
+    parser.add_argument("--size", choices=("small", "large"), default="small")
+    parser.add_argument("--requests", type=int, default=2000)
+    parser.add_argument("--repeat", type=int, default=5)
+    args = parser.parse_args(argv)
+    if args.size == "large":
+        args.requests = min(args.requests, 300)
+    print(f"{args.api} {args.size}: us per request, best of {args.repeat} rounds of {args.requests}")
+    print(f"{'':12}" + "".join(f"{p:>15}" for p in (*PHASES, "total")))
+    for label, bare in (("no detector", True), ("all", False)):
+        row = asyncio.run(measure(args.api, args.size, args.requests, args.repeat, bare))
+        print(f"{label:12}" + "".join(f"{row[p]:15.1f}" for p in (*PHASES, "total")))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,83 @@
+"""CPU the record store costs per request: `QueueSink` writing request records to SQLite (or PostgreSQL).
+
+    python -m bench.store [--records 20000] [--runs-of 1] [--database-url URL]
+
+Submits records shaped like the latency scenario's (one tool call, one
+agent; `--runs-of 4` puts four requests in each run) in chunks of 100 with a
+yield in between, as a busy proxy would, then flushes. Prints the process CPU
+(all threads: aiosqlite writes from its own) per record and records per second
+of wall time, next to the CPU of building the same records only (the floor).
+The default database is a temporary SQLite file.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import tempfile
+import time
+from pathlib import Path
+
+from runguard.proxy.records import RequestRecord
+from runguard.proxy.store import QueueSink
+
+
+def _record(i: int, runs_of: int) -> RequestRecord:
+    return RequestRecord(
+        run_id=f"bench-run-{i // runs_of}",
+        key_hash="k_0123456789abcdef",
+        index=i % runs_of + 1,
+        at=1_800_000_000.0 + i * 0.001,
+        agent="agent-3f2a9c1b",
+        model="gpt-4.1-mini",
+        provider="openai",
+        api="chat",
+        streamed=False,
+        status=200,
+        input_tokens=812,
+        output_tokens=41,
+        usd=0.000391,
+        upstream_ms=0.4,
+        overhead_ms=0.7,
+        tool_calls=("search_web",),
+        finish_reason="tool_calls",
+    )
+
+
+async def measure(url: str, records: int, runs_of: int) -> tuple[float, float, float]:
+    """(CPU us per record written, records per wall second, CPU us per record built only)."""
+    started = time.process_time()
+    built = [_record(i, runs_of) for i in range(records)]
+    build_us = (time.process_time() - started) / records * 1e6
+    sink = QueueSink(url, queue_size=records + 1)
+    sink.start()
+    await sink.migrated.wait()
+    cpu, wall = time.process_time(), time.perf_counter()
+    for start in range(0, records, 100):
+        for record in built[start : start + 100]:
+            sink.submit(record)
+        await asyncio.sleep(0)
+    await sink.flush()
+    cpu, wall = time.process_time() - cpu, time.perf_counter() - wall
+    assert sink.written == records, (sink.written, records)
+    await sink.close()
+    return cpu / records * 1e6, records / wall, build_us
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--records", type=int, default=20_000)
+    parser.add_argument("--runs-of", type=int, default=1, help="requests per run (1: every record a new run)")
+    parser.add_argument("--database-url", help="default: a temporary SQLite file")
+    args = parser.parse_args(argv)
+    with tempfile.TemporaryDirectory(prefix="runguard-bench-store-") as tmp:
+        url = args.database_url or f"sqlite+aiosqlite:///{Path(tmp) / 'store.db'}"
+        per_record, rate, build = asyncio.run(measure(url, args.records, args.runs_of))
+    print(
+        f"{args.records} records, {args.runs_of} per run: {per_record:.1f} CPU us per record written "
+        f"({rate:,.0f} records/s); building the record alone {build:.1f} us"
+    )
+
+
+if __name__ == "__main__":
+    main()
