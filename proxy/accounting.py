@@ -29,7 +29,7 @@ class Breakers:
     key_model: BreakerRecord | None
 
     def of(self, scope: Scope) -> BreakerRecord | None:
-        return self.key if scope is Scope.KEY_DAY else getattr(self, scope.value, None)
+        return self.key if scope is Scope.KEY_DAY else getattr(self, scope, None)
 
 
 def _num(value: OpResult) -> float:
@@ -43,20 +43,31 @@ def _num(value: OpResult) -> float:
     return 0.0
 
 
+# Ops that are the same for every request, built once (ops are immutable).
+_COUNT = Add(Scope.RUN, "core.requests", 1)
+_READS = (
+    Get(Scope.RUN, "core.usd"),
+    Get(Scope.RUN, "core.in"),
+    Get(Scope.RUN, "core.out"),
+    Add(Scope.RUN, "core.inflight", 1),
+    Get(Scope.KEY_DAY, "core.usd"),
+    Get(Scope.RUN, "core.last_in"),
+)
+_BREAKERS = (
+    Get(Scope.RUN, breaker.FIELD),
+    Get(Scope.KEY, breaker.FIELD),
+    Get(Scope.KEY_MODEL, breaker.FIELD),
+)
+_RELEASE = Add(Scope.RUN, "core.inflight", -1)
+
+
 def request_ops(now: float, body_hash: str) -> list[Op]:
     return [
-        Add(Scope.RUN, "core.requests", 1),
+        _COUNT,
         PutNX(Scope.RUN, "core.started", repr(now)),
-        Get(Scope.RUN, "core.usd"),
-        Get(Scope.RUN, "core.in"),
-        Get(Scope.RUN, "core.out"),
-        Add(Scope.RUN, "core.inflight", 1),
-        Get(Scope.KEY_DAY, "core.usd"),
-        Get(Scope.RUN, "core.last_in"),
+        *_READS,
         Push(Scope.RUN, "core.body", (body_hash,), keep=2),
-        Get(Scope.RUN, breaker.FIELD),
-        Get(Scope.KEY, breaker.FIELD),
-        Get(Scope.KEY_MODEL, breaker.FIELD),
+        *_BREAKERS,
     ]
 
 
@@ -85,7 +96,7 @@ def facts_from(results: Sequence[OpResult]) -> tuple[RunFacts, Breakers]:
 
 
 def release_ops() -> list[Op]:
-    return [Add(Scope.RUN, "core.inflight", -1)]
+    return [_RELEASE]
 
 
 def response_ops(usage: Usage | None, usd: float) -> list[Op]:

@@ -87,6 +87,9 @@ class Lineup:
         )
 
 
+NO_DETECTORS = Lineup.of(())
+
+
 @dataclass(frozen=True, slots=True)
 class Finding:
     """A verdict with what to do about it."""

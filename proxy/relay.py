@@ -72,10 +72,9 @@ async def relay_stream(
     encoding = response.headers.get("Content-Encoding")
     decode = stream_decoder(encoding) if parser is not None else None
     plain = (encoding or "identity").strip().lower() == "identity"
-    whole_events = error_event is not None and plain and response.content_type == "text/event-stream"
+    events = _WholeEvents(error_event is not None and plain and response.content_type == "text/event-stream")
     outcome = StreamOutcome(captured=bytearray() if capture else None)
     content = response.content
-    pending = b""
     while True:
         try:
             chunk = await content.readany()
@@ -91,27 +90,45 @@ async def relay_stream(
             break
         if outcome.captured is not None:
             outcome.captured += chunk
-        if parser is not None:
-            parser.feed(decode(chunk) if decode is not None else chunk)
-        if whole_events:
-            chunk = pending + chunk if pending else chunk
-            cut = _events_end(chunk)
-            chunk, pending = chunk[:cut], chunk[cut:]
-            if len(pending) > MAX_PENDING_EVENT:  # not SSE after all: stop waiting for event ends
-                chunk, pending, whole_events = chunk + pending, b"", False
+        sending = events.take(chunk)
         if rewrite is not None:
-            chunk = rewrite.feed(chunk)
-        if chunk:
-            await out.write(chunk)
+            sending = rewrite.feed(sending)
+        try:
+            if sending:
+                await out.write(sending)
+        finally:  # parsed after the write, so parsing never delays the client's bytes (and also if it failed)
+            if parser is not None:
+                parser.feed(decode(chunk) if decode is not None else chunk)
     if outcome.error is not None:
         await _end_with_error(out, error_event, message)  # an unfinished event is dropped
         return out, outcome
-    if pending:
-        await out.write(rewrite.feed(pending) if rewrite is not None else pending)
+    if events.pending:
+        await out.write(rewrite.feed(events.pending) if rewrite is not None else events.pending)
     if rewrite is not None:
         await out.write(rewrite.flush())
     await out.write_eof()
     return out, outcome
+
+
+class _WholeEvents:
+    """Holds back the bytes of an unfinished SSE event until its blank line arrives (when `on`)."""
+
+    __slots__ = ("on", "pending")
+
+    def __init__(self, on: bool) -> None:
+        self.on = on
+        self.pending = b""
+
+    def take(self, chunk: bytes) -> bytes:
+        """What of `chunk` (after what was held back) may be sent now."""
+        if not self.on:
+            return chunk
+        chunk = self.pending + chunk if self.pending else chunk
+        cut = _events_end(chunk)
+        chunk, self.pending = chunk[:cut], chunk[cut:]
+        if len(self.pending) > MAX_PENDING_EVENT:  # not SSE after all: stop waiting for event ends
+            chunk, self.pending, self.on = chunk + self.pending, b"", False
+        return chunk
 
 
 def _events_end(data: bytes) -> int:

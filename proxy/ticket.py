@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from runguard.detectors.base import RequestSeen, ResponseSeen, Results, RunFacts
 from runguard.detectors.ops import CompareAndSet, Scope
 from runguard.proxy.adapters.base import Adapter, Synthetic
-from runguard.proxy.engine import Finding, Lineup, Views
+from runguard.proxy.engine import NO_DETECTORS, Finding, Lineup, Views
 from runguard.proxy.events import RequestInfo
 from runguard.proxy.records import TripRecord
 from runguard.proxy.state.base import ScopeIds
@@ -24,7 +24,7 @@ class Ticket:
     seen: RequestSeen
     adapter: Adapter
     facts: RunFacts | None = None  # None when state was unavailable (detectors skipped)
-    lineup: Lineup = field(default_factory=lambda: Lineup.of(()))
+    lineup: Lineup = NO_DETECTORS
     before: dict[str, Results] = field(default_factory=dict)
     warnings: list[Finding] = field(default_factory=list)
     probes: tuple[Scope, ...] = ()

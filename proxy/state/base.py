@@ -34,7 +34,7 @@ class ScopeIds:
     key_day: str
 
     def of(self, scope: Scope) -> str:
-        return str(getattr(self, scope.value))
+        return str(getattr(self, scope))  # a Scope is its value (StrEnum), read without the enum's descriptor
 
 
 @dataclass(frozen=True, slots=True)
@@ -47,7 +47,7 @@ class ScopeTtls:
     key_day: float = 2 * 86400.0
 
     def of(self, scope: Scope) -> float:
-        return float(getattr(self, scope.value))
+        return float(getattr(self, scope))
 
 
 class StateBackend(Protocol):

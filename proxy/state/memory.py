@@ -119,7 +119,7 @@ class MemoryState:
             del self._slots[name]
 
     def _slot(self, scope: Scope, scope_id: str, now: float) -> _Slot:
-        name = f"{scope.value}:{scope_id}"
+        name = f"{scope}:{scope_id}"  # a Scope formats as its value (StrEnum)
         slot = self._slots.get(name)
         if slot is None or slot.deadline <= now:
             slot = _Slot(0.0)
