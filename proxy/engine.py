@@ -3,8 +3,9 @@
 The engine asks every armed detector for its plan, prefixes each op's field
 with the detector's name (so detectors cannot touch each other's state),
 concatenates the plans after the guard's own ops into one batch, and after the
-batch ran hands each detector its own results. A detector that raises is
-reported through `on_fault` and ignored for this request (fail open).
+batch ran hands each detector its own results. A detector that raises (or
+plans something that is not an op) is reported through `on_fault` and
+ignored for the rest of that phase: a failed plan is not checked (fail open).
 
 This runs for every request, so the work is sorted once where it can be: a
 `Lineup` lists, per hook, only the detectors that implement it, and `Views`
@@ -112,6 +113,7 @@ class Batch:
 
     ops: list[Op]
     slices: list[tuple[str, tuple[str, ...], int]]  # (detector, its local names in plan order, first index)
+    failed: frozenset[str] = frozenset()  # detectors whose plan raised: not checked this time
 
     def split(self, results: Sequence[OpResult]) -> dict[str, Results]:
         """Each planning detector's results under the names its plan chose."""
@@ -134,6 +136,9 @@ class Views:
 
     @classmethod
     def of(cls, seen: ResponseSeen, before: Mapping[str, Results]) -> Views:
+        # Built field by field (dataclasses.replace inspects the class on every call); the
+        # engine's tests compare a view with `seen`, so a field added to ResponseSeen and
+        # missed here fails them.
         s = seen
         return cls(
             seen,
@@ -164,17 +169,22 @@ class Engine:
     def _batch(self, planners: Sequence[Armed], offset: int, hook: str, plan_of: Callable[[Armed], Plan]) -> Batch:
         ops: list[Op] = []
         slices: list[tuple[str, tuple[str, ...], int]] = []
+        failed: set[str] = set()
         for one in planners:
             try:
                 plan = plan_of(one)
+                if not plan:
+                    continue
+                prefix = one.prefix
+                mine = [renamed(op, prefix + op.field) for op in plan.values()]  # a malformed plan raises here
+                local = tuple(plan)
             except Exception as exc:
                 self._on_fault(one.name, hook, exc)
+                failed.add(one.name)
                 continue
-            if plan:
-                slices.append((one.name, tuple(plan), offset + len(ops)))
-                prefix = one.prefix
-                ops.extend(renamed(op, prefix + op.field) for op in plan.values())
-        return Batch(ops, slices)
+            slices.append((one.name, local, offset + len(ops)))
+            ops += mine
+        return Batch(ops, slices, frozenset(failed))
 
     def _found(
         self, findings: list[Finding], one: Armed, hook: str, check: Callable[..., Verdict | None], *args: Any
@@ -200,6 +210,8 @@ class Engine:
         before = batch.split(results)
         findings: list[Finding] = []
         for one in lineup.checks_request:
+            if one.name in batch.failed:
+                continue
             got = before.get(one.name, NOTHING)
             self._found(findings, one, "check_request", one.detector.check_request, seen, facts, got, one.config)
         return findings, before
@@ -221,6 +233,8 @@ class Engine:
         got_by = batch.split(results)
         findings: list[Finding] = []
         for one in lineup.checks_response:
+            if one.name in batch.failed:
+                continue
             seen, got = views.of_detector(one.name), got_by.get(one.name, NOTHING)
             self._found(findings, one, "check_response", one.detector.check_response, seen, got, one.config)
         return findings

@@ -3,11 +3,20 @@
 from __future__ import annotations
 
 import json
+import re
 
+import pytest
+
+from runguard.detectors import normalize
 from runguard.detectors.normalize import (
     MAX_TOKENS,
     arg_tokens,
     args_digest,
+    call_args_digest,
+    call_canonical,
+    call_tag,
+    call_tokens,
+    canonical,
     decode_tokens,
     encode_tokens,
     jaccard,
@@ -15,8 +24,10 @@ from runguard.detectors.normalize import (
     lowered,
     paired_results,
     result_digest,
+    tag,
     turn_signature,
 )
+from runguard.proxy.events import RequestInfo, ToolCall
 from tests.detectors.harness import call, request, result
 
 
@@ -96,3 +107,128 @@ def test_turn_signature_covers_calls_and_results_and_ignores_order() -> None:
     assert one[0] == other[0]
     assert one[0] != changed[0]
     assert turn_signature(request()) is None
+
+
+# -- per-call and per-request memos ----------------------------------------------------------------
+
+MEMO_ARGUMENTS = [
+    '{"query": "AI agent cost control", "max_results": 10}',
+    '{ "max_results":10 ,"query":"AI agent cost control" }',  # the same object, other key order and spacing
+    '{"city": "Z\\u00fcrich", "max_price": 10.50}',  # canonical JSON unescapes and shortens: other words
+    "  not   json,\n just text  ",
+    "{}",
+]
+
+
+@pytest.mark.parametrize("arguments", MEMO_ARGUMENTS)
+def test_call_memos_return_what_the_plain_functions_return(arguments: str) -> None:
+    assert call_canonical(ToolCall("web_search", arguments)) == canonical(arguments)
+    assert call_args_digest(ToolCall("web_search", arguments)) == args_digest(arguments)
+    assert call_tokens(ToolCall("web_search", arguments)) == arg_tokens(arguments)
+    assert call_tag(ToolCall("web_search", arguments)) == tag("web_search")
+    # The same answers whichever memo is filled first.
+    c = ToolCall("web_search", arguments)
+    assert (call_tokens(c), call_args_digest(c), call_canonical(c), call_tag(c)) == (
+        arg_tokens(arguments),
+        args_digest(arguments),
+        canonical(arguments),
+        tag("web_search"),
+    )
+
+
+def test_call_memos_are_computed_once_and_kept_on_the_call() -> None:
+    c = call("web_search", {"query": "site reliability engineering on-call handbook"}, "c1")
+    assert c.derived == {}
+    memos = (call_canonical, call_args_digest, call_tokens, call_tag)
+    first = [memo(c) for memo in memos]
+    assert [memo(c) for memo in memos] == first
+    for memo, value in zip(memos, first, strict=True):
+        assert memo(c) is value
+        assert any(stored is value for stored in c.derived.values())
+    assert len(c.derived) == len(memos)
+
+
+def test_a_calls_arguments_are_canonicalized_once_for_every_memo(monkeypatch: pytest.MonkeyPatch) -> None:
+    canonicalized: list[str] = []
+    real = normalize.canonical
+
+    def counting(arguments: str) -> str:
+        canonicalized.append(arguments)
+        return real(arguments)
+
+    monkeypatch.setattr(normalize, "canonical", counting)
+    c = call("web_search", {"query": "postgres vacuum tuning"})
+    for _ in range(2):
+        call_tokens(c)
+        call_args_digest(c)
+        call_canonical(c)
+    assert canonicalized == [c.arguments]
+
+
+def test_equal_calls_keep_separate_memos() -> None:
+    a = call("web_search", {"query": "rust async runtime comparison"}, "c1")
+    b = call("web_search", {"query": "rust async runtime comparison"}, "c1")
+    assert a == b
+    call_canonical(a)
+    call_tokens(a)
+    call_tag(a)
+    assert b.derived == {}
+    assert call_tokens(b) == call_tokens(a)
+    assert call_tokens(b) is not call_tokens(a)  # computed for b, not read from a's memo
+    # A memo is read only from its own call: what a holds never answers for b.
+    a.derived["tag"] = "not-a-tag"
+    assert call_tag(a) == "not-a-tag"
+    assert call_tag(b) == tag("web_search")
+
+
+def test_turn_signature_is_the_same_on_a_second_call_and_for_an_equal_request() -> None:
+    def build() -> RequestInfo:
+        calls = [call("web_search", {"query": "vector database benchmarks"}, "c1"), call("read_url", {"u": "x"}, "c2")]
+        return request(
+            prior_calls=calls, new_results=[result("web_search", "hits", "c1"), result("read_url", "page", "c2")]
+        )
+
+    req = build()
+    first = turn_signature(req)
+    assert first is not None
+    assert turn_signature(req) == first
+    assert turn_signature(req) is first
+    other = build()
+    assert other == req and other.derived == {}
+    assert turn_signature(other) == first
+
+
+# -- argument tokens over real-looking queries -----------------------------------------------------
+
+QUERY = "best practices for kubernetes pod autoscaling in production"
+
+
+def query_tokens(text: str) -> tuple[str, ...]:
+    return arg_tokens(json.dumps({"query": text}))
+
+
+def test_arg_tokens_are_sorted_4_hex_strings_at_most_max_tokens() -> None:
+    long_query = " ".join(f"{word}{i}" for i in range(40) for word in ("latency", "budget", "retry"))
+    for tokens in (query_tokens(QUERY), query_tokens(long_query)):
+        assert tokens
+        assert list(tokens) == sorted(tokens)
+        assert all(re.fullmatch(r"[0-9a-f]{4}", token) for token in tokens)
+        assert len(tokens) <= MAX_TOKENS
+        assert len(set(tokens)) == len(tokens)
+    assert len(query_tokens(QUERY)) == 9  # query + 8 words
+    assert len(query_tokens(long_query)) == MAX_TOKENS
+
+
+def test_arg_tokens_ignore_word_order_and_case() -> None:
+    shuffled = "Production IN Autoscaling pod KUBERNETES for Practices best"
+    assert query_tokens(shuffled) == query_tokens(QUERY)
+    assert query_tokens(QUERY + " 2025") != query_tokens(QUERY)
+
+
+def test_jaccard_of_similar_queries_is_high_and_of_unrelated_ones_low() -> None:
+    base = query_tokens(QUERY)
+    near = query_tokens("kubernetes pod autoscaling best practices for production clusters")
+    unrelated = query_tokens("chocolate chip cookie recipe without eggs")
+    assert jaccard(base, near) >= 0.7  # 8 of 10 words shared
+    assert jaccard(base, unrelated) <= 0.1  # only the key "query" is shared
+    assert jaccard(base, near) == jaccard(near, base)
