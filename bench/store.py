@@ -4,7 +4,8 @@
 
 Submits records shaped like the latency scenario's (one tool call, one
 agent; `--runs-of 4` puts four requests in each run) in chunks of 100 with a
-yield in between, as a busy proxy would, then flushes. Prints the process CPU
+yield in between, as a busy proxy would (or `--rate N` a second, as a proxy
+under steady load), then flushes. Prints the process CPU
 (all threads: aiosqlite writes from its own) per record and records per second
 of wall time, next to the CPU of building the same records only (the floor).
 The default database is a temporary SQLite file.
@@ -44,7 +45,7 @@ def _record(i: int, runs_of: int) -> RequestRecord:
     )
 
 
-async def measure(url: str, records: int, runs_of: int) -> tuple[float, float, float]:
+async def measure(url: str, records: int, runs_of: int, rate: float = 0.0) -> tuple[float, float, float]:
     """(CPU us per record written, records per wall second, CPU us per record built only)."""
     started = time.process_time()
     built = [_record(i, runs_of) for i in range(records)]
@@ -53,10 +54,11 @@ async def measure(url: str, records: int, runs_of: int) -> tuple[float, float, f
     sink.start()
     await sink.migrated.wait()
     cpu, wall = time.process_time(), time.perf_counter()
-    for start in range(0, records, 100):
-        for record in built[start : start + 100]:
+    chunk = max(1, int(rate / 100)) if rate else 100  # at a rate: 100 chunks a second
+    for start in range(0, records, chunk):
+        for record in built[start : start + chunk]:
             sink.submit(record)
-        await asyncio.sleep(0)
+        await asyncio.sleep(0.01 if rate else 0)
     await sink.flush()
     cpu, wall = time.process_time() - cpu, time.perf_counter() - wall
     assert sink.written == records, (sink.written, records)
@@ -69,10 +71,11 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--records", type=int, default=20_000)
     parser.add_argument("--runs-of", type=int, default=1, help="requests per run (1: every record a new run)")
     parser.add_argument("--database-url", help="default: a temporary SQLite file")
+    parser.add_argument("--rate", type=float, default=0.0, help="records per second (default: as fast as it goes)")
     args = parser.parse_args(argv)
     with tempfile.TemporaryDirectory(prefix="runguard-bench-store-") as tmp:
         url = args.database_url or f"sqlite+aiosqlite:///{Path(tmp) / 'store.db'}"
-        per_record, rate, build = asyncio.run(measure(url, args.records, args.runs_of))
+        per_record, rate, build = asyncio.run(measure(url, args.records, args.runs_of, args.rate))
     print(
         f"{args.records} records, {args.runs_of} per run: {per_record:.1f} CPU us per record written "
         f"({rate:,.0f} records/s); building the record alone {build:.1f} us"
