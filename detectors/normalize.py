@@ -5,7 +5,7 @@ everything here turns one call's arguments or one result's text into a few
 bytes, in time linear in that text (never in the conversation).
 
 - `arg_tokens`: the words of an argument object as a bounded set of 4-hex
-  token hashes (CRC-32's low bits; the 48 smallest: a bottom-k sketch), and `jaccard` over two
+  token hashes (XXH3's low bits; the 48 smallest: a bottom-k sketch), and `jaccard` over two
   such sets (exact while both hold fewer than 48 tokens, an estimate beyond).
 - `result_digest`: a result's hash with volatile keys (ids, timestamps)
   dropped, so the same answer re-sent with a fresh request id hashes the same;
@@ -24,11 +24,11 @@ from __future__ import annotations
 
 import base64
 import re
-import zlib
 from collections.abc import Collection, Iterable, Sequence
 from typing import Any
 
 import orjson
+import xxhash
 
 from runguard.proxy.events import RequestInfo, ToolCall, ToolResult, digest
 
@@ -139,11 +139,10 @@ def arg_tokens(arguments: str) -> tuple[str, ...]:
 
 
 def _tokens(canonical_arguments: str) -> tuple[str, ...]:
-    # CRC-32's low 16 bits: stable across processes like blake2b, collide no more often among
-    # distinct words, and cost a third as much (an argument object has tens of words).
-    crc = zlib.crc32
+    # The low 16 bits of XXH3-64 (stable across processes; an argument object has tens of words).
+    hash64 = xxhash.xxh3_64_intdigest
     words = _WORD.findall(canonical_arguments.lower())
-    hashed = sorted({crc(word.encode("utf-8", "surrogatepass")) & TOKEN_MASK for word in words})
+    hashed = sorted({hash64(word.encode("utf-8", "surrogatepass")) & TOKEN_MASK for word in words})
     return tuple(["%04x" % value for value in hashed[:MAX_TOKENS]])  # noqa: UP031 (the fastest form here)
 
 

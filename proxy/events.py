@@ -11,16 +11,27 @@ replicas, so they can live in shared state.
 
 from __future__ import annotations
 
-import hashlib
 from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
 
+import xxhash
+
+MAX_DIGEST_BYTES = 16
+
 
 def digest(data: str | bytes, size: int = 8) -> str:
-    """A short, stable content hash (blake2b, `size` bytes, hex)."""
+    """A short, stable content hash: `size` bytes (at most 16) of XXH3-128, as hex.
+
+    Stable across processes and machines (unseeded), so hashes can live in
+    shared state. Not cryptographic: it tells contents apart, it guards
+    nothing. XXH3 hashes a 300 KB tool result in about 6 us; blake2b, used
+    before, took 0.5 ms, on the path of every request that carries one.
+    """
+    if not 0 < size <= MAX_DIGEST_BYTES:
+        raise ValueError(f"digest size must be 1..{MAX_DIGEST_BYTES} bytes, not {size}")
     raw = data.encode("utf-8", "surrogatepass") if isinstance(data, str) else data
-    return hashlib.blake2b(raw, digest_size=size).hexdigest()
+    return xxhash.xxh3_128_hexdigest(raw)[: size * 2]
 
 
 class Provider(StrEnum):
