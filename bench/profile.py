@@ -98,7 +98,7 @@ def report(costs: Costs, top: int, requests: int) -> str:
     return "\n".join(lines)
 
 
-async def profile(args: argparse.Namespace, upstream: str, log_dir: Path) -> tuple[Profiler, int]:
+async def profile(args: argparse.Namespace, upstream: str, log_dir: Path) -> tuple[Profiler, int, float]:
     from runguard.proxy.app import create_app
     from runguard.proxy.server import start
 
@@ -154,8 +154,7 @@ async def profile(args: argparse.Namespace, upstream: str, log_dir: Path) -> tup
     finally:
         load.kill()
         await running.stop()
-    sys.stdout.write(f"process CPU while measured: {cpu / args.requests * 1e6:.0f} us per request\n")
-    return profiler, args.requests
+    return profiler, args.requests, cpu
 
 
 def main() -> None:
@@ -176,17 +175,22 @@ def main() -> None:
     args = parser.parse_args()
     if args.growth and args.requests == 2000:
         args.requests = 300
-    # As `runguard-proxy serve` does: INFO logging, so the access log's cost is in the profile.
+    # As `runguard-proxy serve` does: INFO logging and the access log on, both written (to /dev/null
+    # here, the access log through stdout), so their cost is in the profile.
     logging.basicConfig(level=logging.INFO, format="%(message)s", stream=open(os.devnull, "w"))  # noqa: SIM115
+    report_to = sys.stdout
+    sys.stdout = open(os.devnull, "w")  # noqa: SIM115
     with tempfile.TemporaryDirectory(prefix="runguard-profile-") as tmp, Services(Path(tmp)) as services:
         upstream = services.start_announcing("upstream", [sys.executable, "-m", "bench.upstream"], cwd=ROOT)
-        result: list[tuple[Profiler, int]] = []
+        result: list[tuple[Profiler, int, float]] = []
 
         async def go() -> None:
             result.append(await profile(args, upstream.url, Path(tmp)))
 
         serving.run(go, use_uvloop=not args.no_uvloop)
-    profiler, requests = result[0]
+    sys.stdout = report_to
+    profiler, requests, cpu = result[0]
+    sys.stdout.write(f"process CPU while measured: {cpu / requests * 1e6:.0f} us per request\n")
     session = profiler.last_session
     if session is None:
         raise SystemExit("no samples")

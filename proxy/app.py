@@ -104,7 +104,9 @@ def create_app(
     metrics = Metrics()
     observers.append(metrics)
     if settings.log.access_log:
-        observers.append(AccessLog())
+        access = AccessLog()
+        observers.append(access)
+        app.cleanup_ctx.append(access.lifetime)  # before the app's own: written after in-flight requests end
     if settings.alerts.webhooks:
         alerts = Alerts(settings.alerts, outcome=metrics.alert_outcome)
         observers.append(alerts)

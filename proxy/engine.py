@@ -14,7 +14,7 @@ builds the per-detector view of a response once for all three response hooks.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any
@@ -69,6 +69,7 @@ class Lineup:
     plans_response: tuple[Armed, ...]
     checks_response: tuple[Armed, ...]
     configs: Mapping[str, DetectorConfig]
+    responders: frozenset[str] = frozenset()  # detectors with a response hook (the ones that need a view)
 
     @classmethod
     def of(cls, armed: Iterable[Armed]) -> Lineup:
@@ -77,14 +78,16 @@ class Lineup:
         def having(hook: str) -> tuple[Armed, ...]:
             return tuple(a for a in every if _implements(a.detector, hook))
 
+        inspects, plans, checks = having("inspect_response"), having("plan_response"), having("check_response")
         return cls(
             every,
             having("plan_request"),
             having("check_request"),
-            having("inspect_response"),
-            having("plan_response"),
-            having("check_response"),
+            inspects,
+            plans,
+            checks,
             {a.name: a.config for a in every},
+            frozenset(a.name for a in (*inspects, *plans, *checks)),
         )
 
 
@@ -135,7 +138,8 @@ class Views:
     own: Mapping[str, ResponseSeen]
 
     @classmethod
-    def of(cls, seen: ResponseSeen, before: Mapping[str, Results]) -> Views:
+    def of(cls, seen: ResponseSeen, before: Mapping[str, Results], only: Collection[str] | None = None) -> Views:
+        """The views of `seen`; `only`: build them just for these detectors (the ones with response hooks)."""
         # Built field by field (dataclasses.replace inspects the class on every call); the
         # engine's tests compare a view with `seen`, so a field added to ResponseSeen and
         # missed here fails them.
@@ -147,7 +151,7 @@ class Views:
                     s.run_id, s.key_hash, s.now, s.request, s.response, s.facts, s.status, s.usd, s.latency, got
                 )
                 for name, got in before.items()
-                if got
+                if got and (only is None or name in only)
             },
         )
 

@@ -43,7 +43,7 @@ class Ticket:
     def views_of(self, seen: ResponseSeen) -> Views:
         """The per-detector views of `seen`, built on first use (inspect and complete share them)."""
         if self.views is None or self.views.seen is not seen:
-            self.views = Views.of(seen, self.before)
+            self.views = Views.of(seen, self.before, self.lineup.responders)
         return self.views
 
     def warning_header(self) -> str | None:

@@ -24,6 +24,7 @@ class ServeProcess:
     process: asyncio.subprocess.Process
     url: str
     output: list[bytes] = field(default_factory=list)  # stdout and stderr lines, drained as they come
+    stdout: list[bytes] = field(default_factory=list)  # the stdout lines alone (banner, access log)
     _drains: list[asyncio.Task[None]] = field(default_factory=list)
 
     async def stop(self, sig: int = signal.SIGTERM, wait_seconds: float = 15.0) -> int:
@@ -48,9 +49,11 @@ class ServeProcess:
         return "\n".join(said[-lines:])
 
 
-async def _drain(stream: asyncio.StreamReader, into: list[bytes]) -> None:
+async def _drain(stream: asyncio.StreamReader, into: list[bytes], also: list[bytes] | None = None) -> None:
     while line := await stream.readline():
         into.append(line)
+        if also is not None:
+            also.append(line)
 
 
 async def start_serve(env: dict[str, str], cwd: Path, *args: str, wait_seconds: float = 30.0) -> ServeProcess:
@@ -68,6 +71,7 @@ async def start_serve(env: dict[str, str], cwd: Path, *args: str, wait_seconds: 
     )
     assert process.stdout is not None and process.stderr is not None
     output: list[bytes] = []
+    stdout: list[bytes] = []
     errors = asyncio.ensure_future(_drain(process.stderr, output))
     try:
         async with asyncio.timeout(wait_seconds):
@@ -77,6 +81,7 @@ async def start_serve(env: dict[str, str], cwd: Path, *args: str, wait_seconds: 
                     await errors
                     raise RuntimeError("runguard-proxy exited before listening:\n" + b"".join(output).decode())
                 output.append(line)
+                stdout.append(line)
                 found = _LISTENING.search(line)
                 if found:
                     break
@@ -84,6 +89,6 @@ async def start_serve(env: dict[str, str], cwd: Path, *args: str, wait_seconds: 
         process.kill()
         await process.wait()
         raise
-    served = ServeProcess(process, found.group(1).decode(), output)
-    served._drains = [errors, asyncio.ensure_future(_drain(process.stdout, output))]
+    served = ServeProcess(process, found.group(1).decode(), output, stdout)
+    served._drains = [errors, asyncio.ensure_future(_drain(process.stdout, output, stdout))]
     return served
