@@ -32,8 +32,20 @@ from runguard.proxy.events import Api, OutputSchema, Provider, RequestInfo, Resp
 
 
 def _call_fields(raw: Any) -> Iterator[tuple[str, str, str | None]]:
-    """(name, arguments, call id) of each entry of a `tool_calls` list."""
+    """(name, arguments, call id) of each entry of a `tool_calls` list.
+
+    Every earlier turn of a long conversation passes through here on every
+    request, so the shape every SDK sends (a function with string name and
+    arguments) is read directly; anything else goes through the forgiving path.
+    """
     for item in as_list(raw):
+        if type(item) is dict:
+            function = item.get("function")
+            if type(function) is dict:
+                name, arguments, call_id = function.get("name"), function.get("arguments"), item.get("id")
+                if type(name) is str and name and type(arguments) is str and type(call_id) is str and call_id:
+                    yield name, arguments, call_id
+                    continue
         entry = as_dict(item)
         function = as_dict(entry.get("function"))
         custom = as_dict(entry.get("custom"))
@@ -187,19 +199,19 @@ class ChatAdapter:
         messages = as_list(data.get("messages"))
         tail = last_index(messages, _is_assistant)
         for position, raw in enumerate(messages):
-            message = as_dict(raw)
+            message = raw if type(raw) is dict else {}
             role = message.get("role")
             content = message.get("content")
-            if role in ("system", "developer"):
+            if position < tail and role == "assistant":  # earlier turns, the bulk of a long conversation, first
+                talk.earlier_assistant(len(text_of(content)), _call_fields(message.get("tool_calls")))
+            elif position < tail and role in ("tool", "function"):
+                talk.earlier_result(len(text_of(content)))
+            elif role in ("system", "developer"):
                 talk.system(text_of(content))
             elif role == "user":
                 talk.user(text_of(content))
-            elif role == "assistant" and position < tail:
-                talk.earlier_assistant(len(text_of(content)), _call_fields(message.get("tool_calls")))
             elif role == "assistant":
                 talk.assistant(len(text_of(content)), _calls(message.get("tool_calls")))
-            elif role in ("tool", "function") and position < tail:
-                talk.earlier_result(len(text_of(content)))
             elif role in ("tool", "function"):
                 talk.result(opt_str(message.get("tool_call_id")), opt_str(message.get("name")), text_of(content))
             else:
