@@ -31,7 +31,7 @@ from runguard.proxy.adapters.stop import stop_text
 from runguard.proxy.events import Api, OutputSchema, Provider, RequestInfo, ResponseInfo, ToolCall, Usage
 
 
-def _call_fields(raw: Any) -> Iterator[tuple[str, str, str | None]]:
+def call_fields(raw: Any) -> Iterator[tuple[str, str, str | None]]:
     """(name, arguments, call id) of each entry of a `tool_calls` list.
 
     Every earlier turn of a long conversation passes through here on every
@@ -46,16 +46,21 @@ def _call_fields(raw: Any) -> Iterator[tuple[str, str, str | None]]:
                 if type(name) is str and name and type(arguments) is str and type(call_id) is str and call_id:
                     yield name, arguments, call_id
                     continue
-        entry = as_dict(item)
-        function = as_dict(entry.get("function"))
-        custom = as_dict(entry.get("custom"))
-        name = as_str(function.get("name")) or as_str(custom.get("name"))
-        yield name, _arguments(function.get("arguments", custom.get("input"))), opt_str(entry.get("id"))
+        yield call_fields_of(item)
+
+
+def call_fields_of(item: Any) -> tuple[str, str, str | None]:
+    """(name, arguments, call id) of one `tool_calls` entry, whatever its shape (custom tools too)."""
+    entry = as_dict(item)
+    function = as_dict(entry.get("function"))
+    custom = as_dict(entry.get("custom"))
+    name = as_str(function.get("name")) or as_str(custom.get("name"))
+    return name, _arguments(function.get("arguments", custom.get("input"))), opt_str(entry.get("id"))
 
 
 def _calls(raw: Any) -> list[ToolCall]:
     return [
-        ToolCall(name, arguments, call_id, index) for index, (name, arguments, call_id) in enumerate(_call_fields(raw))
+        ToolCall(name, arguments, call_id, index) for index, (name, arguments, call_id) in enumerate(call_fields(raw))
     ]
 
 
@@ -203,7 +208,7 @@ class ChatAdapter:
             role = message.get("role")
             content = message.get("content")
             if position < tail and role == "assistant":  # earlier turns, the bulk of a long conversation, first
-                talk.earlier_assistant(len(text_of(content)), _call_fields(message.get("tool_calls")))
+                talk.earlier_assistant(len(text_of(content)), call_fields(message.get("tool_calls")))
             elif position < tail and role in ("tool", "function"):
                 talk.earlier_result(len(text_of(content)))
             elif role in ("system", "developer"):

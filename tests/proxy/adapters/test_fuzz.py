@@ -18,6 +18,7 @@ from hypothesis import strategies as st
 
 from runguard.proxy.adapters.base import RequestContext
 from runguard.proxy.adapters.jsonish import JsonArrayItems
+from runguard.proxy.adapters.openai_chat import call_fields, call_fields_of
 from runguard.proxy.events import RequestInfo, ResponseInfo, ToolCall
 from tests.proxy.adapters.test_fixtures import (
     CASES,
@@ -253,3 +254,35 @@ def test_json_array_items_come_out_whole_for_any_split(
     splitter = JsonArrayItems()
     found = [json.loads(item) for piece in split_at(data, cuts) for item in splitter.feed(piece)]
     assert found == items
+
+
+# Mostly strings (empty ones too), as SDKs send, then the wrong types a broken client might.
+_VALUES: st.SearchStrategy[Any] = st.one_of(
+    st.text(max_size=4),
+    st.text(max_size=4),
+    st.just(""),
+    st.none(),
+    st.integers(),
+    st.lists(st.integers(), max_size=2),
+    st.just({}),
+)
+_FUNCTION: st.SearchStrategy[Any] = st.one_of(
+    st.fixed_dictionaries({"name": _VALUES, "arguments": _VALUES}),  # the usual shape, with odd values
+    st.fixed_dictionaries({}, optional={"name": _VALUES, "arguments": _VALUES}),
+    _VALUES,
+)
+_CALL_ENTRIES: st.SearchStrategy[Any] = st.one_of(
+    st.fixed_dictionaries({"id": _VALUES, "type": st.just("function"), "function": _FUNCTION}),
+    st.fixed_dictionaries({"id": _VALUES}, optional={"function": _FUNCTION}),
+    st.fixed_dictionaries(
+        {"id": _VALUES}, optional={"custom": st.fixed_dictionaries({}, optional={"name": _VALUES, "input": _VALUES})}
+    ),
+    _VALUES,
+)
+
+
+@given(st.lists(_CALL_ENTRIES, max_size=4))
+@settings(max_examples=400, deadline=None)
+def test_the_fast_read_of_tool_calls_agrees_with_the_forgiving_one(entries: list[Any]) -> None:
+    # Every earlier turn of a long conversation takes the fast path for the usual shape.
+    assert list(call_fields(entries)) == [call_fields_of(entry) for entry in entries]
