@@ -102,7 +102,12 @@ async def profile(args: argparse.Namespace, upstream: str, log_dir: Path) -> tup
     from runguard.proxy.app import create_app
     from runguard.proxy.server import start
 
-    running = await start(create_app(proxy_setup.settings(upstream, frame=args.frame)), "127.0.0.1", 0, grace=1.0)
+    running = await start(
+        create_app(proxy_setup.settings(upstream, frame=args.frame, database=log_dir / "profile.db")),
+        "127.0.0.1",
+        0,
+        grace=1.0,
+    )
     target = {"name": "proxy", "url": running.url, "pid": os.getpid()}
     if args.concurrency:
         spec: dict[str, Any] = {

@@ -78,11 +78,16 @@ def proxy_env(
     return env
 
 
-def settings(upstream: str, max_runs: int | None = None, frame: bool = False) -> Settings:
-    """`Settings` for an in-process proxy with the bench's detector limits (imported late: the proxy may not build)."""
+def settings(upstream: str, max_runs: int | None = None, frame: bool = False, database: Path | None = None) -> Settings:
+    """`Settings` for an in-process proxy with the bench's detector limits (imported late: the proxy may not build).
+
+    Records go to `database` (a SQLite file) when given and not `frame`; otherwise nothing is recorded
+    (never a `runguard.db` left in the working directory).
+    """
     from runguard.config.settings import Settings
 
     data = config_data(max_runs, frame)
+    data["store"] = {"database_url": f"sqlite+aiosqlite:///{database}" if database and not frame else ""}
     data["upstreams"] = {"openai": upstream, "gemini": upstream}
     data["runs"] = {**data.get("runs", {}), "key_salt": "bench-salt"}
     return Settings.model_validate(data)
