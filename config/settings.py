@@ -78,6 +78,12 @@ class StateSettings(_Section):
         False, description="When the state backend fails: false forwards anyway (fail open), true answers an error."
     )
     timeout: float = Field(0.5, gt=0, description="Seconds one state round trip may take before it counts as failed.")
+    max_connections: int = Field(
+        64,
+        ge=1,
+        description="Redis connections one proxy process opens at most; more concurrent batches wait for one "
+        "(up to `timeout`) instead of opening a connection each.",
+    )
 
     @field_validator("url")
     @classmethod

@@ -50,7 +50,11 @@ def build_state(settings: Settings) -> StateBackend:
         from runguard.proxy.state.redis import RedisState
 
         return RedisState.from_url(
-            settings.state.url, key_prefix=settings.state.key_prefix, ttls=ttls, timeout=settings.state.timeout
+            settings.state.url,
+            key_prefix=settings.state.key_prefix,
+            ttls=ttls,
+            timeout=settings.state.timeout,
+            max_connections=settings.state.max_connections,
         )
     return MemoryState(ttls=ttls, max_scopes=settings.runs.max_runs)
 

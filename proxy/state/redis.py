@@ -26,7 +26,7 @@ from typing import Any, cast
 
 import orjson
 from redis import exceptions as rexc
-from redis.asyncio import Redis
+from redis.asyncio import BlockingConnectionPool, Redis
 from redis.asyncio.retry import Retry
 from redis.backoff import ConstantBackoff
 
@@ -96,20 +96,27 @@ class RedisState:
         self._sha = hashlib.sha1(self._script, usedforsecurity=False).hexdigest()
 
     @classmethod
-    def from_url(cls, url: str, *, key_prefix: str, ttls: ScopeTtls, timeout: float) -> RedisState:
+    def from_url(
+        cls, url: str, *, key_prefix: str, ttls: ScopeTtls, timeout: float, max_connections: int = 64
+    ) -> RedisState:
         """A client whose every connect and read gives up after `timeout` seconds.
 
         Only a broken connection is retried, once and at once; a timeout is not,
-        so one call never waits much longer than `timeout`.
+        so one call never waits much longer than `timeout`. At most
+        `max_connections` are open: a burst of requests (hundreds of parallel
+        calls) waits up to `timeout` for a free one rather than opening a
+        connection each, which can exhaust the server's or the host's sockets.
         """
-        client = Redis.from_url(
+        pool = BlockingConnectionPool.from_url(
             url,
+            max_connections=max_connections,
+            timeout=timeout,
             socket_timeout=timeout,
             socket_connect_timeout=timeout,
             retry=Retry(ConstantBackoff(0.0), retries=1, supported_errors=(rexc.ConnectionError,)),
             health_check_interval=0,
         )
-        return cls(client, key_prefix=key_prefix, ttls=ttls)
+        return cls(Redis.from_pool(pool), key_prefix=key_prefix, ttls=ttls)  # the client owns the pool: closed with it
 
     @property
     def script_sha(self) -> str:

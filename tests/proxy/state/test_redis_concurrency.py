@@ -10,8 +10,10 @@ import asyncio
 from collections.abc import AsyncIterator
 
 import pytest
+import redis.asyncio as aioredis
 
 from runguard.detectors.ops import Add, CompareAndSet, Get, Push, Put, Scope
+from runguard.proxy.state.base import ScopeTtls
 from runguard.proxy.state.redis import RedisState
 from tests.proxy.state.support import IDS, delete_prefix, redis_state
 from tests.services import require_redis, unique_name
@@ -77,3 +79,21 @@ async def test_unique_pushes_from_two_replicas_hold_no_duplicates(replicas: tupl
     assert len(window) == len(set(window)) == len(items)
     assert set(window) == set(items)
     assert await replicas[1].execute(IDS, [Get(Scope.RUN, "n")]) == [80.0]
+
+
+async def test_a_burst_shares_the_capped_pool_instead_of_opening_a_connection_each() -> None:
+    url = require_redis()
+    prefix, name = unique_name("rgtest_state"), unique_name("rgtest_pool")
+    state = RedisState.from_url(
+        f"{url}?client_name={name}", key_prefix=prefix, ttls=ScopeTtls(), timeout=5.0, max_connections=3
+    )
+    watcher = aioredis.from_url(url)
+    try:
+        results = await asyncio.gather(*(state.execute(IDS, [Add(Scope.RUN, "n")]) for _ in range(200)))
+        assert sorted(r[0] for r in results if isinstance(r[0], float)) == [float(n) for n in range(1, 201)]
+        mine = [c for c in await watcher.client_list() if c.get("name") == name]
+        assert 1 <= len(mine) <= 3  # 200 concurrent batches went through at most 3 connections
+    finally:
+        await state.close()
+        await watcher.aclose()
+        await delete_prefix(url, prefix)
