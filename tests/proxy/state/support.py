@@ -28,8 +28,12 @@ def free_port() -> int:
         return int(sock.getsockname()[1])
 
 
-def redis_state(url: str, prefix: str, ttls: ScopeTtls | None = None, timeout: float = 1.0) -> RedisState:
-    return RedisState.from_url(url, key_prefix=prefix, ttls=ttls or ScopeTtls(), timeout=timeout)
+def redis_state(
+    url: str, prefix: str, ttls: ScopeTtls | None = None, timeout: float = 1.0, max_connections: int = 64
+) -> RedisState:
+    return RedisState.from_url(
+        url, key_prefix=prefix, ttls=ttls or ScopeTtls(), timeout=timeout, max_connections=max_connections
+    )
 
 
 async def delete_prefix(url: str, prefix: str) -> None:

@@ -25,7 +25,9 @@ pytestmark = pytest.mark.redis
 async def replicas() -> AsyncIterator[tuple[RedisState, RedisState]]:
     url = require_redis()
     prefix = unique_name("rgtest_state")
-    first, second = redis_state(url, prefix), redis_state(url, prefix)
+    # 16 connections each: enough for the calls to interleave on the server; a generous timeout, since
+    # the point here is atomicity, not speed (a loaded CI machine once took over 1 s to connect 200 sockets).
+    first, second = (redis_state(url, prefix, timeout=5.0, max_connections=16) for _ in range(2))
     yield first, second
     await first.close()
     await second.close()
