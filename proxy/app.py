@@ -135,6 +135,10 @@ def create_app(
         await context.upstreams.close()
         await backend.close()
 
+    async def stopping(_app: web.Application) -> None:
+        context.stop_reading()
+
+    app.on_shutdown.append(stopping)
     app.cleanup_ctx.append(lifetime)
     app.router.add_get("/runguard/health", health)
     AdminApi(settings.server, backend, metrics).add_routes(app)

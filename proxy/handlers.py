@@ -13,7 +13,7 @@ import dataclasses
 import logging
 import time
 from collections.abc import Coroutine
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import aiohttp
@@ -52,12 +52,27 @@ class ProxyContext:
     hasher: KeyHasher
     observer: Observer
     background: set[asyncio.Task[None]]
+    reading: set[asyncio.Task[Any]] = field(default_factory=set)  # handlers still receiving a request body
+    stopping: asyncio.Event = field(default_factory=asyncio.Event)  # set when the server begins to stop
 
     def spawn(self, coro: Coroutine[Any, Any, None]) -> None:
         """Finish work after the client left (a disconnect must not lose the record)."""
         task = asyncio.ensure_future(coro)
         self.background.add(task)
         task.add_done_callback(self.background.discard)
+
+    def stop_reading(self) -> None:
+        """At shutdown: end the handlers still waiting for a request body.
+
+        Once the server begins to stop, aiohttp drops the bytes that arrive on
+        its connections, so such a body never completes and its handler would
+        hold the shutdown for the whole grace period. Nothing of these requests
+        went upstream; their clients see the connection close, as for any
+        request that reaches a stopping server.
+        """
+        self.stopping.set()
+        for task in list(self.reading):
+            task.cancel()
 
 
 CONTEXT: web.AppKey[ProxyContext] = web.AppKey("runguard_context", ProxyContext)
@@ -114,10 +129,18 @@ async def handle(request: web.Request) -> web.StreamResponse:
     refusal = _key_refusal(ctx, route, key_hash)
     if refusal is not None:
         return refusal
+    if ctx.stopping.is_set() and not request.content.is_eof():
+        # The rest of this body would be dropped (see `stop_reading`): say so now, the SDK retries elsewhere.
+        return provider_error(route.provider, 503, "RunGuard is shutting down; retry the request", "shutting_down")
+    task = asyncio.current_task()
+    if task is not None:
+        ctx.reading.add(task)
     try:
         body = await _read_body(request, ctx.settings.server.max_body_bytes)
     except BodyTooLarge as exc:
         return provider_error(route.provider, 413, f"RunGuard: {exc}", "request_too_large")
+    finally:
+        ctx.reading.discard(task)
     adapter = adapter_for(route.api) if request.method == "POST" else None
     if adapter is None:
         return await _passthrough(request, ctx, route, body)

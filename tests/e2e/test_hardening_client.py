@@ -9,6 +9,7 @@ import aiohttp
 import orjson
 
 from runguard.proxy.app import create_app
+from runguard.proxy.handlers import CONTEXT
 from runguard.proxy.server import Running, start
 from tests.e2e import payloads
 from tests.e2e.faults import eventually, requests_of
@@ -107,3 +108,43 @@ async def test_shutdown_grace_period_is_bounded(upstream: FakeUpstream) -> None:
         await running.stop()
         assert asyncio.get_running_loop().time() - started < 1.5
         response.close()
+
+
+async def test_shutdown_does_not_wait_the_grace_period_for_a_body_that_stopped_arriving(
+    upstream: FakeUpstream,
+) -> None:
+    # Once the server stops, aiohttp drops the bytes that reach it: a handler still waiting for the
+    # rest of a body would otherwise hold the shutdown for the whole grace period.
+    sink = ListSink()
+    running = await _serving(upstream, sink, grace=30.0)
+    host, port = running.url.removeprefix("http://").split(":")
+    _reader, writer = await asyncio.open_connection(host, int(port))
+    head = f"POST {CHAT} HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 5000\r\n\r\n"
+    writer.write(head.encode() + _chat()[:40])
+    await writer.drain()
+    await asyncio.sleep(0.1)  # the handler is waiting for the other 4960 bytes
+    started = asyncio.get_running_loop().time()
+    await running.stop()
+    assert asyncio.get_running_loop().time() - started < 10.0  # not the 30 s grace
+    writer.close()
+    assert upstream.received == [] and requests_of(sink) == []
+
+
+async def test_a_body_still_on_its_way_when_the_server_stops_is_answered_503(upstream: FakeUpstream) -> None:
+    # After the stop began, the rest of the body will never be read: a provider 503 tells the SDK to retry.
+    sink = ListSink()
+    app = create_app(settings_for(upstream.url), sink=sink)
+    running = await start(app, "127.0.0.1", 0, 5.0)
+    try:
+        app[CONTEXT].stopping.set()  # as on_shutdown does, without closing the connections yet
+        host, port = running.url.removeprefix("http://").split(":")
+        reader, writer = await asyncio.open_connection(host, int(port))
+        head = f"POST {CHAT} HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 5000\r\n\r\n"
+        writer.write(head.encode() + _chat()[:40])
+        await writer.drain()
+        status_line = await asyncio.wait_for(reader.readline(), 5.0)
+        writer.close()
+    finally:
+        await running.stop()
+    assert status_line.startswith(b"HTTP/1.1 503")
+    assert upstream.received == []
