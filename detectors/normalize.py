@@ -24,8 +24,8 @@ from __future__ import annotations
 
 import base64
 import re
-from collections.abc import Collection, Iterable, Sequence
-from typing import Any
+from collections.abc import Callable, Collection, Iterable, MutableMapping, Sequence
+from typing import Any, TypeVar
 
 import orjson
 import xxhash
@@ -54,6 +54,7 @@ DEFAULT_VOLATILE_KEYS = (
     "uuid",
 )
 _WORD = re.compile(r"[a-z0-9]+")
+T = TypeVar("T")
 _MISSING = object()
 
 
@@ -97,36 +98,32 @@ def args_digest(arguments: str) -> str:
     return digest(canonical(arguments))
 
 
+def _kept(memo: MutableMapping[Any, Any], key: Any, compute: Callable[[], T]) -> T:
+    """`memo[key]`, computed by `compute()` the first time (memos live on one request's objects)."""
+    found: T | None = memo.get(key)
+    if found is None:
+        found = memo[key] = compute()
+    return found
+
+
 def call_canonical(call: ToolCall) -> str:
     """`canonical` of a call's arguments, computed once per call."""
-    found: str | None = call.derived.get("canonical")
-    if found is None:
-        found = call.derived["canonical"] = canonical(call.arguments)
-    return found
+    return _kept(call.derived, "canonical", lambda: canonical(call.arguments))
 
 
 def call_args_digest(call: ToolCall) -> str:
     """`args_digest` of a call's arguments, computed once per call."""
-    found: str | None = call.derived.get("args_digest")
-    if found is None:
-        found = call.derived["args_digest"] = digest(call_canonical(call))
-    return found
+    return _kept(call.derived, "args_digest", lambda: digest(call_canonical(call)))
 
 
 def call_tokens(call: ToolCall) -> tuple[str, ...]:
     """`arg_tokens` of a call's arguments, computed once per call."""
-    found: tuple[str, ...] | None = call.derived.get("tokens")
-    if found is None:
-        found = call.derived["tokens"] = _tokens(call_canonical(call))
-    return found
+    return _kept(call.derived, "tokens", lambda: _tokens(call_canonical(call)))
 
 
 def call_tag(call: ToolCall) -> str:
     """`tag` of a call's tool name, computed once per call."""
-    found: str | None = call.derived.get("tag")
-    if found is None:
-        found = call.derived["tag"] = tag(call.name)
-    return found
+    return _kept(call.derived, "tag", lambda: tag(call.name))
 
 
 def arg_tokens(arguments: str) -> tuple[str, ...]:
@@ -236,10 +233,7 @@ def result_digest(content: str, volatile_keys: Collection[str] = DEFAULT_VOLATIL
 
 def result_digest_of(result: ToolResult, volatile_keys: frozenset[str] = DEFAULT_VOLATILE) -> str:
     """`result_digest` of a result's content, computed once per key set and kept on the result."""
-    found = result.digests.get(volatile_keys)
-    if found is None:
-        found = result.digests[volatile_keys] = result_digest(result.content, volatile_keys)
-    return found
+    return _kept(result.digests, volatile_keys, lambda: result_digest(result.content, volatile_keys))
 
 
 def _call_positions(request: RequestInfo) -> list[int | None]:
@@ -247,10 +241,7 @@ def _call_positions(request: RequestInfo) -> list[int | None]:
 
     Computed once per request (several detectors pair results with calls).
     """
-    found: list[int | None] | None = request.derived.get("positions")
-    if found is None:
-        found = request.derived["positions"] = _positions(request)
-    return found
+    return _kept(request.derived, "positions", lambda: _positions(request))
 
 
 def _positions(request: RequestInfo) -> list[int | None]:
@@ -290,10 +281,7 @@ def turn_signature(request: RequestInfo) -> tuple[str, str] | None:
     """
     if not request.prior_calls:
         return None
-    found: tuple[str, str] | None = request.derived.get("turn")
-    if found is None:
-        found = request.derived["turn"] = _turn_signature(request)
-    return found
+    return _kept(request.derived, "turn", lambda: _turn_signature(request))
 
 
 def _turn_signature(request: RequestInfo) -> tuple[str, str]:
