@@ -43,9 +43,10 @@ def _num(value: OpResult) -> float:
     return 0.0
 
 
-# Ops that are the same for every request, built once (ops are immutable).
+# Ops that are the same for every request, built once (ops are immutable). Their order is
+# the order `facts_from` reads the results in.
 _COUNT = Add(Scope.RUN, "core.requests", 1)
-_READS = (
+_TOTALS_AND_IN_FLIGHT = (
     Get(Scope.RUN, "core.usd"),
     Get(Scope.RUN, "core.in"),
     Get(Scope.RUN, "core.out"),
@@ -65,7 +66,7 @@ def request_ops(now: float, body_hash: str) -> list[Op]:
     return [
         _COUNT,
         PutNX(Scope.RUN, "core.started", repr(now)),
-        *_READS,
+        *_TOTALS_AND_IN_FLIGHT,
         Push(Scope.RUN, "core.body", (body_hash,), keep=2),
         *_BREAKERS,
     ]
