@@ -14,14 +14,15 @@ Rows are sorted by run id so concurrent writers take row locks in one order
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Collection, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 import orjson
 from sqlalchemy import and_, case, or_
 from sqlalchemy.dialects import postgresql, sqlite
-from sqlalchemy.ext.asyncio import AsyncConnection
+from sqlalchemy.exc import DataError, IntegrityError
+from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
 from runguard.proxy.records import Record, RequestRecord, TripRecord
 from runguard.proxy.store.models import Body, Request, Run, RunAgent, Trip
@@ -202,7 +203,8 @@ async def _insert_new(conn: AsyncConnection, dialect: str, table: Any, rows: Seq
     return set(result.scalars().all())
 
 
-def _deltas(batch: Batch, new_requests: set[str], new_trips: set[str]) -> dict[str, RunDelta]:
+def deltas_of(batch: Batch, new_requests: Collection[str], new_trips: Collection[str]) -> dict[str, RunDelta]:
+    """What the rows that went in (by id) add to each run."""
     deltas: dict[str, RunDelta] = {}
 
     def delta(run_id: str, key_hash: str, at: float) -> RunDelta:
@@ -233,6 +235,16 @@ def _deltas(batch: Batch, new_requests: set[str], new_trips: set[str]) -> dict[s
     return deltas
 
 
+def new_agents(batch: Batch, new_requests: Collection[str]) -> list[Row]:
+    """The run_agents rows the new requests name (each agent at its first time), in lock order."""
+    agents: dict[tuple[str, str], float] = {}
+    for row, _ in batch.requests:
+        if row["id"] in new_requests and row["agent"]:
+            pair = (row["run_id"], row["agent"])
+            agents[pair] = min(agents.get(pair, row["at"]), row["at"])
+    return [{"run_id": run, "agent": agent, "first_seen": at} for (run, agent), at in sorted(agents.items())]
+
+
 def _run_upsert(dialect: str) -> Any:
     stmt = _insert(dialect, Run)
     new = stmt.excluded
@@ -254,16 +266,27 @@ async def write(conn: AsyncConnection, batch: Batch) -> None:
     bodies = [row for row in batch.bodies if row["request_id"] in new_requests]
     if bodies:
         await conn.execute(_insert(dialect, Body).on_conflict_do_nothing(), bodies)
-    deltas = _deltas(batch, new_requests, new_trips)
-    agents: dict[tuple[str, str], float] = {}
-    for row, _ in batch.requests:
-        if row["id"] in new_requests and row["agent"]:
-            pair = (row["run_id"], row["agent"])
-            agents[pair] = min(agents.get(pair, row["at"]), row["at"])
-    if agents:
-        rows = [{"run_id": run, "agent": agent, "first_seen": at} for (run, agent), at in sorted(agents.items())]
+    deltas = deltas_of(batch, new_requests, new_trips)
+    rows = new_agents(batch, new_requests)
+    if rows:
         stmt = _insert(dialect, RunAgent).on_conflict_do_nothing().returning(RunAgent.run_id)
         for run_id in (await conn.execute(stmt, rows)).scalars().all():
             deltas[run_id].agents += 1
     if deltas:
         await conn.execute(_run_upsert(dialect), [deltas[run_id].row() for run_id in sorted(deltas)])
+
+
+class EngineWriter:
+    """Batches through a SQLAlchemy engine, one transaction each (PostgreSQL, in-memory SQLite)."""
+
+    rejects: tuple[type[Exception], ...] = (DataError, IntegrityError)
+
+    def __init__(self, engine: AsyncEngine) -> None:
+        self._engine = engine
+
+    async def write(self, batch: Batch) -> None:
+        async with self._engine.begin() as conn:
+            await write(conn, batch)
+
+    async def close(self) -> None:
+        """Nothing of its own to release: the engine is the sink's."""

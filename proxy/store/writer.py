@@ -3,7 +3,9 @@
 `submit()` appends to a bounded in-memory queue and returns: it never awaits,
 never blocks and never raises; when the queue is full the record is dropped
 and counted (`dropped`). One background task takes up to `batch_size` records
-every `flush_interval` and writes them in one transaction (see `batch.py`).
+every `flush_interval` and writes them in one transaction: on a SQLite file
+through a plain `sqlite3` connection on a thread of its own
+(`sqlite_writer.py`), otherwise through the SQLAlchemy engine (`batch.py`).
 When the database is down or slow the proxy goes on: the batch in hand is
 retried with capped exponential backoff until it goes in (never thrown away
 for a connectivity failure), new records wait in the queue, and `backlog`
@@ -27,6 +29,7 @@ import logging
 import secrets
 from collections import deque
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
+from typing import Protocol
 
 from sqlalchemy.exc import DataError, IntegrityError
 from sqlalchemy.ext.asyncio import AsyncEngine
@@ -36,6 +39,7 @@ from runguard.proxy.records import Record
 from runguard.proxy.store import batch as batches
 from runguard.proxy.store.database import Target, make_engine, parse
 from runguard.proxy.store.migrate import upgrade
+from runguard.proxy.store.sqlite_writer import SqliteWriter
 
 log = logging.getLogger("runguard.store")
 
@@ -50,6 +54,16 @@ def _ids() -> Iterator[str]:
     """Row ids unique across replicas and restarts: a random per-sink prefix and a counter."""
     prefix = secrets.token_hex(6)
     return (f"{prefix}-{n:x}" for n in itertools.count(1))
+
+
+class BatchWriter(Protocol):
+    """Writes one batch in one transaction; `rejects`: the errors that mean the data, not the database."""
+
+    rejects: tuple[type[Exception], ...]
+
+    async def write(self, batch: batches.Batch) -> None: ...
+
+    async def close(self) -> None: ...
 
 
 class QueueSink:
@@ -67,7 +81,9 @@ class QueueSink:
         max_backoff: float = MAX_BACKOFF,
     ) -> None:
         self.target: Target = parse(database_url)
-        self.engine: AsyncEngine = make_engine(self.target)
+        self.engine: AsyncEngine = make_engine(self.target)  # migrations, and the reader's
+        path = self.target.sqlite_path
+        self.writer: BatchWriter = SqliteWriter(path) if path is not None else batches.EngineWriter(self.engine)
         self._record_bodies = record_bodies
         self._queue: deque[Record] = deque()
         self._queue_size = queue_size
@@ -134,6 +150,7 @@ class QueueSink:
                 with contextlib.suppress(asyncio.CancelledError):
                     await self._task
                 log.error("record store: shutdown gave up with %d records not written", self.backlog)
+        await self.writer.close()
         await self.engine.dispose()
 
     async def lifetime(self, _app: object) -> AsyncIterator[None]:
@@ -164,8 +181,9 @@ class QueueSink:
     async def _retrying(self, what: str, attempt: Callable[[], Awaitable[None]]) -> None:
         """Run `attempt()` until it succeeds. Only `close()` (its timeout) ends a database outage.
 
-        Data errors (DataError, IntegrityError) are not retried: the same rows would fail again.
+        Data errors (the writer's `rejects`) are not retried: the same rows would fail again.
         """
+        rejects = self.writer.rejects
         delay = FIRST_BACKOFF
         failing = False
         while True:
@@ -175,7 +193,7 @@ class QueueSink:
                 if failing:
                     log.warning("record store: %s works again (%d queued)", what, self.backlog)
                 return
-            except (DataError, IntegrityError):
+            except rejects:
                 raise
             except Exception as exc:  # any database or network failure: keep the records, retry
                 self.failures += 1
@@ -220,17 +238,13 @@ class QueueSink:
         try:
             batch = batches.build(records, self._ids, record_bodies=self._record_bodies)
             try:
-                await self._retrying("writing records", functools.partial(self._write, batch))
+                await self._retrying("writing records", functools.partial(self.writer.write, batch))
                 self.written += count
-            except (DataError, IntegrityError) as exc:
+            except self.writer.rejects as exc:
                 log.error("record store: the database rejected a batch (%r); writing its rows one by one", exc)
                 self.written += await self._write_singly(batch)
         finally:
             self._pending = 0
-
-    async def _write(self, batch: batches.Batch) -> None:
-        async with self.engine.begin() as conn:
-            await batches.write(conn, batch)
 
     async def _write_singly(self, batch: batches.Batch) -> int:
         """Each record in its own transaction; the ones the database rejects are dropped and counted."""
@@ -242,9 +256,9 @@ class QueueSink:
         written = 0
         for part in parts:
             try:
-                await self._retrying("writing records", functools.partial(self._write, part))
+                await self._retrying("writing records", functools.partial(self.writer.write, part))
                 written += 1
-            except (DataError, IntegrityError) as exc:
+            except self.writer.rejects as exc:
                 self.dropped += 1
                 log.error("record store: dropped a record the database rejects: %r", exc)
         return written

@@ -79,8 +79,7 @@ async def test_a_retried_batch_adds_nothing_twice(make_sink: SinkFactory, store_
     records = [factory.request("run-twice", index=i) for i in range(1, 6)] + [factory.trip("run-twice")]
     prepared = batch.build(records, iter(f"id-{n}" for n in range(100)), record_bodies=False)
     for _ in range(2):
-        async with sink.engine.begin() as conn:
-            await batch.write(conn, prepared)
+        await sink.writer.write(prepared)
     run = await StoreReader(sink.engine).run("run-twice")
     assert run is not None and run["requests"] == 5 and run["trips"] == 1 and run["agents"] == ["planner"]
     assert await count(store_url, "requests") == 5 and await count(store_url, "trips") == 1
@@ -89,15 +88,16 @@ async def test_a_retried_batch_adds_nothing_twice(make_sink: SinkFactory, store_
 async def test_a_row_the_database_rejects_is_dropped_alone(
     make_sink: SinkFactory, store_url: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    real_write = batch.write
-
-    async def picky(conn: object, prepared: batch.Batch) -> None:
-        if any(row["run_id"] == "poison" for row, _ in prepared.requests):
-            raise DataError("INSERT", {}, ValueError("bad row"))
-        await real_write(conn, prepared)  # type: ignore[arg-type]
-
-    monkeypatch.setattr(batch, "write", picky)
     sink = make_sink()
+    real_write = sink.writer.write
+    rejected = sink.writer.rejects[0]
+
+    async def picky(prepared: batch.Batch) -> None:
+        if any(row["run_id"] == "poison" for row, _ in prepared.requests):
+            raise rejected("bad row") if rejected is not DataError else DataError("INSERT", {}, ValueError("bad"))
+        await real_write(prepared)
+
+    monkeypatch.setattr(sink.writer, "write", picky)
     for i in range(1, 4):
         sink.submit(factory.request("good", index=i))
     sink.submit(factory.request("poison", index=1))

@@ -1,0 +1,117 @@
+"""The plain-sqlite3 writer stores exactly what the SQLAlchemy writer stores, batch after batch."""
+
+from __future__ import annotations
+
+import itertools
+import sqlite3
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from runguard.proxy.records import Record
+from runguard.proxy.store import QueueSink, StoreReader, batch, make_engine, parse, upgrade
+from runguard.proxy.store.sqlite_writer import SqliteWriter
+from tests.proxy.store import factory
+
+TABLES = ("runs", "run_agents", "requests", "trips", "bodies")
+
+
+def _batches() -> Iterator[list[Record]]:
+    """Batches that add to each other's runs: totals, agents, first/last seen, exit order, bodies."""
+    yield [
+        factory.request("run-a", 1, agent="planner", body=factory.body()),
+        factory.request("run-a", 2, agent="coder", at=factory.T0 + 9, tool_calls=()),
+        factory.request("run-b", 1, agent="", status=500, error="upstream 500", usd=float("nan")),
+        factory.trip("run-b", action="warn", evidence={"set": {1}, 2: b"x"}),
+    ]
+    yield [
+        factory.request("run-a", 3, agent="planner", at=factory.T0 - 5),  # earlier: first_seen moves back
+        factory.request("run-a", 4, agent="reviewer", finish_reason="stop", tool_calls=()),
+        factory.trip("run-a", at=factory.T0 + 20),  # the latest outcome wins
+        factory.request("run-c", 1, verdicts=(factory.verdict(),), handoff_to="billing"),
+    ]
+    yield [factory.request("run-c", 2, agent="planner", at=factory.T0 + 100, blocked_by="tool_storm")]
+
+
+def _dump(path: Path) -> dict[str, list[tuple[object, ...]]]:
+    with sqlite3.connect(path) as conn:
+        return {table: sorted(conn.execute(f"SELECT * FROM {table}").fetchall(), key=repr) for table in TABLES}
+
+
+@pytest.fixture
+async def two_stores(tmp_path: Path) -> tuple[Path, Path]:
+    paths = (tmp_path / "plain.db", tmp_path / "alchemy.db")
+    for path in paths:
+        target = parse(f"sqlite+aiosqlite:///{path}")
+        engine = make_engine(target)
+        await upgrade(engine, target)
+        await engine.dispose()
+    return paths
+
+
+async def test_both_writers_store_the_same_rows(two_stores: tuple[Path, Path]) -> None:
+    plain_path, alchemy_path = two_stores
+    plain = SqliteWriter(plain_path)
+    engine = make_engine(parse(f"sqlite+aiosqlite:///{alchemy_path}"))
+    alchemy = batch.EngineWriter(engine)
+    ids = (f"id-{n}" for n in itertools.count())
+    try:
+        for records in _batches():
+            prepared = batch.build(records, ids, record_bodies=True)
+            await plain.write(prepared)
+            await alchemy.write(prepared)
+            await plain.write(prepared)  # a retried batch adds nothing
+    finally:
+        await plain.close()
+        await engine.dispose()
+    plain_rows, alchemy_rows = _dump(plain_path), _dump(alchemy_path)
+    assert plain_rows == alchemy_rows
+    assert [len(plain_rows[table]) for table in TABLES] == [3, 4, 7, 2, 1]
+
+
+async def test_what_it_writes_reads_back(two_stores: tuple[Path, Path]) -> None:
+    path = two_stores[0]
+    writer = SqliteWriter(path)
+    ids = (f"id-{n}" for n in itertools.count())
+    try:
+        for records in _batches():
+            await writer.write(batch.build(records, ids, record_bodies=False))
+    finally:
+        await writer.close()
+    engine = make_engine(parse(f"sqlite+aiosqlite:///{path}"))
+    try:
+        run = await StoreReader(engine).run("run-a")
+    finally:
+        await engine.dispose()
+    assert run is not None
+    assert run["requests"] == 4 and run["trips"] == 1 and run["status"] == "tripped:non_progress"
+    assert sorted(run["agents"]) == ["coder", "planner", "reviewer"]
+    assert run["first_seen"] == factory.T0 - 5 and run["last_seen"] == factory.T0 + 20
+
+
+async def test_a_rejected_row_rolls_back_its_batch_and_only_it_is_dropped(tmp_path: Path) -> None:
+    url = f"sqlite+aiosqlite:///{tmp_path}/runguard.db"
+    sink = QueueSink(url, flush_interval=0.02)
+    assert isinstance(sink.writer, SqliteWriter)
+    sink.start()
+    try:
+        await sink.migrated.wait()
+        good = [factory.request("run-ok", i) for i in range(1, 4)]
+        bad = factory.request("run-bad", 1, key_hash=None)  # NOT NULL: the database refuses the row
+        prepared = batch.build([*good, bad], (f"b-{n}" for n in itertools.count()), record_bodies=False)
+        with pytest.raises(sqlite3.IntegrityError):
+            await sink.writer.write(prepared)
+        assert _dump(tmp_path / "runguard.db")["requests"] == []  # nothing of the failed batch stayed
+        for record in (*good, bad):
+            sink.submit(record)
+        await sink.flush()
+        assert (sink.written, sink.dropped) == (3, 1)
+        assert len(_dump(tmp_path / "runguard.db")["requests"]) == 3
+    finally:
+        await sink.close()
+
+
+def test_an_in_memory_database_goes_through_the_engine() -> None:
+    sink = QueueSink("sqlite+aiosqlite://")
+    assert isinstance(sink.writer, batch.EngineWriter)
