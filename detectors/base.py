@@ -24,12 +24,13 @@ raises is isolated by the guard: logged, counted, and the request proceeds.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import field
 from enum import StrEnum
 from typing import Any, ClassVar, Generic, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from runguard.detectors.frozen import frozen
 from runguard.detectors.ops import Op, OpResult, Scope
 from runguard.proxy.events import RequestInfo, ResponseInfo
 
@@ -63,7 +64,7 @@ class DetectorConfig(BaseModel):
     )
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class RunFacts:
     """Counters the guard keeps for every run and key, before this request's own usage."""
 
@@ -78,7 +79,7 @@ class RunFacts:
     duplicate: bool = False  # the same body as the run's previous request (a client-side retry)
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class RequestSeen:
     """A request about to be forwarded."""
 
@@ -90,7 +91,7 @@ class RequestSeen:
     body_hash: str = ""  # digest of the request body
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class ResponseSeen:
     """A response that came back (or an upstream failure)."""
 
@@ -113,7 +114,7 @@ class ResponseSeen:
         return self.status < 300 and self.response.error is not None
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class Verdict:
     """A detector's finding. `reason` names the figure that tripped it."""
 

@@ -19,8 +19,9 @@ window has a `keep` bound and fields are few.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from enum import StrEnum
+
+from runguard.detectors.frozen import frozen
 
 
 class Scope(StrEnum):
@@ -30,7 +31,7 @@ class Scope(StrEnum):
     KEY_DAY = "key_day"
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class Add:
     """Add `amount` to a number (missing counts as 0). Result: the new value (float)."""
 
@@ -39,7 +40,7 @@ class Add:
     amount: float = 1.0
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class Push:
     """Append items to a window. Result: the window after (tuple[str, ...]).
 
@@ -56,7 +57,7 @@ class Push:
     head: bool = False
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class Get:
     """Read a value. Result: str | float | tuple[str, ...] | None."""
 
@@ -64,7 +65,7 @@ class Get:
     field: str
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class Put:
     """Write a string value (`None` deletes the field). Result: the previous value."""
 
@@ -73,7 +74,7 @@ class Put:
     value: str | None
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class PutNX:
     """Write a string value only if the field is absent. Result: the value now stored."""
 
@@ -82,7 +83,7 @@ class PutNX:
     value: str
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class CompareAndSet:
     """Write `value` only if the field now equals `expected` (None: absent).
 

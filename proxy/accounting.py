@@ -11,16 +11,16 @@ the breaker records (`breaker.FIELD`).
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
 
 from runguard.detectors.base import RunFacts
+from runguard.detectors.frozen import frozen
 from runguard.detectors.ops import Add, Get, Op, OpResult, Push, Put, PutNX, Scope
 from runguard.proxy import breaker
 from runguard.proxy.breaker import BreakerRecord
 from runguard.proxy.events import Usage
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class Breakers:
     """The breaker records of the three scopes a request belongs to."""
 

@@ -17,10 +17,11 @@ is a compare-and-set on that field, so only one replica ever sends it.
 from __future__ import annotations
 
 import dataclasses
-from dataclasses import dataclass
 from enum import StrEnum
 
 import orjson
+
+from runguard.detectors.frozen import frozen
 
 FIELD = "breaker"
 
@@ -31,7 +32,7 @@ class BreakerState(StrEnum):
     HALF_OPEN = "half_open"
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class BreakerRecord:
     state: BreakerState
     opened_at: float
@@ -67,7 +68,7 @@ class GateKind(StrEnum):
     PROBE = "probe"  # cooldown over: try to become the single probe
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class Gate:
     kind: GateKind
     record: BreakerRecord | None = None

@@ -15,7 +15,7 @@ builds the per-detector view of a response once for all three response hooks.
 from __future__ import annotations
 
 from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import field
 from types import MappingProxyType
 from typing import Any
 
@@ -31,12 +31,13 @@ from runguard.detectors.base import (
     RunFacts,
     Verdict,
 )
+from runguard.detectors.frozen import frozen
 from runguard.detectors.ops import Op, OpResult, renamed
 
 FaultHandler = Callable[[str, str, BaseException], None]  # detector, hook, exception
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class Armed:
     """A detector with the configuration in force for this request."""
 
@@ -54,7 +55,7 @@ def _implements(detector: Detector[Any], hook: str) -> bool:
     return getattr(type(detector), hook) is not getattr(Detector, hook)
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class Lineup:
     """The detectors armed for a request, sorted once by the hooks each implements.
 
@@ -94,7 +95,7 @@ class Lineup:
 NO_DETECTORS = Lineup.of(())
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class Finding:
     """A verdict with what to do about it."""
 
@@ -110,7 +111,7 @@ class Finding:
 NOTHING: Results = MappingProxyType({})
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class Batch:
     """Every detector's ops, appended after `offset` ops of the guard's own."""
 
@@ -126,7 +127,7 @@ class Batch:
         }
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class Views:
     """A response as each detector sees it, built once per response.
 

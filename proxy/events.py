@@ -11,11 +11,13 @@ replicas, so they can live in shared state.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import field
 from enum import StrEnum
 from typing import Any
 
 import xxhash
+
+from runguard.detectors.frozen import frozen
 
 MAX_DIGEST_BYTES = 16
 
@@ -53,7 +55,7 @@ class HandoffKind(StrEnum):
     DELEGATE = "delegate"  # nested: the caller waits for the member's answer (Agno)
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class ToolCall:
     """One function call the model made. `arguments` is the raw JSON text."""
 
@@ -66,7 +68,7 @@ class ToolCall:
     derived: dict[str, Any] = field(default_factory=dict, compare=False, repr=False)
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class ToolResult:
     """A tool's answer sent back to the model in a request.
 
@@ -83,7 +85,7 @@ class ToolResult:
     digests: dict[frozenset[str], str] = field(default_factory=dict, compare=False, repr=False)
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class Handoff:
     """A call that passes work to another agent."""
 
@@ -93,7 +95,7 @@ class Handoff:
     call_id: str | None = None
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class Usage:
     """Token usage of one response. Thinking/reasoning tokens are part of output."""
 
@@ -108,7 +110,7 @@ class Usage:
         return self.input_tokens + self.output_tokens
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class OutputSchema:
     """A JSON schema the request demands for the model's text output."""
 
@@ -119,7 +121,7 @@ class OutputSchema:
     dialect: str = "json_schema"
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class AgentIdentity:
     """Who is speaking: an explicit name when the wire has one, else a fingerprint."""
 
@@ -131,7 +133,7 @@ class AgentIdentity:
         return self.name or f"agent-{self.fingerprint[:8]}"
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class RequestInfo:
     """What one model request says, parsed once.
 
@@ -163,7 +165,7 @@ class RequestInfo:
     derived: dict[str, Any] = field(default_factory=dict, compare=False, repr=False)
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class ResponseInfo:
     """What one model response said, from a body or an accumulated stream."""
 

@@ -13,7 +13,7 @@ import dataclasses
 import logging
 import time
 from collections.abc import Coroutine
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Any
 
 import aiohttp
@@ -21,6 +21,7 @@ from aiohttp import web
 from multidict import CIMultiDict
 
 from runguard.config.settings import Settings
+from runguard.detectors.frozen import frozen
 from runguard.proxy.adapters import adapter_for
 from runguard.proxy.adapters.base import Adapter, RequestContext, Synthetic
 from runguard.proxy.codec import BodyTooLarge, decode_body
@@ -42,7 +43,7 @@ from runguard.proxy.upstream import Upstreams, read_whole
 log = logging.getLogger("runguard.proxy")
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class ProxyContext:
     """Everything a provider request needs, built once by `create_app`."""
 
@@ -212,7 +213,7 @@ async def _guarded(
     return await _forward(request, ctx, route, ticket, Outgoing(headers, body, rewrite))
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class Outgoing:
     """What goes upstream, and how the client's copy of a stream is rewritten (opt-in only)."""
 

@@ -6,17 +6,17 @@ user file extends or overrides them. Lookups are cached per model name.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
 from typing import Any
 
 import yaml
 
+from runguard.detectors.frozen import frozen
 from runguard.proxy.events import Usage
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class Price:
     """USD per 1M tokens."""
 

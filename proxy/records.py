@@ -9,18 +9,20 @@ keys and auth headers already removed.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Any, Protocol
 
+from runguard.detectors.frozen import frozen
 
-@dataclass(frozen=True, slots=True)
+
+@frozen
 class VerdictRecord:
     detector: str
     action: str  # "block" or "warn"
     reason: str
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class RecordedBody:
     """Opt-in (store.record_bodies): the traffic, for `runguard-proxy replay`."""
 
@@ -31,7 +33,7 @@ class RecordedBody:
     status: int | None
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class RequestRecord:
     """One request through the proxy (forwarded, or answered locally)."""
 
@@ -62,7 +64,7 @@ class RequestRecord:
     body: RecordedBody | None = None
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class TripRecord:
     """A detector verdict that blocked (or would have, in warn mode)."""
 

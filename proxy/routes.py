@@ -8,12 +8,12 @@ OpenAI except `/v1/models/{m}:method`, which is Gemini's v1 surface.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
 
+from runguard.detectors.frozen import frozen
 from runguard.proxy.events import Api, Provider
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class Route:
     provider: Provider
     api: Api

@@ -10,13 +10,14 @@ agent's turn). Parsing never raises on bad input: it returns a record whose
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Protocol
 
+from runguard.detectors.frozen import frozen
 from runguard.proxy.events import Api, Provider, RequestInfo, ResponseInfo
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class Synthetic:
     """A complete HTTP response the proxy writes instead of going upstream."""
 
@@ -25,7 +26,7 @@ class Synthetic:
     body: bytes
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class StopNotice:
     """Why the proxy answers locally: what every synthetic message must name."""
 
@@ -40,7 +41,7 @@ class StopNotice:
         return f"{text} {self.reset_hint}".strip()
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class RequestContext:
     """What parsing a request may need beyond its body."""
 

@@ -8,10 +8,10 @@ the spec says, an event with no `data:` line is not dispatched.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from runguard.detectors.frozen import frozen
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class SseEvent:
     event: str | None
     data: bytes

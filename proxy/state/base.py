@@ -15,16 +15,16 @@ Guarantees every backend gives:
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
 from typing import Protocol
 
+from runguard.detectors.frozen import frozen
 from runguard.detectors.ops import Op, OpResult, Scope
 from runguard.proxy.errors import StateUnavailable
 
 __all__ = ["ScopeIds", "ScopeTtls", "StateBackend", "StateUnavailable"]
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class ScopeIds:
     """The ids the scopes of one request bind to."""
 
@@ -37,7 +37,7 @@ class ScopeIds:
         return str(getattr(self, scope))  # a Scope is its value (StrEnum), read without the enum's descriptor
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class ScopeTtls:
     """Seconds of inactivity after which a scope's state is forgotten."""
 

@@ -17,7 +17,8 @@ from runguard.detectors.registry import DETECTOR_CLASSES, config_model, default_
 from runguard.proxy.events import HandoffKind, ToolCall
 from tests.detectors.harness import RunSimulator, Step, Turn, agent_loop, call, handoff, request, response, result
 
-HELPERS = {"base", "ops", "normalize", "tally", "registry", "catalogue"}  # modules of detectors/ that hold no detector
+# modules of detectors/ that hold no detector
+HELPERS = {"base", "ops", "normalize", "tally", "registry", "catalogue", "frozen"}
 NOT_OURS = {"base", "ops"}  # the contract modules, tested elsewhere
 TESTS = Path(__file__).parent
 
