@@ -58,6 +58,17 @@ def proxy_command(config: Path, port: int) -> list[str]:
     return [found, "serve", "--host", "127.0.0.1", "--port", str(port), "--config", str(config)]
 
 
+def source_path(checkout: Path, layout: Path) -> str:
+    """PYTHONPATH that imports `runguard.*` from `checkout` (its proxy/, detectors/, config/) first."""
+    package = layout / "runguard"
+    package.mkdir(parents=True, exist_ok=True)
+    for name in ("proxy", "detectors", "config"):
+        link = package / name
+        if not link.exists():
+            link.symlink_to(checkout.resolve() / name, target_is_directory=True)
+    return f"{layout}{os.pathsep}{checkout.resolve()}"
+
+
 def proxy_env(
     upstream: str, home: Path, database: Path | None, state_url: str | None = None, key_prefix: str | None = None
 ) -> dict[str, str]:

@@ -109,14 +109,24 @@ class Bench:
             frame = self._start_proxy("proxy_frame", frame=True)
             if frame is not None:
                 self.targets["proxy_frame"] = frame
+        if self.args.compare:
+            before = self._start_proxy("proxy_before", source=self.args.compare)
+            if before is not None:
+                self.targets["proxy_before"] = before
         if self._redis_ready():
             redis_proxy = self._start_proxy("proxy_redis", state_url=REDIS_URL)
             if redis_proxy is not None:
                 self.targets["proxy_redis"] = redis_proxy
 
     def _start_proxy(
-        self, name: str, state_url: str | None = None, max_runs: int | None = None, frame: bool = False
+        self,
+        name: str,
+        state_url: str | None = None,
+        max_runs: int | None = None,
+        frame: bool = False,
+        source: Path | None = None,
     ) -> Service | None:
+        """A proxy target; `source`: run the code of that checkout (another commit) instead of this one."""
         port = procs.free_port()
         config = proxy_setup.write_config(self.tmp / f"{name}.yaml", max_runs, frame)
         env = proxy_setup.proxy_env(
@@ -126,6 +136,8 @@ class Bench:
             state_url,
             self.redis_prefix if state_url else None,
         )
+        if source is not None:
+            env["PYTHONPATH"] = proxy_setup.source_path(source, self.tmp / f"layout-{name}")
         try:
             service = self.services.start_http(
                 name, proxy_setup.proxy_command(config, port), port, health="/runguard/health", env=env, cwd=self.tmp
@@ -435,6 +447,12 @@ def main() -> None:
         "--frame",
         action="store_true",
         help="also run proxy_frame: every detector off, no store, no access log (what the detectors add to)",
+    )
+    parser.add_argument(
+        "--compare",
+        type=Path,
+        metavar="CHECKOUT",
+        help="also run proxy_before: the proxy of another checkout (e.g. a git worktree of an older commit)",
     )
     parser.add_argument("--out", type=Path, help="results file (default bench/results/<timestamp>.json)")
     args = parser.parse_args()
