@@ -5,6 +5,12 @@ aiohttp middleware that counts every provider-facing request and the ones in
 flight. Each app owns its `CollectorRegistry`, so several proxies in one
 process never share counters and the prometheus default registry stays unused.
 
+The request path only adds to plain ints and floats (a histogram observation is
+one `bisect` and two additions); `Metrics` is also the collector of its
+registry and builds the metric families from those numbers when scraped. The
+families carry no `_created` series (prometheus_client's own metric objects add
+one per counter and histogram child; nothing reads them).
+
 Labels are bounded by construction: provider, api, status code, model,
 detector, hook, action, outcome. API keys, key hashes, run ids and content
 never become labels; model names come from clients, so past `max_models`
@@ -29,13 +35,15 @@ Metric names (values in milliseconds where the name says `_ms`):
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Iterable
-from typing import Any
+from bisect import bisect_left
+from collections.abc import Awaitable, Callable, Iterable, Sequence
+from itertools import accumulate
+from typing import TypeVar
 
 from aiohttp import web
-from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
+from prometheus_client import CollectorRegistry
 from prometheus_client.exposition import CONTENT_TYPE_PLAIN_0_0_4, generate_latest
-from prometheus_client.metrics_core import CounterMetricFamily, GaugeMetricFamily, Metric
+from prometheus_client.metrics_core import CounterMetricFamily, GaugeMetricFamily, HistogramMetricFamily, Metric
 
 from runguard.proxy.records import RequestRecord, TripRecord
 from runguard.proxy.routes import resolve
@@ -44,8 +52,20 @@ UPSTREAM_BUCKETS_MS = (10, 25, 50, 100, 250, 500, 1000, 2500, 5000, 10_000, 30_0
 OVERHEAD_BUCKETS_MS = (0.1, 0.25, 0.5, 1, 2.5, 5, 10, 25, 50, 100, 250, 1000)
 TOKEN_KINDS = ("input", "output", "cached", "reasoning")
 MAX_CACHED_PATHS = 1024  # distinct request paths whose route labels are remembered
+MAX_MODELS = 256  # distinct model labels before the rest count as "other"
 
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
+K = TypeVar("K")
+
+
+def _les(bounds: Sequence[float]) -> tuple[str, ...]:
+    """The `le` values as prometheus_client writes them ("10.0", "0.25", "+Inf"): Go's float format, which is
+    Python's `repr` for bounds below 1e6 (all of ours; the tests compare with prometheus_client's own histogram)."""
+    return (*(repr(float(bound)) for bound in bounds), "+Inf")
+
+
+_UPSTREAM_LES = _les(UPSTREAM_BUCKETS_MS)
+_OVERHEAD_LES = _les(OVERHEAD_BUCKETS_MS)
 
 
 def _number(source: object, name: str) -> float | None:
@@ -56,12 +76,43 @@ def _number(source: object, name: str) -> float | None:
     return float(value) if isinstance(value, int | float) else None
 
 
-def _child(cache: dict[tuple[str, ...], Any], metric: Any, labels: tuple[str, ...]) -> Any:
-    """The metric's child for `labels`, cached (callers keep the label values bounded)."""
-    child = cache.get(labels)
-    if child is None:
-        child = cache[labels] = metric.labels(*labels)
-    return child
+def _bump(counts: dict[K, int], key: K) -> None:
+    counts[key] = counts.get(key, 0) + 1
+
+
+class _Histogram:
+    """One histogram child: per-bucket counts (the last one is +Inf, not cumulative) and the sum."""
+
+    __slots__ = ("bounds", "counts", "total")
+
+    def __init__(self, bounds: tuple[float, ...]) -> None:
+        self.bounds = bounds
+        self.counts = [0] * (len(bounds) + 1)
+        self.total = 0.0
+
+    def observe(self, value: float) -> None:
+        self.counts[bisect_left(self.bounds, value)] += 1  # first bound >= value, as prometheus's `le`
+        self.total += value
+
+    def buckets(self, les: Sequence[str]) -> list[tuple[str, float]]:
+        """(le, cumulative count) pairs, ending with +Inf (the count)."""
+        return list(zip(les, accumulate(self.counts), strict=True))
+
+
+def _counter(name: str, doc: str, labels: Sequence[str], values: Iterable[tuple[Sequence[str], float]]) -> Metric:
+    family = CounterMetricFamily(name, doc, labels=labels)
+    for label_values, value in values:
+        family.add_metric(label_values, value)
+    return family
+
+
+def _histogram(
+    name: str, doc: str, labels: Sequence[str], les: Sequence[str], children: Iterable[tuple[Sequence[str], _Histogram]]
+) -> Metric:
+    family = HistogramMetricFamily(name, doc, labels=labels)
+    for label_values, child in children:
+        family.add_metric(label_values, child.buckets(les), child.total)
+    return family
 
 
 class _Live:
@@ -85,45 +136,28 @@ class _Live:
 class Metrics:
     """Counters and histograms of one app; every method is cheap and never raises on bad input."""
 
-    def __init__(self, max_models: int = 256) -> None:
-        self.registry = CollectorRegistry()
-        reg = self.registry
-        self._requests = Counter(
-            "runguard_requests_total", "Provider-facing requests.", ["provider", "api", "status"], registry=reg
-        )
-        self._in_flight = Gauge("runguard_in_flight_requests", "Provider requests being served.", registry=reg)
-        self._blocked = Counter(
-            "runguard_blocked_requests_total", "Requests answered locally.", ["detector"], registry=reg
-        )
-        self._trips = Counter("runguard_trips_total", "Detector trips.", ["detector", "action"], registry=reg)
-        self._usd = Counter("runguard_usd_total", "Cost in USD.", ["model"], registry=reg)
-        self._tokens = Counter("runguard_tokens_total", "Tokens.", ["model", "kind"], registry=reg)
-        self._upstream = Histogram(
-            "runguard_upstream_latency_ms",
-            "Upstream time per request in ms (streams: until the last byte).",
-            ["provider", "api"],
-            buckets=UPSTREAM_BUCKETS_MS,
-            registry=reg,
-        )
-        self._overhead = Histogram(
-            "runguard_proxy_overhead_ms",
-            "Time spent in the proxy per request, in ms.",
-            buckets=OVERHEAD_BUCKETS_MS,
-            registry=reg,
-        )
-        self._faults = Counter(
-            "runguard_detector_faults_total", "Detectors that raised.", ["detector", "hook"], registry=reg
-        )
-        self._parse_errors = Counter("runguard_parse_errors_total", "Unparsable bodies.", ["api"], registry=reg)
-        self._state_errors = Counter("runguard_state_errors_total", "State backend failures.", registry=reg)
-        self._alerts = Counter("runguard_alerts_total", "Webhook alert deliveries.", ["outcome"], registry=reg)
+    def __init__(self, max_models: int = MAX_MODELS) -> None:
+        # No locks: requests and scrapes all run on the app's one event-loop thread and a scrape reads
+        # these plain numbers in one synchronous pass, so nothing updates them concurrently
+        # (prometheus_client's own metrics would take a lock per inc/observe).
+        self._requests: dict[tuple[str, str, str], int] = {}  # (provider, api, status)
+        self._in_flight = 0
+        self._blocked: dict[str, int] = {}  # detector
+        self._trips: dict[tuple[str, str], int] = {}  # (detector, action)
+        self._faults: dict[tuple[str, str], int] = {}  # (detector, hook)
+        self._parse_errors: dict[str, int] = {}  # api
+        self._state_errors = 0
+        self._alerts: dict[str, int] = {}  # outcome
+        # Per model label: [usd, *tokens in TOKEN_KINDS order]; client model names map to their label's row.
+        self._by_label: dict[str, list[float]] = {}
+        self._by_model: dict[str, list[float]] = {}
         self._max_models = max_models
-        # Label children cached per key: one dict lookup per request instead of the client's lock and checks.
-        self._request_children: dict[tuple[str, ...], Any] = {}
-        self._model_children: dict[str, tuple[Any, tuple[Any, ...]]] = {}
-        self._latency_children: dict[tuple[str, ...], Any] = {}
+        self._upstream: dict[tuple[str, str], _Histogram] = {}  # (provider, api)
+        self._overhead = _Histogram(OVERHEAD_BUCKETS_MS)
         # The handler resolved the route already; a path -> labels cache keeps a second resolve off the hot path.
         self._path_labels: dict[str, tuple[str, str]] = {}
+        self.registry = CollectorRegistry()
+        self.registry.register(self)
 
     def watch(self, sink: object, degraded: Callable[[], bool]) -> None:
         """Expose the record sink's `backlog`/`dropped` (if it has them) and the state health at scrape time."""
@@ -132,47 +166,55 @@ class Metrics:
     # -- Observer ---------------------------------------------------------------------------
 
     def request_done(self, record: RequestRecord) -> None:
-        usd, tokens = self._model(record.model)
-        if record.usd:
-            usd.inc(record.usd)
-        for child, count in zip(
-            tokens,
-            (record.input_tokens, record.output_tokens, record.cached_tokens, record.reasoning_tokens),
-            strict=True,
-        ):
-            if count:
-                child.inc(count)
+        row = self._by_model.get(record.model)
+        if row is None:
+            row = self._model_row(record.model)
+        # Counters only go up: a negative (or NaN) amount is skipped.
+        if record.usd > 0:
+            row[0] += record.usd
+        if record.input_tokens > 0:
+            row[1] += record.input_tokens
+        if record.output_tokens > 0:
+            row[2] += record.output_tokens
+        if record.cached_tokens > 0:
+            row[3] += record.cached_tokens
+        if record.reasoning_tokens > 0:
+            row[4] += record.reasoning_tokens
         if record.upstream_ms is not None:
-            _child(self._latency_children, self._upstream, (record.provider, record.api)).observe(record.upstream_ms)
+            key = (record.provider, record.api)
+            upstream = self._upstream.get(key)
+            if upstream is None:
+                upstream = self._upstream[key] = _Histogram(UPSTREAM_BUCKETS_MS)
+            upstream.observe(record.upstream_ms)
         self._overhead.observe(record.overhead_ms)
         if record.blocked_by:
-            self._blocked.labels(record.blocked_by).inc()
+            _bump(self._blocked, record.blocked_by)
 
     def tripped(self, trip: TripRecord) -> None:
-        self._trips.labels(trip.detector, trip.action).inc()
+        _bump(self._trips, (trip.detector, trip.action))
 
     def detector_fault(self, detector: str, hook: str) -> None:
-        self._faults.labels(detector, hook).inc()
+        _bump(self._faults, (detector, hook))
 
     def state_error(self) -> None:
-        self._state_errors.inc()
+        self._state_errors += 1
 
     def parse_error(self, api: str) -> None:
-        self._parse_errors.labels(api).inc()
+        _bump(self._parse_errors, api)
 
     def alert_outcome(self, outcome: str) -> None:
-        self._alerts.labels(outcome).inc()
+        _bump(self._alerts, outcome)
 
-    def _model(self, model: str) -> tuple[Any, tuple[Any, ...]]:
-        children = self._model_children.get(model)
-        if children is None:
-            label = model or "unknown"
-            if len(self._model_children) >= self._max_models:
-                label = "other"  # a client inventing model names must not grow the registry
-            children = (self._usd.labels(label), tuple(self._tokens.labels(label, kind) for kind in TOKEN_KINDS))
-            if label != "other":
-                self._model_children[model] = children
-        return children
+    def _model_row(self, model: str) -> list[float]:
+        label = model or "unknown"
+        if len(self._by_model) >= self._max_models:
+            label = "other"  # a client inventing model names must not grow the exposition
+        row = self._by_label.get(label)
+        if row is None:
+            row = self._by_label[label] = [0.0] * (1 + len(TOKEN_KINDS))
+        if label != "other":
+            self._by_model[model] = row
+        return row
 
     # -- HTTP -------------------------------------------------------------------------------
 
@@ -183,15 +225,15 @@ class Metrics:
             labels = (route.provider.value, route.api.value) if route else ("none", "none")
             if len(self._path_labels) < MAX_CACHED_PATHS:
                 self._path_labels[path] = labels
-        provider, api = labels
-        _child(self._request_children, self._requests, (provider, api, status)).inc()
+        key = (*labels, status)
+        self._requests[key] = self._requests.get(key, 0) + 1  # inline, not _bump: every request
 
     @web.middleware
     async def middleware(self, request: web.Request, handler: Handler) -> web.StreamResponse:
         """Counts provider requests and keeps the in-flight gauge; RunGuard's own routes are skipped."""
         if request.path.startswith("/runguard/"):
             return await handler(request)
-        self._in_flight.inc()
+        self._in_flight += 1
         status = "disconnected"  # the client went away (or the handler failed) before the response ended
         try:
             response = await handler(request)
@@ -201,8 +243,53 @@ class Metrics:
             status = str(exc.status)
             raise
         finally:
-            self._in_flight.dec()
+            self._in_flight -= 1
             self._count(request.path, status)
+
+    # -- Scrape -----------------------------------------------------------------------------
+
+    def collect(self) -> Iterable[Metric]:
+        """The metric families, built from the current numbers (the registry calls this per scrape)."""
+        yield _counter(
+            "runguard_requests_total",
+            "Provider-facing requests.",
+            ("provider", "api", "status"),
+            self._requests.items(),
+        )
+        yield GaugeMetricFamily("runguard_in_flight_requests", "Provider requests being served.", value=self._in_flight)
+        blocked = (((detector,), n) for detector, n in self._blocked.items())
+        yield _counter("runguard_blocked_requests_total", "Requests answered locally.", ("detector",), blocked)
+        yield _counter("runguard_trips_total", "Detector trips.", ("detector", "action"), self._trips.items())
+        usd = (((label,), row[0]) for label, row in self._by_label.items())
+        yield _counter("runguard_usd_total", "Cost in USD.", ("model",), usd)
+        tokens = (
+            ((label, kind), count)
+            for label, row in self._by_label.items()
+            for kind, count in zip(TOKEN_KINDS, row[1:], strict=True)
+        )
+        yield _counter("runguard_tokens_total", "Tokens.", ("model", "kind"), tokens)
+        yield _histogram(
+            "runguard_upstream_latency_ms",
+            "Upstream time per request in ms (streams: until the last byte).",
+            ("provider", "api"),
+            _UPSTREAM_LES,
+            self._upstream.items(),
+        )
+        yield _histogram(
+            "runguard_proxy_overhead_ms",
+            "Time spent in the proxy per request, in ms.",
+            (),
+            _OVERHEAD_LES,
+            [((), self._overhead)],
+        )
+        yield _counter(
+            "runguard_detector_faults_total", "Detectors that raised.", ("detector", "hook"), self._faults.items()
+        )
+        parse_errors = (((api,), n) for api, n in self._parse_errors.items())
+        yield _counter("runguard_parse_errors_total", "Unparsable bodies.", ("api",), parse_errors)
+        yield CounterMetricFamily("runguard_state_errors_total", "State backend failures.", value=self._state_errors)
+        alerts = (((outcome,), n) for outcome, n in self._alerts.items())
+        yield _counter("runguard_alerts_total", "Webhook alert deliveries.", ("outcome",), alerts)
 
     def exposition(self) -> web.Response:
         """The registry in Prometheus text format."""
