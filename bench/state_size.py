@@ -42,13 +42,13 @@ def deep_size(value: object, seen: set[int] | None = None) -> int:
 def measure(state: Any) -> dict[str, Any]:
     """What a `MemoryState` holds, by scope kind (its internals: `_slots`, `_plain`)."""
     kinds: dict[str, dict[str, int]] = {}
-    for name, slot in state._slots.items():
+    for name, fields in state._slots.items():
         kind = name.partition(":")[0]
         entry = kinds.setdefault(kind, {"scopes": 0, "fields": 0, "bytes": 0, "json_bytes": 0})
         entry["scopes"] += 1
-        entry["fields"] += len(slot.fields)
-        entry["bytes"] += deep_size(slot.fields)
-        entry["json_bytes"] += len(orjson.dumps(slot.fields))
+        entry["fields"] += len(fields)
+        entry["bytes"] += deep_size(fields)
+        entry["json_bytes"] += len(orjson.dumps(fields))
     plain = state._plain
     kinds["plain"] = {
         "scopes": len(plain),
