@@ -77,12 +77,16 @@ class Conversation:
         self._tail_user = False
         self._in_assistant = True
 
-    def earlier_assistant(self, chars: int, calls: Iterable[tuple[str, str, str | None]] = ()) -> None:
+    def earlier_assistant(
+        self, chars: int, calls: Iterable[tuple[str, str, str | None]] = (), *, continues: bool = False
+    ) -> None:
         """An assistant message before the last turn, its calls as (name, arguments, call id).
 
-        Counted like `assistant` (call ids keep their names for later results),
-        but no `ToolCall` is built: a long agent loop sends hundreds of earlier
-        turns with every request, and only the last turn's calls are needed.
+        Counted like `assistant` (call ids keep their names for later results,
+        `continues` merges it into the turn before), but no `ToolCall` is built:
+        a long agent loop sends hundreds of earlier turns with every request,
+        and only the last turn's calls are needed. So the caller must know the
+        message's turn is over (a user message or tool result follows it).
         """
         self._messages += 1
         self._chars += chars
@@ -90,6 +94,8 @@ class Conversation:
             self._chars += len(name) + len(arguments)
             if call_id:
                 self._names[call_id] = name
+        if continues and self._in_assistant:
+            return
         self._assistant_turns += 1
         self._last_calls, self._tail_results = [], []
         self._tail_user = False

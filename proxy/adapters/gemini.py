@@ -47,46 +47,105 @@ def _calls(parts: list[dict[str, Any]], start: int = 0) -> list[ToolCall]:
     for part in parts:
         call = as_dict(pick(part, "functionCall", "function_call"))
         if call:
-            args = call.get("args")
-            calls.append(
-                ToolCall(
-                    as_str(call.get("name")),
-                    dumps_text(args if args is not None else {}),
-                    opt_str(call.get("id")),
-                    start + len(calls),
-                )
-            )
+            calls.append(ToolCall(*_call_fields(call), start + len(calls)))
     return calls
+
+
+def _call_fields(call: dict[str, Any]) -> tuple[str, str, str | None]:
+    """(name, arguments, call id) of a `functionCall`."""
+    args = call.get("args")
+    return as_str(call.get("name")), dumps_text(args if args is not None else {}), opt_str(call.get("id"))
 
 
 def _is_model(content: Any) -> bool:
     return isinstance(content, dict) and content.get("role") == "model"
 
 
-def _read_contents(talk: Conversation, contents: Any) -> None:
+def read_contents(talk: Conversation, contents: Any) -> None:
+    """Report the `contents` to `talk`, the ones before the last model turn first and fast.
+
+    An agent loop resends its whole history with every request; only the last
+    model turn needs `ToolCall`s, so the contents before it go through
+    `_read_earlier` (no `ToolCall` or part list built). The result is the same
+    as `read_contents_forgiving`'s, which a property test holds.
+    """
+    listed = as_list(contents)
+    tail = max(last_index(listed, _is_model), 0)
+    for raw in listed[:tail]:
+        _read_earlier(talk, as_dict(raw))
+    for raw in listed[tail:]:
+        _read_content(talk, raw, earlier=False)
+
+
+def read_contents_forgiving(talk: Conversation, contents: Any) -> None:
+    """Report the `contents` to `talk`, every one through the forgiving `_read_content`."""
     listed = as_list(contents)
     tail = last_index(listed, _is_model)
     for position, raw in enumerate(listed):
-        content = as_dict(raw)
-        parts = _parts(content)
-        earlier = position < tail
-        if content.get("role") == "model":
-            talk.assistant(len(_text(parts, thoughts=True)), _calls(parts))
-            continue
-        answered = False
-        for part in parts:
-            response = as_dict(pick(part, "functionResponse", "function_response"))
-            if response and earlier:
+        _read_content(talk, raw, earlier=position < tail)
+
+
+def _read_earlier(talk: Conversation, content: dict[str, Any]) -> None:
+    """A content before the last model turn, read as `_read_content` reads it but in one pass over its parts."""
+    parts = content.get("parts")
+    parts = parts if isinstance(parts, list) else []
+    if content.get("role") == "model":
+        talk.earlier_assistant(*_earlier_model_turn(parts))
+    else:
+        _read_earlier_user(talk, parts)
+
+
+def _earlier_model_turn(parts: list[Any]) -> tuple[int, list[tuple[str, str, str | None]]]:
+    """(text chars, calls as (name, arguments, call id)) of a model turn's parts; no `ToolCall` built."""
+    chars, calls = 0, []
+    for part in parts:
+        if isinstance(part, dict):
+            text, call = part.get("text"), part.get("functionCall")
+            chars += len(text) if isinstance(text, str) else 0
+            call = part.get("function_call") if call is None else call  # as `pick` reads it
+            if isinstance(call, dict) and call:
+                calls.append(_call_fields(call))
+    return chars, calls
+
+
+def _read_earlier_user(talk: Conversation, parts: list[Any]) -> None:
+    """A user turn before the last model turn: its tool results (counted only), then its text if any."""
+    texts, answered = [], False
+    for part in parts:
+        if isinstance(part, dict):
+            text, response = part.get("text"), part.get("functionResponse")
+            if isinstance(text, str):
+                texts.append(text)
+            response = part.get("function_response") if response is None else response  # as `pick` reads it
+            if isinstance(response, dict) and response:
                 talk.earlier_result(len(dumps_text(response.get("response"))))
                 answered = True
-            elif response:
-                talk.result(
-                    opt_str(response.get("id")), opt_str(response.get("name")), dumps_text(response.get("response"))
-                )
-                answered = True
-        text = _text(parts, thoughts=True)
-        if text or not answered:
-            talk.user(text)
+    text = "".join(texts)
+    if text or not answered:
+        talk.user(text)
+
+
+def _read_content(talk: Conversation, raw: Any, *, earlier: bool) -> None:
+    """Report one content, whatever its shape; `earlier`: before the last model turn."""
+    content = as_dict(raw)
+    parts = _parts(content)
+    if content.get("role") == "model":
+        talk.assistant(len(_text(parts, thoughts=True)), _calls(parts))
+        return
+    answered = False
+    for part in parts:
+        response = as_dict(pick(part, "functionResponse", "function_response"))
+        if response and earlier:
+            talk.earlier_result(len(dumps_text(response.get("response"))))
+            answered = True
+        elif response:
+            talk.result(
+                opt_str(response.get("id")), opt_str(response.get("name")), dumps_text(response.get("response"))
+            )
+            answered = True
+    text = _text(parts, thoughts=True)
+    if text or not answered:
+        talk.user(text)
 
 
 def _tool_names(tools: Any) -> tuple[str, ...]:
@@ -238,7 +297,7 @@ class GeminiAdapter:
         system = pick(data, "systemInstruction", "system_instruction")
         if system is not None:
             talk.system(_text(_parts(system)) if isinstance(system, dict) else as_str(system))
-        _read_contents(talk, data.get("contents"))
+        read_contents(talk, data.get("contents"))
         model = (ctx.path_model or as_str(data.get("model"))).removeprefix("models/")
         config = as_dict(pick(data, "generationConfig", "generation_config"))
         return talk.info(

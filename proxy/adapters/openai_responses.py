@@ -52,37 +52,112 @@ def _is_assistant(raw: Any) -> bool:
     return isinstance(kind, str) and kind in _ASSISTANT_ITEMS
 
 
-def _read_input(talk: Conversation, items: Any) -> None:
+def read_input(talk: Conversation, items: Any) -> None:
+    """Report the `input` items to `talk`, the items of finished turns first and fast.
+
+    An agent loop resends its whole history with every request; only the last
+    assistant turn needs `ToolCall`s, so the turns before it go through
+    `_read_finished` (usual shapes read directly, no `ToolCall` built). The
+    result is the same as `read_input_forgiving`'s, which a property test holds.
+    """
+    if isinstance(items, str):
+        talk.user(items)
+        return
+    listed = as_list(items)
+    tail = last_index(listed, _is_assistant)
+    finished = _finished_items(listed, tail) if tail > 1 else 0  # a one-step request skips the scan
+    for raw in listed[:finished]:
+        if not (isinstance(raw, dict) and _read_finished(talk, raw)):
+            _read_item(talk, raw, earlier=True)
+    for position in range(finished, len(listed)):
+        _read_item(talk, listed[position], earlier=position < tail)
+
+
+def read_input_forgiving(talk: Conversation, items: Any) -> None:
+    """Report the `input` items to `talk`, every one through the forgiving `_read_item`."""
     if isinstance(items, str):
         talk.user(items)
         return
     listed = as_list(items)
     tail = last_index(listed, _is_assistant)
     for position, raw in enumerate(listed):
-        item = as_dict(raw)
-        kind = item.get("type", "message")
-        if not isinstance(kind, str):
-            talk.other()
-        elif kind == "message":
-            role, text = item.get("role"), text_of(item.get("content"))
-            if role in ("system", "developer"):
-                talk.system(text)
-            elif role == "assistant":
-                talk.assistant(len(text), continues=True)
-            else:
-                talk.user(text)
-        elif kind in _ASSISTANT_ITEMS:
-            calls = [_call(item, 0)] if kind != "reasoning" else []
-            talk.assistant(len(dumps_text(item.get("summary", ""))) if not calls else 0, calls, continues=True)
-        elif kind in ("function_call_output", "custom_tool_call_output"):
-            output = item.get("output")
-            text = text_of(output) or dumps_text(output)
-            if position < tail:
-                talk.earlier_result(len(text))
-            else:
-                talk.result(opt_str(item.get("call_id")), None, text)
+        _read_item(talk, raw, earlier=position < tail)
+
+
+def _finished_items(listed: list[Any], tail: int) -> int:
+    """How many leading items belong to turns that ended before the last assistant turn (`tail`).
+
+    Consecutive assistant items make one turn, so the last turn may begin
+    before `tail`, but not before the last user message or tool result
+    preceding it: those end a turn (see `_read_item`). The items before that
+    one are finished (a short request has none: no work spent on them).
+    """
+    for index in range(tail - 1, -1, -1):
+        raw = listed[index]
+        if not isinstance(raw, dict):
+            return index  # read as an empty user message
+        kind = raw.get("type", "message")
+        if kind == "message" and raw.get("role") not in ("system", "developer", "assistant"):
+            return index
+        if kind in ("function_call_output", "custom_tool_call_output"):
+            return index
+    return 0
+
+
+def _read_finished(talk: Conversation, item: dict[str, Any]) -> bool:
+    """Read an item of a finished turn the way `_read_item` would, without building a `ToolCall`.
+
+    The function call of the shape every SDK sends (string name, arguments and
+    call id) and a string output are read with plain dict operations;
+    assistant messages and reasoning, which carry no call, are only counted.
+    False for anything else: the caller reads it the forgiving way.
+    """
+    kind = item.get("type", "message")
+    if kind == "function_call":
+        name, arguments, call_id = item.get("name"), item.get("arguments"), item.get("call_id")
+        if isinstance(name, str) and isinstance(arguments, str) and isinstance(call_id, str) and call_id:
+            talk.earlier_assistant(0, ((name, arguments, call_id),), continues=True)
+            return True
+    elif kind == "function_call_output":
+        output = item.get("output")
+        if isinstance(output, str):
+            talk.earlier_result(len(output))
+            return True
+    elif kind == "message" and item.get("role") == "assistant":
+        talk.earlier_assistant(len(text_of(item.get("content"))), continues=True)
+        return True
+    elif kind == "reasoning":
+        talk.earlier_assistant(len(dumps_text(item.get("summary", ""))), continues=True)
+        return True
+    return False
+
+
+def _read_item(talk: Conversation, raw: Any, *, earlier: bool) -> None:
+    """Report one input item, whatever its shape; `earlier`: before the last assistant item."""
+    item = as_dict(raw)
+    kind = item.get("type", "message")
+    if not isinstance(kind, str):
+        talk.other()
+    elif kind == "message":
+        role, text = item.get("role"), text_of(item.get("content"))
+        if role in ("system", "developer"):
+            talk.system(text)
+        elif role == "assistant":
+            talk.assistant(len(text), continues=True)
         else:
-            talk.other(len(dumps_text(item)) if kind != "item_reference" else 0)
+            talk.user(text)
+    elif kind in _ASSISTANT_ITEMS:
+        calls = [_call(item, 0)] if kind != "reasoning" else []
+        talk.assistant(len(dumps_text(item.get("summary", ""))) if not calls else 0, calls, continues=True)
+    elif kind in ("function_call_output", "custom_tool_call_output"):
+        output = item.get("output")
+        text = text_of(output) or dumps_text(output)
+        if earlier:
+            talk.earlier_result(len(text))
+        else:
+            talk.result(opt_str(item.get("call_id")), None, text)
+    else:
+        talk.other(len(dumps_text(item)) if kind != "item_reference" else 0)
 
 
 def _tool_names(tools: Any) -> tuple[str, ...]:
@@ -234,7 +309,7 @@ class ResponsesAdapter:
         instructions = data.get("instructions")
         if isinstance(instructions, str):
             talk.system(instructions)
-        _read_input(talk, data.get("input"))
+        read_input(talk, data.get("input"))
         previous = data.get("previous_response_id")
         return talk.info(
             api=self.api,
