@@ -29,6 +29,18 @@ from runguard.proxy.store.models import Body, Request, Run, RunAgent, Trip
 
 Row = dict[str, Any]
 INT32 = 2**31 - 1
+# The run columns a batch adds its own amounts to (the rest of a run row is kept or replaced by rule).
+ADDED_UP = (
+    "agents",
+    "requests",
+    "input_tokens",
+    "output_tokens",
+    "cached_tokens",
+    "usd",
+    "trips",
+    "warnings",
+    "usd_avoided",
+)
 INT64 = 2**63 - 1
 
 
@@ -249,8 +261,7 @@ def _run_upsert(dialect: str) -> Any:
     stmt = _insert(dialect, Run)
     new = stmt.excluded
     later = and_(new.exit_at.is_not(None), or_(Run.exit_at.is_(None), new.exit_at >= Run.exit_at))
-    summed = ("agents", "requests", "input_tokens", "output_tokens", "cached_tokens", "usd", "trips", "warnings")
-    updates: dict[str, Any] = {name: getattr(Run, name) + getattr(new, name) for name in (*summed, "usd_avoided")}
+    updates: dict[str, Any] = {name: getattr(Run, name) + getattr(new, name) for name in ADDED_UP}
     updates["first_seen"] = case((new.first_seen < Run.first_seen, new.first_seen), else_=Run.first_seen)
     updates["last_seen"] = case((new.last_seen > Run.last_seen, new.last_seen), else_=Run.last_seen)
     updates["exit_reason"] = case((later, new.exit_reason), else_=Run.exit_reason)

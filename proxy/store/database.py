@@ -76,7 +76,8 @@ def _json_text(value: Any) -> str:
     return orjson.dumps(value).decode()
 
 
-def _sqlite_pragmas(dbapi_connection: Any, _record: Any) -> None:
+def sqlite_pragmas(dbapi_connection: Any, _record: Any = None) -> None:
+    """WAL, a busy timeout and NORMAL sync on a `sqlite3` connection (an engine's on connect, or the writer's)."""
     cursor = dbapi_connection.cursor()
     cursor.execute("PRAGMA journal_mode=WAL")
     cursor.execute(f"PRAGMA busy_timeout={BUSY_TIMEOUT_MS}")
@@ -122,7 +123,7 @@ def make_engine(target: Target, *, create_dir: bool = True, exclusive: bool = Fa
         kwargs["pool_size"] = 4
     engine = create_async_engine(target.url, **kwargs)
     if target.sqlite:
-        event.listen(engine.sync_engine, "connect", _sqlite_pragmas)
+        event.listen(engine.sync_engine, "connect", sqlite_pragmas)
         if exclusive:
             event.listen(engine.sync_engine, "connect", _driver_autocommit)
             event.listen(engine.sync_engine, "begin", _begin_immediate)

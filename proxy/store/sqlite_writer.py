@@ -28,16 +28,15 @@ from typing import Any
 import orjson
 from sqlalchemy import JSON, Table
 
-from runguard.proxy.store.batch import Batch, Row, RunDelta, deltas_of, new_agents
-from runguard.proxy.store.database import BUSY_TIMEOUT_MS
+from runguard.proxy.store.batch import ADDED_UP, Batch, Row, RunDelta, deltas_of, new_agents
+from runguard.proxy.store.database import BUSY_TIMEOUT_MS, sqlite_pragmas
 from runguard.proxy.store.models import Body, Request, RunAgent, Trip
 
-_SUMMED = ("agents", "requests", "input_tokens", "output_tokens", "cached_tokens", "usd", "trips", "warnings")
 _LATER = "excluded.exit_at IS NOT NULL AND (runs.exit_at IS NULL OR excluded.exit_at >= runs.exit_at)"
 _RUN_UPSERT = (
     f"INSERT INTO runs ({', '.join(RunDelta.__slots__)}) VALUES ({', '.join('?' for _ in RunDelta.__slots__)})"
     " ON CONFLICT (run_id) DO UPDATE SET "
-    + ", ".join(f"{name} = runs.{name} + excluded.{name}" for name in (*_SUMMED, "usd_avoided"))
+    + ", ".join(f"{name} = runs.{name} + excluded.{name}" for name in ADDED_UP)
     + ", first_seen = min(runs.first_seen, excluded.first_seen)"
     ", last_seen = max(runs.last_seen, excluded.last_seen)"
     f", exit_reason = CASE WHEN {_LATER} THEN excluded.exit_reason ELSE runs.exit_reason END"
@@ -142,8 +141,7 @@ class SqliteWriter:
                 self._path, timeout=BUSY_TIMEOUT_MS / 1000, isolation_level=None, cached_statements=16
             )
             try:
-                conn.execute("PRAGMA journal_mode=WAL")
-                conn.execute("PRAGMA synchronous=NORMAL")  # WAL + NORMAL: durable across a process crash
+                sqlite_pragmas(conn)  # as the engine's connections have them
             except BaseException:
                 conn.close()
                 raise
