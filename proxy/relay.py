@@ -3,16 +3,24 @@
 A stream is written to the client as each chunk arrives (never buffered) and
 a decoded copy is fed to the adapter's parser. If the upstream breaks off
 mid-stream, the client stream ends with the provider's own error event.
+
+Writes are coalesced where that delays nothing: the response headers leave
+with the first chunk (or after `HEADERS_HOLD` if that chunk is slow to come),
+and a chunk that ends the upstream body leaves with the end of the client's
+body. Each write is a system call and, on the client's side, a wake-up.
 """
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Protocol
 
 import aiohttp
 from aiohttp import web
+from aiohttp.abc import AbstractStreamWriter
 from multidict import CIMultiDict
 
 from runguard.proxy.adapters.base import StreamParser
@@ -20,6 +28,7 @@ from runguard.proxy.codec import stream_decoder
 from runguard.proxy.headers import client_response_headers
 
 MAX_PENDING_EVENT = 1 << 20  # bytes of one unfinished SSE event held back at most
+HEADERS_HOLD = 0.005  # seconds a stream's headers wait for its first chunk to leave with it
 
 
 def is_stream(response: aiohttp.ClientResponse, streamed_method: bool) -> bool:
@@ -67,8 +76,23 @@ async def relay_stream(
     """
     headers = client_response_headers(response.headers, keep_length=False)
     headers.extend(extra)
-    out = web.StreamResponse(status=response.status, reason=response.reason, headers=headers)
-    await out.prepare(request)
+    out = _Relayed(status=response.status, reason=response.reason, headers=headers)
+    writer = await out.prepare(request)
+    hold = asyncio.get_running_loop().call_later(HEADERS_HOLD, _send_headers, writer)
+    try:
+        return out, await _relay_body(out, response, parser, error_event, capture, rewrite)
+    finally:
+        hold.cancel()
+
+
+async def _relay_body(
+    out: web.StreamResponse,
+    response: aiohttp.ClientResponse,
+    parser: StreamParser | None,
+    error_event: Callable[[str], bytes] | None,
+    capture: bool,
+    rewrite: ChunkFilter | None,
+) -> StreamOutcome:
     encoding = response.headers.get("Content-Encoding")
     decode = stream_decoder(encoding) if parser is not None else None
     plain = (encoding or "identity").strip().lower() == "identity"
@@ -93,7 +117,11 @@ async def relay_stream(
         sending = events.take(chunk)
         if rewrite is not None:
             sending = rewrite.feed(sending)
+        ended = content.at_eof()  # the upstream body ended with this chunk: it leaves with the client's end
         try:
+            if ended:
+                await out.write_eof(sending + _rest(events, rewrite))
+                return outcome
             if sending:
                 await out.write(sending)
         finally:  # parsed after the write, so parsing never delays the client's bytes (and also if it failed)
@@ -101,13 +129,33 @@ async def relay_stream(
                 parser.feed(decode(chunk) if decode is not None else chunk)
     if outcome.error is not None:
         await _end_with_error(out, error_event, message)  # an unfinished event is dropped
-        return out, outcome
-    if events.pending:
-        await out.write(rewrite.feed(events.pending) if rewrite is not None else events.pending)
-    if rewrite is not None:
-        await out.write(rewrite.flush())
-    await out.write_eof()
-    return out, outcome
+        return outcome
+    await out.write_eof(_rest(events, rewrite))
+    return outcome
+
+
+def _rest(events: _WholeEvents, rewrite: ChunkFilter | None) -> bytes:
+    """What is still held back when the upstream body has ended."""
+    if rewrite is None:
+        return events.pending
+    return rewrite.feed(events.pending) + rewrite.flush()
+
+
+class _Relayed(web.StreamResponse):
+    """A stream response whose headers wait in the writer for the first chunk (aiohttp >= 3.12).
+
+    `web.Response` does the same for a whole body; on older aiohttp the
+    attribute is unknown and the headers leave at `prepare()`, as before.
+    """
+
+    _send_headers_immediately = False
+
+
+def _send_headers(writer: AbstractStreamWriter | None) -> None:
+    """The first chunk is late: let the client have the status and headers now."""
+    if writer is not None:
+        with contextlib.suppress(ConnectionError):  # the client left; the relay sees it on its next write
+            writer.send_headers()
 
 
 class _WholeEvents:

@@ -34,6 +34,21 @@ def test_it_is_slotted_and_replace_makes_a_changed_copy() -> None:
         point.other = 3  # type: ignore[attr-defined]
 
 
+@pytest.fixture
+def package_tree(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """`runguard.*` laid out as mypy needs it: it cannot follow the editable install's finder.
+
+    (`.ci/mypy` builds the same tree for the type gate; a fresh checkout has none.)
+    """
+    package = tmp_path / "layout" / "runguard"
+    package.mkdir(parents=True)
+    root = Path(__file__).resolve().parents[2]
+    for name in ("proxy", "detectors", "config"):
+        (package / name).symlink_to(root / name, target_is_directory=True)
+    monkeypatch.setenv("MYPYPATH", str(package.parent))
+
+
+@pytest.mark.usefixtures("package_tree")
 def test_mypy_refuses_an_assignment_to_a_field(tmp_path: Path) -> None:
     source = tmp_path / "uses_frozen.py"
     source.write_text(

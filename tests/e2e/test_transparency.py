@@ -146,6 +146,27 @@ async def test_stream_is_relayed_as_it_arrives_not_buffered(upstream: FakeUpstre
     assert arrivals[-1] - arrivals[0] > 0.4 * (len(arrivals) - 2)
 
 
+async def test_stream_headers_do_not_wait_for_a_slow_first_chunk(upstream: FakeUpstream, proxy_url: str) -> None:
+    # The proxy sends a stream's headers together with its first chunk, but a slow
+    # first chunk must not hold back the status and headers the upstream already sent.
+    upstream.script = lambda _: Reply.sse(payloads.chat_stream("late"), delay=1.0)
+    async with aiohttp.ClientSession() as session:
+        start = time.perf_counter()
+        async with session.post(
+            proxy_url + "/v1/chat/completions",
+            json={"model": "gpt-4o-mini", "stream": True, "messages": [{"role": "user", "content": "go"}]},
+            headers={"Authorization": "Bearer sk-test-headers"},
+        ) as response:
+            headers_at = time.perf_counter() - start
+            first = await response.content.readany()
+            first_at = time.perf_counter() - start
+            assert response.status == 200
+            assert response.headers["Content-Type"] == "text/event-stream"
+            assert first.startswith(b"data: ")
+    assert headers_at < 0.5
+    assert first_at > 0.9
+
+
 async def test_client_disconnect_cancels_the_upstream_request(upstream: FakeUpstream, proxy_url: str) -> None:
     chunks = payloads.chat_stream("x" * 40) * 20
     upstream.script = lambda _: Reply.sse(chunks, delay=0.1)
