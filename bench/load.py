@@ -22,6 +22,7 @@ between), measures, and prints `{"event": "done", "result": {...}}`. Modes:
 from __future__ import annotations
 
 import asyncio
+import random
 import statistics
 import sys
 import time
@@ -152,12 +153,18 @@ class Client:
     async def sequential(self) -> dict[str, Any]:
         sessions = [_session(1) for _ in self.targets]
         tallies = [Tally() for _ in self.targets]
+        order = list(range(len(self.targets)))
+        rng = random.Random(len(self.targets))
         try:
             for phase, rounds in (("warm", int(self.spec.get("warmup", 20))), ("run", int(self.spec["count"]))):
                 if phase == "run":
                     await self.wait_go({"event": "ready"})
                 for i in range(rounds):
-                    for t, target in enumerate(self.targets):
+                    # A new order every round: the request just before one target's (another
+                    # server's tail work, the upstream's state) is not always the same target's.
+                    rng.shuffle(order)
+                    for t in order:
+                        target = self.targets[t]
                         body, headers = self.next_request(f"{self.prefix}-{phase}-{t}-{i}")
                         sample = await send(sessions[t], target["url"] + self.path, body, headers, self.method)
                         if phase == "run":
