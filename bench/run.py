@@ -63,8 +63,8 @@ class Plan:
     @classmethod
     def make(cls, quick: bool) -> Plan:
         if quick:
-            return cls(20, 150, 5, 30, 12, 50, 1.5, 2, 32, 300, ("chat",), 5_000, 1_000, 1_000, 8)
-        return cls(200, 2_000, 20, 200, 60, 50, 5.0, 3, 32, 300, payloads.APIS, 100_000, 10_000, 10_000, 8)
+            return cls(20, 150, 5, 30, 40, 20, 1.5, 2, 32, 300, ("chat",), 5_000, 1_000, 1_000, 8)
+        return cls(200, 2_000, 20, 200, 200, 20, 5.0, 3, 32, 300, payloads.APIS, 100_000, 10_000, 10_000, 8)
 
 
 class Bench:
