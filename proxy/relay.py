@@ -4,10 +4,11 @@ A stream is written to the client as each chunk arrives (never buffered) and
 a decoded copy is fed to the adapter's parser. If the upstream breaks off
 mid-stream, the client stream ends with the provider's own error event.
 
-Writes are coalesced where that delays nothing: the response headers leave
-with the first chunk (or after `HEADERS_HOLD` if that chunk is slow to come),
-and a chunk that ends the upstream body leaves with the end of the client's
-body. Each write is a system call and, on the client's side, a wake-up.
+Writes are coalesced where that delays no body bytes: the response headers
+leave with the first chunk (or, if that chunk is slow to come, alone after
+`HEADERS_HOLD`, the most they are ever held), and a chunk that ends the
+upstream body leaves with the end of the client's body. Each write is a
+system call and, on the client's side, a wake-up.
 """
 
 from __future__ import annotations
