@@ -19,7 +19,9 @@ window has a `keep` bound and fields are few.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from enum import StrEnum
+from typing import Any
 
 from runguard.detectors.frozen import frozen
 
@@ -103,20 +105,45 @@ OpResult = str | float | tuple[str, ...] | None
 def renamed(op: Op, field: str) -> Op:
     """`op` on another field (the guard prefixes each detector's fields with its name).
 
-    Built field by field: `dataclasses.replace` inspects the class on every call
-    and this runs for every op of every request.
+    Built field by field, by a function found by the op's exact type:
+    `dataclasses.replace` inspects the class on every call, a `match` tries the
+    classes one by one, and this runs for every op of every request.
     """
-    match op:
-        case Add():
-            return Add(op.scope, field, op.amount)
-        case Push():
-            return Push(op.scope, field, op.items, op.keep, op.unique, op.head)
-        case Get():
-            return Get(op.scope, field)
-        case Put():
-            return Put(op.scope, field, op.value)
-        case PutNX():
-            return PutNX(op.scope, field, op.value)
-        case CompareAndSet():
-            return CompareAndSet(op.scope, field, op.expected, op.value)
-    raise TypeError(f"unknown state op {op!r}")
+    rename = _RENAME.get(type(op))
+    if rename is None:
+        raise TypeError(f"unknown state op {op!r}")
+    return rename(op, field)
+
+
+def _add(op: Add, field: str) -> Add:
+    return Add(op.scope, field, op.amount)
+
+
+def _push(op: Push, field: str) -> Push:
+    return Push(op.scope, field, op.items, op.keep, op.unique, op.head)
+
+
+def _get(op: Get, field: str) -> Get:
+    return Get(op.scope, field)
+
+
+def _put(op: Put, field: str) -> Put:
+    return Put(op.scope, field, op.value)
+
+
+def _put_nx(op: PutNX, field: str) -> PutNX:
+    return PutNX(op.scope, field, op.value)
+
+
+def _compare_and_set(op: CompareAndSet, field: str) -> CompareAndSet:
+    return CompareAndSet(op.scope, field, op.expected, op.value)
+
+
+_RENAME: dict[type, Callable[[Any, str], Op]] = {
+    Add: _add,
+    Push: _push,
+    Get: _get,
+    Put: _put,
+    PutNX: _put_nx,
+    CompareAndSet: _compare_and_set,
+}

@@ -35,6 +35,7 @@ from runguard.detectors.frozen import frozen
 from runguard.detectors.ops import Op, OpResult, renamed
 
 FaultHandler = Callable[[str, str, BaseException], None]  # detector, hook, exception
+MAX_NAMES = 1024  # state field names kept per armed detector (fields named after tools vary by run)
 
 
 @frozen
@@ -45,10 +46,23 @@ class Armed:
     config: DetectorConfig
     name: str = field(init=False)  # the detector's name, read many times per request
     prefix: str = field(init=False)  # "<name>.": put before every state field the detector names
+    names: dict[str, str] = field(init=False, compare=False, hash=False, repr=False)  # local -> state name
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "name", self.detector.name)
         object.__setattr__(self, "prefix", f"{self.detector.name}.")
+        object.__setattr__(self, "names", {})
+
+    def state_name(self, local: str) -> str:
+        """`prefix + local`, built once: every run's state then holds the same key string, not a copy
+        of its own (a sixth of a run's memory), and its hash is computed once.
+        """
+        name = self.names.get(local)
+        if name is None:
+            name = self.prefix + local
+            if len(self.names) < MAX_NAMES:
+                self.names[local] = name
+        return name
 
 
 def _implements(detector: Detector[Any], hook: str) -> bool:
@@ -180,8 +194,8 @@ class Engine:
                 plan = plan_of(one)
                 if not plan:
                     continue
-                prefix = one.prefix
-                mine = [renamed(op, prefix + op.field) for op in plan.values()]  # a malformed plan raises here
+                name = one.state_name
+                mine = [renamed(op, name(op.field)) for op in plan.values()]  # a malformed plan raises here
                 local = tuple(plan)
             except Exception as exc:
                 self._on_fault(one.name, hook, exc)

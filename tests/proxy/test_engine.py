@@ -22,6 +22,7 @@ from runguard.detectors.base import (
     Verdict,
 )
 from runguard.detectors.ops import Add, Get, Op, Push, Put, Scope
+from runguard.proxy import engine as engine_module
 from runguard.proxy.engine import NO_DETECTORS, Armed, Engine, Finding, Lineup, Views
 from runguard.proxy.events import AgentIdentity, Api, RequestInfo, ResponseInfo, Usage
 from runguard.proxy.state.base import ScopeIds
@@ -415,6 +416,28 @@ async def test_each_detector_writes_fields_under_its_own_name() -> None:
         "beta.label": "beta",
     }
     assert await state.read_scope(Scope.KEY, KEY) == {"alpha.hits": 1.0, "beta.hits": 10.0}
+
+
+async def test_every_run_keys_its_state_with_the_same_name_strings() -> None:
+    # A run's state holds the names, not copies of its own: 100k runs would otherwise each
+    # carry some twenty key strings (a quarter of a run's memory).
+    state, lineup, engine = MemoryState(), arm(Alpha(), Beta()), no_faults()
+    for run in ("run-a", "run-b"):
+        batch = engine.plan_request(lineup, request_seen(), 0)
+        await state.execute(dataclasses.replace(IDS, run=run), batch.ops)
+    first, second = [list(await state.read_scope(Scope.RUN, run)) for run in ("run-a", "run-b")]
+    assert first == second == ["alpha.hits", "alpha.label", "beta.hits", "beta.label"]
+    assert all(a is b for a, b in zip(first, second, strict=True))
+
+
+def test_names_kept_per_detector_are_capped_and_names_past_the_cap_are_still_right(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(engine_module, "MAX_NAMES", 3)
+    armed = Armed(Alpha(), DetectorConfig())
+    names = [armed.state_name(f"w.{i}") for i in range(10)]
+    assert names == [f"alpha.w.{i}" for i in range(10)]
+    assert armed.names == {"w.0": "alpha.w.0", "w.1": "alpha.w.1", "w.2": "alpha.w.2"}
 
 
 async def test_detectors_using_the_same_local_field_do_not_see_each_others_values() -> None:
