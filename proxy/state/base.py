@@ -5,8 +5,8 @@ and `RedisState` (replicas share state). Detectors never see a backend; the
 guard binds each op's scope to an id and runs a request's ops as one batch.
 
 Guarantees every backend gives:
-- a batch's ops on one scope run atomically and in order (Redis: one Lua
-  script per scope; memory: no await inside a batch);
+- a batch's ops run atomically and in order, whatever scopes they touch
+  (Redis: one Lua script call per batch; memory: no await inside a batch);
 - every scope expires after its TTL of inactivity; a run's TTL is refreshed
   by each batch that touches it;
 - a failure raises `StateUnavailable`; the guard decides to fail open or closed.

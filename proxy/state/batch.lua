@@ -1,8 +1,9 @@
--- One scope's share of a state batch, applied atomically and in order (runguard.proxy.state.redis).
+-- A state batch, applied atomically and in order (runguard.proxy.state.redis).
 --
--- KEYS[1]  the scope's hash, e.g. rg:{run:abc}
--- ARGV[1]  the scope's TTL in milliseconds, refreshed after the ops
--- ARGV[2]  a JSON array of the ops, flat: each an opcode, a field and the opcode's arguments:
+-- KEYS[1..n]  the hashes of the scopes the batch touches, e.g. rg:{run:abc}
+-- ARGV[1]     a JSON array, flat: first each key's TTL in milliseconds (refreshed after the ops),
+--             then the ops, each the number of its scope's key (1..n), an opcode, a field and the
+--             opcode's arguments:
 --   a field amount                      Add: the sum, as a number
 --   p field keep flags count item...    Push (flags: 1 unique + 2 head): the window
 --   g field                             Get
@@ -20,10 +21,9 @@
 -- summed here in Lua doubles, not with HINCRBYFLOAT (long double, rounded to 17 decimals), so
 -- a sum is bit for bit the one MemoryState computes.
 
-local key = KEYS[1]
 local results = {}
-local ops = cjson.decode(ARGV[2])
-local i = 1
+local ops = cjson.decode(ARGV[1])
+local i = #KEYS + 1
 local n = #ops
 local S, W = 115, 119 -- string.byte('s'), string.byte('w')
 
@@ -36,6 +36,8 @@ local function number_form(x)
 end
 
 while i <= n do
+  local key = KEYS[ops[i]]
+  i = i + 1 -- from here on an op reads as it would alone: opcode, field, arguments
   local code, field = ops[i], ops[i + 1]
   local raw = redis.call('HGET', key, field)
   if code == 'a' then
@@ -117,5 +119,7 @@ while i <= n do
   end
 end
 
-redis.call('PEXPIRE', key, ARGV[1])
+for k = 1, #KEYS do
+  redis.call('PEXPIRE', KEYS[k], ops[k])
+end
 return results

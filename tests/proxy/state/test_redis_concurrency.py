@@ -1,7 +1,7 @@
-"""Two replicas (two independent `RedisState` clients) hammering one scope at once lose no update.
+"""Two replicas (two independent `RedisState` clients) hammering the same scopes at once lose no update.
 
 Each client has its own connection pool, so the calls really interleave on the
-server; only the per-scope script's atomicity keeps the results exact.
+server; only the batch script's atomicity keeps the results exact.
 """
 
 from __future__ import annotations

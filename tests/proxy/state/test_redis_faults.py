@@ -104,7 +104,7 @@ async def test_a_flushed_script_cache_is_refilled() -> None:
             await other.script_flush()
             batch: list[Op] = [*BATCH, Add(Scope.KEY, "n"), CompareAndSet(Scope.KEY_DAY, "c", None, "x")]
             assert await state.execute(IDS, batch) == [2.0, ("a", "a"), None, 1.0, "x"]
-            await other.script_flush()  # a single scope's batch goes without a pipeline: the same refill
+            await other.script_flush()  # flushed again: refilled again, not only once per process
             assert await state.execute(IDS, [Add(Scope.RUN, "n"), Get(Scope.RUN, "w")]) == [3.0, ("a", "a")]
             assert await script_cached(server.url, state.script_sha)
         finally:
