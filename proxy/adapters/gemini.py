@@ -33,6 +33,8 @@ from runguard.proxy.adapters.sse import SseSplitter
 from runguard.proxy.adapters.stop import stop_text
 from runguard.proxy.events import Api, OutputSchema, Provider, RequestInfo, ResponseInfo, ToolCall, Usage
 
+SET_MODEL_RESPONSE = "set_model_response"  # the tool ADK declares for an output schema next to other tools
+
 
 def _parts(content: Any) -> list[dict[str, Any]]:
     return [as_dict(part) for part in as_list(as_dict(content).get("parts"))]
@@ -158,7 +160,7 @@ def _tool_names(tools: Any) -> tuple[str, ...]:
     return tuple(names)
 
 
-def _output_schema(config: dict[str, Any]) -> OutputSchema | None:
+def _output_schema(config: dict[str, Any], tools: Any) -> OutputSchema | None:
     json_schema = pick(config, "responseJsonSchema", "response_json_schema")
     if isinstance(json_schema, dict):
         return OutputSchema(json_schema)
@@ -167,6 +169,28 @@ def _output_schema(config: dict[str, Any]) -> OutputSchema | None:
         return OutputSchema(openapi, dialect="openapi")
     if pick(config, "responseMimeType", "response_mime_type") == "application/json":
         return OutputSchema({}, None, "json_object")
+    return _set_model_response_schema(tools)
+
+
+def _set_model_response_schema(tools: Any) -> OutputSchema | None:
+    """The output schema of an ADK agent that also has tools.
+
+    ADK cannot ask Gemini for a response schema and tools at once, so it sends
+    the schema as the parameters of a `set_model_response` tool, tells the
+    model to answer through it, and takes a plain-text answer as the final
+    response too. A stop must then be JSON of that schema, as with `responseSchema`.
+    """
+    for raw in as_list(tools):
+        for declaration in as_list(pick(as_dict(raw), "functionDeclarations", "function_declarations")):
+            found = as_dict(declaration)
+            if found.get("name") != SET_MODEL_RESPONSE:
+                continue
+            json_schema = pick(found, "parametersJsonSchema", "parameters_json_schema")
+            if isinstance(json_schema, dict):
+                return OutputSchema(json_schema, SET_MODEL_RESPONSE)
+            openapi = found.get("parameters")
+            if isinstance(openapi, dict):
+                return OutputSchema(openapi, SET_MODEL_RESPONSE, "openapi")
     return None
 
 
@@ -306,7 +330,7 @@ class GeminiAdapter:
             stream=ctx.stream_hint,
             ctx=ctx,
             tool_names=_tool_names(data.get("tools")),
-            output_schema=_output_schema(config),
+            output_schema=_output_schema(config, data.get("tools")),
         )
 
     def parse_response(self, body: bytes) -> ResponseInfo:

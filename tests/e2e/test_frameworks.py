@@ -326,11 +326,6 @@ async def test_adk_with_retries_on_is_stopped_by_failed_precondition_after_one_r
     assert len(requests_of(sink)) == 4  # the 4th was answered locally, and not sent again
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="ADK sends output_schema with tools as a `set_model_response` tool, not responseSchema; the Gemini"
-    " request parser does not expose that tool's schema, so the stop is plain text (the run still ends normally)",
-)
 async def test_adk_stop_for_an_output_schema_parses_into_it(
     upstream: FakeUpstream, make_proxy: Callable[..., Any], monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -386,6 +386,64 @@ def test_gemini_stop_for_a_schema_request_parses_into_the_model(config: dict[str
         assert isinstance(got.parsed, Report)
 
 
+REPORT_OPENAPI: dict[str, Any] = {  # Report as an OpenAPI-subset Schema (FunctionDeclaration.parameters)
+    "type": "OBJECT",
+    "properties": {
+        "message": {"type": "STRING"},
+        "findings": {
+            "type": "ARRAY",
+            "min_items": 1,
+            "items": {
+                "type": "OBJECT",
+                "properties": {
+                    "label": {"type": "STRING", "enum": ["ok", "stopped"]},
+                    "score": {"type": "INTEGER", "minimum": 1, "maximum": 5},
+                },
+                "required": ["label", "score"],
+            },
+        },
+        "note": {"type": "STRING", "nullable": True},
+        "checked_at": {"type": "STRING", "format": "date-time"},
+    },
+    "required": ["message", "findings", "note", "checked_at"],
+}
+
+
+@pytest.mark.parametrize("stream", [False, True])
+@pytest.mark.parametrize(
+    "parameters",
+    [{"parameters_json_schema": Report.model_json_schema()}, {"parameters": REPORT_OPENAPI}],
+    ids=["parameters_json_schema", "parameters"],
+)
+def test_gemini_stop_for_adks_set_model_response_tool_parses_into_the_model(
+    parameters: dict[str, Any], stream: bool
+) -> None:
+    """ADK with an output schema and tools: the schema comes as a `set_model_response` tool, not responseSchema."""
+    wire = Wire(stop_of(GeminiAdapter()))
+    declarations = [
+        types.FunctionDeclaration(name="lookup", description="Look something up."),
+        types.FunctionDeclaration(name="set_model_response", description="Set your final response.", **parameters),
+    ]
+    got = _gemini_call(
+        wire.gemini(), stream, types.GenerateContentConfig(tools=[types.Tool(function_declarations=declarations)])
+    )
+    text = "".join(c.text or "" for c in got) if stream else got.text
+    report = Report.model_validate_json(text)
+    assert report.message == MESSAGE and len(report.findings) == 1
+
+
+def test_gemini_set_model_response_is_no_schema_next_to_a_response_schema_or_under_another_name() -> None:
+    def schema_of(body: dict[str, Any]) -> Any:
+        return GeminiAdapter().parse_request(json.dumps(body).encode(), RequestContext(path_model="m")).output_schema
+
+    tool = {"functionDeclarations": [{"name": "set_model_response", "parametersJsonSchema": {"type": "object"}}]}
+    response_schema = {"responseSchema": {"type": "OBJECT", "properties": {"a": {"type": "STRING"}}}}
+    assert schema_of({"contents": [], "tools": [tool]}).name == "set_model_response"
+    assert schema_of({"contents": [], "tools": [tool], "generationConfig": response_schema}).dialect == "openapi"
+    renamed = {"functionDeclarations": [{"name": "set_response", "parametersJsonSchema": {"type": "object"}}]}
+    assert schema_of({"contents": [], "tools": [renamed]}) is None
+
+
 def test_gemini_stop_for_json_mime_type_only_is_a_json_object() -> None:
     wire = Wire(stop_of(GeminiAdapter()))
     response = _gemini_call(wire.gemini(), False, types.GenerateContentConfig(response_mime_type="application/json"))
