@@ -55,7 +55,7 @@ class Armed:
 
     def state_name(self, local: str) -> str:
         """`prefix + local`, built once: every run's state then holds the same key string, not a copy
-        of its own (a sixth of a run's memory), and its hash is computed once.
+        of its own (a quarter of a run's memory), and its hash is computed once.
         """
         name = self.names.get(local)
         if name is None:
