@@ -35,7 +35,7 @@ from runguard.detectors.frozen import frozen
 from runguard.detectors.ops import Op, OpResult, renamed
 
 FaultHandler = Callable[[str, str, BaseException], None]  # detector, hook, exception
-MAX_NAMES = 1024  # state field names kept per armed detector (fields named after tools vary by run)
+MAX_NAMES = 1024  # state field names kept per detector (some fields are named after tools, which vary)
 
 
 @frozen
@@ -44,18 +44,19 @@ class Armed:
 
     detector: Detector[Any]
     config: DetectorConfig
+    # local field -> state name; the policy hands every lineup's `Armed` of one detector the same dict
+    names: dict[str, str] = field(default_factory=dict, compare=False, hash=False, repr=False)
     name: str = field(init=False)  # the detector's name, read many times per request
     prefix: str = field(init=False)  # "<name>.": put before every state field the detector names
-    names: dict[str, str] = field(init=False, compare=False, hash=False, repr=False)  # local -> state name
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "name", self.detector.name)
         object.__setattr__(self, "prefix", f"{self.detector.name}.")
-        object.__setattr__(self, "names", {})
 
     def state_name(self, local: str) -> str:
         """`prefix + local`, built once: every run's state then holds the same key string, not a copy
-        of its own (a quarter of a run's memory), and its hash is computed once.
+        of its own (a quarter of a run's memory), and its hash is computed once. At most `MAX_NAMES`
+        are kept per detector (shared by all its lineups); names past them are built each time.
         """
         name = self.names.get(local)
         if name is None:

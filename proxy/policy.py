@@ -69,6 +69,8 @@ class Policy:
         self._settings = settings
         self._cache: dict[tuple[str, str, Tightening], Lineup] = {}
         self._cache_size = cache_size
+        # Each detector's state field names, shared by all its lineups (see `Armed.state_name`).
+        self._names: dict[str, dict[str, str]] = {d.name: {} for d in self._detectors}
 
     def _layers(self, key_hash: str, model: str) -> list[Mapping[str, Mapping[str, Any]]]:
         label = self._settings.key_labels.get(key_hash)
@@ -107,7 +109,7 @@ class Policy:
         if found is None:
             layers = self._layers(key_hash, model)
             configs = ((d, self._resolve(d, layers, tight)) for d in self._detectors)
-            found = Lineup.of(Armed(d, c) for d, c in configs if c.action is not Action.OFF)
+            found = Lineup.of(Armed(d, c, self._names[d.name]) for d, c in configs if c.action is not Action.OFF)
             if len(self._cache) >= self._cache_size:
                 self._cache.clear()
             self._cache[cache_key] = found

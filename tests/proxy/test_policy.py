@@ -1,11 +1,13 @@
 from __future__ import annotations
 
-from typing import ClassVar
+from typing import Any, ClassVar
 
+import pytest
 from pydantic import Field
 
 from runguard.config.settings import GuardSettings, Override
 from runguard.detectors.base import Action, Detector, DetectorConfig
+from runguard.proxy import engine
 from runguard.proxy.policy import Policy, tightening_from
 
 
@@ -32,7 +34,9 @@ def _policy(**guard: object) -> Policy:
     return Policy([_Limit(), _Warn()], GuardSettings.model_validate(guard))
 
 
-def _cfg(policy: Policy, name: str, key: str = "k_1", model: str = "gpt-4o", headers: dict[str, str] | None = None):
+def _cfg(
+    policy: Policy, name: str, key: str = "k_1", model: str = "gpt-4o", headers: dict[str, str] | None = None
+) -> Any:  # the detector's own config class: tests read its fields
     found = {a.name: a.config for a in policy.lineup(key, model, tightening_from(headers or {})).armed}
     return found.get(name)
 
@@ -73,3 +77,15 @@ def test_short_headers_map_to_budget_fields() -> None:
         ("budget", "run_usd", "0.5"),
         ("max_requests", "limit", "7"),
     )
+
+
+def test_state_names_are_kept_once_per_detector_whatever_the_number_of_keys(monkeypatch: pytest.MonkeyPatch) -> None:
+    # Some fields are named after the tools a run calls: a gateway with thousands of keys whose
+    # clients invent tool names must not keep a name cache per key.
+    monkeypatch.setattr(engine, "MAX_NAMES", 3)
+    policy = _policy()
+    for key in ("k_1", "k_2", "k_3"):
+        (limit,) = (a for a in policy.lineup(key, "gpt-4o").armed if a.name == "limit")
+        assert [limit.state_name(f"n.{key}.{i}") for i in range(2)] == [f"limit.n.{key}.0", f"limit.n.{key}.1"]
+    (limit,) = (a for a in policy.lineup("k_4", "gpt-4o").armed if a.name == "limit")
+    assert limit.names == {"n.k_1.0": "limit.n.k_1.0", "n.k_1.1": "limit.n.k_1.1", "n.k_2.0": "limit.n.k_2.0"}
