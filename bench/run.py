@@ -114,9 +114,12 @@ class Bench:
             if before is not None:
                 self.targets["proxy_before"] = before
         if self._redis_ready():
-            redis_proxy = self._start_proxy("proxy_redis", state_url=REDIS_URL)
-            if redis_proxy is not None:
-                self.targets["proxy_redis"] = redis_proxy
+            # With --compare, the other checkout on Redis too (its own key prefix: the two share no state).
+            for name, source in (("proxy_redis", None), ("proxy_redis_before", self.args.compare)):
+                if name == "proxy_redis" or source is not None:
+                    redis_proxy = self._start_proxy(name, state_url=REDIS_URL, source=source)
+                    if redis_proxy is not None:
+                        self.targets[name] = redis_proxy
 
     def _start_proxy(
         self,
@@ -134,7 +137,7 @@ class Bench:
             self.tmp / f"home-{name}",
             None if frame else self.tmp / f"{name}.db",
             state_url,
-            self.redis_prefix if state_url else None,
+            f"{self.redis_prefix}-{name}" if state_url else None,  # under redis_prefix: cleanup_redis finds it
         )
         if source is not None:
             env["PYTHONPATH"] = proxy_setup.source_path(source, self.tmp / f"layout-{name}")
@@ -185,7 +188,7 @@ class Bench:
             return f"{type(exc).__name__}: {exc}"
 
     def cleanup_redis(self) -> None:
-        if "proxy_redis" not in self.targets:
+        if not {"proxy_redis", "proxy_redis_before"} & self.targets.keys():
             return
         try:
             import redis
@@ -452,7 +455,8 @@ def main() -> None:
         "--compare",
         type=Path,
         metavar="CHECKOUT",
-        help="also run proxy_before: the proxy of another checkout (e.g. a git worktree of an older commit)",
+        help="also run proxy_before (and proxy_redis_before, when Redis is up): the proxy of another checkout"
+        " (e.g. a git worktree of an older commit)",
     )
     parser.add_argument("--out", type=Path, help="results file (default bench/results/<timestamp>.json)")
     args = parser.parse_args()
