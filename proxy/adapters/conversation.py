@@ -101,6 +101,14 @@ class Conversation:
         self._tail_user = False
         self._in_assistant = True
 
+    def earlier_turns(self, messages: int, chars: int, assistant_turns: int, names: dict[str, str]) -> None:
+        """Messages before the last turn, counted by the caller in one pass (what `earlier_assistant`
+        and `earlier_result` would have counted one by one); the last turn must follow."""
+        self._messages += messages
+        self._chars += chars
+        self._assistant_turns += assistant_turns
+        self._names.update(names)
+
     def earlier_result(self, chars: int) -> None:
         """A tool result before the last assistant turn: counted only (the next turn drops it anyway)."""
         self._messages += 1

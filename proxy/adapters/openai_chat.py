@@ -192,6 +192,72 @@ class ChatStreamParser:
         )
 
 
+def read_messages(talk: Conversation, raw: Any) -> None:
+    """Report the `messages` to `talk`, the ones before the last assistant turn first and in one pass.
+
+    An agent loop resends its whole history with every request. Before the last
+    assistant turn, assistant turns and tool results are only counted, locally,
+    and reported at once (`Conversation.earlier_turns`): no `ToolCall`, no call
+    into `talk` per message. The result is `read_messages_forgiving`'s, which a
+    property test holds.
+    """
+    messages = as_list(raw)
+    tail = last_index(messages, _is_assistant)
+    count = chars = turns = 0
+    names: dict[str, str] = {}
+    for index in range(tail):
+        item = messages[index]
+        message = item if type(item) is dict else {}
+        role, content = message.get("role"), message.get("content")
+        if role == "assistant":
+            count += 1
+            turns += 1
+            chars += len(content) if type(content) is str else len(text_of(content))
+            for name, arguments, call_id in call_fields(message.get("tool_calls")):
+                chars += len(name) + len(arguments)
+                if call_id:
+                    names[call_id] = name
+        elif role in ("tool", "function"):
+            count += 1
+            chars += len(content) if type(content) is str else len(text_of(content))
+        else:
+            _read_message(talk, message, role, content)
+    if tail > 0:
+        talk.earlier_turns(count, chars, turns, names)
+    for index in range(max(tail, 0), len(messages)):
+        item = messages[index]
+        message = item if type(item) is dict else {}
+        _read_message(talk, message, message.get("role"), message.get("content"))
+
+
+def read_messages_forgiving(talk: Conversation, raw: Any) -> None:
+    """Report the `messages` to `talk` one by one (the reference `read_messages` must agree with)."""
+    messages = as_list(raw)
+    tail = last_index(messages, _is_assistant)
+    for position, item in enumerate(messages):
+        message = item if type(item) is dict else {}
+        role, content = message.get("role"), message.get("content")
+        if position < tail and role == "assistant":
+            talk.earlier_assistant(len(text_of(content)), call_fields(message.get("tool_calls")))
+        elif position < tail and role in ("tool", "function"):
+            talk.earlier_result(len(text_of(content)))
+        else:
+            _read_message(talk, message, role, content)
+
+
+def _read_message(talk: Conversation, message: dict[str, Any], role: Any, content: Any) -> None:
+    if role in ("system", "developer"):
+        talk.system(text_of(content))
+    elif role == "user":
+        talk.user(text_of(content))
+    elif role == "assistant":
+        talk.assistant(len(text_of(content)), _calls(message.get("tool_calls")))
+    elif role in ("tool", "function"):
+        talk.result(opt_str(message.get("tool_call_id")), opt_str(message.get("name")), text_of(content))
+    else:
+        talk.other(len(text_of(content)))
+
+
 class ChatAdapter:
     provider = Provider.OPENAI
     api = Api.CHAT
@@ -201,26 +267,7 @@ class ChatAdapter:
         if data is None:
             return failed_request(self.api, problem)
         talk = Conversation()
-        messages = as_list(data.get("messages"))
-        tail = last_index(messages, _is_assistant)
-        for position, raw in enumerate(messages):
-            message = raw if type(raw) is dict else {}
-            role = message.get("role")
-            content = message.get("content")
-            if position < tail and role == "assistant":  # earlier turns, the bulk of a long conversation, first
-                talk.earlier_assistant(len(text_of(content)), call_fields(message.get("tool_calls")))
-            elif position < tail and role in ("tool", "function"):
-                talk.earlier_result(len(text_of(content)))
-            elif role in ("system", "developer"):
-                talk.system(text_of(content))
-            elif role == "user":
-                talk.user(text_of(content))
-            elif role == "assistant":
-                talk.assistant(len(text_of(content)), _calls(message.get("tool_calls")))
-            elif role in ("tool", "function"):
-                talk.result(opt_str(message.get("tool_call_id")), opt_str(message.get("name")), text_of(content))
-            else:
-                talk.other(len(text_of(content)))
+        read_messages(talk, data.get("messages"))
         stream = data.get("stream") is True
         include_usage = as_dict(data.get("stream_options")).get("include_usage") if stream else None
         return talk.info(

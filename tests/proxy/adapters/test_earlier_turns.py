@@ -1,4 +1,4 @@
-"""The fast read of earlier turns (Responses `input`, Gemini `contents`) says what the forgiving read says.
+"""The fast read of earlier turns (Chat `messages`, Responses `input`, Gemini `contents`) agrees with the forgiving one.
 
 Both adapters read the turns before the last assistant turn without building
 `ToolCall`s, and the shapes SDKs send with plain dict operations; the
@@ -19,6 +19,7 @@ from hypothesis import strategies as st
 from runguard.proxy.adapters.base import RequestContext
 from runguard.proxy.adapters.conversation import Conversation
 from runguard.proxy.adapters.gemini import read_contents, read_contents_forgiving
+from runguard.proxy.adapters.openai_chat import read_messages, read_messages_forgiving
 from runguard.proxy.adapters.openai_responses import read_input, read_input_forgiving
 from runguard.proxy.events import Api, RequestInfo
 from tests.proxy.adapters.test_fuzz import WRONG, paths_of, replaced
@@ -295,3 +296,97 @@ def test_gemini_one_wrong_value_anywhere_in_a_long_loop_reads_the_same(data: st.
     contents = gemini_loop(4)
     path = data.draw(st.sampled_from(paths_of(contents)), label="path")
     assert_same(read_contents, read_contents_forgiving, replaced(contents, path, data.draw(st.sampled_from(WRONG))))
+
+
+# --- OpenAI Chat `messages`
+
+_USUAL_TOOL_CALL = st.fixed_dictionaries(
+    {
+        "id": st.sampled_from(["c1", "c2", "c3"]),
+        "type": st.just("function"),
+        "function": st.fixed_dictionaries({"name": _TEXT, "arguments": _TEXT}),
+    }
+)
+_ODD_TOOL_CALL = st.one_of(
+    st.fixed_dictionaries(
+        {}, optional={"id": _IDS, "function": st.one_of(_ODD, _item({}, {"name": _STR, "arguments": _ARGS}))}
+    ),
+    _item({"type": st.just("custom"), "custom": _item({}, {"name": _STR, "input": _STR})}, {"id": _IDS}),
+    _ODD,
+)
+_TOOL_CALLS = st.one_of(st.lists(st.one_of(_USUAL_TOOL_CALL, _ODD_TOOL_CALL), max_size=3), _ODD)
+_CHAT_ASSISTANT = _item({"role": st.just("assistant"), "content": _CONTENT}, {"tool_calls": _TOOL_CALLS})
+_CHAT_TOOL = _item(
+    {"role": st.sampled_from(["tool", "function"]), "content": _CONTENT}, {"tool_call_id": _IDS, "name": _STR}
+)
+_CHAT_MESSAGE = st.one_of(
+    _CHAT_ASSISTANT,
+    _CHAT_TOOL,
+    _item({"role": _ROLES, "content": _CONTENT}, {"tool_calls": _TOOL_CALLS, "tool_call_id": _IDS}),
+    _ODD,
+    _TEXT,
+)
+# Turns as agents send them: an assistant message (with calls, mostly), then results or a user message.
+_CHAT_TURNS = st.lists(
+    st.tuples(_CHAT_ASSISTANT, st.lists(st.one_of(_CHAT_TOOL, _CHAT_MESSAGE), max_size=3)), max_size=5
+).map(lambda turns: [message for assistant, after in turns for message in (assistant, *after)])
+
+
+@given(
+    messages=st.one_of(st.lists(_CHAT_MESSAGE, max_size=12), _CHAT_TURNS),
+    instructions=st.one_of(st.none(), _TEXT),
+)
+@example(  # a result for a call made two turns ago still finds its tool's name
+    messages=[
+        {"role": "user", "content": "go"},
+        {"role": "assistant", "tool_calls": [{"id": "c1", "function": {"name": "a", "arguments": "{}"}}]},
+        {"role": "assistant", "tool_calls": [{"id": "c2", "function": {"name": "b", "arguments": "{}"}}]},
+        {"role": "tool", "tool_call_id": "c1", "content": "late"},
+    ],
+    instructions=None,
+)
+@EXAMPLES
+def test_chat_fast_read_of_earlier_messages_agrees_with_the_forgiving_one(
+    messages: list[Any], instructions: str | None
+) -> None:
+    assert_same(read_messages, read_messages_forgiving, messages, instructions)
+
+
+@given(messages=st.one_of(_TEXT, _ODD, _JSON))
+@EXAMPLES
+def test_chat_messages_that_are_no_list_read_the_same(messages: Any) -> None:
+    assert_same(read_messages, read_messages_forgiving, messages)
+
+
+def chat_loop(steps: int) -> list[Any]:
+    """An openai-python style loop: system, task, then per step an assistant call and its tool message."""
+    messages: list[Any] = [{"role": "system", "content": "be useful"}, {"role": "user", "content": "the task"}]
+    for step in range(steps):
+        call = {
+            "id": f"call_{step}",
+            "type": "function",
+            "function": {"name": "search", "arguments": f'{{"q": {step}}}'},
+        }
+        messages += [
+            {"role": "assistant", "content": None if step % 2 else f"step {step}é", "tool_calls": [call]},
+            {"role": "tool", "tool_call_id": f"call_{step}", "content": f"found {step}"},
+        ]
+    return messages
+
+
+def test_chat_long_loop_reads_the_same() -> None:
+    messages = chat_loop(40)
+    assert_same(read_messages, read_messages_forgiving, messages)
+    assert_same(read_messages, read_messages_forgiving, messages[:-1])
+    assert_same(read_messages, read_messages_forgiving, [*messages, {"role": "user", "content": "and now?"}])
+    info = info_of(read_messages, messages, None)
+    assert [c.call_id for c in info.prior_calls] == ["call_39"] and info.assistant_turns == 40
+    assert [r.name for r in info.new_results] == ["search"] and info.message_count == 82
+
+
+@given(data=st.data())
+@settings(max_examples=300, deadline=None)
+def test_chat_one_wrong_value_anywhere_in_a_long_loop_reads_the_same(data: st.DataObject) -> None:
+    messages = chat_loop(4)
+    path = data.draw(st.sampled_from(paths_of(messages)), label="path")
+    assert_same(read_messages, read_messages_forgiving, replaced(messages, path, data.draw(st.sampled_from(WRONG))))
