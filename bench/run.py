@@ -115,11 +115,13 @@ class Bench:
                 self.targets["proxy_before"] = before
         if self._redis_ready():
             # With --compare, the other checkout on Redis too (its own key prefix: the two share no state).
-            for name, source in (("proxy_redis", None), ("proxy_redis_before", self.args.compare)):
-                if name == "proxy_redis" or source is not None:
-                    redis_proxy = self._start_proxy(name, state_url=REDIS_URL, source=source)
-                    if redis_proxy is not None:
-                        self.targets[name] = redis_proxy
+            on_redis: list[tuple[str, Path | None]] = [("proxy_redis", None)]
+            if self.args.compare:
+                on_redis.append(("proxy_redis_before", self.args.compare))
+            for name, source in on_redis:
+                redis_proxy = self._start_proxy(name, state_url=REDIS_URL, source=source)
+                if redis_proxy is not None:
+                    self.targets[name] = redis_proxy
 
     def _start_proxy(
         self,

@@ -222,8 +222,7 @@ def read_messages(talk: Conversation, raw: Any) -> None:
             chars += len(content) if type(content) is str else len(text_of(content))
         else:
             _read_message(talk, message, role, content)
-    if tail > 0:
-        talk.earlier_turns(count, chars, turns, names)
+    talk.earlier_turns(count, chars, turns, names)  # all zero when there is no earlier turn
     for index in range(max(tail, 0), len(messages)):
         item = messages[index]
         message = item if type(item) is dict else {}
