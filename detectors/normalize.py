@@ -10,7 +10,8 @@ bytes, in time linear in that text (never in the conversation).
 - `result_digest`: a result's hash with volatile keys (ids, timestamps)
   dropped, so the same answer re-sent with a fresh request id hashes the same;
   `result_digest_of` computes it once per result and key set (several
-  detectors read the same result in one request).
+  detectors read the same result in one request), from the result's JSON
+  value when the wire sent one (`value_digest`), else from its text.
 - `args_digest`: the exact arguments (canonical JSON) as a hash;
   `keyed_values_digest`: a hash of only the values under some keys (page, cursor).
 - `paired_results` / `turn_signature`: the last assistant turn's calls with
@@ -226,14 +227,40 @@ def result_digest(content: str, volatile_keys: Collection[str] = DEFAULT_VOLATIL
     itself repeats its spacing too).
     """
     value = _parse(content)
-    if value is _MISSING:
-        return digest(content.strip())
-    return digest(_dump(_drop_keys(value, volatile_keys)))
+    if value is not _MISSING:
+        try:
+            return value_digest(value, volatile_keys)
+        except TypeError:  # nested deeper than orjson dumps (255 levels): hashed as text
+            pass
+    return digest(content.strip())
+
+
+def value_digest(value: Any, volatile_keys: Collection[str] = DEFAULT_VOLATILE) -> str:
+    """`result_digest` of the result whose JSON text is `value`'s, from the value itself.
+
+    The canonical dump is hashed as orjson's UTF-8 bytes: the same hash as its
+    text's, without decoding 300 KB to a string and encoding it back.
+    """
+    return digest(orjson.dumps(_drop_keys(value, volatile_keys), option=orjson.OPT_SORT_KEYS))
 
 
 def result_digest_of(result: ToolResult, volatile_keys: frozenset[str] = DEFAULT_VOLATILE) -> str:
-    """`result_digest` of a result's content, computed once per key set and kept on the result."""
-    return _kept(result.digests, volatile_keys, lambda: result_digest(result.content, volatile_keys))
+    """`result_digest` of a result's content, computed once per key set and kept on the result.
+
+    A result sent as a JSON object (`result.value`) is hashed from that object,
+    not parsed back from its dump: for a 300 KB Gemini tool result the parse
+    was the largest single cost of the request.
+    """
+    return _kept(result.digests, volatile_keys, lambda: _result_digest(result, volatile_keys))
+
+
+def _result_digest(result: ToolResult, volatile_keys: frozenset[str]) -> str:
+    if result.value is not None:
+        try:
+            return value_digest(result.value, volatile_keys)
+        except TypeError:  # too deep to dump: `result_digest` hashes its text
+            pass
+    return result_digest(result.content, volatile_keys)
 
 
 def _call_positions(request: RequestInfo) -> list[int | None]:

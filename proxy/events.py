@@ -79,6 +79,10 @@ class ToolResult:
     name: str | None
     call_id: str | None
     content: str
+    # The result as the wire sent it when that was a JSON object or array (Gemini's
+    # `functionResponse.response`), of which `content` is the compact dump; None when it came as
+    # text. Digests read it directly instead of parsing `content` back.
+    value: dict[str, Any] | list[Any] | None = field(default=None, compare=False, repr=False)
     # Normalized digests of `content` by volatile-key set, filled on first use by
     # `runguard.detectors.normalize.result_digest_of`: several detectors hash the
     # same (possibly 300 KB) result, and this object lives for one request.

@@ -115,11 +115,14 @@ class Conversation:
         self._chars += chars
         self._in_assistant = False
 
-    def result(self, call_id: str | None, name: str | None, content: str) -> None:
+    def result(
+        self, call_id: str | None, name: str | None, content: str, value: dict[str, Any] | list[Any] | None = None
+    ) -> None:
+        """A tool result in the last turn; `value`: the object or array `content` was dumped from, if any."""
         self._messages += 1
         self._chars += len(content)
         known = name or (self._names.get(call_id) if call_id else None)
-        self._tail_results.append(ToolResult(known, call_id, content))
+        self._tail_results.append(ToolResult(known, call_id, content, value))
         self._in_assistant = False
 
     def other(self, chars: int = 0) -> None:

@@ -141,9 +141,9 @@ def _read_content(talk: Conversation, raw: Any, *, earlier: bool) -> None:
             talk.earlier_result(len(dumps_text(response.get("response"))))
             answered = True
         elif response:
-            talk.result(
-                opt_str(response.get("id")), opt_str(response.get("name")), dumps_text(response.get("response"))
-            )
+            value = response.get("response")
+            structured = value if isinstance(value, dict | list) else None
+            talk.result(opt_str(response.get("id")), opt_str(response.get("name")), dumps_text(value), structured)
             answered = True
     text = _text(parts, thoughts=True)
     if text or not answered:

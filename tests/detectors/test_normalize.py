@@ -6,6 +6,8 @@ import json
 import re
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from runguard.detectors import normalize
 from runguard.detectors.normalize import (
@@ -24,10 +26,13 @@ from runguard.detectors.normalize import (
     lowered,
     paired_results,
     result_digest,
+    result_digest_of,
     tag,
     turn_signature,
+    value_digest,
 )
-from runguard.proxy.events import RequestInfo, ToolCall
+from runguard.proxy.adapters.jsonish import dumps_text
+from runguard.proxy.events import RequestInfo, ToolCall, ToolResult, digest
 from tests.detectors.harness import call, request, result
 
 
@@ -72,6 +77,52 @@ def test_result_digest_drops_volatile_keys_at_any_depth() -> None:
     assert result_digest(a) == result_digest(b)
     assert result_digest(a, lowered(["id"])) != result_digest(b, lowered(["id"]))
     assert result_digest("  partial parse error\n") == result_digest("partial parse error")
+
+
+# -- results sent as JSON values (Gemini's functionResponse.response) -----------------------------
+
+_KEYS = st.sampled_from(["id", "ID", "timestamp", "status", "rows", "error", "Ünïcode", "result", "next"])
+_SCALARS = st.none() | st.booleans() | st.integers(-(2**63), 2**63 - 1) | st.floats(allow_nan=False) | st.text()
+# Strings that hold JSON too: Gemini wraps a tool's text as {"result": "<text>"}, and that text is often JSON.
+_JSON_TEXT = st.recursive(_SCALARS, lambda inner: st.dictionaries(_KEYS, inner, max_size=3), max_leaves=6).map(
+    json.dumps
+)
+_VALUES = st.recursive(
+    _SCALARS | _JSON_TEXT,
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(_KEYS, inner, max_size=4),
+    max_leaves=25,
+)
+_OBJECTS = st.dictionaries(_KEYS, _VALUES, max_size=4) | st.lists(_VALUES, max_size=4)
+
+
+@given(_OBJECTS, st.sampled_from([normalize.DEFAULT_VOLATILE, lowered(["status"]), frozenset()]))
+def test_a_result_hashes_the_same_from_its_value_as_from_its_text(value: object, keys: frozenset[str]) -> None:
+    content = dumps_text(value)
+    expected = result_digest(content, keys)
+    assert value_digest(value, keys) == expected
+    assert result_digest_of(ToolResult("search", "c1", content, value), keys) == expected  # type: ignore[arg-type]
+    assert result_digest_of(ToolResult("search", "c1", content), keys) == expected
+
+
+def test_a_result_with_its_value_is_not_parsed_back_from_its_text(monkeypatch: pytest.MonkeyPatch) -> None:
+    value = {"result": "x" * 300_000, "request_id": "r-1"}
+    same_answer = {"request_id": "r-2", "result": "x" * 300_000}
+    monkeypatch.setattr(normalize, "_parse", lambda text: pytest.fail("parsed the text back"))
+    a = result_digest_of(ToolResult("read_file", "c1", dumps_text(value), value))
+    b = result_digest_of(ToolResult("read_file", "c2", dumps_text(same_answer), same_answer))
+    assert a == b  # the volatile key still dropped
+    assert a != result_digest_of(ToolResult("read_file", "c3", "{}", {}))
+
+
+def test_a_result_too_deep_to_dump_is_hashed_as_its_text() -> None:
+    deep: object = "bottom"
+    for _ in range(300):  # orjson dumps at most 255 levels
+        deep = [deep]
+    content = dumps_text(deep)
+    assert content.startswith("[[[")
+    expected = digest(content)
+    assert result_digest(content) == expected
+    assert result_digest_of(ToolResult("walk", None, content, deep)) == expected  # type: ignore[arg-type]
 
 
 def test_args_digest_ignores_key_order_and_spacing() -> None:

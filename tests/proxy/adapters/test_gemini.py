@@ -1,0 +1,40 @@
+"""Gemini's tool results keep the JSON value they were sent as, beside its text."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import orjson
+import pytest
+
+from runguard.proxy.adapters import GeminiAdapter
+from runguard.proxy.adapters.base import RequestContext
+from runguard.proxy.events import ToolResult
+
+
+def _new_results(response_part: dict[str, Any]) -> tuple[ToolResult, ...]:
+    body = {
+        "contents": [
+            {"role": "user", "parts": [{"text": "read the config"}]},
+            {"role": "model", "parts": [{"functionCall": {"name": "read_file", "args": {"path": "a.yaml"}}}]},
+            {"role": "user", "parts": [response_part]},
+        ]
+    }
+    info = GeminiAdapter().parse_request(orjson.dumps(body), RequestContext("gemini-2.5-flash"))
+    assert info.parse_error is None
+    return info.new_results
+
+
+@pytest.mark.parametrize("key", ["functionResponse", "function_response"])
+def test_an_object_result_keeps_its_value_and_its_compact_text(key: str) -> None:
+    response = {"result": {"text": "port: 8080", "lines": [1, 2]}, "request_id": "r-9"}
+    (result,) = _new_results({key: {"name": "read_file", "response": response}})
+    assert result.name == "read_file"
+    assert result.value == response
+    assert result.content == orjson.dumps(response).decode()
+
+
+def test_a_result_sent_as_text_has_no_value() -> None:
+    (result,) = _new_results({"functionResponse": {"name": "read_file", "response": "port: 8080"}})
+    assert result.value is None
+    assert result.content == "port: 8080"
