@@ -222,7 +222,7 @@ class _Accumulator:
         self.text: list[str] = []
         self.calls: list[ToolCall] = []
         self.finish: str | None = None
-        self.usage: Usage | None = None
+        self.usage_metadata: dict[str, Any] = {}  # the last non-empty one: cumulative, read at the end
         self.ident: str | None = None
         self.model: str | None = None
         self.error: str | None = None
@@ -242,7 +242,9 @@ class _Accumulator:
         blocked = as_dict(data.get("promptFeedback")).get("blockReason")
         if isinstance(blocked, str):
             self.finish = blocked
-        self.usage = _usage(data.get("usageMetadata")) or self.usage
+        usage = data.get("usageMetadata")
+        if isinstance(usage, dict) and usage:
+            self.usage_metadata = usage
         self.ident = opt_str(data.get("responseId")) or self.ident
         self.model = opt_str(data.get("modelVersion")) or self.model
 
@@ -255,7 +257,7 @@ class _Accumulator:
             tool_calls=calls,
             handoffs=handoffs_of(calls),
             finish_reason=self.finish,
-            usage=self.usage,
+            usage=_usage(self.usage_metadata),
             error=self.error,
             complete=complete,
             parse_error=parse_error,

@@ -20,9 +20,12 @@ class SseEvent:
 class SseSplitter:
     """Feed chunks, get the events they complete; `rest()` gives an unterminated tail.
 
-    Cost is linear in the bytes fed however they are split: the buffer only
-    holds the unfinished line, each byte is searched for a line end once, and
-    a consumed prefix is dropped from the front of a bytearray (no copy of the rest).
+    Cost is linear in the bytes fed however they are split: a chunk without a
+    line end only grows the unfinished line, and one with line ends is read
+    in place (the unfinished line put in front): each line's field is
+    recognized at its offset and only a value is copied out. This runs for
+    every streamed event (a long answer has hundreds), so a line costs a few
+    comparisons and one slice.
 
     Memory is bounded by `limit`: a line or an event larger than that (a
     stream that is not SSE, or a broken one) makes the splitter give up, set
@@ -33,7 +36,7 @@ class SseSplitter:
     __slots__ = ("_buffer", "_data", "_event", "_first", "_held", "_limit", "overflowed")
 
     def __init__(self, limit: int = 32 * 1024 * 1024) -> None:
-        self._buffer = bytearray()
+        self._buffer = bytearray()  # the unfinished line: holds no LF
         self._data: list[bytes] = []
         self._held = 0  # bytes in _data
         self._event: str | None = None
@@ -44,16 +47,16 @@ class SseSplitter:
     def feed(self, chunk: bytes) -> list[SseEvent]:
         if self.overflowed:
             return []
-        buffer = self._buffer
-        scanned = len(buffer)  # the unfinished line kept from before holds no LF
-        buffer += chunk
         events: list[SseEvent] = []
-        start = 0
-        while (end := buffer.find(b"\n", max(start, scanned))) >= 0:
-            self._line(bytes(buffer[start : end - 1 if end > start and buffer[end - 1] == 0x0D else end]), events)
-            start = end + 1
-        if start:
-            del buffer[:start]
+        buffer = self._buffer
+        if b"\n" not in chunk:
+            buffer += chunk
+        else:
+            if buffer:
+                buffer += chunk
+                chunk = bytes(buffer)
+                buffer.clear()
+            buffer += chunk[self._read_lines(chunk, events) :]
         if len(buffer) + self._held > self._limit:
             self._give_up()
             return []
@@ -64,32 +67,44 @@ class SseSplitter:
         self._buffer = bytearray()
         self._data, self._held, self._event = [], 0, None
 
-    def _line(self, line: bytes, events: list[SseEvent]) -> None:
+    def _read_lines(self, text: bytes, events: list[SseEvent]) -> int:
+        """Read the whole lines of `text` (LF or CRLF ended); returns where the unfinished rest starts.
+
+        Only `data` and `event` fields count (the name is what precedes the
+        first colon, so `data` alone is an empty value); a blank line ends an event.
+        """
+        start = 0
         if self._first:
             self._first = False
-            line = line.removeprefix(b"\xef\xbb\xbf")  # a UTF-8 byte order mark may open the stream
-        if not line:
-            if self._data:
-                events.append(SseEvent(self._event, b"\n".join(self._data)))
-            self._data, self._held, self._event = [], 0, None
-            return
-        name, _, value = line.partition(b":")
-        if value.startswith(b" "):
-            value = value[1:]
-        if name == b"data":
-            self._data.append(value)
-            self._held += len(value) + 1
-        elif name == b"event":
-            self._event = value.decode("utf-8", "replace")
+            if text.startswith(b"\xef\xbb\xbf"):  # a UTF-8 byte order mark may open the stream
+                start = 3
+        find, starts = text.find, text.startswith
+        data, held, event = self._data, self._held, self._event
+        while (end := find(b"\n", start)) >= 0:
+            stop = end - 1 if end > start and text[end - 1] == 0x0D else end
+            if stop == start:
+                if data:
+                    events.append(SseEvent(event, b"\n".join(data)))
+                data, held, event = [], 0, None
+            elif starts(b"data:", start, stop):
+                value = text[start + 6 if text[start + 5 : start + 6] == b" " else start + 5 : stop]
+                data.append(value)
+                held += len(value) + 1
+            elif starts(b"event:", start, stop):
+                raw = text[start + 7 if text[start + 6 : start + 7] == b" " else start + 6 : stop]
+                event = raw.decode("utf-8", "replace")
+            elif stop - start == 4 and starts(b"data", start):
+                data.append(b"")
+                held += 1
+            elif stop - start == 5 and starts(b"event", start):
+                event = ""
+            start = end + 1
+        self._data, self._held, self._event = data, held, event
+        return start
 
     def rest(self) -> list[SseEvent]:
         """Events left when the stream closes without a final blank line."""
-        events: list[SseEvent] = []
         if self.overflowed:
-            return events
-        if self._buffer:
-            line = bytes(self._buffer)
-            self._buffer.clear()
-            self._line(line.removesuffix(b"\r"), events)
-        self._line(b"", events)
-        return events
+            return []
+        # The unfinished line as if its line end came (a CR before it is cut as in CRLF), then a blank line.
+        return self.feed(b"\n\n" if self._buffer else b"\n")

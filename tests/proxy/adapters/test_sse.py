@@ -119,3 +119,65 @@ def test_events_below_the_limit_never_overflow() -> None:
     found = [event for _ in range(50) for event in splitter.feed(chunk)]
     assert len(found) == 50
     assert not splitter.overflowed
+
+
+def reference_events(stream: bytes) -> list[SseEvent]:
+    """The SSE spec's reading, written plainly: lines end in LF or CRLF, a field's name is what precedes the
+    first colon and one space after the colon is dropped, a blank line dispatches, an unterminated end ends."""
+    stream = stream.removeprefix(b"\xef\xbb\xbf")
+    lines = stream.split(b"\n")
+    lines = [line.removesuffix(b"\r") for line in lines[:-1]] + [lines[-1].removesuffix(b"\r"), b""]
+    found: list[SseEvent] = []
+    data: list[bytes] = []
+    name: str | None = None
+    for line in lines:
+        if not line:
+            if data:
+                found.append(SseEvent(name, b"\n".join(data)))
+            data, name = [], None
+            continue
+        field, _, value = line.partition(b":")
+        value = value.removeprefix(b" ")
+        if field == b"data":
+            data.append(value)
+        elif field == b"event":
+            name = value.decode("utf-8", "replace")
+    return found
+
+
+_LINES = st.sampled_from(
+    [
+        b'data: {"x": 1}',
+        b"data:no-space",
+        b"data:  two spaces",
+        b"data",
+        b"data:",
+        b"data : not data",
+        b"datax: not data",
+        b"event: delta",
+        b"event:",
+        b"event",
+        b"event:\xff\xfe",
+        b": a comment",
+        b"id: 7",
+        b"retry: 100",
+        b"",
+        b"data: caf\xc3\xa9 \r inner CR",
+    ]
+)
+
+
+@settings(max_examples=400, deadline=None)
+@given(
+    lines=st.lists(st.tuples(_LINES, st.sampled_from([b"\n", b"\r\n"])), max_size=25),
+    bom=st.booleans(),
+    tail=st.sampled_from([b"", b"data: unterminated", b"data: cr at the end\r", b"\r"]),
+    cuts=st.lists(st.integers(0, 2000), max_size=12),
+)
+def test_every_split_of_any_stream_reads_as_the_spec_says(
+    lines: list[tuple[bytes, bytes]], bom: bool, tail: bytes, cuts: list[int]
+) -> None:
+    stream = (b"\xef\xbb\xbf" if bom else b"") + b"".join(line + end for line, end in lines) + tail
+    points = sorted({0, len(stream), *(cut for cut in cuts if cut < len(stream))})
+    pieces = [stream[a:b] for a, b in itertools.pairwise(points)]
+    assert events_of(*pieces) == reference_events(stream)
