@@ -130,8 +130,10 @@ class Client:
         self.targets: list[dict[str, Any]] = spec["targets"]
         self.prefix: str = spec.get("run_prefix", "bench")
         extra = {"x-bench-variant": "1"}
-        if spec.get("response") == "large":
-            extra["x-bench-response"] = "large"
+        if spec.get("response") in ("large", "tokens"):
+            extra["x-bench-response"] = spec["response"]
+        if spec.get("pace_ms"):
+            extra["x-bench-pace-ms"] = str(spec["pace_ms"])
         if spec.get("stall_ms"):
             extra["x-bench-stall-ms"] = str(spec["stall_ms"])
         self.base_headers = {**payloads.request_headers(self.api), **extra}

@@ -23,6 +23,7 @@ from typing import Any
 
 from bench import proxy_setup
 from bench.payloads import APIS, Api, scenario_request
+from bench.replies import LARGE
 from bench.replies import body as reply_body
 from runguard.proxy.adapters import adapter_for
 from runguard.proxy.adapters.base import RequestContext
@@ -57,7 +58,7 @@ async def _round(guard: Guard, api: Api, size: str, requests: int) -> dict[str, 
     assert route is not None
     hasher = KeyHasher(b"bench-salt-bench-salt")
     body = scenario_request(api, False, "large" if size == "large" else "small")
-    reply = reply_body(api, 1, size == "large")
+    reply = reply_body(api, 1, LARGE if size == "large" else None)
     spent = dict.fromkeys(PHASES, 0.0)
     clock = time.perf_counter
     for i in range(requests):

@@ -1,21 +1,41 @@
 """What the fake upstream answers: provider-native responses, whole and as SSE events.
 
 Variant `j` is the tool call of step `j` of the agent loop in `bench.payloads`
-(with usage that grows with `j`, as a real run's input tokens do); `large`
-answers about 300 KB of text instead. Everything here is built once per
-variant and served as pre-serialized bytes.
+(with usage that grows with `j`, as a real run's input tokens do); a `Text`
+answers text instead: `LARGE`, about 300 KB in 3,000-character stream events,
+or `TOKENS`, a short answer streamed as a model does, a few tokens an event.
+Everything here is built once per variant and served as pre-serialized bytes.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 import orjson
 
 from bench.payloads import GEMINI_MODEL, LARGE_BYTES, OPENAI_MODEL, Api, big_text, tool_call
 
-PIECE = 3000  # characters of text per stream event in a large answer
 CREATED = 1_700_000_000
+
+
+@dataclass(frozen=True)
+class Text:
+    """A text answer of about `size` characters, streamed `piece` characters an event."""
+
+    size: int
+    piece: int
+
+    @property
+    def text(self) -> str:
+        return big_text(self.size)
+
+    def pieces(self) -> list[str]:
+        return _pieces(self.text, self.piece)
+
+
+LARGE = Text(LARGE_BYTES, 3000)  # ~100 events of 3 KB
+TOKENS = Text(4000, 16)  # ~250 deltas of about four tokens, as a model streams a short answer
 
 
 def usage_of(variant: int) -> tuple[int, int]:
@@ -23,7 +43,7 @@ def usage_of(variant: int) -> tuple[int, int]:
     return 700 + 260 * variant, 40
 
 
-def _pieces(text: str, size: int = PIECE) -> list[str]:
+def _pieces(text: str, size: int) -> list[str]:
     return [text[i : i + size] for i in range(0, len(text), size)]
 
 
@@ -62,29 +82,30 @@ def _chat_base(variant: int, kind: str) -> dict[str, Any]:
     }
 
 
-def chat_body(variant: int, large: bool) -> bytes:
+def chat_body(variant: int, answer: Text | None) -> bytes:
     message: dict[str, Any] = {"role": "assistant", "content": None, "refusal": None, "annotations": []}
-    if large:
-        message["content"] = big_text(LARGE_BYTES)
+    if answer is not None:
+        message["content"] = answer.text
     else:
         call = tool_call(variant)
         message["tool_calls"] = [
             {"id": call.call_id, "type": "function", "function": {"name": call.name, "arguments": call.arguments_json}}
         ]
-    choice = {"index": 0, "message": message, "logprobs": None, "finish_reason": "stop" if large else "tool_calls"}
+    finish = "stop" if answer is not None else "tool_calls"
+    choice = {"index": 0, "message": message, "logprobs": None, "finish_reason": finish}
     return orjson.dumps({**_chat_base(variant, "chat.completion"), "choices": [choice], "usage": _chat_usage(variant)})
 
 
-def chat_events(variant: int, large: bool) -> list[bytes]:
+def chat_events(variant: int, answer: Text | None) -> list[bytes]:
     base = _chat_base(variant, "chat.completion.chunk")
 
     def chunk(delta: dict[str, Any], finish: str | None = None) -> bytes:
         choice = {"index": 0, "delta": delta, "logprobs": None, "finish_reason": finish}
         return _sse({**base, "choices": [choice], "usage": None})
 
-    events = [chunk({"role": "assistant", "content": "" if large else None, "refusal": None})]
-    if large:
-        events += [chunk({"content": piece}) for piece in _pieces(big_text(LARGE_BYTES))]
+    events = [chunk({"role": "assistant", "content": "" if answer is not None else None, "refusal": None})]
+    if answer is not None:
+        events += [chunk({"content": piece}) for piece in answer.pieces()]
     else:
         call = tool_call(variant)
         head = {"index": 0, "id": call.call_id, "type": "function", "function": {"name": call.name, "arguments": ""}}
@@ -93,7 +114,7 @@ def chat_events(variant: int, large: bool) -> list[bytes]:
             chunk({"tool_calls": [{"index": 0, "function": {"arguments": part}}]})
             for part in _pieces(call.arguments_json, 24)
         ]
-    events.append(chunk({}, "stop" if large else "tool_calls"))
+    events.append(chunk({}, "stop" if answer is not None else "tool_calls"))
     events.append(_sse({**base, "choices": [], "usage": _chat_usage(variant)}))
     return [*events, b"data: [DONE]\n\n"]
 
@@ -101,11 +122,11 @@ def chat_events(variant: int, large: bool) -> list[bytes]:
 # -- OpenAI Responses --------------------------------------------------------------------------------
 
 
-def _response(variant: int, large: bool, done: bool) -> dict[str, Any]:
+def _response(variant: int, answer: Text | None, done: bool) -> dict[str, Any]:
     prompt, completion = usage_of(variant)
     output: list[dict[str, Any]]
-    if large:
-        part = {"type": "output_text", "text": big_text(LARGE_BYTES), "annotations": [], "logprobs": []}
+    if answer is not None:
+        part = {"type": "output_text", "text": answer.text, "annotations": [], "logprobs": []}
         output = [{"type": "message", "id": "msg_bench", "status": "completed", "role": "assistant", "content": [part]}]
     else:
         call = tool_call(variant)
@@ -142,15 +163,15 @@ def _response(variant: int, large: bool, done: bool) -> dict[str, Any]:
     }
 
 
-def responses_body(variant: int, large: bool) -> bytes:
-    return orjson.dumps(_response(variant, large, done=True))
+def responses_body(variant: int, answer: Text | None) -> bytes:
+    return orjson.dumps(_response(variant, answer, done=True))
 
 
-def responses_events(variant: int, large: bool) -> list[bytes]:
-    done = _response(variant, large, done=True)
+def responses_events(variant: int, answer: Text | None) -> list[bytes]:
+    done = _response(variant, answer, done=True)
     item = done["output"][0]
-    events: list[dict[str, Any]] = [{"type": "response.created", "response": _response(variant, large, False)}]
-    if large:
+    events: list[dict[str, Any]] = [{"type": "response.created", "response": _response(variant, answer, False)}]
+    if answer is not None:
         text = item["content"][0]["text"]
         where = {"item_id": "msg_bench", "output_index": 0, "content_index": 0}
         events.append(
@@ -168,7 +189,7 @@ def responses_events(variant: int, large: bool) -> list[bytes]:
             }
         )
         events += [
-            {"type": "response.output_text.delta", **where, "delta": piece, "logprobs": []} for piece in _pieces(text)
+            {"type": "response.output_text.delta", **where, "delta": piece, "logprobs": []} for piece in answer.pieces()
         ]
         events.append({"type": "response.output_text.done", **where, "text": text, "logprobs": []})
         events.append({"type": "response.content_part.done", **where, "part": item["content"][0]})
@@ -216,36 +237,36 @@ def _gemini_chunk(variant: int, parts: list[dict[str, Any]], finish: bool, outpu
     }
 
 
-def _gemini_parts(variant: int, large: bool) -> list[dict[str, Any]]:
-    if large:
-        return [{"text": big_text(LARGE_BYTES)}]
+def _gemini_parts(variant: int, answer: Text | None) -> list[dict[str, Any]]:
+    if answer is not None:
+        return [{"text": answer.text}]
     call = tool_call(variant)
     return [{"functionCall": {"name": call.name, "args": call.arguments}}]
 
 
-def gemini_body(variant: int, large: bool) -> bytes:
-    return orjson.dumps(_gemini_chunk(variant, _gemini_parts(variant, large), True, usage_of(variant)[1]))
+def gemini_body(variant: int, answer: Text | None) -> bytes:
+    return orjson.dumps(_gemini_chunk(variant, _gemini_parts(variant, answer), True, usage_of(variant)[1]))
 
 
-def gemini_events(variant: int, large: bool) -> list[bytes]:
+def gemini_events(variant: int, answer: Text | None) -> list[bytes]:
     _, output = usage_of(variant)
-    if large:
-        pieces = _pieces(big_text(LARGE_BYTES))
+    if answer is not None:
+        pieces = answer.pieces()
         return [
             _sse(_gemini_chunk(variant, [{"text": p}], i == len(pieces) - 1, i + 1), crlf=True)
             for i, p in enumerate(pieces)
         ]
     first = _gemini_chunk(variant, [{"text": "Looking that up."}], False, 4)
-    last = _gemini_chunk(variant, _gemini_parts(variant, False), True, output)
+    last = _gemini_chunk(variant, _gemini_parts(variant, None), True, output)
     return [_sse(first, crlf=True), _sse(last, crlf=True)]
 
 
-def body(api: Api, variant: int, large: bool) -> bytes:
-    return {"chat": chat_body, "responses": responses_body, "gemini": gemini_body}[api](variant, large)
+def body(api: Api, variant: int, answer: Text | None) -> bytes:
+    return {"chat": chat_body, "responses": responses_body, "gemini": gemini_body}[api](variant, answer)
 
 
-def events(api: Api, variant: int, large: bool) -> list[bytes]:
-    return {"chat": chat_events, "responses": responses_events, "gemini": gemini_events}[api](variant, large)
+def events(api: Api, variant: int, answer: Text | None) -> list[bytes]:
+    return {"chat": chat_events, "responses": responses_events, "gemini": gemini_events}[api](variant, answer)
 
 
 MODELS_LIST = orjson.dumps(

@@ -38,6 +38,7 @@ from bench.procs import CpuSample, LoadProcess, ProcessFailed, Service, Services
 ROOT = Path(__file__).resolve().parent.parent
 RESULTS = ROOT / "bench" / "results"
 REDIS_URL = "redis://127.0.0.1:6379/0"
+TOKENS_PACE_MS = 1  # between the deltas of the "tokens" stream scenarios
 
 
 @dataclass(frozen=True)
@@ -50,6 +51,7 @@ class Plan:
     large_rounds: int
     stall_rounds: int
     stall_ms: int
+    tokens_rounds: int
     throughput_s: float
     throughput_rounds: int
     concurrency: int
@@ -63,8 +65,8 @@ class Plan:
     @classmethod
     def make(cls, quick: bool) -> Plan:
         if quick:
-            return cls(20, 150, 5, 30, 40, 20, 1.5, 2, 32, 300, ("chat",), 5_000, 1_000, 1_000, 8)
-        return cls(200, 2_000, 20, 200, 200, 20, 5.0, 3, 32, 300, payloads.APIS, 100_000, 10_000, 10_000, 8)
+            return cls(20, 150, 5, 30, 40, 20, 6, 1.5, 2, 32, 300, ("chat",), 5_000, 1_000, 1_000, 8)
+        return cls(200, 2_000, 20, 200, 200, 20, 40, 5.0, 3, 32, 300, payloads.APIS, 100_000, 10_000, 10_000, 8)
 
 
 class Bench:
@@ -270,6 +272,18 @@ class Bench:
                         },
                     )
                 )
+        for api in payloads.APIS:
+            # A model's pace: ~250 small deltas, one every TOKENS_PACE_MS, each arriving alone.
+            spec = {
+                "api": api,
+                "stream": True,
+                "size": "small",
+                "response": "tokens",
+                "pace_ms": TOKENS_PACE_MS,
+                "warmup": 2,
+                "count": plan.tokens_rounds,
+            }
+            rows.append((f"{api} stream tokens resp", spec))
         for label, spec in rows:
             names = list(self.targets) if spec.get("method") == "GET" else self.guarded_targets()
             result = self._measured(

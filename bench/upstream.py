@@ -9,7 +9,9 @@ headers steer the answer (the proxy forwards them untouched):
 
 - `x-bench-variant: J`   the tool call of step J of the agent loop (default 1);
 - `x-bench-response: large`   about 300 KB of text instead of a tool call;
-- `x-bench-stall-ms: MS`  a stream sends its first event, waits MS, then the rest.
+- `x-bench-response: tokens`  a short text answer, streamed a few tokens an event;
+- `x-bench-stall-ms: MS`  a stream sends its first event, waits MS, then the rest;
+- `x-bench-pace-ms: MS`  a stream waits MS after every event (a model's pace: events arrive one by one).
 
 `GET /bench/stats` answers the number of requests served.
 """
@@ -25,27 +27,28 @@ from bench import replies, serving
 from bench.payloads import Api
 
 _JSON = {"Content-Type": "application/json", "x-request-id": "req_bench", "openai-processing-ms": "180"}
+_ANSWERS = {"large": replies.LARGE, "tokens": replies.TOKENS}
 _SSE = {"Content-Type": "text/event-stream; charset=utf-8", "Cache-Control": "no-cache", "x-request-id": "req_bench"}
 
 
 class FakeProvider:
     def __init__(self) -> None:
         self.served = 0
-        self._bodies: dict[tuple[Api, int, bool], bytes] = {}
-        self._events: dict[tuple[Api, int, bool], list[bytes]] = {}
+        self._bodies: dict[tuple[Api, int, replies.Text | None], bytes] = {}
+        self._events: dict[tuple[Api, int, replies.Text | None], list[bytes]] = {}
 
-    def body(self, api: Api, variant: int, large: bool) -> bytes:
-        key = (api, variant, large)
+    def body(self, api: Api, variant: int, answer: replies.Text | None) -> bytes:
+        key = (api, variant, answer)
         found = self._bodies.get(key)
         if found is None:
-            found = self._bodies[key] = replies.body(api, variant, large)
+            found = self._bodies[key] = replies.body(api, variant, answer)
         return found
 
-    def events(self, api: Api, variant: int, large: bool) -> list[bytes]:
-        key = (api, variant, large)
+    def events(self, api: Api, variant: int, answer: replies.Text | None) -> list[bytes]:
+        key = (api, variant, answer)
         found = self._events.get(key)
         if found is None:
-            found = self._events[key] = replies.events(api, variant, large)
+            found = self._events[key] = replies.events(api, variant, answer)
         return found
 
     async def handle(self, request: web.Request) -> web.StreamResponse:
@@ -68,16 +71,19 @@ class FakeProvider:
             return web.Response(status=404, body=b'{"error":{"message":"no such path","code":404}}', headers=_JSON)
         headers = request.headers
         variant = int(headers.get("x-bench-variant", "1"))
-        large = headers.get("x-bench-response") == "large"
+        answer = _ANSWERS.get(headers.get("x-bench-response", ""))
         if not stream:
-            return web.Response(body=self.body(api, variant, large), headers=_JSON)
+            return web.Response(body=self.body(api, variant, answer), headers=_JSON)
         stall = float(headers.get("x-bench-stall-ms", "0")) / 1000.0
+        pace = float(headers.get("x-bench-pace-ms", "0")) / 1000.0
         out = web.StreamResponse(headers=_SSE)
         await out.prepare(request)
-        for index, event in enumerate(self.events(api, variant, large)):
+        for index, event in enumerate(self.events(api, variant, answer)):
             await out.write(event)
             if index == 0 and stall > 0:
                 await asyncio.sleep(stall)
+            elif pace > 0:
+                await asyncio.sleep(pace)
         await out.write_eof()
         return out
 
