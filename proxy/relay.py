@@ -1,8 +1,9 @@
 """Moving an upstream response to the client: whole, or chunk by chunk.
 
 A stream is written to the client as each chunk arrives (never buffered) and
-a decoded copy is fed to the adapter's parser. If the upstream breaks off
-mid-stream, the client stream ends with the provider's own error event.
+a decoded copy is fed to the adapter's parser, in batches (`ParseBatch`). If
+the upstream breaks off mid-stream, the client stream ends with the
+provider's own error event.
 
 Writes are coalesced where that delays no body bytes: the response headers
 leave with the first chunk (or, if that chunk is slow to come, alone after
@@ -25,10 +26,11 @@ from aiohttp.abc import AbstractStreamWriter
 from multidict import CIMultiDict
 
 from runguard.proxy.adapters.base import StreamParser
-from runguard.proxy.codec import stream_decoder
+from runguard.proxy.codec import Decoder, stream_decoder
 from runguard.proxy.headers import client_response_headers
 
 MAX_PENDING_EVENT = 1 << 20  # bytes of one unfinished SSE event held back at most
+PARSE_BATCH = 64 * 1024  # bytes of a stream relayed before its parser reads them (at the latest: at its end)
 HEADERS_HOLD = 0.005  # seconds a stream's headers wait for its first chunk to leave with it
 
 
@@ -95,10 +97,26 @@ async def _relay_body(
     rewrite: ChunkFilter | None,
 ) -> StreamOutcome:
     encoding = response.headers.get("Content-Encoding")
-    decode = stream_decoder(encoding) if parser is not None else None
+    parsing = ParseBatch(parser, stream_decoder(encoding)) if parser is not None else None
     plain = (encoding or "identity").strip().lower() == "identity"
     events = _WholeEvents(error_event is not None and plain and response.content_type == "text/event-stream")
     outcome = StreamOutcome(captured=bytearray() if capture else None)
+    try:
+        return await _relay_chunks(out, response, parsing, events, outcome, error_event, rewrite)
+    finally:  # the client left, the upstream broke off, or the stream ended: the parser reads what is held
+        if parsing is not None:
+            parsing.flush()
+
+
+async def _relay_chunks(
+    out: web.StreamResponse,
+    response: aiohttp.ClientResponse,
+    parsing: ParseBatch | None,
+    events: _WholeEvents,
+    outcome: StreamOutcome,
+    error_event: Callable[[str], bytes] | None,
+    rewrite: ChunkFilter | None,
+) -> StreamOutcome:
     content = response.content
     while True:
         try:
@@ -126,13 +144,49 @@ async def _relay_body(
             if sending:
                 await out.write(sending)
         finally:  # parsed after the write, so parsing never delays the client's bytes (and also if it failed)
-            if parser is not None:
-                parser.feed(decode(chunk) if decode is not None else chunk)
+            if parsing is not None:
+                parsing.add(chunk)
     if outcome.error is not None:
         await _end_with_error(out, error_event, message)  # an unfinished event is dropped
         return outcome
     await out.write_eof(_rest(events, rewrite))
     return outcome
+
+
+class ParseBatch:
+    """A stream's chunks, handed to its parser `PARSE_BATCH` bytes at a time, and what is left at its end.
+
+    Nothing reads the parser before the stream ends, so the chunks need not be
+    parsed as they pass. A model streams small events a millisecond or more
+    apart, and the process handles each one with cold caches: parsing an event
+    as it passed cost more than three times what parsing a batch of them
+    costs (bench "tokens" stream: 1.35x -> 1.19x of the pass-through's CPU).
+    The batch bounds what is held per stream.
+    """
+
+    __slots__ = ("_decode", "_held", "_parser", "_size")
+
+    def __init__(self, parser: StreamParser, decode: Decoder | None) -> None:
+        self._parser = parser
+        self._decode = decode
+        self._held: list[bytes] = []
+        self._size = 0
+
+    def add(self, chunk: bytes) -> None:
+        self._held.append(chunk)
+        self._size += len(chunk)
+        if self._size >= PARSE_BATCH:
+            self.flush()
+
+    def flush(self) -> None:
+        """Feed the parser everything held, in order, as one chunk."""
+        held = self._held
+        if not held:
+            return
+        data = held[0] if len(held) == 1 else b"".join(held)
+        held.clear()
+        self._size = 0
+        self._parser.feed(self._decode(data) if self._decode is not None else data)
 
 
 def _rest(events: _WholeEvents, rewrite: ChunkFilter | None) -> bytes:
