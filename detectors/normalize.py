@@ -226,20 +226,15 @@ def result_digest(content: str, volatile_keys: Collection[str] = DEFAULT_VOLATIL
     request's detector work for a 300 KB file read, and a tool that repeats
     itself repeats its spacing too).
     """
-    value = _parse(content)
-    if value is not _MISSING:
-        try:
-            return value_digest(value, volatile_keys)
-        except TypeError:  # nested deeper than orjson dumps (255 levels): hashed as text
-            pass
-    return digest(content.strip())
+    return _hashed(_parse(content), content, volatile_keys)
 
 
 def value_digest(value: Any, volatile_keys: Collection[str] = DEFAULT_VOLATILE) -> str:
     """`result_digest` of the result whose JSON text is `value`'s, from the value itself.
 
     The canonical dump is hashed as orjson's UTF-8 bytes: the same hash as its
-    text's, without decoding 300 KB to a string and encoding it back.
+    text's, without decoding 300 KB to a string and encoding it back. Raises
+    TypeError for a value nested deeper than orjson dumps (255 levels).
     """
     return digest(orjson.dumps(_drop_keys(value, volatile_keys), option=orjson.OPT_SORT_KEYS))
 
@@ -251,16 +246,22 @@ def result_digest_of(result: ToolResult, volatile_keys: frozenset[str] = DEFAULT
     not parsed back from its dump: for a 300 KB Gemini tool result the parse
     was the largest single cost of the request.
     """
-    return _kept(result.digests, volatile_keys, lambda: _result_digest(result, volatile_keys))
+
+    def compute() -> str:
+        value = result.value if result.value is not None else _parse(result.content)
+        return _hashed(value, result.content, volatile_keys)
+
+    return _kept(result.digests, volatile_keys, compute)
 
 
-def _result_digest(result: ToolResult, volatile_keys: frozenset[str]) -> str:
-    if result.value is not None:
+def _hashed(value: Any, text: str, volatile_keys: Collection[str]) -> str:
+    """`value_digest` of a result's JSON value (`_MISSING`: its text is no JSON), else a hash of its text."""
+    if value is not _MISSING:
         try:
-            return value_digest(result.value, volatile_keys)
-        except TypeError:  # too deep to dump: `result_digest` hashes its text
+            return value_digest(value, volatile_keys)
+        except TypeError:  # nested deeper than orjson dumps: hashed as text
             pass
-    return result_digest(result.content, volatile_keys)
+    return digest(text.strip())
 
 
 def _call_positions(request: RequestInfo) -> list[int | None]:
