@@ -195,18 +195,39 @@ def keyed_values_digest(arguments: str, keys: Collection[str]) -> str:
     return digest(_dump(sorted(found, key=lambda pair: pair[0])), TOKEN_HEX // 2) if found else "-"
 
 
+_SCALARS = frozenset((int, float, bool, type(None)))
+_OPENERS = ("{", "[")  # a string starting with one of these may be JSON text inside JSON
+
+
 def _drop_keys(value: Any, keys: Collection[str], depth: int = 0) -> Any:
+    """`value` without the dict entries whose key (lowercased) is in `keys`, at any depth.
+
+    Scalars and plain strings are kept as they are without a call of their own:
+    they are most of a result, and this runs over every new tool result.
+    """
     if depth > MAX_DEPTH:
         return value
-    if isinstance(value, str) and value[:1] in ("{", "["):
+    if isinstance(value, dict):
+        kept: dict[str, Any] = {}
+        for key, item in value.items():
+            if key.lower() in keys:
+                continue
+            kind = item.__class__
+            plain = kind in _SCALARS or (kind is str and item[:1] not in _OPENERS)
+            kept[key] = item if plain else _drop_keys(item, keys, depth + 1)
+        return kept
+    if isinstance(value, list):
+        return [
+            item
+            if item.__class__ in _SCALARS or (item.__class__ is str and item[:1] not in _OPENERS)
+            else _drop_keys(item, keys, depth + 1)
+            for item in value
+        ]
+    if isinstance(value, str) and value[:1] in _OPENERS:
         # JSON text inside JSON: Gemini wraps a tool's return value as {"result": "<text>"}
         # and MCP tools answer with JSON in a text part; their volatile keys count too.
         inner = _parse(value)
         return value if inner is _MISSING else _drop_keys(inner, keys, depth + 1)
-    if isinstance(value, dict):
-        return {k: _drop_keys(v, keys, depth + 1) for k, v in value.items() if str(k).lower() not in keys}
-    if isinstance(value, list):
-        return [_drop_keys(item, keys, depth + 1) for item in value]
     return value
 
 

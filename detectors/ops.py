@@ -15,13 +15,16 @@ Scopes:
 Values are strings or floats; windows are bounded lists of short strings
 (hashes, signatures), oldest first. Per-run state stays small because every
 window has a `keep` bound and fields are few.
+
+Every op has `renamed(field)`: the same op on another field (the engine puts
+each detector's name before the fields it names). A method per class, built
+field by field: `dataclasses.replace` inspects the class on every call, and
+this runs for every op of every request.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from enum import StrEnum
-from typing import Any
 
 from runguard.detectors.frozen import frozen
 
@@ -41,6 +44,9 @@ class Add:
     field: str
     amount: float = 1.0
 
+    def renamed(self, field: str) -> Add:
+        return Add(self.scope, field, self.amount)
+
 
 @frozen
 class Push:
@@ -58,6 +64,9 @@ class Push:
     unique: bool = False
     head: bool = False
 
+    def renamed(self, field: str) -> Push:
+        return Push(self.scope, field, self.items, self.keep, self.unique, self.head)
+
 
 @frozen
 class Get:
@@ -65,6 +74,9 @@ class Get:
 
     scope: Scope
     field: str
+
+    def renamed(self, field: str) -> Get:
+        return Get(self.scope, field)
 
 
 @frozen
@@ -75,6 +87,9 @@ class Put:
     field: str
     value: str | None
 
+    def renamed(self, field: str) -> Put:
+        return Put(self.scope, field, self.value)
+
 
 @frozen
 class PutNX:
@@ -83,6 +98,9 @@ class PutNX:
     scope: Scope
     field: str
     value: str
+
+    def renamed(self, field: str) -> PutNX:
+        return PutNX(self.scope, field, self.value)
 
 
 @frozen
@@ -97,53 +115,9 @@ class CompareAndSet:
     expected: str | None
     value: str
 
+    def renamed(self, field: str) -> CompareAndSet:
+        return CompareAndSet(self.scope, field, self.expected, self.value)
+
 
 Op = Add | Push | Get | Put | PutNX | CompareAndSet
 OpResult = str | float | tuple[str, ...] | None
-
-
-def renamed(op: Op, field: str) -> Op:
-    """`op` on another field (the guard prefixes each detector's fields with its name).
-
-    Built field by field, by a function found by the op's exact type:
-    `dataclasses.replace` inspects the class on every call, a `match` tries the
-    classes one by one, and this runs for every op of every request.
-    """
-    rename = _RENAME.get(type(op))
-    if rename is None:
-        raise TypeError(f"unknown state op {op!r}")
-    return rename(op, field)
-
-
-def _add(op: Add, field: str) -> Add:
-    return Add(op.scope, field, op.amount)
-
-
-def _push(op: Push, field: str) -> Push:
-    return Push(op.scope, field, op.items, op.keep, op.unique, op.head)
-
-
-def _get(op: Get, field: str) -> Get:
-    return Get(op.scope, field)
-
-
-def _put(op: Put, field: str) -> Put:
-    return Put(op.scope, field, op.value)
-
-
-def _put_nx(op: PutNX, field: str) -> PutNX:
-    return PutNX(op.scope, field, op.value)
-
-
-def _compare_and_set(op: CompareAndSet, field: str) -> CompareAndSet:
-    return CompareAndSet(op.scope, field, op.expected, op.value)
-
-
-_RENAME: dict[type, Callable[[Any, str], Op]] = {
-    Add: _add,
-    Push: _push,
-    Get: _get,
-    Put: _put,
-    PutNX: _put_nx,
-    CompareAndSet: _compare_and_set,
-}

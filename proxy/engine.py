@@ -32,7 +32,7 @@ from runguard.detectors.base import (
     Verdict,
 )
 from runguard.detectors.frozen import frozen
-from runguard.detectors.ops import Op, OpResult, renamed
+from runguard.detectors.ops import Op, OpResult
 
 FaultHandler = Callable[[str, str, BaseException], None]  # detector, hook, exception
 MAX_NAMES = 1024  # state field names kept per detector (some fields are named after tools, which vary)
@@ -136,10 +136,7 @@ class Batch:
 
     def split(self, results: Sequence[OpResult]) -> dict[str, Results]:
         """Each planning detector's results under the names its plan chose."""
-        return {
-            name: dict(zip(local, results[start : start + len(local)], strict=True))
-            for name, local, start in self.slices
-        }
+        return {name: {field: results[i] for i, field in enumerate(local, start)} for name, local, start in self.slices}
 
 
 @frozen
@@ -196,7 +193,7 @@ class Engine:
                 if not plan:
                     continue
                 name = one.state_name
-                mine = [renamed(op, name(op.field)) for op in plan.values()]  # a malformed plan raises here
+                mine = [op.renamed(name(op.field)) for op in plan.values()]  # a malformed plan raises here
                 local = tuple(plan)
             except Exception as exc:
                 self._on_fault(one.name, hook, exc)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import re
 
+import orjson
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
@@ -102,6 +103,37 @@ def test_a_result_hashes_the_same_from_its_value_as_from_its_text(value: object,
     assert value_digest(value, keys) == expected
     assert result_digest_of(ToolResult("search", "c1", content, value), keys) == expected  # type: ignore[arg-type]
     assert result_digest_of(ToolResult("search", "c1", content), keys) == expected
+
+
+def _without(value: object, keys: frozenset[str]) -> object:
+    """The rule, spelled out plainly: drop keys at any depth, and read JSON text inside strings as JSON."""
+    if isinstance(value, dict):
+        return {k: _without(v, keys) for k, v in value.items() if k.lower() not in keys}
+    if isinstance(value, list):
+        return [_without(v, keys) for v in value]
+    if isinstance(value, str) and value[:1] in ("{", "["):
+        try:
+            return _without(orjson.loads(value), keys)
+        except orjson.JSONDecodeError:
+            return value
+    return value
+
+
+@given(_OBJECTS, st.sampled_from([normalize.DEFAULT_VOLATILE, lowered(["status"]), frozenset()]))
+def test_a_result_hashes_as_its_value_without_volatile_keys_at_any_depth(value: object, keys: frozenset[str]) -> None:
+    expected = digest(orjson.dumps(_without(value, keys), option=orjson.OPT_SORT_KEYS))
+    assert value_digest(value, keys) == expected
+    assert result_digest(dumps_text(value), keys) == expected
+
+
+def test_volatile_keys_inside_json_text_inside_a_result_are_dropped_too() -> None:
+    # Gemini wraps a tool's text as {"result": "<text>"}; MCP tools answer with JSON in a text part.
+    def wrapped(request_id: str, at: str) -> str:
+        inner = json.dumps({"rows": [1, 2], "request_id": request_id, "meta": {"timestamp": at}})
+        return json.dumps({"result": inner, "parts": [json.dumps([{"id": request_id, "text": "ok"}])]})
+
+    assert result_digest(wrapped("r1", "t1")) == result_digest(wrapped("r2", "t2"))
+    assert result_digest(wrapped("r1", "t1"), frozenset()) != result_digest(wrapped("r2", "t2"), frozenset())
 
 
 def test_a_result_with_its_value_is_not_parsed_back_from_its_text(monkeypatch: pytest.MonkeyPatch) -> None:

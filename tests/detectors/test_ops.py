@@ -1,4 +1,4 @@
-"""`renamed`: an op moved to another field keeps everything else."""
+"""`Op.renamed`: an op moved to another field keeps everything else."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import dataclasses
 
 import pytest
 
-from runguard.detectors.ops import Add, CompareAndSet, Get, Op, Push, Put, PutNX, Scope, renamed
+from runguard.detectors.ops import Add, CompareAndSet, Get, Op, Push, Put, PutNX, Scope
 
 OPS: list[Op] = [
     Add(Scope.KEY_DAY, "usd", 0.25),
@@ -20,7 +20,7 @@ OPS: list[Op] = [
 
 @pytest.mark.parametrize("op", OPS, ids=lambda op: type(op).__name__)
 def test_renamed_changes_only_the_field(op: Op) -> None:
-    moved = renamed(op, "spiral.seq")
+    moved = op.renamed("spiral.seq")
     assert type(moved) is type(op)
     assert moved == dataclasses.replace(op, field="spiral.seq")
     assert moved != op
