@@ -177,11 +177,12 @@ class Engine:
         self._on_fault = on_fault
         self._shadow = shadow
 
-    def _finding(self, armed: Armed, verdict: Verdict | None) -> Finding | None:
-        if verdict is None:
-            return None
+    def _keep(self, findings: list[Finding], armed: Armed, verdict: Verdict) -> None:
+        """A check's verdict as a finding; a check that returned something else is at fault (it raises)."""
+        if not isinstance(verdict, Verdict):
+            raise TypeError(f"a check returned {type(verdict).__name__}, not a Verdict or None")
         blocking = armed.config.action is Action.BLOCK and not verdict.advisory and not self._shadow
-        return Finding(verdict, blocking, armed.config.response)
+        findings.append(Finding(verdict, blocking, armed.config.response))
 
     def _batch(self, planners: Sequence[Armed], offset: int, hook: str, plan_of: Callable[[Armed], Plan]) -> Batch:
         ops: list[Op] = []
@@ -203,18 +204,6 @@ class Engine:
             ops += mine
         return Batch(ops, slices, frozenset(failed))
 
-    def _found(
-        self, findings: list[Finding], one: Armed, hook: str, check: Callable[..., Verdict | None], *args: Any
-    ) -> None:
-        """Run one detector's check hook (`check(*args)`), isolated; keep its finding."""
-        try:
-            finding = self._finding(one, check(*args))
-        except Exception as exc:
-            self._on_fault(one.name, hook, exc)
-            return
-        if finding is not None:
-            findings.append(finding)
-
     def plan_request(self, lineup: Lineup, seen: RequestSeen, offset: int) -> Batch:
         return self._batch(
             lineup.plans_request, offset, "plan_request", lambda a: a.detector.plan_request(seen, a.config)
@@ -229,15 +218,23 @@ class Engine:
         for one in lineup.checks_request:
             if one.name in batch.failed:
                 continue
-            got = before.get(one.name, NOTHING)
-            self._found(findings, one, "check_request", one.detector.check_request, seen, facts, got, one.config)
+            try:
+                verdict = one.detector.check_request(seen, facts, before.get(one.name, NOTHING), one.config)
+                if verdict is not None:  # anything else raises in _keep: a fault
+                    self._keep(findings, one, verdict)
+            except Exception as exc:
+                self._on_fault(one.name, "check_request", exc)
         return findings, before
 
     def inspect_response(self, lineup: Lineup, views: Views) -> list[Finding]:
         findings: list[Finding] = []
         for one in lineup.inspects_response:
-            seen = views.of_detector(one.name)
-            self._found(findings, one, "inspect_response", one.detector.inspect_response, seen, one.config)
+            try:
+                verdict = one.detector.inspect_response(views.of_detector(one.name), one.config)
+                if verdict is not None:  # anything else raises in _keep: a fault
+                    self._keep(findings, one, verdict)
+            except Exception as exc:
+                self._on_fault(one.name, "inspect_response", exc)
         return findings
 
     def plan_response(self, lineup: Lineup, views: Views, offset: int) -> Batch:
@@ -252,6 +249,12 @@ class Engine:
         for one in lineup.checks_response:
             if one.name in batch.failed:
                 continue
-            seen, got = views.of_detector(one.name), got_by.get(one.name, NOTHING)
-            self._found(findings, one, "check_response", one.detector.check_response, seen, got, one.config)
+            try:
+                verdict = one.detector.check_response(
+                    views.of_detector(one.name), got_by.get(one.name, NOTHING), one.config
+                )
+                if verdict is not None:  # anything else raises in _keep: a fault
+                    self._keep(findings, one, verdict)
+            except Exception as exc:
+                self._on_fault(one.name, "check_response", exc)
         return findings

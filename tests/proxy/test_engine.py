@@ -588,6 +588,37 @@ async def test_a_plan_that_is_not_ops_is_reported_and_adds_no_ops() -> None:
     assert dict(before["fine"]) == {"n": 1.0}
 
 
+class Garbled(Detector[DetectorConfig]):
+    """Warns only, and returns something that is not a verdict from every check hook."""
+
+    name = "garbled"
+    Config = DetectorConfig
+
+    def check_request(self, seen: RequestSeen, facts: RunFacts, got: Results, cfg: DetectorConfig) -> Verdict | None:
+        return "tripped"  # type: ignore[return-value]
+
+    def inspect_response(self, seen: ResponseSeen, cfg: DetectorConfig) -> Verdict | None:
+        return "tripped"  # type: ignore[return-value]
+
+    def check_response(self, seen: ResponseSeen, got: Results, cfg: DetectorConfig) -> Verdict | None:
+        return "tripped"  # type: ignore[return-value]
+
+
+async def test_a_check_that_returns_no_verdict_is_reported_and_makes_no_finding() -> None:
+    faults = Faults()
+    warn_only = (Garbled(), DetectorConfig(action=Action.WARN))  # a warning is never read for blocking
+    outcome = await cycle(Engine(faults), arm(warn_only, Healthy()), MemoryState())
+
+    assert [(name, hook) for name, hook, _ in faults.got] == [
+        ("garbled", "check_request"),
+        ("garbled", "inspect_response"),
+        ("garbled", "check_response"),
+    ]
+    assert all(isinstance(exc, TypeError) for _, _, exc in faults.got)
+    for findings in (outcome.request, outcome.inspect, outcome.response):
+        assert [f.detector for f in findings] == ["fine"]
+
+
 # -- views ------------------------------------------------------------------------------------------
 
 
