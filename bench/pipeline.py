@@ -83,6 +83,11 @@ async def _round(guard: Guard, api: Api, size: str, requests: int) -> dict[str, 
     return {phase: took / requests * 1e6 for phase, took in spent.items()}
 
 
+async def run_once(api: Api, size: str, requests: int, bare: bool) -> None:
+    """`requests` requests through a fresh guard, untimed (what `bench.instructions` counts)."""
+    await _round(_guard([] if bare else None), api, size, requests)
+
+
 async def measure(api: Api, size: str, requests: int, repeat: int, bare: bool) -> dict[str, float]:
     rounds = []
     for _ in range(repeat):
