@@ -106,6 +106,8 @@ class Spiral(Detector[SpiralConfig]):
         for local, window in got.items():
             if not local.startswith("w.") or not isinstance(window, tuple):
                 continue
+            if len(window) * (len(window) - 1) // 2 < cfg.min_pairs:
+                continue  # too few calls yet to hold `min_pairs` pairs: nothing to decode
             pairs = self._similar_pairs(window, cfg)
             if len(pairs) >= cfg.min_pairs:
                 tool_tag = local[2:]

@@ -7,8 +7,6 @@ research plan) also calls one tool often, so this warns by default.
 
 from __future__ import annotations
 
-from collections import Counter
-
 from pydantic import Field
 
 from runguard.detectors import tally
@@ -53,7 +51,10 @@ class ToolStorm(Detector[ToolStormConfig]):
         return {"tools": tally.fetch("tools")}
 
     def plan_response(self, seen: ResponseSeen, cfg: ToolStormConfig) -> Plan:
-        calls = Counter(call_tag(call) for call in seen.response.tool_calls)
+        calls: dict[str, int] = {}
+        for call in seen.response.tool_calls:
+            tool = call_tag(call)
+            calls[tool] = calls.get(tool, 0) + 1
         if not calls:
             return {}
         admitted, new = tally.admit(seen.before.get("tools"), calls, MAX_TOOLS)
