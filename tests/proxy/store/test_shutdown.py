@@ -40,6 +40,7 @@ async def test_sigterm_under_load_flushes_every_answered_request(
     served = await start_serve(env, tmp_path)
     answered: Counter[str] = Counter()
     stop = asyncio.Event()
+    loaded = asyncio.Event()  # set once more than 50 requests were answered
 
     async def client(n: int) -> None:
         async with httpx.AsyncClient(base_url=served.url, timeout=30) as http:
@@ -54,10 +55,11 @@ async def test_sigterm_under_load_flushes_every_answered_request(
                     return  # the proxy stopped accepting: this request was never answered
                 if response.status_code == 200:
                     answered[f"load-{n}"] += 1
+                    if sum(answered.values()) > 50:
+                        loaded.set()
 
     clients = [asyncio.create_task(client(n)) for n in range(CLIENTS)]
-    await asyncio.sleep(1.5)
-    assert sum(answered.values()) > 50  # under load when the signal comes
+    await asyncio.wait_for(loaded.wait(), 30)  # under load when the signal comes, however slow the machine
     code = await served.stop(signal.SIGTERM, wait_seconds=40)
     stop.set()
     await asyncio.gather(*clients)
