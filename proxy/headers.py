@@ -28,9 +28,9 @@ OWN_PREFIX = "x-runguard-"
 _HOP_AND_LENGTH = HOP_BY_HOP | {"content-length"}
 
 
-def _dropped_by_connection(headers: CIMultiDictProxy[str] | CIMultiDict[str]) -> set[str]:
+def _dropped_by_connection(headers: CIMultiDictProxy[str]) -> list[str]:
     """Headers named in `Connection:` are hop-by-hop too (RFC 9110, 7.6.1)."""
-    return {name.strip().lower() for value in headers.getall("Connection", ()) for name in value.split(",")}
+    return [name.strip() for value in headers.getall("Connection", ()) for name in value.split(",")]
 
 
 def _without(headers: CIMultiDictProxy[str], drop: list[str]) -> CIMultiDict[str]:
@@ -42,15 +42,11 @@ def _without(headers: CIMultiDictProxy[str], drop: list[str]) -> CIMultiDict[str
     return out
 
 
-def _connection_named(headers: CIMultiDictProxy[str]) -> list[str]:
-    return list(_dropped_by_connection(headers)) if "Connection" in headers else []
-
-
 def upstream_request_headers(headers: CIMultiDictProxy[str], own: Iterable[str]) -> CIMultiDict[str]:
     """The client's headers as they go upstream."""
     skip = HOP_BY_HOP.union([name.lower() for name in own], ("host", "content-length"))
     drop = [name for name in headers if (low := name.lower()) in skip or low.startswith(OWN_PREFIX)]
-    return _without(headers, drop + _connection_named(headers))
+    return _without(headers, drop + _dropped_by_connection(headers))
 
 
 def client_response_headers(headers: CIMultiDictProxy[str], *, keep_length: bool) -> CIMultiDict[str]:
@@ -61,4 +57,4 @@ def client_response_headers(headers: CIMultiDictProxy[str], *, keep_length: bool
     """
     skip = HOP_BY_HOP if keep_length else _HOP_AND_LENGTH
     drop = [name for name in headers if name.lower() in skip]
-    return _without(headers, drop + _connection_named(headers))
+    return _without(headers, drop + _dropped_by_connection(headers))
