@@ -1,7 +1,7 @@
 """The guard's cost per request in CPU instructions: an A/B measure that the machine's noise cannot move.
 
     python -m bench.instructions [--api chat|responses|gemini|all] [--size small|large]
-                                 [--requests 250] [--bare] [--compare DIR]
+                                 [--requests 250] [--bare] [--compare DIR | --each]
 
 Runs `bench.pipeline`'s loop (key hash, parse, admit, parse the response,
 inspect, complete; in-process, memory state, every detector armed unless
@@ -41,10 +41,11 @@ WARMUP = 100  # requests both runs make: imports, first-call costs and caches ca
 _COLLECTED = re.compile(r"Collected : (\d+)")
 
 
-def count(source: str | None, api: Api, size: str, requests: int, bare: bool) -> int:
+def count(source: str | None, api: Api, size: str, requests: int, bare: bool, without: str = "") -> int:
     """Instructions callgrind counts for one in-process run of `requests` requests.
 
-    `source`: a PYTHONPATH that imports `runguard` from another checkout (None: this one).
+    `source`: a PYTHONPATH that imports `runguard` from another checkout (None: this one);
+    `without`: a detector left out.
     """
     env = dict(os.environ, PYTHONHASHSEED="0")  # str hashes, hence dict layouts, the same every run
     if source is not None:
@@ -65,6 +66,7 @@ def count(source: str | None, api: Api, size: str, requests: int, bare: bool) ->
             "--requests",
             str(requests),
             *(["--bare"] if bare else []),
+            *(["--without", without] if without else []),
         ]
         done = subprocess.run(command, cwd=ROOT, env=env, capture_output=True, text=True, check=False)
     found = _COLLECTED.search(done.stderr)
@@ -74,11 +76,11 @@ def count(source: str | None, api: Api, size: str, requests: int, bare: bool) ->
 
 
 def per_request(
-    pool: ThreadPoolExecutor, source: str | None, api: Api, size: str, requests: int, bare: bool
+    pool: ThreadPoolExecutor, source: str | None, api: Api, size: str, requests: int, bare: bool, without: str = ""
 ) -> Callable[[], float]:
     """Starts both counts (side by side: a count does not depend on the load); call the result to wait."""
-    more = pool.submit(count, source, api, size, WARMUP + requests, bare)
-    less = pool.submit(count, source, api, size, WARMUP, bare)
+    more = pool.submit(count, source, api, size, WARMUP + requests, bare, without)
+    less = pool.submit(count, source, api, size, WARMUP, bare, without)
     return lambda: (more.result() - less.result()) / requests
 
 
@@ -88,15 +90,22 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--size", choices=("small", "large"), default="small")
     parser.add_argument("--requests", type=int, default=250)
     parser.add_argument("--bare", action="store_true", help="no detector armed: the guard's own work")
-    parser.add_argument("--compare", type=Path, help="also count this checkout (e.g. a git worktree)")
+    chosen = parser.add_mutually_exclusive_group()
+    chosen.add_argument("--compare", type=Path, help="also count this checkout (e.g. a git worktree)")
+    chosen.add_argument("--each", action="store_true", help="what each detector costs (every detector, less one)")
     parser.add_argument("--inner", action="store_true", help=argparse.SUPPRESS)  # the run valgrind watches
+    parser.add_argument("--without", default="", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     apis: tuple[Api, ...] = APIS if args.api == "all" else (args.api,)
     if args.inner:
-        asyncio.run(_inner(apis[0], args.size, args.requests, args.bare))
+        asyncio.run(_inner(apis[0], args.size, args.requests, args.bare, args.without))
         return
     if shutil.which("valgrind") is None:
         raise SystemExit("valgrind is not installed (apt-get install valgrind)")
+    if args.each:
+        for api in apis:
+            _each(api, args.size, args.requests)
+        return
     what = "no detector" if args.bare else "every detector"
     print(f"instructions per request, {args.size}, {what}, {args.requests} requests after {WARMUP}")
     with (
@@ -114,10 +123,33 @@ def main(argv: list[str] | None = None) -> None:
             print(f"{api:10} {row}{change}")
 
 
-async def _inner(api: Api, size: str, requests: int, bare: bool) -> None:
+def _each(api: Api, size: str, requests: int) -> None:
+    """Per detector, the instructions per request that turning it off saves; sorted, costliest first.
+
+    Work that detectors share (one digest read by several) is counted only when
+    no detector reading it is left, so the rows add up to less than the total.
+    """
+    from bench.pipeline import every_detector
+
+    names = [d.name for d in every_detector()]
+    print(f"{api} {size}: instructions per request each detector adds, {requests} requests after {WARMUP}")
+    with ThreadPoolExecutor(max_workers=os.cpu_count() or 1) as counting:
+        every = per_request(counting, None, api, size, requests, bare=False)
+        bare = per_request(counting, None, api, size, requests, bare=True)
+        less = {name: per_request(counting, None, api, size, requests, False, name) for name in names}
+        total, floor = every(), bare()
+        added = sorted(((total - result(), name) for name, result in less.items()), reverse=True)
+    print(f"{'every detector':24}{total:>12,.0f}")
+    print(f"{'no detector':24}{floor:>12,.0f}")
+    print(f"{'detectors in all':24}{total - floor:>12,.0f}  (100%)")
+    for cost, name in added:
+        print(f"  {name:22}{cost:>12,.0f}  ({cost / (total - floor):5.1%})")
+
+
+async def _inner(api: Api, size: str, requests: int, bare: bool, without: str) -> None:
     from bench.pipeline import run_once
 
-    await run_once(api, size, requests, bare)
+    await run_once(api, size, requests, bare, (without,) if without else ())
 
 
 if __name__ == "__main__":

@@ -18,7 +18,7 @@ import argparse
 import asyncio
 import statistics
 import time
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from typing import Any
 
 from bench import proxy_setup
@@ -40,14 +40,23 @@ PHASES = ("parse_request", "admit", "parse_response", "inspect", "complete")
 
 
 def _guard(detectors: Sequence[Any] | None) -> Guard:
-    from runguard.detectors.registry import default_detectors
-
     settings = proxy_setup.settings("http://127.0.0.1:9")
-    policy = Policy(default_detectors() if detectors is None else list(detectors), settings.guard)
+    policy = Policy(every_detector() if detectors is None else list(detectors), settings.guard)
     tables = ModelTables(settings.pricing_file, settings.models_file)
     return Guard(
         settings, MemoryState(max_scopes=settings.runs.max_runs), policy, tables, DiscardSink(), NullObserver()
     )
+
+
+def every_detector(but: Collection[str] = ()) -> list[Any]:
+    """The default detectors, less those named in `but` (an unknown name is an error)."""
+    from runguard.detectors.registry import default_detectors
+
+    detectors = default_detectors()
+    unknown = set(but) - {d.name for d in detectors}
+    if unknown:
+        raise ValueError(f"no such detector: {', '.join(sorted(unknown))}")
+    return [d for d in detectors if d.name not in but]
 
 
 async def _round(guard: Guard, api: Api, size: str, requests: int) -> dict[str, float]:
@@ -83,9 +92,12 @@ async def _round(guard: Guard, api: Api, size: str, requests: int) -> dict[str, 
     return {phase: took / requests * 1e6 for phase, took in spent.items()}
 
 
-async def run_once(api: Api, size: str, requests: int, bare: bool) -> None:
-    """`requests` requests through a fresh guard, untimed (what `bench.instructions` counts)."""
-    await _round(_guard([] if bare else None), api, size, requests)
+async def run_once(api: Api, size: str, requests: int, bare: bool, without: Collection[str] = ()) -> None:
+    """`requests` requests through a fresh guard, untimed (what `bench.instructions` counts).
+
+    `bare`: no detector; `without`: every detector but these.
+    """
+    await _round(_guard([] if bare else every_detector(without)), api, size, requests)
 
 
 async def measure(api: Api, size: str, requests: int, repeat: int, bare: bool) -> dict[str, float]:
