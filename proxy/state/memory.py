@@ -102,7 +102,8 @@ class MemoryState:
         max_scopes: int = 100_000,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
-        self._ttls = ttls or ScopeTtls()
+        ttls = ttls or ScopeTtls()
+        self._ttl = {scope: ttls.of(scope) for scope in Scope}  # read for every scope of every batch
         self._max = max_scopes
         self._clock = clock
         self._slots: OrderedDict[str, Fields] = OrderedDict()  # least recently used first
@@ -127,7 +128,7 @@ class MemoryState:
             fields = self._slots[name] = {}
         else:
             self._slots.move_to_end(name)
-        self._deadlines[name] = now + self._ttls.of(scope)
+        self._deadlines[name] = now + self._ttl[scope]
         return fields
 
     async def execute(self, ids: ScopeIds, ops: Sequence[Op]) -> list[OpResult]:
