@@ -9,6 +9,7 @@ dotted key, e.g. ``guard.detectors.spiral.threshold``.
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -21,6 +22,31 @@ from runguard.config.settings import Settings
 from runguard.proxy.errors import RunGuardError
 
 ENV_PREFIX = "RUNGUARD_"
+
+
+class _Yaml12Loader(yaml.SafeLoader):
+    """PyYAML's safe loader with YAML 1.2 booleans: only true and false.
+
+    PyYAML follows YAML 1.1, where on/off/yes/no (and y/n) are booleans too,
+    so `action: off` would arrive as False and be refused as "not block, warn
+    or off". Settings that are booleans still take yes/no/on/off: pydantic
+    reads those strings as booleans.
+    """
+
+
+_Yaml12Loader.yaml_implicit_resolvers = {
+    first: [(tag, pattern) for tag, pattern in resolvers if tag != "tag:yaml.org,2002:bool"]
+    for first, resolvers in yaml.SafeLoader.yaml_implicit_resolvers.items()
+}
+_Yaml12Loader.add_implicit_resolver(
+    "tag:yaml.org,2002:bool", re.compile(r"^(?:true|True|TRUE|false|False|FALSE)$"), list("tTfF")
+)
+
+
+def load_yaml(text: str) -> Any:
+    """A YAML document's value, with YAML 1.2 booleans (see `_Yaml12Loader`)."""
+    return yaml.load(text, Loader=_Yaml12Loader)  # a SafeLoader: builds plain values only
+
 
 # The contract names from DESIGN.md, mapped onto settings keys.
 ENV_ALIASES: dict[str, str] = {
@@ -88,7 +114,7 @@ def _merge(base: dict[str, Any], layer: Mapping[str, Any]) -> dict[str, Any]:
 def _parse_env_value(raw: str) -> Any:
     """Env values are YAML scalars or flow collections: `true`, `8787`, `[a, b]`."""
     try:
-        return yaml.safe_load(raw) if raw.strip() else raw
+        return load_yaml(raw) if raw.strip() else raw
     except yaml.YAMLError:
         return raw
 
@@ -114,7 +140,7 @@ def env_layer(environ: Mapping[str, str]) -> dict[str, Any]:
 def yaml_layer(path: str | os.PathLike[str]) -> dict[str, Any]:
     text = Path(path).read_text(encoding="utf-8")
     try:
-        data = yaml.safe_load(text)
+        data = load_yaml(text)
     except yaml.YAMLError as exc:
         raise ConfigError(f"{path}: not valid YAML: {exc}") from exc
     if data is None:

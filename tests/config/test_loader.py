@@ -5,6 +5,9 @@ from pathlib import Path
 import pytest
 
 from runguard.config.loader import ConfigError, load_settings
+from runguard.detectors.base import Action
+from runguard.detectors.registry import default_detectors, validate_config
+from runguard.proxy.policy import Policy
 
 
 def test_precedence_cli_over_env_over_file_over_default(tmp_path: Path) -> None:
@@ -60,3 +63,31 @@ def test_detector_settings_are_validated_with_their_key() -> None:
 
     with pytest.raises(ConfigError, match=r"guard\.detectors\.spiral\.threshold"):
         load_settings(environ={"RUNGUARD_GUARD__DETECTORS": "{spiral: {threshold: high}}"}, validate_detectors=validate)
+
+
+def test_an_unquoted_off_in_a_file_or_the_environment_turns_a_detector_off(tmp_path: Path) -> None:
+    # YAML 1.1 (PyYAML's default) reads `off` as the boolean false, which no action accepts.
+    file = tmp_path / "runguard.yaml"
+    file.write_text("guard:\n  detectors:\n    delegation: {action: off}\n    spiral: {action: warn}\n")
+    environ = {"RUNGUARD_GUARD__DETECTORS__HANDOFF_CYCLE__ACTION": "off"}
+    settings = load_settings(config_file=file, environ=environ, validate_detectors=validate_config).settings
+    lineup = Policy(default_detectors(), settings.guard).lineup("key", "gpt-4o")
+    armed = {one.name for one in lineup.armed}
+    assert "delegation" not in armed
+    assert "handoff_cycle" not in armed
+    assert lineup.configs["spiral"].action is Action.WARN
+
+
+def test_booleans_still_read_as_booleans_in_either_spelling(tmp_path: Path) -> None:
+    file = tmp_path / "runguard.yaml"
+    file.write_text("guard: {shadow: yes}\nlog: {access_log: false}\n")
+    settings = load_settings(config_file=file, environ={"RUNGUARD_STATE__FAIL_CLOSED": "on"}).settings
+    assert settings.guard.shadow is True
+    assert settings.log.access_log is False
+    assert settings.state.fail_closed is True
+
+
+def test_a_string_setting_keeps_a_word_yaml_1_1_would_turn_into_a_boolean(tmp_path: Path) -> None:
+    file = tmp_path / "runguard.yaml"
+    file.write_text("state: {key_prefix: no}\n")
+    assert load_settings(config_file=file, environ={}).settings.state.key_prefix == "no"
