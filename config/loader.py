@@ -27,10 +27,11 @@ ENV_PREFIX = "RUNGUARD_"
 class _Yaml12Loader(yaml.SafeLoader):
     """PyYAML's safe loader with YAML 1.2 booleans: only true and false.
 
-    PyYAML follows YAML 1.1, where on/off/yes/no (and y/n) are booleans too,
-    so `action: off` would arrive as False and be refused as "not block, warn
-    or off". Settings that are booleans still take yes/no/on/off: pydantic
-    reads those strings as booleans.
+    PyYAML follows YAML 1.1, where on/off/yes/no are booleans too, so
+    `action: off` would arrive as False and be refused as "not block, warn or
+    off". Settings that are booleans still take yes/no/on/off: pydantic reads
+    those strings as booleans. The resolver lists are copies: PyYAML's own
+    `SafeLoader` is left as it is.
     """
 
 

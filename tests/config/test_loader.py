@@ -3,8 +3,9 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+import yaml
 
-from runguard.config.loader import ConfigError, load_settings
+from runguard.config.loader import ConfigError, load_settings, load_yaml
 from runguard.detectors.base import Action
 from runguard.detectors.registry import default_detectors, validate_config
 from runguard.proxy.policy import Policy
@@ -91,3 +92,8 @@ def test_a_string_setting_keeps_a_word_yaml_1_1_would_turn_into_a_boolean(tmp_pa
     file = tmp_path / "runguard.yaml"
     file.write_text("state: {key_prefix: no}\n")
     assert load_settings(config_file=file, environ={}).settings.state.key_prefix == "no"
+
+
+def test_the_config_loader_leaves_pyyamls_own_safe_loader_as_it_was() -> None:
+    assert load_yaml("a: off\nb: true") == {"a": "off", "b": True}
+    assert yaml.safe_load("a: off\nb: true") == {"a": False, "b": True}  # other users of PyYAML keep YAML 1.1
