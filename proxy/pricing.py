@@ -10,8 +10,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-import yaml
-
+from runguard.config.loader import load_yaml
 from runguard.detectors.frozen import frozen
 from runguard.proxy.events import Usage
 
@@ -31,9 +30,9 @@ class Price:
 
 
 def _load(shipped: str, extra: str | None) -> dict[str, Any]:
-    data: dict[str, Any] = yaml.safe_load(resources.files("runguard.config").joinpath(shipped).read_text("utf-8"))
+    data: dict[str, Any] = load_yaml(resources.files("runguard.config").joinpath(shipped).read_text("utf-8"))
     if extra:
-        user = yaml.safe_load(Path(extra).read_text("utf-8")) or {}
+        user = load_yaml(Path(extra).read_text("utf-8")) or {}
         data["models"] = {**data.get("models", {}), **(user.get("models") or {})}
         data["default"] = user.get("default", data["default"])
     return data
