@@ -96,6 +96,8 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--inner", action="store_true", help=argparse.SUPPRESS)  # the run valgrind watches
     parser.add_argument("--without", default="", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
+    if args.each and args.bare:
+        parser.error("--each counts with and without detectors itself: drop --bare")
     apis: tuple[Api, ...] = APIS if args.api == "all" else (args.api,)
     if args.inner:
         asyncio.run(_inner(apis[0], args.size, args.requests, args.bare, args.without))
