@@ -113,7 +113,7 @@ async def send(
         )
 
 
-def _session(limit: int) -> aiohttp.ClientSession:
+def new_session(limit: int) -> aiohttp.ClientSession:
     connector = aiohttp.TCPConnector(limit=limit, keepalive_timeout=120, force_close=False)
     return aiohttp.ClientSession(
         connector=connector, timeout=_TIMEOUT, auto_decompress=False, skip_auto_headers=("User-Agent",)
@@ -153,7 +153,7 @@ class Client:
             raise SystemExit(0)
 
     async def sequential(self) -> dict[str, Any]:
-        sessions = [_session(1) for _ in self.targets]
+        sessions = [new_session(1) for _ in self.targets]
         tallies = [Tally() for _ in self.targets]
         order = list(range(len(self.targets)))
         rng = random.Random(len(self.targets))
@@ -198,7 +198,7 @@ class Client:
     async def concurrent(self) -> dict[str, Any]:
         target = self.targets[0]
         url = target["url"] + self.path
-        session = _session(int(self.spec.get("concurrency", 32)))
+        session = new_session(int(self.spec.get("concurrency", 32)))
         try:
             await self._workers(
                 session, url, time.perf_counter() + float(self.spec.get("warmup_s", 1.0)), Tally(), "warm"
@@ -219,7 +219,7 @@ class Client:
         steps = int(self.spec["steps"])
         bodies = [payloads.conversation_request(self.api, k, self.stream) for k in range(steps)]
         parse_us = [_parse_us(body) for body in bodies]
-        sessions = [_session(1) for _ in self.targets]
+        sessions = [new_session(1) for _ in self.targets]
         pids = [target.get("pid") for target in self.targets]
         run_id = f"{self.prefix}-growth"
         rows: list[dict[str, Any]] = []
@@ -257,7 +257,7 @@ class Client:
             for s in range(4)
         }
         total, every = int(self.spec["count"]), int(self.spec["checkpoint_every"])
-        session = _session(int(self.spec.get("concurrency", 8)))
+        session = new_session(int(self.spec.get("concurrency", 8)))
         tally = Tally()
 
         async def one(i: int) -> None:

@@ -1,0 +1,200 @@
+"""Instructions per request of whole server processes, over HTTP: the CPU target without the noise.
+
+    python -m bench.server_instructions [--api chat|responses|gemini|all] [--stream] [--size small|large]
+                                        [--requests 200] [--compare DIR]
+
+`bench.instructions` counts the guard in-process; this counts what the CPU
+target is about, the server process serving real requests on loopback: the
+minimal pass-through, RunGuard's frame (every detector off, no store, no access
+log) and RunGuard as `bench.run` runs it (every detector, SQLite records, the
+access log), each under `valgrind --tool=callgrind` with counting off until
+warmed up. Per scenario the counters are zeroed, `--requests` requests are sent
+one at a time (each its own run), the after-work (the last batch of records)
+is given time to finish, and the counters are dumped: instructions per request, and the ratio to the
+pass-through's. Handler, relay and aiohttp changes show here, where
+`bench.instructions` does not see them. `--compare DIR` adds RunGuard from
+another checkout (a git worktree) beside this one.
+
+Instructions are not CPU time: the kernel's work (the sockets, the same for
+every server) is not in them, so these ratios are higher than `bench.run`'s
+CPU ratios. Compare rows of one run.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+
+import yaml
+
+from bench import load, proxy_setup
+from bench.payloads import APIS, Api
+from bench.procs import Service, Services, free_port
+
+ROOT = Path(__file__).resolve().parent.parent
+WARMUP = 100  # requests per scenario before counting starts (imports, first-call costs, caches)
+# Under valgrind a server answers some 40 requests a second, not 1000: with the store's default
+# flush interval (0.25 s) its batches would hold ~10 records, not the ~250 of full speed, and the
+# per-batch work would count 25 times over. A longer interval gives batches of full-speed size.
+FLUSH_INTERVAL = 5.0
+SETTLE = FLUSH_INTERVAL + 1.0  # seconds after a scenario's last answer: its last batch is written
+START_TIMEOUT = 180.0  # a server under valgrind takes tens of seconds to import
+
+
+@dataclass(frozen=True)
+class Scenario:
+    api: Api
+    stream: bool
+    size: str
+
+    @property
+    def label(self) -> str:
+        return f"{self.api} {'stream' if self.stream else 'whole'} {self.size}"
+
+
+@dataclass
+class Counted:
+    """One server under callgrind."""
+
+    name: str
+    service: Service
+    out: Path  # callgrind's output file; each dump adds `<out>.<n>`
+    dumps: int = 0
+
+    def _control(self, *args: str) -> None:
+        subprocess.run(["callgrind_control", *args, str(self.service.pid)], check=True, capture_output=True)
+
+    def start_counting(self) -> None:
+        self._control("--instr=on")
+
+    def zero(self) -> None:
+        self._control("--zero")
+
+    def dump(self) -> int:
+        """Dump the counters; the instructions since the last zero."""
+        self._control("--dump")
+        self.dumps += 1
+        dumped = Path(f"{self.out}.{self.dumps}")
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline:
+            if dumped.exists():
+                for line in dumped.read_text(errors="replace").splitlines():
+                    if line.startswith(("summary:", "totals:")):
+                        return int(line.split()[1])
+            time.sleep(0.1)
+        raise RuntimeError(f"{self.name}: callgrind wrote no dump at {dumped}")
+
+
+def _valgrind(out: Path) -> list[str]:
+    return ["valgrind", "--tool=callgrind", "--instr-atstart=no", f"--callgrind-out-file={out}"]
+
+
+def _start_passthrough(services: Services, tmp: Path, upstream: str) -> Counted:
+    port = free_port()
+    out = tmp / "passthrough.cg"
+    cmd = [*_valgrind(out), sys.executable, "-m", "bench.passthrough", "--upstream", upstream, "--port", str(port)]
+    service = services.start_http("passthrough", cmd, port, cwd=ROOT, timeout=START_TIMEOUT)
+    return Counted("passthrough", service, out)
+
+
+def _start_proxy(services: Services, tmp: Path, upstream: str, name: str, frame: bool, source: Path | None) -> Counted:
+    port = free_port()
+    data = proxy_setup.config_data(frame=frame)
+    data["store"] = {"flush_interval": FLUSH_INTERVAL}
+    config = tmp / f"{name}.yaml"
+    config.write_text(yaml.safe_dump(data, sort_keys=False), encoding="utf-8")
+    env = proxy_setup.proxy_env(upstream, tmp / f"home-{name}", None if frame else tmp / f"{name}.db")
+    if source is not None:
+        env["PYTHONPATH"] = proxy_setup.source_path(source, tmp / f"layout-{name}")
+    out = tmp / f"{name}.cg"
+    service = services.start_http(
+        name,
+        [*_valgrind(out), *proxy_setup.proxy_command(config, port)],
+        port,
+        health="/runguard/health",
+        env=env,
+        cwd=tmp,
+        timeout=START_TIMEOUT,
+    )
+    return Counted(name, service, out)
+
+
+async def _send(url: str, scenario: Scenario, requests: int, prefix: str) -> None:
+    """`requests` requests one at a time, each its own run; any answer but 200 stops the count."""
+    client = load.Client({"api": scenario.api, "stream": scenario.stream, "size": scenario.size, "targets": []})
+    async with load.new_session(1) as session:
+        for i in range(requests):
+            body, headers = client.next_request(f"{prefix}-{i}")
+            sample = await load.send(session, url + client.path, body, headers)
+            if sample.status != 200:
+                raise RuntimeError(f"{url}: {scenario.label} answered {sample.status} (trip: {sample.trip})")
+
+
+def _measure(server: Counted, scenarios: list[Scenario], requests: int) -> dict[str, float]:
+    url = server.service.url
+    for scenario in scenarios:
+        asyncio.run(_send(url, scenario, WARMUP, f"warm-{server.name}-{scenario.label}"))
+    time.sleep(SETTLE)  # the warm-up's records are written before counting starts
+    server.start_counting()
+    counts: dict[str, float] = {}
+    for scenario in scenarios:
+        server.zero()
+        asyncio.run(_send(url, scenario, requests, f"count-{server.name}-{scenario.label}"))
+        time.sleep(SETTLE)
+        counts[scenario.label] = server.dump() / requests
+    return counts
+
+
+def _table(scenarios: list[Scenario], counts: dict[str, dict[str, float]]) -> str:
+    names = list(counts)
+    head = f"{'scenario':24}" + "".join(f"{name:>16}{'x pass':>8}" for name in names)
+    rows = [head, "-" * len(head)]
+    for scenario in scenarios:
+        base = counts["passthrough"][scenario.label]
+        cells = "".join(
+            f"{counts[name][scenario.label]:>16,.0f}{counts[name][scenario.label] / base:>7.2f}x" for name in names
+        )
+        rows.append(f"{scenario.label:24}{cells}")
+    return "\n".join(rows)
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--api", choices=(*APIS, "all"), default="all")
+    parser.add_argument("--stream", action="store_true", help="streamed requests only (default: whole and streamed)")
+    parser.add_argument("--size", choices=("small", "large"), default="small")
+    parser.add_argument("--requests", type=int, default=200)
+    parser.add_argument("--compare", type=Path, help="also count RunGuard from this checkout (e.g. a git worktree)")
+    args = parser.parse_args(argv)
+    if shutil.which("valgrind") is None or shutil.which("callgrind_control") is None:
+        raise SystemExit("valgrind is not installed (apt-get install valgrind)")
+    apis: tuple[Api, ...] = APIS if args.api == "all" else (args.api,)
+    streams = (True,) if args.stream else (False, True)
+    scenarios = [Scenario(api, stream, args.size) for api in apis for stream in streams]
+    with tempfile.TemporaryDirectory(prefix="runguard-servers-") as scratch, Services(Path(scratch)) as services:
+        tmp = Path(scratch)
+        upstream = services.start_announcing("upstream", [sys.executable, "-m", "bench.upstream"], cwd=ROOT).url
+        servers = {"passthrough": _start_passthrough(services, tmp, upstream)}
+        servers["proxy_frame"] = _start_proxy(services, tmp, upstream, "proxy_frame", True, None)
+        servers["proxy"] = _start_proxy(services, tmp, upstream, "proxy", False, None)
+        if args.compare:
+            servers["proxy_before"] = _start_proxy(services, tmp, upstream, "proxy_before", False, args.compare)
+        print(f"instructions per request of each server, {args.requests} requests per scenario after {WARMUP}")
+        with ThreadPoolExecutor(max_workers=len(servers)) as pool:  # a count does not depend on the load
+            measuring = {
+                name: pool.submit(_measure, server, scenarios, args.requests) for name, server in servers.items()
+            }
+            counts = {name: done.result() for name, done in measuring.items()}
+    print(_table(scenarios, counts))
+
+
+if __name__ == "__main__":
+    main()
