@@ -115,7 +115,16 @@ def _trips(figures: dict[str, Any]) -> str:
 
 
 def _order(name: str) -> tuple[int, str]:
-    order = ["passthrough", "nginx", "proxy_frame", "proxy_before", "proxy", "proxy_redis_before", "proxy_redis"]
+    order = [
+        "passthrough",
+        "nginx",
+        "litellm",
+        "proxy_frame",
+        "proxy_before",
+        "proxy",
+        "proxy_redis_before",
+        "proxy_redis",
+    ]
     return (order.index(name) if name in order else len(order), name)
 
 

@@ -1,7 +1,7 @@
 """One command for the whole benchmark: `python -m bench.run [--quick]` (see bench/README.md).
 
 Starts the fake upstream, the baselines (minimal aiohttp pass-through, nginx
-when installed) and RunGuard (`runguard-proxy serve`, plus a Redis-backed one
+when installed, LiteLLM with `--litellm VENV`) and RunGuard (`runguard-proxy serve`, plus a Redis-backed one
 once `proxy/state/redis.py` exists and Redis answers), runs the scenarios,
 writes `bench/results/<timestamp>.json` and prints the figures with their
 ratios to the baselines. Everything binds 127.0.0.1, every phase is bounded in
@@ -32,7 +32,7 @@ from typing import Any
 
 import orjson
 
-from bench import nginx, payloads, procs, proxy_setup, report
+from bench import litellm, nginx, payloads, procs, proxy_setup, report
 from bench.procs import CpuSample, LoadProcess, ProcessFailed, Service, Services
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -87,6 +87,7 @@ class Bench:
         }
         self.redis_prefix = f"rg-bench-{uuid.uuid4().hex[:10]}"
         self.unguarded_only: set[str] = set()  # proxies that fail on guarded paths (adapters not there yet)
+        self.openai_only: set[str] = set()  # baselines that serve no Gemini scenario (LiteLLM)
 
     # -- processes ---------------------------------------------------------------------------------------
 
@@ -103,7 +104,7 @@ class Bench:
             port = procs.free_port()
             cmd = nginx.command(self.tmp / "nginx", port, self.upstream.port)
             self.targets["nginx"] = self.services.start_http("nginx", cmd, port, health="/v1/models")
-        self.notes.append("LiteLLM baseline skipped (optional, not installed).")
+        self._start_litellm()
         proxy = self._start_proxy("proxy")
         if proxy is not None:
             self.targets["proxy"] = proxy
@@ -124,6 +125,29 @@ class Bench:
                 redis_proxy = self._start_proxy(name, state_url=REDIS_URL, source=source)
                 if redis_proxy is not None:
                     self.targets[name] = redis_proxy
+
+    def _start_litellm(self) -> None:
+        venv: Path | None = self.args.litellm
+        if venv is None:
+            self.notes.append("LiteLLM baseline skipped (optional: --litellm VENV, see bench/litellm.py).")
+            return
+        port = procs.free_port()
+        config = litellm.write_config(self.tmp / "litellm.yaml", self.upstream.url)
+        try:
+            self.targets["litellm"] = self.services.start_http(
+                "litellm",
+                litellm.command(venv, config, port),
+                port,
+                health=litellm.HEALTH,
+                env=litellm.environment(),
+                cwd=self.tmp,
+                timeout=litellm.START_TIMEOUT,
+            )
+        except (ProcessFailed, FileNotFoundError) as exc:
+            self.notes.append(f"LiteLLM did not start: {str(exc).strip().splitlines()[-1]}")
+            return
+        self.openai_only.add("litellm")
+        self.notes.append("LiteLLM serves the OpenAI scenarios only (its Gemini routes need its database).")
 
     def _start_proxy(
         self,
@@ -235,8 +259,13 @@ class Bench:
                 figures.update(procs.cpu_per_request(before[name], after[name], figures["n"]))
         return result
 
-    def guarded_targets(self) -> list[str]:
-        return [name for name in self.targets if name not in self.unguarded_only]
+    def guarded_targets(self, api: str = "chat") -> list[str]:
+        """The targets that serve `api`'s guarded scenarios."""
+        return [
+            name
+            for name in self.targets
+            if name not in self.unguarded_only and not (api == "gemini" and name in self.openai_only)
+        ]
 
     def latency(self) -> None:
         plan = self.plan
@@ -285,7 +314,7 @@ class Bench:
             }
             rows.append((f"{api} stream tokens resp", spec))
         for label, spec in rows:
-            names = list(self.targets) if spec.get("method") == "GET" else self.guarded_targets()
+            names = list(self.targets) if spec.get("method") == "GET" else self.guarded_targets(str(spec["api"]))
             result = self._measured(
                 {"mode": "sequential", "run_prefix": f"lat-{uuid.uuid4().hex[:6]}", **spec}, names, timeout=600
             )
@@ -304,7 +333,7 @@ class Bench:
                 "count": self.plan.stall_rounds,
                 "run_prefix": f"stall-{uuid.uuid4().hex[:6]}",
             }
-            result = self._measured(spec, self.guarded_targets(), timeout=600)
+            result = self._measured(spec, self.guarded_targets(api), timeout=600)
             self.results["stall"].append(
                 {"scenario": f"{api} stream, first event then {self.plan.stall_ms} ms", "spec": spec, **result}
             )
@@ -337,7 +366,7 @@ class Bench:
                 )
 
     def growth(self) -> None:
-        names = [n for n in self.guarded_targets() if n != "nginx"]
+        names = [n for n in self.guarded_targets() if n not in ("nginx", "litellm")]
         for api in self.plan.growth_apis:
             spec = {
                 "mode": "growth",
@@ -473,6 +502,12 @@ def main() -> None:
         metavar="CHECKOUT",
         help="also run proxy_before (and proxy_redis_before, when Redis is up): the proxy of another checkout"
         " (e.g. a git worktree of an older commit)",
+    )
+    parser.add_argument(
+        "--litellm",
+        type=Path,
+        metavar="VENV",
+        help="also run the LiteLLM proxy from this virtual environment (pip install 'litellm[proxy]' there)",
     )
     parser.add_argument("--out", type=Path, help="results file (default bench/results/<timestamp>.json)")
     args = parser.parse_args()
