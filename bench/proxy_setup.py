@@ -15,10 +15,13 @@ from __future__ import annotations
 import os
 import shutil
 import sys
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import yaml
+
+from bench.procs import Service, Services, free_port
 
 if TYPE_CHECKING:
     from runguard.config.settings import Settings
@@ -44,8 +47,14 @@ def config_data(max_runs: int | None = None, frame: bool = False) -> dict[str, A
     return data
 
 
-def write_config(path: Path, max_runs: int | None = None, frame: bool = False) -> Path:
-    path.write_text(yaml.safe_dump(config_data(max_runs, frame), sort_keys=False), encoding="utf-8")
+def write_config(
+    path: Path, max_runs: int | None = None, frame: bool = False, store: Mapping[str, Any] | None = None
+) -> Path:
+    """The bench's settings as a config file; `store`: record-store settings (e.g. its flush interval)."""
+    data = config_data(max_runs, frame)
+    if store:
+        data["store"] = dict(store)
+    path.write_text(yaml.safe_dump(data, sort_keys=False), encoding="utf-8")
     return path
 
 
@@ -67,6 +76,36 @@ def source_path(checkout: Path, layout: Path) -> str:
         if not link.exists():
             link.symlink_to(checkout.resolve() / name, target_is_directory=True)
     return f"{layout}{os.pathsep}{checkout.resolve()}"
+
+
+def start_proxy(
+    services: Services,
+    tmp: Path,
+    upstream: str,
+    name: str,
+    *,
+    frame: bool = False,
+    max_runs: int | None = None,
+    source: Path | None = None,
+    state_url: str | None = None,
+    key_prefix: str | None = None,
+    store: Mapping[str, Any] | None = None,
+    wrapper: Sequence[str] = (),
+    timeout: float = 30.0,
+) -> Service:
+    """`runguard-proxy serve` as the bench target `name`, its config, home and SQLite file under `tmp`.
+
+    `frame`: every detector off, no store; `source`: the code of another checkout; `state_url`
+    and `key_prefix`: a shared state backend; `wrapper`: a command the proxy runs under (valgrind).
+    Returns once `/runguard/health` answers; ProcessFailed or FileNotFoundError if it does not start.
+    """
+    port = free_port()
+    config = write_config(tmp / f"{name}.yaml", max_runs, frame, store)
+    env = proxy_env(upstream, tmp / f"home-{name}", None if frame else tmp / f"{name}.db", state_url, key_prefix)
+    if source is not None:
+        env["PYTHONPATH"] = source_path(source, tmp / f"layout-{name}")
+    command = [*wrapper, *proxy_command(config, port)]
+    return services.start_http(name, command, port, health="/runguard/health", env=env, cwd=tmp, timeout=timeout)
 
 
 def proxy_env(

@@ -158,20 +158,18 @@ class Bench:
         source: Path | None = None,
     ) -> Service | None:
         """A proxy target; `source`: run the code of that checkout (another commit) instead of this one."""
-        port = procs.free_port()
-        config = proxy_setup.write_config(self.tmp / f"{name}.yaml", max_runs, frame)
-        env = proxy_setup.proxy_env(
-            self.upstream.url,
-            self.tmp / f"home-{name}",
-            None if frame else self.tmp / f"{name}.db",
-            state_url,
-            f"{self.redis_prefix}-{name}" if state_url else None,  # under redis_prefix: cleanup_redis finds it
-        )
-        if source is not None:
-            env["PYTHONPATH"] = proxy_setup.source_path(source, self.tmp / f"layout-{name}")
         try:
-            service = self.services.start_http(
-                name, proxy_setup.proxy_command(config, port), port, health="/runguard/health", env=env, cwd=self.tmp
+            service = proxy_setup.start_proxy(
+                self.services,
+                self.tmp,
+                self.upstream.url,
+                name,
+                frame=frame,
+                max_runs=max_runs,
+                source=source,
+                state_url=state_url,
+                # under redis_prefix: cleanup_redis finds it
+                key_prefix=f"{self.redis_prefix}-{name}" if state_url else None,
             )
         except (ProcessFailed, FileNotFoundError) as exc:
             lines = str(exc).strip().splitlines() or [""]

@@ -33,8 +33,6 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
-import yaml
-
 from bench import load, proxy_setup
 from bench.payloads import APIS, Api
 from bench.procs import Service, Services, free_port
@@ -106,22 +104,16 @@ def _start_passthrough(services: Services, tmp: Path, upstream: str) -> Counted:
 
 
 def _start_proxy(services: Services, tmp: Path, upstream: str, name: str, frame: bool, source: Path | None) -> Counted:
-    port = free_port()
-    data = proxy_setup.config_data(frame=frame)
-    data["store"] = {"flush_interval": FLUSH_INTERVAL}
-    config = tmp / f"{name}.yaml"
-    config.write_text(yaml.safe_dump(data, sort_keys=False), encoding="utf-8")
-    env = proxy_setup.proxy_env(upstream, tmp / f"home-{name}", None if frame else tmp / f"{name}.db")
-    if source is not None:
-        env["PYTHONPATH"] = proxy_setup.source_path(source, tmp / f"layout-{name}")
     out = tmp / f"{name}.cg"
-    service = services.start_http(
+    service = proxy_setup.start_proxy(
+        services,
+        tmp,
+        upstream,
         name,
-        [*_valgrind(out), *proxy_setup.proxy_command(config, port)],
-        port,
-        health="/runguard/health",
-        env=env,
-        cwd=tmp,
+        frame=frame,
+        source=source,
+        store={"flush_interval": FLUSH_INTERVAL},
+        wrapper=_valgrind(out),
         timeout=START_TIMEOUT,
     )
     return Counted(name, service, out)
