@@ -101,13 +101,32 @@ class Conversation:
         self._tail_user = False
         self._in_assistant = True
 
-    def earlier_turns(self, messages: int, chars: int, assistant_turns: int, names: dict[str, str]) -> None:
+    def earlier_turns(
+        self,
+        messages: int,
+        chars: int,
+        assistant_turns: int,
+        names: dict[str, str],
+        *,
+        in_assistant: bool | None = None,
+    ) -> None:
         """Messages before the last turn, counted by the caller in one pass (what `earlier_assistant`
-        and `earlier_result` would have counted one by one); the last turn must follow."""
+        and `earlier_result` would have counted one by one); the last turn must follow.
+
+        `in_assistant`: whether the last of them was an assistant item (for a reader that tracks it:
+        the next item may continue that turn).
+        """
         self._messages += messages
         self._chars += chars
         self._assistant_turns += assistant_turns
         self._names.update(names)
+        if in_assistant is not None:
+            self._in_assistant = in_assistant
+
+    @property
+    def in_assistant(self) -> bool:
+        """The last message reported was an assistant one (a Responses item may continue its turn)."""
+        return self._in_assistant
 
     def earlier_result(self, chars: int) -> None:
         """A tool result before the last assistant turn: counted only (the next turn drops it anyway)."""

@@ -24,6 +24,7 @@ from runguard.proxy.adapters.jsonish import (
     as_int,
     as_list,
     as_str,
+    dumped_length,
     dumps_text,
     load_object,
     opt_str,
@@ -64,19 +65,76 @@ def _is_model(content: Any) -> bool:
 
 
 def read_contents(talk: Conversation, contents: Any) -> None:
-    """Report the `contents` to `talk`, the ones before the last model turn first and fast.
+    """Report the `contents` to `talk`, the ones before the last model turn first and in one pass.
 
-    An agent loop resends its whole history with every request; only the last
-    model turn needs `ToolCall`s, so the contents before it go through
-    `_read_earlier` (no `ToolCall` or part list built). The result is the same
-    as `read_contents_forgiving`'s, which a property test holds.
+    An agent loop resends its whole history with every request, so this loop
+    is most of what a long conversation costs beyond its JSON parse. Before the
+    last model turn, model turns and tool results are only counted, locally,
+    and reported at once (`Conversation.earlier_turns`): no `ToolCall` or part
+    list built, no call into `talk` but for user text. The result is
+    `read_contents_forgiving`'s, which a property test holds.
     """
     listed = as_list(contents)
     tail = max(last_index(listed, _is_model), 0)
-    for raw in listed[:tail]:
-        _read_earlier(talk, as_dict(raw))
+    count = chars = turns = 0
+    names: dict[str, str] = {}
+    for index in range(tail):
+        content = listed[index]
+        if type(content) is not dict:
+            content = {}
+        parts = content.get("parts")
+        if type(parts) is not list:
+            parts = []
+        if content.get("role") == "model":
+            count += 1
+            turns += 1
+            chars += _count_model_turn(parts, names)
+            continue
+        results, results_chars, text = _count_user_turn(parts)
+        count += results
+        chars += results_chars
+        if text or not results:
+            talk.user(text)
+    talk.earlier_turns(count, chars, turns, names)  # all zero when there is no earlier turn
     for raw in listed[tail:]:
         _read_content(talk, raw, earlier=False)
+
+
+def _count_model_turn(parts: list[Any], names: dict[str, str]) -> int:
+    """The characters of an earlier model turn's parts (text and calls); its call ids' names go to `names`."""
+    chars = 0
+    for part in parts:
+        if type(part) is not dict:
+            continue
+        text, call = part.get("text"), part.get("functionCall")
+        if type(text) is str:
+            chars += len(text)
+        if call is None:
+            call = part.get("function_call")  # as `pick` reads it
+        if type(call) is dict and call:
+            name, args, call_id = as_str(call.get("name")), call.get("args"), opt_str(call.get("id"))
+            chars += len(name) + dumped_length(args if args is not None else {})
+            if call_id:
+                names[call_id] = name
+    return chars
+
+
+def _count_user_turn(parts: list[Any]) -> tuple[int, int, str]:
+    """An earlier user turn: (its tool results, their characters, its text)."""
+    texts: list[str] = []
+    results = chars = 0
+    for part in parts:
+        if type(part) is not dict:
+            continue
+        text, response = part.get("text"), part.get("functionResponse")
+        if type(text) is str:
+            texts.append(text)
+        if response is None:
+            response = part.get("function_response")  # as `pick` reads it
+        if type(response) is dict and response:
+            results += 1
+            chars += dumped_length(response.get("response"))
+    return results, chars, "".join(texts)
 
 
 def read_contents_forgiving(talk: Conversation, contents: Any) -> None:
@@ -85,46 +143,6 @@ def read_contents_forgiving(talk: Conversation, contents: Any) -> None:
     tail = last_index(listed, _is_model)
     for position, raw in enumerate(listed):
         _read_content(talk, raw, earlier=position < tail)
-
-
-def _read_earlier(talk: Conversation, content: dict[str, Any]) -> None:
-    """A content before the last model turn, read as `_read_content` reads it but in one pass over its parts."""
-    parts = content.get("parts")
-    parts = parts if isinstance(parts, list) else []
-    if content.get("role") == "model":
-        talk.earlier_assistant(*_earlier_model_turn(parts))
-    else:
-        _read_earlier_user(talk, parts)
-
-
-def _earlier_model_turn(parts: list[Any]) -> tuple[int, list[tuple[str, str, str | None]]]:
-    """(text chars, calls as (name, arguments, call id)) of a model turn's parts; no `ToolCall` built."""
-    chars, calls = 0, []
-    for part in parts:
-        if isinstance(part, dict):
-            text, call = part.get("text"), part.get("functionCall")
-            chars += len(text) if isinstance(text, str) else 0
-            call = part.get("function_call") if call is None else call  # as `pick` reads it
-            if isinstance(call, dict) and call:
-                calls.append(_call_fields(call))
-    return chars, calls
-
-
-def _read_earlier_user(talk: Conversation, parts: list[Any]) -> None:
-    """A user turn before the last model turn: its tool results (counted only), then its text if any."""
-    texts, answered = [], False
-    for part in parts:
-        if isinstance(part, dict):
-            text, response = part.get("text"), part.get("functionResponse")
-            if isinstance(text, str):
-                texts.append(text)
-            response = part.get("function_response") if response is None else response  # as `pick` reads it
-            if isinstance(response, dict) and response:
-                talk.earlier_result(len(dumps_text(response.get("response"))))
-                answered = True
-    text = "".join(texts)
-    if text or not answered:
-        talk.user(text)
 
 
 def _read_content(talk: Conversation, raw: Any, *, earlier: bool) -> None:

@@ -195,33 +195,50 @@ class ChatStreamParser:
 def read_messages(talk: Conversation, raw: Any) -> None:
     """Report the `messages` to `talk`, the ones before the last assistant turn first and in one pass.
 
-    An agent loop resends its whole history with every request. Before the last
-    assistant turn, assistant turns and tool results are only counted, locally,
-    and reported at once (`Conversation.earlier_turns`): no `ToolCall`, no call
-    into `talk` per message. The result is `read_messages_forgiving`'s, which a
-    property test holds.
+    An agent loop resends its whole history with every request, so this loop
+    is most of what a long conversation costs beyond its JSON parse. Before the
+    last assistant turn, assistant turns and tool results are only counted,
+    locally, and reported at once (`Conversation.earlier_turns`): no `ToolCall`,
+    no call into `talk`, no generator per message, and the tool calls of the
+    shape every SDK sends read inline. The result is `read_messages_forgiving`'s,
+    which a property test holds.
     """
     messages = as_list(raw)
     tail = last_index(messages, _is_assistant)
     count = chars = turns = 0
     names: dict[str, str] = {}
     for index in range(tail):
-        item = messages[index]
-        message = item if type(item) is dict else {}
-        role, content = message.get("role"), message.get("content")
+        message = messages[index]
+        if type(message) is not dict:
+            message = {}
+        role = message.get("role")
         if role == "assistant":
             count += 1
             turns += 1
-            chars += len(content) if type(content) is str else len(text_of(content))
-            for name, arguments, call_id in call_fields(message.get("tool_calls")):
+            content = message.get("content")
+            if content is not None:
+                chars += len(content) if type(content) is str else len(text_of(content))
+            calls = message.get("tool_calls")
+            if not calls:
+                continue
+            for item in calls if type(calls) is list else ():
+                function = item.get("function") if type(item) is dict else None
+                if type(function) is dict:
+                    name, arguments, call_id = function.get("name"), function.get("arguments"), item.get("id")
+                    if type(name) is str and name and type(arguments) is str and type(call_id) is str and call_id:
+                        chars += len(name) + len(arguments)
+                        names[call_id] = name
+                        continue
+                name, arguments, call_id = call_fields_of(item)
                 chars += len(name) + len(arguments)
                 if call_id:
                     names[call_id] = name
         elif role in ("tool", "function"):
             count += 1
+            content = message.get("content")
             chars += len(content) if type(content) is str else len(text_of(content))
         else:
-            _read_message(talk, message, role, content)
+            _read_message(talk, message, role, message.get("content"))
     talk.earlier_turns(count, chars, turns, names)  # all zero when there is no earlier turn
     for index in range(max(tail, 0), len(messages)):
         item = messages[index]

@@ -24,6 +24,7 @@ from runguard.proxy.adapters.jsonish import (
     as_int,
     as_list,
     as_str,
+    dumped_length,
     dumps_text,
     load_object,
     opt_str,
@@ -57,8 +58,8 @@ def read_input(talk: Conversation, items: Any) -> None:
 
     An agent loop resends its whole history with every request; only the last
     assistant turn needs `ToolCall`s, so the turns before it go through
-    `_read_finished` (usual shapes read directly, no `ToolCall` built). The
-    result is the same as `read_input_forgiving`'s, which a property test holds.
+    `_read_finished` (usual shapes counted in one pass, no `ToolCall` built).
+    The result is the same as `read_input_forgiving`'s, which a property test holds.
     """
     if isinstance(items, str):
         talk.user(items)
@@ -66,9 +67,8 @@ def read_input(talk: Conversation, items: Any) -> None:
     listed = as_list(items)
     tail = last_index(listed, _is_assistant)
     finished = _finished_items(listed, tail) if tail > 1 else 0  # a one-step request skips the scan
-    for raw in listed[:finished]:
-        if not (isinstance(raw, dict) and _read_finished(talk, raw)):
-            _read_item(talk, raw, earlier=True)
+    if finished:
+        _read_finished(talk, listed, finished)
     for position in range(finished, len(listed)):
         _read_item(talk, listed[position], earlier=position < tail)
 
@@ -104,32 +104,58 @@ def _finished_items(listed: list[Any], tail: int) -> int:
     return 0
 
 
-def _read_finished(talk: Conversation, item: dict[str, Any]) -> bool:
-    """Read an item of a finished turn the way `_read_item` would, without building a `ToolCall`.
+def _read_finished(talk: Conversation, listed: list[Any], finished: int) -> None:
+    """Read the items of finished turns (`listed[:finished]`) the way `_read_item` would, in one pass.
 
-    The function call of the shape every SDK sends (string name, arguments and
-    call id) and a string output are read with plain dict operations;
-    assistant messages and reasoning, which carry no call, are only counted.
-    False for anything else: the caller reads it the forgiving way.
+    This loop is most of what a long conversation costs beyond its JSON parse,
+    so the shapes every SDK sends are counted locally and reported at once
+    (`Conversation.earlier_turns`): a function call with string name, arguments
+    and call id, a string output, assistant messages and reasoning. Consecutive
+    assistant items make one turn. Anything else goes to `_read_item`, the
+    counts so far handed over first.
     """
-    kind = item.get("type", "message")
-    if kind == "function_call":
-        name, arguments, call_id = item.get("name"), item.get("arguments"), item.get("call_id")
-        if isinstance(name, str) and isinstance(arguments, str) and isinstance(call_id, str) and call_id:
-            talk.earlier_assistant(0, ((name, arguments, call_id),), continues=True)
-            return True
-    elif kind == "function_call_output":
-        output = item.get("output")
-        if isinstance(output, str):
-            talk.earlier_result(len(output))
-            return True
-    elif kind == "message" and item.get("role") == "assistant":
-        talk.earlier_assistant(len(text_of(item.get("content"))), continues=True)
-        return True
-    elif kind == "reasoning":
-        talk.earlier_assistant(len(dumps_text(item.get("summary", ""))), continues=True)
-        return True
-    return False
+    count = chars = turns = 0
+    names: dict[str, str] = {}
+    in_assistant = talk.in_assistant
+    for index in range(finished):
+        item = listed[index]
+        kind = item.get("type", "message") if type(item) is dict else None
+        if kind == "function_call":
+            name, arguments, call_id = item.get("name"), item.get("arguments"), item.get("call_id")
+            if type(name) is str and type(arguments) is str and type(call_id) is str and call_id:
+                chars += len(name) + len(arguments)
+                names[call_id] = name
+            else:
+                kind = None  # the forgiving way
+        elif kind == "function_call_output":
+            output = item.get("output")
+            if type(output) is str:
+                count += 1
+                chars += len(output)
+                in_assistant = False
+                continue
+            kind = None
+        elif kind == "message":
+            if item.get("role") == "assistant":
+                chars += len(text_of(item.get("content")))
+            else:
+                kind = None
+        elif kind == "reasoning":
+            chars += dumped_length(item.get("summary", ""))
+        else:
+            kind = None
+        if kind is not None:  # an assistant item: a new turn unless it continues one
+            count += 1
+            if not in_assistant:
+                turns += 1
+                in_assistant = True
+            continue
+        talk.earlier_turns(count, chars, turns, names, in_assistant=in_assistant)
+        count = chars = turns = 0
+        names = {}
+        _read_item(talk, item, earlier=True)
+        in_assistant = talk.in_assistant
+    talk.earlier_turns(count, chars, turns, names, in_assistant=in_assistant)
 
 
 def _read_item(talk: Conversation, raw: Any, *, earlier: bool) -> None:
