@@ -1,6 +1,6 @@
 """The guard's cost per request in CPU instructions: an A/B measure that the machine's noise cannot move.
 
-    python -m bench.instructions [--api chat|responses|gemini|all] [--size small|large]
+    python -m bench.instructions [--api chat|responses|gemini|all] [--size small|large|long]
                                  [--requests 250] [--bare] [--compare DIR | --each]
 
 Runs `bench.pipeline`'s loop (key hash, parse, admit, parse the response,
@@ -34,7 +34,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from bench import proxy_setup
-from bench.payloads import APIS, Api
+from bench.payloads import APIS, SIZES, Api
 
 ROOT = Path(__file__).resolve().parent.parent
 WARMUP = 100  # requests both runs make: imports, first-call costs and caches cancel out
@@ -87,7 +87,7 @@ def per_request(
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--api", choices=(*APIS, "all"), default="chat")
-    parser.add_argument("--size", choices=("small", "large"), default="small")
+    parser.add_argument("--size", choices=SIZES, default="small")
     parser.add_argument("--requests", type=int, default=250)
     parser.add_argument("--bare", action="store_true", help="no detector armed: the guard's own work")
     chosen = parser.add_mutually_exclusive_group()

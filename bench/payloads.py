@@ -8,8 +8,8 @@ every call differs from the others in tool arguments and result, as a healthy
 run's do (no detector should trip on it).
 
 Sizes: a "small" request is the loop after one step (about 2 KB); a "large"
-one adds a `read_file` result of about 300 KB; the growth run goes to 300
-steps (about 300 KB at the end). Shapes follow /work/shared/wire-formats.md.
+one adds a `read_file` result of about 300 KB; a "long" one is the loop after
+300 steps (about 300 KB of history, where the growth run ends). Shapes follow /work/shared/wire-formats.md.
 """
 
 from __future__ import annotations
@@ -23,6 +23,9 @@ import orjson
 
 Api = Literal["chat", "responses", "gemini"]
 APIS: tuple[Api, ...] = ("chat", "responses", "gemini")
+Size = Literal["small", "large", "long"]
+SIZES: tuple[Size, ...] = ("small", "large", "long")
+LONG_STEPS = 300  # steps of history in a "long" request
 OPENAI_MODEL = "gpt-4.1-mini"  # a 1M-token window, so a 300 KB request is no context_window warning
 GEMINI_MODEL = "gemini-2.5-flash"
 NONCE = b"NONCE_000000000000"  # fixed width: the client swaps in a per-request value with bytes.replace
@@ -214,5 +217,7 @@ def conversation_request(api: Api, steps: int, stream: bool, big_result: int = 0
     return orjson.dumps(_responses(turns, stream) if api == "responses" else _gemini(turns))
 
 
-def scenario_request(api: Api, stream: bool, size: Literal["small", "large"]) -> bytes:
+def scenario_request(api: Api, stream: bool, size: Size) -> bytes:
+    if size == "long":
+        return conversation_request(api, LONG_STEPS, stream)
     return conversation_request(api, 1, stream, LARGE_BYTES if size == "large" else 0)

@@ -1,6 +1,6 @@
 """The guard's own cost per request, in-process, without HTTP: a quick loop for tuning the hot path.
 
-    python -m bench.pipeline [--api chat|responses|gemini] [--size small|large] [--requests 3000]
+    python -m bench.pipeline [--api chat|responses|gemini] [--size small|large|long] [--requests 3000]
 
 Runs what the handler runs for a request, minus the sockets: key hashing,
 `parse_request`, `admit`, `parse_response`, `response_seen`, `inspect` and
@@ -22,7 +22,7 @@ from collections.abc import Collection, Sequence
 from typing import Any
 
 from bench import proxy_setup
-from bench.payloads import APIS, Api, scenario_request
+from bench.payloads import APIS, SIZES, Api, Size, scenario_request
 from bench.replies import LARGE
 from bench.replies import body as reply_body
 from runguard.proxy.adapters import adapter_for
@@ -59,14 +59,14 @@ def every_detector(but: Collection[str] = ()) -> list[Any]:
     return [d for d in detectors if d.name not in but]
 
 
-async def _round(guard: Guard, api: Api, size: str, requests: int) -> dict[str, float]:
+async def _round(guard: Guard, api: Api, size: Size, requests: int) -> dict[str, float]:
     path = {"chat": "/v1/chat/completions", "responses": "/v1/responses"}.get(api) or (
         "/v1beta/models/gemini-2.5-flash:generateContent"
     )
     route = resolve(path)
     assert route is not None
     hasher = KeyHasher(b"bench-salt-bench-salt")
-    body = scenario_request(api, False, "large" if size == "large" else "small")
+    body = scenario_request(api, False, size)
     reply = reply_body(api, 1, LARGE if size == "large" else None)
     spent = dict.fromkeys(PHASES, 0.0)
     clock = time.perf_counter
@@ -92,7 +92,7 @@ async def _round(guard: Guard, api: Api, size: str, requests: int) -> dict[str, 
     return {phase: took / requests * 1e6 for phase, took in spent.items()}
 
 
-async def run_once(api: Api, size: str, requests: int, bare: bool, without: Collection[str] = ()) -> None:
+async def run_once(api: Api, size: Size, requests: int, bare: bool, without: Collection[str] = ()) -> None:
     """`requests` requests through a fresh guard, untimed (what `bench.instructions` counts).
 
     `bare`: no detector; `without`: every detector but these.
@@ -100,7 +100,7 @@ async def run_once(api: Api, size: str, requests: int, bare: bool, without: Coll
     await _round(_guard([] if bare else every_detector(without)), api, size, requests)
 
 
-async def measure(api: Api, size: str, requests: int, repeat: int, bare: bool) -> dict[str, float]:
+async def measure(api: Api, size: Size, requests: int, repeat: int, bare: bool) -> dict[str, float]:
     rounds = []
     for _ in range(repeat):
         guard = _guard([] if bare else None)  # a fresh state each round: the same work every round
@@ -114,11 +114,11 @@ async def measure(api: Api, size: str, requests: int, repeat: int, bare: bool) -
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--api", choices=APIS, default="chat")
-    parser.add_argument("--size", choices=("small", "large"), default="small")
+    parser.add_argument("--size", choices=SIZES, default="small")
     parser.add_argument("--requests", type=int, default=2000)
     parser.add_argument("--repeat", type=int, default=5)
     args = parser.parse_args(argv)
-    if args.size == "large":
+    if args.size != "small":
         args.requests = min(args.requests, 300)
     print(f"{args.api} {args.size}: us per request, best of {args.repeat} rounds of {args.requests}")
     print(f"{'':12}" + "".join(f"{p:>15}" for p in (*PHASES, "total")))

@@ -1,6 +1,6 @@
 """Instructions per request of whole server processes, over HTTP: the CPU target without the noise.
 
-    python -m bench.server_instructions [--api chat|responses|gemini|all] [--stream] [--size small|large]
+    python -m bench.server_instructions [--api chat|responses|gemini|all] [--stream] [--size small|large|long]
                                         [--requests 200] [--compare DIR]
 
 `bench.instructions` counts the guard in-process; this counts what the CPU
@@ -35,7 +35,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from bench import load, proxy_setup
-from bench.payloads import APIS, Api
+from bench.payloads import APIS, SIZES, Api
 from bench.procs import Service, Services, free_port
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -169,7 +169,7 @@ def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--api", choices=(*APIS, "all"), default="all")
     parser.add_argument("--stream", action="store_true", help="streamed requests only (default: whole and streamed)")
-    parser.add_argument("--size", choices=("small", "large"), default="small")
+    parser.add_argument("--size", choices=SIZES, default="small")
     parser.add_argument("--requests", type=int, default=200)
     parser.add_argument("--compare", type=Path, help="also count RunGuard from this checkout (e.g. a git worktree)")
     args = parser.parse_args(argv)
