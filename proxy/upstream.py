@@ -33,9 +33,9 @@ class Upstream:
     def session(self) -> aiohttp.ClientSession:
         if self._session is None:
             connector = aiohttp.TCPConnector(limit=self._settings.pool_size, ttl_dns_cache=300, keepalive_timeout=60)
-            timeout = aiohttp.ClientTimeout(
-                total=None, sock_connect=self._settings.connect_timeout, sock_read=self._settings.idle_timeout
-            )
+            # No sock_read here: aiohttp's read timeout also bounds the wait for the response headers,
+            # which is first_byte_timeout's (a model may think for minutes). `send` sets it once they are in.
+            timeout = aiohttp.ClientTimeout(total=None, sock_connect=self._settings.connect_timeout, sock_read=None)
             self._session = aiohttp.ClientSession(
                 connector=connector,
                 timeout=timeout,
@@ -52,10 +52,14 @@ class Upstream:
     async def send(
         self, method: str, raw_target: str, headers: CIMultiDict[str], body: bytes
     ) -> aiohttp.ClientResponse:
-        """Send a request; returns once the response headers are in (the body is not read)."""
+        """Send a request; returns once the response headers are in (the body is not read).
+
+        Waiting for the headers is bounded by `first_byte_timeout`; from then on
+        the body may stay silent `idle_timeout` seconds at most.
+        """
         try:
             async with asyncio.timeout(self._settings.first_byte_timeout):
-                return await self.session.request(
+                response = await self.session.request(
                     method, self.url(raw_target), headers=headers, data=body or None, allow_redirects=False
                 )
         except aiohttp.ConnectionTimeoutError as exc:
@@ -64,10 +68,26 @@ class Upstream:
             raise UpstreamTimeout(f"no response from {self.base_url} within the timeout") from exc
         except aiohttp.ClientError as exc:
             raise UpstreamError(describe(exc)) from exc
+        _time_silence(response, self._settings.idle_timeout)
+        return response
 
     async def close(self) -> None:
         if self._session is not None:
             await self._session.close()
+
+
+def _time_silence(response: aiohttp.ClientResponse, seconds: float) -> None:
+    """Fail the body's reads once it stays silent `seconds` (aiohttp's sock_read, from now on).
+
+    A body that came whole with the headers needs no timer (and one started
+    now would outlive it: aiohttp drops the timer at the body's end).
+    """
+    connection = response.connection
+    protocol = connection.protocol if connection is not None else None
+    if protocol is None or response.content.is_eof():
+        return
+    protocol.read_timeout = seconds
+    protocol.start_timeout()
 
 
 def describe(exc: BaseException) -> str:

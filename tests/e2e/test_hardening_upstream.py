@@ -123,6 +123,19 @@ async def test_first_byte_timeout_is_a_504_and_abandons_the_upstream_call(upstre
     assert [r.error for r in requests_of(sink)] == ["UpstreamTimeout"] * 2
 
 
+async def test_headers_may_take_longer_than_the_idle_timeout_up_to_the_first_byte_timeout(
+    upstream: FakeUpstream, sink: ListSink
+) -> None:
+    """A model that thinks before it answers: the wait for the headers is first_byte_timeout's, not
+    idle_timeout's (aiohttp's read timeout would otherwise cut it at the idle timeout)."""
+    body = orjson.dumps(payloads.chat_completion("thought it over"))
+    upstream.script = lambda _: Reply(body=body, delay=1.0)
+    async with proxy(upstream.url, sink, upstreams={**FAST, "first_byte_timeout": 5.0}) as url:
+        done = await _openai(url).chat.completions.create(model="gpt-4o-mini", messages=CHAT_BODY["messages"])
+    assert done.choices[0].message.content == "thought it over"
+    assert requests_of(sink)[-1].status == 200
+
+
 async def test_upstream_5xx_passes_through_with_its_own_body(upstream: FakeUpstream, sink: ListSink) -> None:
     own = {"error": {"message": "The server had an error while processing your request.", "type": "server_error"}}
     upstream.script = lambda _: Reply.json(own, status=500, headers={"x-request-id": "req_5xx"})
