@@ -79,12 +79,10 @@ def read_contents(talk: Conversation, contents: Any) -> None:
     count = chars = turns = 0
     names: dict[str, str] = {}
     for index in range(tail):
-        content = listed[index]
-        if type(content) is not dict:
-            content = {}
+        raw = listed[index]
+        content = raw if type(raw) is dict else {}
         parts = content.get("parts")
-        if type(parts) is not list:
-            parts = []
+        parts = parts if type(parts) is list else []
         if content.get("role") == "model":
             count += 1
             turns += 1

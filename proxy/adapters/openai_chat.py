@@ -208,9 +208,8 @@ def read_messages(talk: Conversation, raw: Any) -> None:
     count = chars = turns = 0
     names: dict[str, str] = {}
     for index in range(tail):
-        message = messages[index]
-        if type(message) is not dict:
-            message = {}
+        item = messages[index]
+        message = item if type(item) is dict else {}
         role = message.get("role")
         if role == "assistant":
             count += 1

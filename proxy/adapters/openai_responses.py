@@ -120,13 +120,12 @@ def _read_finished(talk: Conversation, listed: list[Any], finished: int) -> None
     for index in range(finished):
         item = listed[index]
         kind = item.get("type", "message") if type(item) is dict else None
+        said: int | None = None  # the characters of an assistant item of a usual shape
         if kind == "function_call":
             name, arguments, call_id = item.get("name"), item.get("arguments"), item.get("call_id")
             if type(name) is str and type(arguments) is str and type(call_id) is str and call_id:
-                chars += len(name) + len(arguments)
+                said = len(name) + len(arguments)
                 names[call_id] = name
-            else:
-                kind = None  # the forgiving way
         elif kind == "function_call_output":
             output = item.get("output")
             if type(output) is str:
@@ -134,22 +133,18 @@ def _read_finished(talk: Conversation, listed: list[Any], finished: int) -> None
                 chars += len(output)
                 in_assistant = False
                 continue
-            kind = None
-        elif kind == "message":
-            if item.get("role") == "assistant":
-                chars += len(text_of(item.get("content")))
-            else:
-                kind = None
+        elif kind == "message" and item.get("role") == "assistant":
+            said = len(text_of(item.get("content")))
         elif kind == "reasoning":
-            chars += dumped_length(item.get("summary", ""))
-        else:
-            kind = None
-        if kind is not None:  # an assistant item: a new turn unless it continues one
+            said = dumped_length(item.get("summary", ""))
+        if said is not None:  # a new turn unless it continues one
             count += 1
+            chars += said
             if not in_assistant:
                 turns += 1
                 in_assistant = True
             continue
+        # Any other shape the forgiving way, the counts so far handed over first.
         talk.earlier_turns(count, chars, turns, names, in_assistant=in_assistant)
         count = chars = turns = 0
         names = {}
