@@ -11,10 +11,13 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import field
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
 from runguard.detectors.frozen import frozen
 from runguard.proxy.events import Api, Provider, RequestInfo, ResponseInfo
+
+if TYPE_CHECKING:
+    from runguard.proxy.adapters.history import HistorySlot
 
 
 @frozen
@@ -49,6 +52,7 @@ class RequestContext:
     agent_header: str | None = None  # X-Agent-Name, overrides the inferred agent
     stream_hint: bool = False  # Gemini: the :streamGenerateContent method
     extra: Mapping[str, str] = field(default_factory=dict)
+    history: HistorySlot | None = None  # where a long conversation's checkpoints are kept (None: read it whole)
 
 
 class StreamParser(Protocol):

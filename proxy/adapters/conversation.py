@@ -46,11 +46,37 @@ class Conversation:
         self._in_assistant = False
         self._names: dict[str, str] = {}
 
-    def system(self, text: str) -> None:
+    def copy(self) -> Conversation:
+        """An independent copy: reading on into it leaves this one as it is."""
+        other = Conversation()
+        other._instructions = self._instructions.copy()
+        other._root = self._root
+        other._chars = self._chars
+        other._messages = self._messages
+        other._assistant_turns = self._assistant_turns
+        other._last_calls = self._last_calls.copy()
+        other._tail_results = self._tail_results.copy()
+        other._tail_user = self._tail_user
+        other._in_assistant = self._in_assistant
+        other._names = self._names.copy()
+        return other
+
+    def weight(self) -> int:
+        """About how many bytes this holds (what a cached copy costs)."""
+        texts = sum(map(len, self._instructions)) + len(self._root or "")
+        texts += sum(len(result.content) for result in self._tail_results)
+        return 512 + texts + 96 * (len(self._names) + len(self._last_calls) + len(self._tail_results))
+
+    def system(self, text: str, *, first: bool = False) -> None:
+        """System text; `first`: it came before every message read so far (a request's own
+        instructions field, read after its messages: nothing else depends on the order)."""
         self._messages += 1
         self._chars += len(text)
         if text:
-            self._instructions.append(text)
+            if first:
+                self._instructions.insert(0, text)
+            else:
+                self._instructions.append(text)
 
     def user(self, text: str, chars: int | None = None) -> None:
         self._messages += 1

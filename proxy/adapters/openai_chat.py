@@ -16,6 +16,7 @@ from runguard.proxy.adapters import openai_replies
 from runguard.proxy.adapters.base import RequestContext, StopNotice, Synthetic
 from runguard.proxy.adapters.conversation import Conversation, failed_request, last_index
 from runguard.proxy.adapters.handoffs import handoffs_of
+from runguard.proxy.adapters.history import read_conversation
 from runguard.proxy.adapters.jsonish import (
     as_dict,
     as_int,
@@ -193,21 +194,39 @@ class ChatStreamParser:
 
 
 def read_messages(talk: Conversation, raw: Any) -> None:
-    """Report the `messages` to `talk`, the ones before the last assistant turn first and in one pass.
-
-    An agent loop resends its whole history with every request, so this loop
-    is most of what a long conversation costs beyond its JSON parse. Before the
-    last assistant turn, assistant turns and tool results are only counted,
-    locally, and reported at once (`Conversation.earlier_turns`): no `ToolCall`,
-    no call into `talk`, no generator per message, and the tool calls of the
-    shape every SDK sends read inline. The result is `read_messages_forgiving`'s,
-    which a property test holds.
-    """
+    """Report the `messages` to `talk`, the ones before the last assistant turn first and in one pass."""
     messages = as_list(raw)
     tail = last_index(messages, _is_assistant)
+    _count_earlier(talk, messages, 0, tail)
+    _read_tail(talk, messages, max(tail, 0))
+
+
+def keep_messages(talk: Conversation, messages: list[Any], resumed: bool) -> Conversation | None:
+    """`read_messages`, and the conversation of all `messages` read as earlier turns (`history.ItemsReader`)."""
+    tail = last_index(messages, _is_assistant)
+    if resumed and tail < 0:
+        return None
+    _count_earlier(talk, messages, 0, tail)
+    kept = talk.copy()
+    _count_earlier(kept, messages, max(tail, 0), len(messages))
+    _read_tail(talk, messages, max(tail, 0))
+    return kept
+
+
+def _count_earlier(talk: Conversation, messages: list[Any], start: int, stop: int) -> None:
+    """Report `messages[start:stop]`, turns before the last assistant turn, in one pass.
+
+    An agent loop resends its whole history with every request, so this loop
+    is most of what a long conversation costs beyond its JSON parse. Assistant
+    turns and tool results are only counted, locally, and reported at once
+    (`Conversation.earlier_turns`): no `ToolCall`, no call into `talk`, no
+    generator per message, and the tool calls of the shape every SDK sends
+    read inline. The result is `read_messages_forgiving`'s, which a property
+    test holds.
+    """
     count = chars = turns = 0
     names: dict[str, str] = {}
-    for index in range(tail):
+    for index in range(start, stop):
         item = messages[index]
         message = item if type(item) is dict else {}
         role = message.get("role")
@@ -239,7 +258,10 @@ def read_messages(talk: Conversation, raw: Any) -> None:
         else:
             _read_message(talk, message, role, message.get("content"))
     talk.earlier_turns(count, chars, turns, names)  # all zero when there is no earlier turn
-    for index in range(max(tail, 0), len(messages)):
+
+
+def _read_tail(talk: Conversation, messages: list[Any], start: int) -> None:
+    for index in range(start, len(messages)):
         item = messages[index]
         message = item if type(item) is dict else {}
         _read_message(talk, message, message.get("role"), message.get("content"))
@@ -278,11 +300,10 @@ class ChatAdapter:
     api = Api.CHAT
 
     def parse_request(self, body: bytes, ctx: RequestContext) -> RequestInfo:
-        data, problem = load_object(body)
-        if data is None:
-            return failed_request(self.api, problem)
-        talk = Conversation()
-        read_messages(talk, data.get("messages"))
+        read = read_conversation(body, ctx.history, self.api.value, "messages", keep_messages, read_messages)
+        if isinstance(read, str):
+            return failed_request(self.api, read)
+        data, talk = read
         stream = data.get("stream") is True
         include_usage = as_dict(data.get("stream_options")).get("include_usage") if stream else None
         return talk.info(

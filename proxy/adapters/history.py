@@ -1,0 +1,261 @@
+"""Reading a long conversation from where its last request left off.
+
+An agent loop resends its whole history with every request: request N+1 is
+request N's bytes with the new turn spliced in before the end of the
+conversation array. Parsing all of it again costs a JSON parse of the whole
+history per request (and the walk over it), so a late request of a long run
+cost far more than an early one. A `Checkpoint` remembers, for a request, how
+many bytes of it lead up to the end of its conversation array's last item,
+an XXH3-128 of those bytes, the top-level keys before the array, and the
+conversation those items make, read as earlier turns. The next request that
+starts with the same bytes is read from there: only the new items and the
+keys after the array are parsed.
+
+This is a cache, not state: a miss (another replica, an evicted entry, a
+history that was edited) reads the whole request, as always, and results are
+the same either way (a property test holds it). Entries are looked up per API
+key (one tenant's requests never resume from another's), by run header and the
+body's first bytes; their size is bounded.
+
+A body with duplicate top-level keys may be read differently here than by
+a whole parse; providers disagree on those too.
+"""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+from collections.abc import Callable
+from dataclasses import field
+from typing import Any
+
+import orjson
+import xxhash
+
+from runguard.detectors.frozen import frozen
+from runguard.proxy.adapters.conversation import Conversation
+from runguard.proxy.adapters.jsonish import load_object
+
+MIN_BODY = 32 * 1024  # bytes: a shorter request is read whole (its parse costs less than the bookkeeping)
+HEAD_BYTES = 4096  # how much of a body picks its entry (with the API key and run header)
+PER_ENTRY = 4  # checkpoints kept per entry: runs that share a start (no run header, same prompt)
+MAX_TRIES = 4  # places tried for the end of the array before giving up on a checkpoint
+_ITEMS = "\x00runguard-items"  # the key the new items are parsed under (no provider's)
+_OPEN = b'{"\\u0000runguard-items":[0'  # ... followed by `,item,item],"key":value}`
+_SPACE = b" \t\r\n"
+
+
+@frozen
+class Checkpoint:
+    """Where a request's conversation array ended, and what its items said."""
+
+    length: int  # body[:length] ends with the array's last item
+    digest: bytes  # XXH3-128 of body[:length]
+    head: dict[str, Any]  # the top-level keys before the array, as parsed
+    earlier: Conversation = field(compare=False)  # the items, all read as earlier turns; never read into
+    weight: int  # bytes it holds, about
+
+
+@frozen
+class Resumed:
+    """A request read up to its new items: the caller reads them into `talk`."""
+
+    head: dict[str, Any]  # the top-level keys before the array (the checkpoint's)
+    after: dict[str, Any]  # the top-level keys after the array
+    items: list[Any]  # the array's items after the checkpoint's
+    talk: Conversation  # the checkpoint's conversation, copied: read on into it
+
+
+class HistoryCache:
+    """Checkpoints of recent long requests, least recently used dropped first, `max_bytes` at most."""
+
+    def __init__(self, max_bytes: int) -> None:
+        self.max_bytes = max_bytes
+        self._entries: OrderedDict[tuple[str, ...], list[Checkpoint]] = OrderedDict()
+        self._weight = 0
+        self.resumed = 0  # long requests read from a checkpoint
+        self.whole = 0  # long requests read whole (no checkpoint fitted)
+
+    def __len__(self) -> int:
+        return len(self._entries)
+
+    @property
+    def weight(self) -> int:
+        return self._weight
+
+    def find(self, key: tuple[str, ...], body: bytes) -> Checkpoint | None:
+        """The latest checkpoint under `key` that `body` starts with (same bytes up to its length)."""
+        found = self._entries.get(key)
+        if not found:
+            return None
+        self._entries.move_to_end(key)
+        view = memoryview(body)
+        for point in reversed(found):
+            if point.length < len(body) and xxhash.xxh3_128_digest(view[: point.length]) == point.digest:
+                return point
+        return None
+
+    def keep(self, key: tuple[str, ...], point: Checkpoint | None, replaces: Checkpoint | None = None) -> None:
+        """Keep `point` (if any) under `key`, in place of `replaces` (the one it was read from)."""
+        if point is None or point.weight > self.max_bytes // 8:
+            return
+        found = self._entries.setdefault(key, [])
+        self._entries.move_to_end(key)
+        for index, held in enumerate(found):
+            if held is replaces:
+                del found[index]
+                self._weight -= held.weight
+                break
+        found.append(point)
+        self._weight += point.weight
+        if len(found) > PER_ENTRY:
+            self._weight -= found.pop(0).weight
+        while self._weight > self.max_bytes and self._entries:
+            _, dropped = self._entries.popitem(last=False)
+            self._weight -= sum(p.weight for p in dropped)
+
+
+@frozen
+class HistorySlot:
+    """Where a request's checkpoints are kept: the cache, and the request's entry in it."""
+
+    cache: HistoryCache
+    key_hash: str
+    run: str  # the run header, or ""
+
+    def key_of(self, api: str, body: bytes) -> tuple[str, ...]:
+        return (self.key_hash, api, self.run, xxhash.xxh3_64_hexdigest(memoryview(body)[:HEAD_BYTES]))
+
+
+ItemsReader = Callable[[Conversation, list[Any], bool], Conversation | None]
+"""Reads a conversation array's items into a conversation and returns the conversation of them all read
+as earlier turns (the next checkpoint's). With `resumed` the conversation holds the items before them, and
+None (nothing read) says the last turn is not among the new items."""
+
+
+def read_conversation(
+    body: bytes,
+    slot: HistorySlot | None,
+    api: str,
+    array: str,
+    read_items: ItemsReader,
+    read_whole: Callable[[Conversation, Any], None],
+) -> tuple[dict[str, Any], Conversation] | str:
+    """The body's top-level object and the conversation its `array` makes, or why it is no object.
+
+    A short body, or one without a `slot`, is read whole with `read_whole`, as
+    ever. A long one resumes from a checkpoint it starts with, if there is one,
+    and leaves a checkpoint for the next request.
+    """
+    if slot is None or len(body) < MIN_BODY:
+        return _read_whole(body, array, read_whole)
+    key = slot.key_of(api, body)
+    point = slot.cache.find(key, body)
+    resumed = resume(body, point, array) if point is not None else None
+    if resumed is not None:
+        kept = read_items(resumed.talk, resumed.items, True)
+        if kept is not None:
+            slot.cache.keep(key, place(body, resumed.head, resumed.after, kept), replaces=point)
+            slot.cache.resumed += 1
+            return {**resumed.head, **resumed.after}, resumed.talk
+    slot.cache.whole += 1
+    data, problem = load_object(body)
+    if data is None:
+        return problem or "unreadable"
+    talk = Conversation()
+    raw = data.get(array)
+    if type(raw) is not list:
+        read_whole(talk, raw)
+        return data, talk
+    kept = read_items(talk, raw, False)
+    assert kept is not None  # only a resumed read may refuse
+    keys = list(data)
+    at = keys.index(array)
+    head = {k: data[k] for k in keys[:at]}
+    slot.cache.keep(key, place(body, head, {k: data[k] for k in keys[at + 1 :]}, kept))
+    return data, talk
+
+
+def _read_whole(
+    body: bytes, array: str, read_whole: Callable[[Conversation, Any], None]
+) -> tuple[dict[str, Any], Conversation] | str:
+    data, problem = load_object(body)
+    if data is None:
+        return problem or "unreadable"
+    talk = Conversation()
+    read_whole(talk, data.get(array))
+    return data, talk
+
+
+def resume(body: bytes, point: Checkpoint, array: str) -> Resumed | None:
+    """Read `body` from `point` on: None unless new items follow the checkpoint's (a retry sends none)."""
+    try:
+        data = orjson.loads(_OPEN + memoryview(body)[point.length :])
+    except orjson.JSONDecodeError:
+        return None
+    if type(data) is not dict:
+        return None
+    items = data.pop(_ITEMS, None)
+    if type(items) is not list or len(items) < 2 or type(items[0]) is not int or items[0] != 0 or array in data:
+        return None
+    return Resumed(point.head, data, items[1:], point.earlier.copy())
+
+
+def place(body: bytes, head: dict[str, Any], after: dict[str, Any], earlier: Conversation) -> Checkpoint | None:
+    """A checkpoint at the end of the last item of the array between the top-level keys `head` and
+    `after` (None if it cannot be placed).
+
+    The array's last item ends before the `]` that is followed by the first
+    key of `after` (or by the body's closing brace). That key's name may also
+    occur inside later values, so each place is tried from the end: only at
+    the true one does the rest of the body parse as one object equal to `after`.
+    """
+    close = _array_close(body, after)
+    if close is None:
+        return None
+    length = _last_byte(body, close) + 1
+    if length == 0 or body[length - 1] == ord("["):  # an empty array: nothing to resume from
+        return None
+    weight = 256 + len(orjson.dumps(head)) + earlier.weight()
+    return Checkpoint(length, xxhash.xxh3_128_digest(memoryview(body)[:length]), head, earlier, weight)
+
+
+def _last_byte(body: bytes, before: int) -> int:
+    """The offset of the last byte before `before` that is not JSON whitespace (-1: none)."""
+    at = before - 1
+    while at >= 0 and body[at] in _SPACE:
+        at -= 1
+    return at
+
+
+def _array_close(body: bytes, after: dict[str, Any]) -> int | None:
+    """The offset of the `]` that closes the array followed by the top-level keys `after`."""
+    end = _last_byte(body, len(body)) + 1
+    if end == 0 or body[end - 1] != ord("}"):
+        return None
+    if not after:
+        close = _last_byte(body, end - 1)
+        return close if close >= 0 and body[close] == ord("]") else None
+    try:
+        needle = orjson.dumps(next(iter(after)))
+    except TypeError:
+        return None
+    high = end
+    for _ in range(MAX_TRIES):
+        at = body.rfind(needle, 0, high)
+        if at < 0:
+            return None
+        high = at
+        comma = _last_byte(body, at)
+        if comma < 1 or body[comma] != ord(","):
+            continue
+        close = _last_byte(body, comma)
+        if close >= 0 and body[close] == ord("]") and _parses_as(b"{" + body[at:end], after):
+            return close
+    return None
+
+
+def _parses_as(text: bytes, expected: dict[str, Any]) -> bool:
+    try:
+        return bool(orjson.loads(text) == expected)
+    except orjson.JSONDecodeError:
+        return False
