@@ -18,6 +18,7 @@ from runguard.proxy.adapters import gemini_replies
 from runguard.proxy.adapters.base import RequestContext, StopNotice, Synthetic
 from runguard.proxy.adapters.conversation import Conversation, failed_request, last_index
 from runguard.proxy.adapters.handoffs import handoffs_of
+from runguard.proxy.adapters.history import read_conversation
 from runguard.proxy.adapters.jsonish import (
     JsonArrayItems,
     as_dict,
@@ -65,20 +66,39 @@ def _is_model(content: Any) -> bool:
 
 
 def read_contents(talk: Conversation, contents: Any) -> None:
-    """Report the `contents` to `talk`, the ones before the last model turn first and in one pass.
-
-    An agent loop resends its whole history with every request, so this loop
-    is most of what a long conversation costs beyond its JSON parse. Before the
-    last model turn, model turns and tool results are only counted, locally,
-    and reported at once (`Conversation.earlier_turns`): no `ToolCall` or part
-    list built, no call into `talk` but for user text. The result is
-    `read_contents_forgiving`'s, which a property test holds.
-    """
+    """Report the `contents` to `talk`, the ones before the last model turn first and in one pass."""
     listed = as_list(contents)
     tail = max(last_index(listed, _is_model), 0)
+    _count_earlier(talk, listed, 0, tail)
+    _read_tail(talk, listed, tail)
+
+
+def keep_contents(talk: Conversation, listed: list[Any], resumed: bool) -> Conversation | None:
+    """`read_contents`, and the conversation of all contents read as earlier turns (`history.ItemsReader`)."""
+    tail = last_index(listed, _is_model)
+    if resumed and tail < 0:
+        return None
+    tail = max(tail, 0)
+    _count_earlier(talk, listed, 0, tail)
+    kept = talk.copy()
+    _count_earlier(kept, listed, tail, len(listed))
+    _read_tail(talk, listed, tail)
+    return kept
+
+
+def _count_earlier(talk: Conversation, listed: list[Any], start: int, stop: int) -> None:
+    """Report `listed[start:stop]`, contents before the last model turn, in one pass.
+
+    An agent loop resends its whole history with every request, so this loop
+    is most of what a long conversation costs beyond its JSON parse. Model
+    turns and tool results are only counted, locally, and reported at once
+    (`Conversation.earlier_turns`): no `ToolCall` or part list built, no call
+    into `talk` but for user text. The result is `read_contents_forgiving`'s,
+    which a property test holds.
+    """
     count = chars = turns = 0
     names: dict[str, str] = {}
-    for index in range(tail):
+    for index in range(start, stop):
         raw = listed[index]
         content = raw if type(raw) is dict else {}
         parts = content.get("parts")
@@ -94,8 +114,11 @@ def read_contents(talk: Conversation, contents: Any) -> None:
         if text or not results:
             talk.user(text)
     talk.earlier_turns(count, chars, turns, names)  # all zero when there is no earlier turn
-    for raw in listed[tail:]:
-        _read_content(talk, raw, earlier=False)
+
+
+def _read_tail(talk: Conversation, listed: list[Any], start: int) -> None:
+    for index in range(start, len(listed)):
+        _read_content(talk, listed[index], earlier=False)
 
 
 def _count_model_turn(parts: list[Any], names: dict[str, str]) -> int:
@@ -332,14 +355,13 @@ class GeminiAdapter:
     api = Api.GEMINI
 
     def parse_request(self, body: bytes, ctx: RequestContext) -> RequestInfo:
-        data, problem = load_object(body)
-        if data is None:
-            return failed_request(self.api, problem)
-        talk = Conversation()
+        read = read_conversation(body, ctx.history, self.api.value, "contents", keep_contents, read_contents)
+        if isinstance(read, str):
+            return failed_request(self.api, read)
+        data, talk = read
         system = pick(data, "systemInstruction", "system_instruction")
         if system is not None:
-            talk.system(_text(_parts(system)) if isinstance(system, dict) else as_str(system))
-        read_contents(talk, data.get("contents"))
+            talk.system(_text(_parts(system)) if isinstance(system, dict) else as_str(system), first=True)
         model = (ctx.path_model or as_str(data.get("model"))).removeprefix("models/")
         config = as_dict(pick(data, "generationConfig", "generation_config"))
         return talk.info(

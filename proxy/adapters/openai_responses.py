@@ -19,6 +19,7 @@ from runguard.proxy.adapters import openai_replies
 from runguard.proxy.adapters.base import RequestContext, StopNotice, Synthetic
 from runguard.proxy.adapters.conversation import Conversation, failed_request, last_index
 from runguard.proxy.adapters.handoffs import handoffs_of
+from runguard.proxy.adapters.history import read_conversation
 from runguard.proxy.adapters.jsonish import (
     as_dict,
     as_int,
@@ -66,10 +67,34 @@ def read_input(talk: Conversation, items: Any) -> None:
         return
     listed = as_list(items)
     tail = last_index(listed, _is_assistant)
-    finished = _finished_items(listed, tail) if tail > 1 else 0  # a one-step request skips the scan
-    if finished:
-        _read_finished(talk, listed, finished)
-    for position in range(finished, len(listed)):
+    finished = (_turn_start(listed, tail) or 0) if tail > 1 else 0  # a one-step request skips the scan
+    _read_finished(talk, listed, 0, finished)
+    _read_rest(talk, listed, finished, tail)
+
+
+def keep_input(talk: Conversation, listed: list[Any], resumed: bool) -> Conversation | None:
+    """`read_input`, and the conversation of all items read as finished turns (`history.ItemsReader`)."""
+    tail = last_index(listed, _is_assistant)
+    if resumed:
+        if tail < 0:
+            return None
+        start = _turn_start(listed, tail)
+        if start is None and talk.in_assistant:  # the last turn began among the items before these
+            return None
+        # With no assistant item since the last user message or tool result before these items, reading
+        # those that follow that one as finished (as the checkpoint did) reads them as `_read_item` would.
+        finished = start or 0
+    else:
+        finished = (_turn_start(listed, tail) or 0) if tail > 1 else 0
+    _read_finished(talk, listed, 0, finished)
+    kept = talk.copy()
+    _read_finished(kept, listed, finished, len(listed))
+    _read_rest(talk, listed, finished, tail)
+    return kept
+
+
+def _read_rest(talk: Conversation, listed: list[Any], start: int, tail: int) -> None:
+    for position in range(start, len(listed)):
         _read_item(talk, listed[position], earlier=position < tail)
 
 
@@ -84,13 +109,13 @@ def read_input_forgiving(talk: Conversation, items: Any) -> None:
         _read_item(talk, raw, earlier=position < tail)
 
 
-def _finished_items(listed: list[Any], tail: int) -> int:
-    """How many leading items belong to turns that ended before the last assistant turn (`tail`).
+def _turn_start(listed: list[Any], tail: int) -> int | None:
+    """The last user message or tool result before the last assistant turn (`tail`); None if none.
 
     Consecutive assistant items make one turn, so the last turn may begin
     before `tail`, but not before the last user message or tool result
     preceding it: those end a turn (see `_read_item`). The items before that
-    one are finished (a short request has none: no work spent on them).
+    one belong to finished turns.
     """
     for index in range(tail - 1, -1, -1):
         raw = listed[index]
@@ -101,11 +126,11 @@ def _finished_items(listed: list[Any], tail: int) -> int:
             return index
         if kind in ("function_call_output", "custom_tool_call_output"):
             return index
-    return 0
+    return None
 
 
-def _read_finished(talk: Conversation, listed: list[Any], finished: int) -> None:
-    """Read the items of finished turns (`listed[:finished]`) the way `_read_item` would, in one pass.
+def _read_finished(talk: Conversation, listed: list[Any], start: int, stop: int) -> None:
+    """Read the items of finished turns (`listed[start:stop]`) the way `_read_item` would, in one pass.
 
     This loop is most of what a long conversation costs beyond its JSON parse,
     so the shapes every SDK sends are counted locally and reported at once
@@ -116,8 +141,10 @@ def _read_finished(talk: Conversation, listed: list[Any], finished: int) -> None
     """
     count = chars = turns = 0
     names: dict[str, str] = {}
+    if start >= stop:
+        return
     in_assistant = talk.in_assistant
-    for index in range(finished):
+    for index in range(start, stop):
         item = listed[index]
         kind = item.get("type", "message") if type(item) is dict else None
         said: int | None = None  # the characters of an assistant item of a usual shape
@@ -323,14 +350,13 @@ class ResponsesAdapter:
     api = Api.RESPONSES
 
     def parse_request(self, body: bytes, ctx: RequestContext) -> RequestInfo:
-        data, problem = load_object(body)
-        if data is None:
-            return failed_request(self.api, problem)
-        talk = Conversation()
+        read = read_conversation(body, ctx.history, self.api.value, "input", keep_input, read_input)
+        if isinstance(read, str):
+            return failed_request(self.api, read)
+        data, talk = read
         instructions = data.get("instructions")
         if isinstance(instructions, str):
-            talk.system(instructions)
-        read_input(talk, data.get("input"))
+            talk.system(instructions, first=True)
         previous = data.get("previous_response_id")
         return talk.info(
             api=self.api,
