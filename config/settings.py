@@ -28,6 +28,14 @@ class ServerSettings(_Section):
     shutdown_grace_seconds: float = Field(
         30.0, ge=0, description="How long a graceful shutdown waits for in-flight streams to finish."
     )
+    history_cache_mb: int = Field(
+        32,
+        ge=0,
+        description=(
+            "Memory for reading long conversations from where their last request left off (each request of "
+            "an agent loop resends its history; only the new turns are parsed). 0 reads every request whole."
+        ),
+    )
 
 
 class UpstreamSettings(_Section):

@@ -18,6 +18,7 @@ from aiohttp import web
 from runguard.config.settings import Settings
 from runguard.detectors.base import Detector
 from runguard.proxy.access_log import AccessLog
+from runguard.proxy.adapters.history import HistoryCache
 from runguard.proxy.admin import STORE_READER, AdminApi
 from runguard.proxy.alerts import Alerts
 from runguard.proxy.guard import Guard
@@ -122,10 +123,13 @@ def create_app(
     tables = ModelTables(settings.pricing_file, settings.models_file)
     salt = load_salt(settings.runs.key_salt.get_secret_value() if settings.runs.key_salt else None)
     guard = Guard(settings, backend, policy, tables, sink or DiscardSink(), observer, clock)
-    context = ProxyContext(settings, guard, Upstreams(settings.upstreams), KeyHasher(salt), observer, set())
+    history = HistoryCache(settings.server.history_cache_mb << 20) if settings.server.history_cache_mb else None
+    context = ProxyContext(
+        settings, guard, Upstreams(settings.upstreams), KeyHasher(salt), observer, set(), history=history
+    )
     app[CONTEXT] = context
     app[STATE] = backend
-    metrics.watch(sink, lambda: guard.degraded_since is not None)
+    metrics.watch(sink, lambda: guard.degraded_since is not None, history)
     app.middlewares.append(metrics.middleware)
 
     async def lifetime(app: web.Application) -> AsyncIterator[None]:

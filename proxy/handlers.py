@@ -24,6 +24,7 @@ from runguard.config.settings import Settings
 from runguard.detectors.frozen import frozen
 from runguard.proxy.adapters import adapter_for
 from runguard.proxy.adapters.base import Adapter, RequestContext, Synthetic
+from runguard.proxy.adapters.history import HistoryCache, HistorySlot
 from runguard.proxy.codec import BodyTooLarge, decode_body
 from runguard.proxy.errors import UpstreamError, UpstreamTimeout
 from runguard.proxy.events import Api, Provider, ResponseInfo
@@ -54,6 +55,7 @@ class ProxyContext:
     observer: Observer
     background: set[asyncio.Task[None]]
     reading: set[asyncio.Task[Any]] = field(default_factory=set)  # handlers still receiving a request body
+    history: HistoryCache | None = None  # checkpoints of long conversations (None: every request read whole)
     stopping: asyncio.Event = field(default_factory=asyncio.Event)  # set when the server begins to stop
 
     def spawn(self, coro: Coroutine[Any, Any, None]) -> None:
@@ -183,9 +185,14 @@ async def _guarded(
         decoded = decode_body(body, request.headers.get("Content-Encoding"), settings.server.max_body_bytes)
     except BodyTooLarge as exc:
         return provider_error(route.provider, 413, f"RunGuard: {exc}", "request_too_large")
+    header_run = request.headers.get(settings.runs.run_header)
+    body_read = decoded or b""
+    history = ctx.history
+    slot = None
+    if history is not None and len(body_read) >= history.min_body:
+        slot = HistorySlot(history, key_hash, header_run or "")
     info = adapter.parse_request(
-        decoded or b"",
-        RequestContext(route.model, request.headers.get(settings.runs.agent_header), route.stream),
+        body_read, RequestContext(route.model, request.headers.get(settings.runs.agent_header), route.stream, {}, slot)
     )
     if decoded is None or info.parse_error:
         ctx.observer.parse_error(route.api.value)
@@ -195,7 +202,7 @@ async def _guarded(
         info,
         body=decoded,
         key_hash=key_hash,
-        header_run=request.headers.get(settings.runs.run_header),
+        header_run=header_run,
         tight=tightening_from(request.headers),
     )
     if ticket.answer is not None:

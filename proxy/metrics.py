@@ -45,6 +45,7 @@ from prometheus_client import CollectorRegistry
 from prometheus_client.exposition import CONTENT_TYPE_PLAIN_0_0_4, generate_latest
 from prometheus_client.metrics_core import CounterMetricFamily, GaugeMetricFamily, HistogramMetricFamily, Metric
 
+from runguard.proxy.adapters.history import HistoryCache
 from runguard.proxy.records import RequestRecord, TripRecord
 from runguard.proxy.routes import resolve
 
@@ -116,11 +117,12 @@ def _histogram(
 
 
 class _Live:
-    """Values read at scrape time: the record sink's backlog and drops, the guard's health."""
+    """Values read at scrape time: the record sink's backlog and drops, the guard's health, the history cache."""
 
-    def __init__(self, sink: object, degraded: Callable[[], bool]) -> None:
+    def __init__(self, sink: object, degraded: Callable[[], bool], history: HistoryCache | None) -> None:
         self._sink = sink
         self._degraded = degraded
+        self._history = history
 
     def collect(self) -> Iterable[Metric]:
         backlog = _number(self._sink, "backlog")
@@ -131,6 +133,16 @@ class _Live:
             yield CounterMetricFamily("runguard_store_dropped", "Records dropped: store queue full.", value=dropped)
         degraded = 1.0 if self._degraded() else 0.0
         yield GaugeMetricFamily("runguard_state_degraded", "1 while the state backend is failing.", value=degraded)
+        if self._history is not None:
+            reads = ((("resumed",), self._history.resumed), (("whole",), self._history.whole))
+            yield _counter(
+                "runguard_long_requests_total",
+                "Long requests read from where the run's last request left off (resumed), or whole.",
+                ("read",),
+                reads,
+            )
+            held = self._history.weight
+            yield GaugeMetricFamily("runguard_history_cache_bytes", "Bytes of conversation checkpoints.", value=held)
 
 
 class Metrics:
@@ -159,9 +171,10 @@ class Metrics:
         self.registry = CollectorRegistry()
         self.registry.register(self)
 
-    def watch(self, sink: object, degraded: Callable[[], bool]) -> None:
-        """Expose the record sink's `backlog`/`dropped` (if it has them) and the state health at scrape time."""
-        self.registry.register(_Live(sink, degraded))
+    def watch(self, sink: object, degraded: Callable[[], bool], history: HistoryCache | None = None) -> None:
+        """Expose the record sink's `backlog`/`dropped` (if it has them), the state health and the history
+        cache's counts at scrape time."""
+        self.registry.register(_Live(sink, degraded, history))
 
     # -- Observer ---------------------------------------------------------------------------
 

@@ -36,9 +36,9 @@ from runguard.proxy.adapters.conversation import Conversation
 from runguard.proxy.adapters.jsonish import load_object
 
 MIN_BODY = 32 * 1024  # bytes: a shorter request is read whole (its parse costs less than the bookkeeping)
-HEAD_BYTES = 4096  # how much of a body picks its entry (with the API key and run header)
+HEAD_BYTES = 4096  # how much of a body picks its entry (with the API key and run header); < MIN_BODY
 PER_ENTRY = 4  # checkpoints kept per entry: runs that share a start (no run header, same prompt)
-MAX_TRIES = 4  # places tried for the end of the array before giving up on a checkpoint
+MAX_TRIES = 4  # places `],"key"` tried for the end of the array before giving up on a checkpoint
 _ITEMS = "\x00runguard-items"  # the key the new items are parsed under (no provider's)
 _OPEN = b'{"\\u0000runguard-items":[0'  # ... followed by `,item,item],"key":value}`
 _SPACE = b" \t\r\n"
@@ -68,8 +68,9 @@ class Resumed:
 class HistoryCache:
     """Checkpoints of recent long requests, least recently used dropped first, `max_bytes` at most."""
 
-    def __init__(self, max_bytes: int) -> None:
+    def __init__(self, max_bytes: int, min_body: int = MIN_BODY) -> None:
         self.max_bytes = max_bytes
+        self.min_body = min_body  # a shorter body is read whole
         self._entries: OrderedDict[tuple[str, ...], list[Checkpoint]] = OrderedDict()
         self._weight = 0
         self.resumed = 0  # long requests read from a checkpoint
@@ -123,7 +124,10 @@ class HistorySlot:
     run: str  # the run header, or ""
 
     def key_of(self, api: str, body: bytes) -> tuple[str, ...]:
-        return (self.key_hash, api, self.run, xxhash.xxh3_64_hexdigest(memoryview(body)[:HEAD_BYTES]))
+        """The request's entry: its API key, API, run header, and how its body starts (the same for
+        every request of a run once it is long: those bytes precede its checkpoints)."""
+        start = memoryview(body)[: min(HEAD_BYTES, self.cache.min_body)]
+        return (self.key_hash, api, self.run, xxhash.xxh3_64_hexdigest(start))
 
 
 ItemsReader = Callable[[Conversation, list[Any], bool], Conversation | None]
@@ -146,7 +150,7 @@ def read_conversation(
     ever. A long one resumes from a checkpoint it starts with, if there is one,
     and leaves a checkpoint for the next request.
     """
-    if slot is None or len(body) < MIN_BODY:
+    if slot is None or len(body) < slot.cache.min_body:
         return _read_whole(body, array, read_whole)
     key = slot.key_of(api, body)
     point = slot.cache.find(key, body)
@@ -239,8 +243,8 @@ def _array_close(body: bytes, after: dict[str, Any]) -> int | None:
         needle = orjson.dumps(next(iter(after)))
     except TypeError:
         return None
-    high = end
-    for _ in range(MAX_TRIES):
+    high, tries = end, MAX_TRIES
+    while tries:
         at = body.rfind(needle, 0, high)
         if at < 0:
             return None
@@ -249,8 +253,11 @@ def _array_close(body: bytes, after: dict[str, Any]) -> int | None:
         if comma < 1 or body[comma] != ord(","):
             continue
         close = _last_byte(body, comma)
-        if close >= 0 and body[close] == ord("]") and _parses_as(b"{" + body[at:end], after):
+        if close < 0 or body[close] != ord("]"):
+            continue
+        if _parses_as(b"{" + body[at:end], after):
             return close
+        tries -= 1
     return None
 
 
