@@ -1,6 +1,7 @@
 """Instructions per request of whole server processes, over HTTP: the CPU target without the noise.
 
-    python -m bench.server_instructions [--api chat|responses|gemini|all] [--stream] [--size small|large|long]
+    python -m bench.server_instructions [--api chat|responses|gemini|all] [--stream]
+                                        [--size small|large|long|growth]
                                         [--requests 200] [--compare DIR]
 
 `bench.instructions` counts the guard in-process; this counts what the CPU
@@ -12,9 +13,11 @@ warmed up, then through a burn-in counted and thrown away. Per scenario the
 counters are zeroed, `--requests` requests are sent one at a time (each its
 own run), the after-work (the last batch of records) is given time to finish,
 and the counters are dumped: instructions per request, and the ratio to the
-pass-through's. Handler, relay and aiohttp changes show here, where
-`bench.instructions` does not see them. `--compare DIR` adds RunGuard from
-another checkout (a git worktree) beside this one.
+pass-through's. `--size growth` sends one run instead, its conversation a tool
+turn longer every request (steps 0 to `--requests`, as `bench.run`'s growth
+run): the average over a run whose history grows. Handler, relay and aiohttp
+changes show here, where `bench.instructions` does not see them. `--compare DIR`
+adds RunGuard from another checkout (a git worktree) beside this one.
 
 Instructions are not CPU time: the kernel's work (the sockets, the same for
 every server) is not in them, so these ratios are higher than `bench.run`'s
@@ -34,7 +37,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
-from bench import load, proxy_setup
+from bench import load, payloads, proxy_setup
 from bench.payloads import APIS, SIZES, Api
 from bench.procs import Service, Services, free_port
 
@@ -47,6 +50,7 @@ BURN_IN = 100  # requests counted and thrown away before the first count (see `_
 FLUSH_INTERVAL = 5.0
 SETTLE = FLUSH_INTERVAL + 1.0  # seconds after a scenario's last answer: its last batch is written
 START_TIMEOUT = 180.0  # a server under valgrind takes tens of seconds to import
+GROWTH = "growth"  # a "size": one run of `--requests` requests whose conversation grows every request
 
 
 @dataclass(frozen=True)
@@ -122,11 +126,17 @@ def _start_proxy(services: Services, tmp: Path, upstream: str, name: str, frame:
 
 
 async def _send(url: str, scenario: Scenario, requests: int, prefix: str) -> None:
-    """`requests` requests one at a time, each its own run; any answer but 200 stops the count."""
-    client = load.Client({"api": scenario.api, "stream": scenario.stream, "size": scenario.size, "targets": []})
+    """`requests` requests one at a time, each its own run (with `growth`: one run whose conversation
+    grows a tool turn per request, as the growth scenario of `bench.run`); any answer but 200 stops the count."""
+    growth = scenario.size == GROWTH
+    size = "small" if growth else scenario.size
+    client = load.Client({"api": scenario.api, "stream": scenario.stream, "size": size, "targets": []})
     async with load.new_session(1) as session:
         for i in range(requests):
             body, headers = client.next_request(f"{prefix}-{i}")
+            if growth:
+                body = payloads.conversation_request(scenario.api, i, scenario.stream)
+                headers = {**headers, "X-Run-Id": prefix, "x-bench-variant": str(i)}
             sample = await load.send(session, url + client.path, body, headers)
             if sample.status != 200:
                 raise RuntimeError(f"{url}: {scenario.label} answered {sample.status} (trip: {sample.trip})")
@@ -169,7 +179,9 @@ def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--api", choices=(*APIS, "all"), default="all")
     parser.add_argument("--stream", action="store_true", help="streamed requests only (default: whole and streamed)")
-    parser.add_argument("--size", choices=SIZES, default="small")
+    parser.add_argument(
+        "--size", choices=(*SIZES, GROWTH), default="small", help="growth: one run growing a tool turn per request"
+    )
     parser.add_argument("--requests", type=int, default=200)
     parser.add_argument("--compare", type=Path, help="also count RunGuard from this checkout (e.g. a git worktree)")
     args = parser.parse_args(argv)
