@@ -15,6 +15,9 @@ from typing import Any
 import httpx
 import openai
 import orjson
+import pytest
+from google import genai
+from google.genai import types
 
 from runguard.proxy.records import RequestRecord
 from tests.e2e import payloads
@@ -110,3 +113,79 @@ async def test_a_long_loop_trips_the_same_read_from_checkpoints_or_whole(tmp_pat
 def _counter(metrics: str, name: str) -> float:
     line = next(line for line in metrics.splitlines() if line.startswith(name))
     return float(line.rsplit(" ", 1)[1])
+
+
+STEPS = 30  # with 1.5 KB results a loop passes the 32 KB checkpoint size after about 20 steps
+
+
+def _pages(received: Received) -> int:
+    text = received.body.decode()
+    return text.count("page-result")
+
+
+async def _responses_loop(proxy_url: str) -> None:
+    """openai SDK, Responses: each step resends `input` with the last call and its output appended."""
+    client = openai.AsyncOpenAI(base_url=proxy_url + "/v1", api_key="sk-test-long", max_retries=0)
+    items: list[Any] = [{"role": "user", "content": "Read the whole book."}]
+    for _ in range(STEPS):
+        response = await client.responses.create(
+            model="gpt-4o", instructions="You read a book.", input=items, extra_headers={"X-Run-Id": "run-resp"}
+        )
+        for item in response.output:
+            items.append(item.model_dump(exclude_none=True))
+            if item.type == "function_call":
+                items.append(
+                    {
+                        "type": "function_call_output",
+                        "call_id": item.call_id,
+                        "output": f"page-result {len(items)} {PAGE}",
+                    }
+                )
+    await client.close()
+
+
+async def _gemini_loop(proxy_url: str) -> None:
+    """google-genai: each step resends `contents` with the model's call and the function response appended."""
+    client = genai.Client(api_key="test-gemini-key", http_options=types.HttpOptions(base_url=proxy_url))
+    contents: list[types.Content] = [types.Content(role="user", parts=[types.Part(text="Read the whole book.")])]
+    config = types.GenerateContentConfig(system_instruction="You read a book.")
+    for _ in range(STEPS):
+        result = await client.aio.models.generate_content(model="gemini-2.5-flash", contents=contents, config=config)
+        assert result.candidates and result.candidates[0].content
+        contents.append(result.candidates[0].content)
+        contents.append(
+            types.Content(
+                role="user",
+                parts=[
+                    types.Part.from_function_response(
+                        name="read_page", response={"text": f"page-result {len(contents)} {PAGE}"}
+                    )
+                ],
+            )
+        )
+
+
+def _next_call(received: Received) -> Reply:
+    step = _pages(received)
+    if received.path.endswith("/responses"):
+        calls = [(f"call_{step}", "read_page", orjson.dumps({"page": step}).decode())]
+        return Reply.json(payloads.response_object(calls=calls))
+    return Reply.json(payloads.gemini_response(calls=[("read_page", {"page": step})]))
+
+
+@pytest.mark.parametrize("api", ["responses", "gemini"])
+async def test_sdk_loops_are_read_from_checkpoints_once_long(api: str) -> None:
+    """What the SDKs resend is byte for byte what they sent before, so every long request resumes."""
+    upstream = await FakeUpstream(_next_call).start()
+    settings = settings_for(upstream.url, log={"access_log": False})
+    running = await start_proxy(settings)
+    try:
+        await (_responses_loop if api == "responses" else _gemini_loop)(running.url)
+        metrics = await metrics_of(running.url)
+    finally:
+        await running.stop()
+        await upstream.stop()
+    long = sum(1 for r in upstream.received if len(r.body) >= 32 * 1024)
+    assert long >= 5
+    assert _counter(metrics, 'runguard_long_requests_total{read="whole"}') == 1  # the first long one only
+    assert _counter(metrics, 'runguard_long_requests_total{read="resumed"}') == long - 1
