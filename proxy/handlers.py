@@ -191,9 +191,8 @@ async def _guarded(
     slot = None
     if history is not None and len(body_read) >= history.min_body:
         slot = HistorySlot(history, key_hash, header_run or "")
-    info = adapter.parse_request(
-        body_read, RequestContext(route.model, request.headers.get(settings.runs.agent_header), route.stream, {}, slot)
-    )
+    agent = request.headers.get(settings.runs.agent_header)
+    info = adapter.parse_request(body_read, RequestContext(route.model, agent, route.stream, history=slot))
     if decoded is None or info.parse_error:
         ctx.observer.parse_error(route.api.value)
         return await _passthrough(request, ctx, route, body)
