@@ -139,10 +139,10 @@ def _read_finished(talk: Conversation, listed: list[Any], start: int, stop: int)
     assistant items make one turn. Anything else goes to `_read_item`, the
     counts so far handed over first.
     """
-    count = chars = turns = 0
-    names: dict[str, str] = {}
     if start >= stop:
         return
+    count = chars = turns = 0
+    names: dict[str, str] = {}
     in_assistant = talk.in_assistant
     for index in range(start, stop):
         item = listed[index]
