@@ -196,3 +196,20 @@ def test_a_body_whose_array_end_cannot_be_placed_keeps_no_checkpoint() -> None:
     assert place(b'{"messages":[],"model":"m"}', {}, {"model": "m"}, kept) is None  # nothing to resume from
     assert place(b'{"messages":[{}],"model":"m"}', {}, {"model": "x"}, kept) is None  # the rest is not `after`
     assert place(b'{"messages":[{}],"model":"m"}', {}, {"model": "m"}, kept) is not None
+
+
+def test_a_last_item_whose_bytes_go_on_is_not_taken_for_a_finished_one() -> None:
+    """A number ends where the next byte says: `5` may go on as `55` or `5.5` behind the same bytes."""
+    adapter = ChatAdapter()
+    head = orjson.dumps({"messages": chat_loop(3), "model": "m"})
+    cut = head.index(b'],"model"')
+    turn = orjson.dumps([{"role": "assistant", "content": "ok"}, {"role": "user", "content": "go on"}])[1:-1]
+    for last, resumed in ((b"5", 1), (b"55", 0), (b"5.5", 0), (b"5e1", 0), (b"50", 0)):
+        cache = HistoryCache(1 << 20, min_body=0)
+        slot = HistorySlot(cache, "k_test", "run-1")
+        first = head[:cut] + b",5" + head[cut:]
+        assert adapter.parse_request(first, RequestContext(history=slot)).parse_error is None
+        second = head[:cut] + b"," + last + b"," + turn + head[cut:]
+        got = adapter.parse_request(second, RequestContext(history=slot))
+        assert got.parse_error is None and got == adapter.parse_request(second, RequestContext()), last
+        assert (cache.resumed, cache.whole) == (resumed, 2 - resumed), last  # whole when the item went on
