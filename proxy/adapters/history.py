@@ -42,6 +42,7 @@ MAX_TRIES = 4  # places `],"key"` tried for the end of the array before giving u
 _ITEMS = "\x00runguard-items"  # the key the new items are parsed under (no provider's)
 _OPEN = b'{"\\u0000runguard-items":[0'  # ... followed by `,item,item],"key":value}`
 _SPACE = b" \t\r\n"
+Hasher = xxhash.xxh3_128
 
 
 @frozen
@@ -83,16 +84,19 @@ class HistoryCache:
     def weight(self) -> int:
         return self._weight
 
-    def find(self, key: tuple[str, ...], body: bytes) -> Checkpoint | None:
-        """The latest checkpoint under `key` that `body` starts with (same bytes up to its length)."""
+    def find(self, key: tuple[str, ...], body: bytes) -> tuple[Checkpoint, Hasher] | None:
+        """The latest checkpoint under `key` that `body` starts with (same bytes up to its length),
+        and the hash of those bytes, to hash on from (the next checkpoint's lies further on)."""
         found = self._entries.get(key)
         if not found:
             return None
         self._entries.move_to_end(key)
         view = memoryview(body)
         for point in reversed(found):
-            if point.length < len(body) and xxhash.xxh3_128_digest(view[: point.length]) == point.digest:
-                return point
+            if point.length < len(body):
+                hasher = xxhash.xxh3_128(view[: point.length])
+                if hasher.digest() == point.digest:
+                    return point, hasher
         return None
 
     def keep(self, key: tuple[str, ...], point: Checkpoint | None, replaces: Checkpoint | None = None) -> None:
@@ -153,12 +157,14 @@ def read_conversation(
     if slot is None or len(body) < slot.cache.min_body:
         return _read_whole(body, array, read_whole)
     key = slot.key_of(api, body)
-    point = slot.cache.find(key, body)
-    resumed = resume(body, point, array) if point is not None else None
-    if resumed is not None:
+    found = slot.cache.find(key, body)
+    resumed = resume(body, found[0], array) if found is not None else None
+    if found is not None and resumed is not None:
+        point, hashed = found
         kept = read_items(resumed.talk, resumed.items, True)
         if kept is not None:
-            slot.cache.keep(key, place(body, resumed.head, resumed.after, kept), replaces=point)
+            next_point = place(body, resumed.head, resumed.after, kept, (point.length, hashed))
+            slot.cache.keep(key, next_point, replaces=point)
             slot.cache.resumed += 1
             return {**resumed.head, **resumed.after}, resumed.talk
     slot.cache.whole += 1
@@ -204,9 +210,16 @@ def resume(body: bytes, point: Checkpoint, array: str) -> Resumed | None:
     return Resumed(point.head, data, items[1:], point.earlier.copy())
 
 
-def place(body: bytes, head: dict[str, Any], after: dict[str, Any], earlier: Conversation) -> Checkpoint | None:
+def place(
+    body: bytes,
+    head: dict[str, Any],
+    after: dict[str, Any],
+    earlier: Conversation,
+    hashed: tuple[int, Hasher] | None = None,
+) -> Checkpoint | None:
     """A checkpoint at the end of the last item of the array between the top-level keys `head` and
-    `after` (None if it cannot be placed).
+    `after` (None if it cannot be placed). `hashed`: the hash of the body's first bytes, and how
+    many (the checkpoint this body was read from): hashing goes on from there.
 
     The array's last item ends before the `]` that is followed by the first
     key of `after` (or by the body's closing brace). That key's name may also
@@ -220,7 +233,14 @@ def place(body: bytes, head: dict[str, Any], after: dict[str, Any], earlier: Con
     if length == 0 or body[length - 1] == ord("["):  # an empty array: nothing to resume from
         return None
     weight = 256 + len(orjson.dumps(head)) + earlier.weight()
-    return Checkpoint(length, xxhash.xxh3_128_digest(memoryview(body)[:length]), head, earlier, weight)
+    view = memoryview(body)
+    if hashed is not None and hashed[0] <= length:
+        done, hasher = hashed
+        hasher.update(view[done:length])
+        digest = hasher.digest()
+    else:
+        digest = xxhash.xxh3_128_digest(view[:length])
+    return Checkpoint(length, digest, head, earlier, weight)
 
 
 def _last_byte(body: bytes, before: int) -> int:
