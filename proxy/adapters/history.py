@@ -158,13 +158,13 @@ def read_conversation(
         return _read_whole(body, array, read_whole)
     key = slot.key_of(api, body)
     found = slot.cache.find(key, body)
-    resumed = resume(body, found[0], array) if found is not None else None
-    if found is not None and resumed is not None:
+    if found is not None:
         point, hashed = found
-        kept = read_items(resumed.talk, resumed.items, True)
-        if kept is not None:
-            next_point = place(body, resumed.head, resumed.after, kept, (point.length, hashed))
-            slot.cache.keep(key, next_point, replaces=point)
+        resumed = resume(body, point, array)
+        kept = read_items(resumed.talk, resumed.items, True) if resumed is not None else None
+        if resumed is not None and kept is not None:
+            following = place(body, resumed.head, resumed.after, kept, (point.length, hashed))
+            slot.cache.keep(key, following, replaces=point)
             slot.cache.resumed += 1
             return {**resumed.head, **resumed.after}, resumed.talk
     slot.cache.whole += 1
