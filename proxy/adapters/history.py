@@ -154,26 +154,25 @@ def read_conversation(
     ever. A long one resumes from a checkpoint it starts with, if there is one,
     and leaves a checkpoint for the next request.
     """
-    if slot is None or len(body) < slot.cache.min_body:
-        return _read_whole(body, array, read_whole)
-    key = slot.key_of(api, body)
-    found = slot.cache.find(key, body)
-    if found is not None:
-        point, hashed = found
-        resumed = resume(body, point, array)
-        kept = read_items(resumed.talk, resumed.items, True) if resumed is not None else None
-        if resumed is not None and kept is not None:
-            following = place(body, resumed.head, resumed.after, kept, (point.length, hashed))
-            slot.cache.keep(key, following, replaces=point)
-            slot.cache.resumed += 1
-            return {**resumed.head, **resumed.after}, resumed.talk
-    slot.cache.whole += 1
+    key = slot.key_of(api, body) if slot is not None and len(body) >= slot.cache.min_body else None
+    if slot is not None and key is not None:
+        found = slot.cache.find(key, body)
+        if found is not None:
+            point, hashed = found
+            resumed = resume(body, point, array)
+            kept = read_items(resumed.talk, resumed.items, True) if resumed is not None else None
+            if resumed is not None and kept is not None:
+                following = place(body, resumed.head, resumed.after, kept, (point.length, hashed))
+                slot.cache.keep(key, following, replaces=point)
+                slot.cache.resumed += 1
+                return {**resumed.head, **resumed.after}, resumed.talk
+        slot.cache.whole += 1
     data, problem = load_object(body)
     if data is None:
         return problem or "unreadable"
     talk = Conversation()
     raw = data.get(array)
-    if type(raw) is not list:
+    if slot is None or key is None or type(raw) is not list:
         read_whole(talk, raw)
         return data, talk
     kept = read_items(talk, raw, False)
@@ -182,17 +181,6 @@ def read_conversation(
     at = keys.index(array)
     head = {k: data[k] for k in keys[:at]}
     slot.cache.keep(key, place(body, head, {k: data[k] for k in keys[at + 1 :]}, kept))
-    return data, talk
-
-
-def _read_whole(
-    body: bytes, array: str, read_whole: Callable[[Conversation, Any], None]
-) -> tuple[dict[str, Any], Conversation] | str:
-    data, problem = load_object(body)
-    if data is None:
-        return problem or "unreadable"
-    talk = Conversation()
-    read_whole(talk, data.get(array))
     return data, talk
 
 
