@@ -18,7 +18,7 @@ from runguard.proxy.adapters import gemini_replies
 from runguard.proxy.adapters.base import RequestContext, StopNotice, Synthetic
 from runguard.proxy.adapters.conversation import Conversation, failed_request, last_index
 from runguard.proxy.adapters.handoffs import handoffs_of
-from runguard.proxy.adapters.history import read_conversation
+from runguard.proxy.adapters.history import keep_turns, read_conversation
 from runguard.proxy.adapters.jsonish import (
     JsonArrayItems,
     as_dict,
@@ -75,15 +75,7 @@ def read_contents(talk: Conversation, contents: Any) -> None:
 
 def keep_contents(talk: Conversation, listed: list[Any], resumed: bool) -> Conversation | None:
     """`read_contents`, and the conversation of all contents read as earlier turns (`history.ItemsReader`)."""
-    tail = last_index(listed, _is_model)
-    if resumed and tail < 0:
-        return None
-    tail = max(tail, 0)
-    _count_earlier(talk, listed, 0, tail)
-    kept = talk.copy()
-    _count_earlier(kept, listed, tail, len(listed))
-    _read_tail(talk, listed, tail)
-    return kept
+    return keep_turns(talk, listed, resumed, _is_model, _count_earlier, _read_tail)
 
 
 def _count_earlier(talk: Conversation, listed: list[Any], start: int, stop: int) -> None:

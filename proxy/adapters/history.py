@@ -32,7 +32,7 @@ import orjson
 import xxhash
 
 from runguard.detectors.frozen import frozen
-from runguard.proxy.adapters.conversation import Conversation
+from runguard.proxy.adapters.conversation import Conversation, last_index
 from runguard.proxy.adapters.jsonish import load_object
 
 MIN_BODY = 32 * 1024  # bytes: a shorter request is read whole (its parse costs less than the bookkeeping)
@@ -138,6 +138,29 @@ ItemsReader = Callable[[Conversation, list[Any], bool], Conversation | None]
 """Reads a conversation array's items into a conversation and returns the conversation of them all read
 as earlier turns (the next checkpoint's). With `resumed` the conversation holds the items before them, and
 None (nothing read) says the last turn is not among the new items."""
+
+Span = Callable[[Conversation, list[Any], int, int], None]
+
+
+def keep_turns(
+    talk: Conversation,
+    items: list[Any],
+    resumed: bool,
+    is_turn: Callable[[Any], bool],
+    count_earlier: Span,
+    read_tail: Callable[[Conversation, list[Any], int], None],
+) -> Conversation | None:
+    """An `ItemsReader` for an API whose last turn begins at its last assistant item (`is_turn`):
+    items before it are counted (`count_earlier` over a span), the rest read (`read_tail` from an index)."""
+    tail = last_index(items, is_turn)
+    if resumed and tail < 0:
+        return None
+    tail = max(tail, 0)
+    count_earlier(talk, items, 0, tail)
+    kept = talk.copy()
+    count_earlier(kept, items, tail, len(items))
+    read_tail(talk, items, tail)
+    return kept
 
 
 def read_conversation(

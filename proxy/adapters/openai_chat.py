@@ -16,7 +16,7 @@ from runguard.proxy.adapters import openai_replies
 from runguard.proxy.adapters.base import RequestContext, StopNotice, Synthetic
 from runguard.proxy.adapters.conversation import Conversation, failed_request, last_index
 from runguard.proxy.adapters.handoffs import handoffs_of
-from runguard.proxy.adapters.history import read_conversation
+from runguard.proxy.adapters.history import keep_turns, read_conversation
 from runguard.proxy.adapters.jsonish import (
     as_dict,
     as_int,
@@ -203,14 +203,7 @@ def read_messages(talk: Conversation, raw: Any) -> None:
 
 def keep_messages(talk: Conversation, messages: list[Any], resumed: bool) -> Conversation | None:
     """`read_messages`, and the conversation of all `messages` read as earlier turns (`history.ItemsReader`)."""
-    tail = last_index(messages, _is_assistant)
-    if resumed and tail < 0:
-        return None
-    _count_earlier(talk, messages, 0, tail)
-    kept = talk.copy()
-    _count_earlier(kept, messages, max(tail, 0), len(messages))
-    _read_tail(talk, messages, max(tail, 0))
-    return kept
+    return keep_turns(talk, messages, resumed, _is_assistant, _count_earlier, _read_tail)
 
 
 def _count_earlier(talk: Conversation, messages: list[Any], start: int, stop: int) -> None:

@@ -67,7 +67,7 @@ def read_input(talk: Conversation, items: Any) -> None:
         return
     listed = as_list(items)
     tail = last_index(listed, _is_assistant)
-    finished = (_turn_start(listed, tail) or 0) if tail > 1 else 0  # a one-step request skips the scan
+    finished = _finished(listed, tail)
     _read_finished(talk, listed, 0, finished)
     _read_rest(talk, listed, finished, tail)
 
@@ -85,12 +85,17 @@ def keep_input(talk: Conversation, listed: list[Any], resumed: bool) -> Conversa
         # those that follow that one as finished (as the checkpoint did) reads them as `_read_item` would.
         finished = start or 0
     else:
-        finished = (_turn_start(listed, tail) or 0) if tail > 1 else 0
+        finished = _finished(listed, tail)
     _read_finished(talk, listed, 0, finished)
     kept = talk.copy()
     _read_finished(kept, listed, finished, len(listed))
     _read_rest(talk, listed, finished, tail)
     return kept
+
+
+def _finished(listed: list[Any], tail: int) -> int:
+    """How many leading items belong to finished turns (a one-step request skips the scan)."""
+    return (_turn_start(listed, tail) or 0) if tail > 1 else 0
 
 
 def _read_rest(talk: Conversation, listed: list[Any], start: int, tail: int) -> None:
