@@ -1,9 +1,10 @@
 -- A state batch, applied atomically and in order (runguard.proxy.state.redis).
 --
 -- KEYS[1..n]  the hashes of the scopes the batch touches, e.g. rg:{run:abc}
--- ARGV[1]     a JSON array, flat: first each key's TTL in milliseconds (refreshed after the ops),
---             then the ops, each the number of its scope's key (1..n), an opcode, a field and the
---             opcode's arguments:
+-- KEYS[n+1]   the batch's own marker, e.g. rg:{run:abc}:once:3f9a0c1d2e4b5a69 (a new name per batch)
+-- ARGV[1]     a JSON array, flat: first each key's TTL in milliseconds (the scopes' refreshed after
+--             the ops, the marker's set with it), then the ops, each the number of its scope's key
+--             (1..n), an opcode, a field and the opcode's arguments:
 --   a field amount                      Add: the sum, as a number
 --   p field keep flags count item...    Push (flags: 1 unique + 2 head): the window
 --   g field                             Get
@@ -20,9 +21,17 @@
 -- Results are the stored forms (false: absent) and the Python side decodes them. Numbers are
 -- summed here in Lua doubles, not with HINCRBYFLOAT (long double, rounded to 17 decimals), so
 -- a sum is bit for bit the one MemoryState computes.
+--
+-- The marker makes a batch run at most once. The client sends a call again when its connection
+-- broke before the reply came; if the batch had run, its additions and pushes would count twice.
+-- A batch whose marker is already there has run: it answers with an error and changes nothing.
 
 local results = {}
 local ops = cjson.decode(ARGV[1])
+local marker = #KEYS
+if not redis.call('SET', KEYS[marker], '1', 'NX', 'PX', ops[marker]) then
+  return redis.error_reply('runguard batch: already applied (sent again after a lost reply), not run twice')
+end
 local i = #KEYS + 1
 local n = #ops
 local S, W = 115, 119 -- string.byte('s'), string.byte('w')
@@ -119,7 +128,7 @@ while i <= n do
   end
 end
 
-for k = 1, #KEYS do
+for k = 1, marker - 1 do
   redis.call('PEXPIRE', KEYS[k], ops[k])
 end
 return results

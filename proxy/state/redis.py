@@ -20,11 +20,18 @@ is retried once at once (the usual case after a restart is a pooled socket
 the server closed), and later calls reconnect by themselves. A restart also
 empties Redis' script cache; NOSCRIPT (the script did not run) reloads it
 and runs the batch again.
+
+A retry cannot count twice. The connection may break after the batch ran and
+before its reply arrived; the call is then sent again, word for word. So each
+batch names a marker key of its own (random, expiring after `once_ttl`):
+the script sets it first, and a batch that finds it already set has run and
+changes nothing. That call fails as `StateUnavailable`, like any lost reply.
 """
 
 from __future__ import annotations
 
 import hashlib
+import os
 from collections.abc import Sequence
 from importlib.resources import files
 from typing import cast
@@ -91,11 +98,15 @@ class RedisState:
     The client must not decode responses: replies are read as bytes (hence the casts).
     """
 
-    def __init__(self, client: Redis, *, key_prefix: str, ttls: ScopeTtls | None = None) -> None:
+    def __init__(
+        self, client: Redis, *, key_prefix: str, ttls: ScopeTtls | None = None, once_ttl: float = 10.0
+    ) -> None:
+        """`once_ttl`: seconds a batch's marker lives; longer than a call and its retry take."""
         self._client = client
         self._prefix = key_prefix
         ttls = ttls or ScopeTtls()
         self._ttl_ms = {scope: max(1, round(ttls.of(scope) * 1000)) for scope in Scope}
+        self._once_ms = max(1, round(once_ttl * 1000))
         self._script = files("runguard.proxy.state").joinpath("batch.lua").read_bytes()
         self._sha = hashlib.sha1(self._script, usedforsecurity=False).hexdigest()
 
@@ -120,7 +131,9 @@ class RedisState:
             retry=Retry(ConstantBackoff(0.0), retries=1, supported_errors=(rexc.ConnectionError,)),
             health_check_interval=0,
         )
-        return cls(Redis.from_pool(pool), key_prefix=key_prefix, ttls=ttls)  # the client owns the pool: closed with it
+        client = Redis.from_pool(pool)  # the client owns the pool: closed with it
+        # A call and its retry each take at most about `timeout` to connect and as long to read.
+        return cls(client, key_prefix=key_prefix, ttls=ttls, once_ttl=max(10.0, 4 * timeout))
 
     @property
     def script_sha(self) -> str:
@@ -146,7 +159,8 @@ class RedisState:
             args.append(slot)
             _encode(op, args)
         keys = [self.key(scope, ids.of(scope)) for scope in slots]
-        args[:0] = [self._ttl_ms[scope] for scope in slots]
+        keys.append(f"{keys[0]}:once:{os.urandom(8).hex()}")  # the first key's hash tag: the same slot
+        args[:0] = [*(self._ttl_ms[scope] for scope in slots), self._once_ms]
         reply = await self._run_script(keys, orjson.dumps(args))
         return [_decode(raw) for raw in reply]
 
