@@ -237,6 +237,23 @@ async def test_ping(make: Make) -> None:
 
 
 @pytest.mark.redis
+async def test_a_batch_marker_outlives_a_slow_call_and_its_retry() -> None:
+    """With a long `state.timeout` a call and its retry take longer: the marker lives 4x the timeout."""
+    url = require_redis()
+    prefix = unique_name("rgtest_state")
+    state = redis_state(url, prefix, timeout=5.0)
+    client = aioredis.from_url(url)
+    try:
+        await run(state, Add(RUN, "n"))
+        (marker,) = [key for key in await prefix_keys(url, prefix) if b":once:" in key]
+        assert 10_000 < await client.pttl(marker) <= 20_000
+    finally:
+        await client.aclose()
+        await state.close()
+        await delete_prefix(url, prefix)
+
+
+@pytest.mark.redis
 async def test_redis_keys_are_hash_tagged_and_all_expire() -> None:
     url = require_redis()
     prefix = unique_name("rgtest_state")
