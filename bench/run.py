@@ -27,7 +27,7 @@ import time
 import urllib.error
 import urllib.request
 import uuid
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from typing import Any
 
 import orjson
@@ -63,16 +63,18 @@ class Plan:
     soak_concurrency: int
 
     @classmethod
-    def make(cls, quick: bool) -> Plan:
+    def make(cls, quick: bool, soak_requests: int | None = None) -> Plan:
         if quick:
-            return cls(20, 150, 5, 30, 40, 20, 6, 1.5, 2, 32, 300, ("chat",), 5_000, 1_000, 1_000, 8)
-        return cls(200, 2_000, 20, 200, 200, 20, 40, 5.0, 3, 32, 300, payloads.APIS, 100_000, 10_000, 10_000, 8)
+            plan = cls(20, 150, 5, 30, 40, 20, 6, 1.5, 2, 32, 300, ("chat",), 5_000, 1_000, 1_000, 8)
+        else:
+            plan = cls(200, 2_000, 20, 200, 200, 20, 40, 5.0, 3, 32, 300, payloads.APIS, 100_000, 10_000, 10_000, 8)
+        return plan if soak_requests is None else replace(plan, soak_requests=soak_requests)
 
 
 class Bench:
     def __init__(self, args: argparse.Namespace, tmp: Path, services: Services) -> None:
         self.args = args
-        self.plan = Plan.make(args.quick)
+        self.plan = Plan.make(args.quick, args.soak_requests)
         self.tmp = tmp
         self.services = services
         self.targets: dict[str, Service | None] = {}  # name -> process (None: direct to the upstream)
@@ -507,9 +509,15 @@ def main() -> None:
         metavar="VENV",
         help="also run the LiteLLM proxy from this virtual environment (pip install 'litellm[proxy]' there)",
     )
+    parser.add_argument(
+        "--soak-requests",
+        type=int,
+        metavar="N",
+        help="requests in the RSS soak (default 100000, 5000 with --quick; RSS settles after ~200000 here)",
+    )
     parser.add_argument("--out", type=Path, help="results file (default bench/results/<timestamp>.json)")
     args = parser.parse_args()
-    meta = _meta(args, Plan.make(args.quick))
+    meta = _meta(args, Plan.make(args.quick, args.soak_requests))
     started = time.monotonic()
     with tempfile.TemporaryDirectory(prefix="runguard-bench-") as tmp, Services(Path(tmp)) as services:
         bench = Bench(args, Path(tmp), services)
