@@ -3,8 +3,8 @@
 -- KEYS[1..n]  the hashes of the scopes the batch touches, e.g. rg:{run:abc}
 -- KEYS[n+1]   the batch's own marker, e.g. rg:{run:abc}:once:3f9a0c1d2e4b5a69 (a new name per batch)
 -- ARGV[1]     a JSON array, flat: first each key's TTL in milliseconds (the scopes' refreshed after
---             the ops, the marker's set with it), then the ops, each the number of its scope's key
---             (1..n), an opcode, a field and the opcode's arguments:
+--             the ops, the marker's set with the reply), then the ops, each the number of its
+--             scope's key (1..n), an opcode, a field and the opcode's arguments:
 --   a field amount                      Add: the sum, as a number
 --   p field keep flags count item...    Push (flags: 1 unique + 2 head): the window
 --   g field                             Get
@@ -22,15 +22,17 @@
 -- summed here in Lua doubles, not with HINCRBYFLOAT (long double, rounded to 17 decimals), so
 -- a sum is bit for bit the one MemoryState computes.
 --
--- The marker makes a batch run at most once. The client sends a call again when its connection
--- broke before the reply came; if the batch had run, its additions and pushes would count twice.
--- A batch whose marker is already there has run: it answers with an error and changes nothing.
+-- The marker makes a batch run once. The client sends a call again when its connection broke
+-- before the reply came; if the batch had run, its additions and pushes would count twice. So a
+-- batch keeps its reply under its marker for a while, and a batch whose marker is there has run:
+-- it answers with that reply and changes nothing.
 
 local results = {}
 local ops = cjson.decode(ARGV[1])
 local marker = #KEYS
-if not redis.call('SET', KEYS[marker], '1', 'NX', 'PX', ops[marker]) then
-  return redis.error_reply('runguard batch: already applied (sent again after a lost reply), not run twice')
+local done = redis.call('GET', KEYS[marker])
+if done then
+  return cjson.decode(done)
 end
 local i = #KEYS + 1
 local n = #ops
@@ -131,4 +133,5 @@ end
 for k = 1, marker - 1 do
   redis.call('PEXPIRE', KEYS[k], ops[k])
 end
+redis.call('SET', KEYS[marker], cjson.encode(results), 'PX', ops[marker])
 return results

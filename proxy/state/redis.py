@@ -23,9 +23,9 @@ and runs the batch again.
 
 A retry cannot count twice. The connection may break after the batch ran and
 before its reply arrived; the call is then sent again, word for word. So each
-batch names a marker key of its own (random, expiring after `once_ttl`):
-the script sets it first, and a batch that finds it already set has run and
-changes nothing. That call fails as `StateUnavailable`, like any lost reply.
+batch names a marker key of its own (random, expiring after `once_ttl`) and
+the script keeps its reply there. A batch that finds its marker has run: it
+answers with the reply it gave and changes nothing.
 """
 
 from __future__ import annotations
@@ -98,9 +98,7 @@ class RedisState:
     The client must not decode responses: replies are read as bytes (hence the casts).
     """
 
-    def __init__(
-        self, client: Redis, *, key_prefix: str, ttls: ScopeTtls | None = None, once_ttl: float = 10.0
-    ) -> None:
+    def __init__(self, client: Redis, *, key_prefix: str, ttls: ScopeTtls | None = None, once_ttl: float = 5.0) -> None:
         """`once_ttl`: seconds a batch's marker lives; longer than a call and its retry take."""
         self._client = client
         self._prefix = key_prefix
@@ -133,7 +131,7 @@ class RedisState:
         )
         client = Redis.from_pool(pool)  # the client owns the pool: closed with it
         # A call and its retry each take at most about `timeout` to connect and as long to read.
-        return cls(client, key_prefix=key_prefix, ttls=ttls, once_ttl=max(10.0, 4 * timeout))
+        return cls(client, key_prefix=key_prefix, ttls=ttls, once_ttl=max(5.0, 4 * timeout))
 
     @property
     def script_sha(self) -> str:
