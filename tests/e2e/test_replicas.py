@@ -25,6 +25,7 @@ import yaml
 from tests.e2e import agents, payloads
 from tests.services import require_redis, unique_name
 from tests.support.processes import ServeProcess, start_serve
+from tests.support.redis_relay import LosingRelay
 from tests.support.upstream import FakeUpstream, Reply
 
 pytestmark = [pytest.mark.redis, pytest.mark.slow]
@@ -128,6 +129,42 @@ async def test_in_flight_limit_holds_across_replicas_and_no_count_is_lost(
     async with httpx.AsyncClient() as http:
         detail = (await http.get(urls[0] + "/runguard/runs/fan-out")).json()
     assert detail["counters"]["core.requests"] == 50  # every increment from both replicas counted
+
+
+async def _counters(url: str, run_id: str) -> dict[str, Any]:
+    async with httpx.AsyncClient() as http:
+        counters: dict[str, Any] = (await http.get(f"{url}/runguard/runs/{run_id}")).json()["counters"]
+    return counters
+
+
+async def _settled(url: str, run_id: str) -> dict[str, Any]:
+    """The run's counters once its request is finished (the response phase runs after the answer)."""
+    for _ in range(50):
+        counters = await _counters(url, run_id)
+        if counters.get("core.inflight") == 0:
+            break
+        await asyncio.sleep(0.02)
+    return counters
+
+
+async def test_a_state_reply_lost_on_the_way_counts_once_and_frees_its_slot(
+    upstream: FakeUpstream, replicas: Replicas
+) -> None:
+    """The connection to Redis breaks after a request's state step ran: the retry gets that step's reply."""
+    upstream.script = lambda _: Reply.json(payloads.chat_completion("done"))
+    async with LosingRelay(require_redis()) as relay:
+        (url,) = await replicas(count=1, state_url=relay.url)
+        ask = {"model": "gpt-4o-mini", "messages": [{"role": "user", "content": "hello"}]}
+        await _client(url, "warm-up", max_retries=0).chat.completions.create(**ask)  # script loaded, pool open
+        assert (await _settled(url, "warm-up"))["core.inflight"] == 0
+        relay.armed = True  # the next reply from Redis is the request step of the run below
+        done = await _client(url, "lost-reply", max_retries=0).chat.completions.create(**ask)
+        assert done.choices[0].message.content == "done"
+        assert relay.lost == 1
+        counters = await _settled(url, "lost-reply")
+    assert counters["core.requests"] == 1  # counted once, not again by the retry
+    assert counters["core.inflight"] == 0  # and its slot given back: the request was guarded as usual
+    assert len(upstream.received) == 2
 
 
 async def test_retry_cascade_opened_by_one_replica_is_honoured_by_the_other_with_one_probe(

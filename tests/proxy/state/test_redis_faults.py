@@ -19,6 +19,7 @@ from runguard.detectors.ops import Add, CompareAndSet, Get, Op, Push, Scope
 from runguard.proxy.errors import StateUnavailable
 from runguard.proxy.state.redis import RedisState
 from tests.proxy.state.support import IDS, free_port, own_redis, redis_state
+from tests.support.redis_relay import LosingRelay
 
 pytestmark = pytest.mark.redis
 
@@ -145,56 +146,6 @@ async def test_calls_in_flight_when_redis_dies_fail_or_succeed_but_never_hang() 
             assert await state.execute(IDS, BATCH) == [1.0, ("a",), None]
         finally:
             await state.close()
-
-
-class LosingRelay:
-    """A TCP relay in front of a Redis server that, once armed, drops the next reply it carries.
-
-    The command has reached the server and run; the client sees its connection
-    closed before the answer, as when a network path breaks at the wrong moment.
-    """
-
-    def __init__(self, target: str) -> None:
-        host, _, port = target.removeprefix("redis://").partition("/")[0].partition(":")
-        self._target = (host, int(port))
-        self.armed = False
-        self.lost = 0
-        self._server: asyncio.Server | None = None
-        self._tasks: set[asyncio.Task[None]] = set()
-
-    @property
-    def url(self) -> str:
-        assert self._server is not None
-        return f"redis://127.0.0.1:{self._server.sockets[0].getsockname()[1]}/0"
-
-    async def __aenter__(self) -> LosingRelay:
-        self._server = await asyncio.start_server(self._relay, "127.0.0.1", 0)
-        return self
-
-    async def __aexit__(self, *exc: object) -> None:
-        assert self._server is not None
-        self._server.close()
-        for task in self._tasks:
-            task.cancel()
-        await asyncio.gather(*self._tasks, return_exceptions=True)
-
-    async def _relay(self, client_in: asyncio.StreamReader, client_out: asyncio.StreamWriter) -> None:
-        server_in, server_out = await asyncio.open_connection(*self._target)
-
-        async def pump(source: asyncio.StreamReader, sink: asyncio.StreamWriter, replies: bool) -> None:
-            while data := await source.read(65536):
-                if replies and self.armed:
-                    self.armed, self.lost = False, self.lost + 1
-                    break
-                sink.write(data)
-                await sink.drain()
-            client_out.close()
-            server_out.close()
-
-        for source, sink, replies in ((client_in, server_out, False), (server_in, client_out, True)):
-            task = asyncio.ensure_future(pump(source, sink, replies))
-            self._tasks.add(task)
-            task.add_done_callback(self._tasks.discard)
 
 
 async def test_a_batch_whose_reply_was_lost_is_not_applied_twice() -> None:
