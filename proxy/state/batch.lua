@@ -27,13 +27,13 @@
 -- batch keeps its reply under its marker for a while, and a batch whose marker is there has run:
 -- it answers with that reply and changes nothing.
 
-local results = {}
-local ops = cjson.decode(ARGV[1])
 local marker = #KEYS
 local done = redis.call('GET', KEYS[marker])
 if done then
   return cjson.decode(done)
 end
+local results = {}
+local ops = cjson.decode(ARGV[1])
 local i = #KEYS + 1
 local n = #ops
 local S, W = 115, 119 -- string.byte('s'), string.byte('w')

@@ -53,6 +53,11 @@ _STRING, _WINDOW = ord("s"), ord("w")
 _FAILURES = (rexc.RedisError, OSError)
 
 
+def _millis(seconds: float) -> int:
+    """A TTL as Redis takes it: whole milliseconds, at least one."""
+    return max(1, round(seconds * 1000))
+
+
 def _decode(raw: bytes | None) -> OpResult:
     """A stored field (see batch.lua) as the value `MemoryState` would give."""
     if raw is None:
@@ -103,8 +108,8 @@ class RedisState:
         self._client = client
         self._prefix = key_prefix
         ttls = ttls or ScopeTtls()
-        self._ttl_ms = {scope: max(1, round(ttls.of(scope) * 1000)) for scope in Scope}
-        self._once_ms = max(1, round(once_ttl * 1000))
+        self._ttl_ms = {scope: _millis(ttls.of(scope)) for scope in Scope}
+        self._once_ms = _millis(once_ttl)
         self._script = files("runguard.proxy.state").joinpath("batch.lua").read_bytes()
         self._sha = hashlib.sha1(self._script, usedforsecurity=False).hexdigest()
 
@@ -189,7 +194,7 @@ class RedisState:
 
     async def remember(self, name: str, value: str, ttl: float) -> None:
         try:
-            await self._client.set(self._plain_key(name), value, px=max(1, round(ttl * 1000)))
+            await self._client.set(self._plain_key(name), value, px=_millis(ttl))
         except _FAILURES as exc:
             raise StateUnavailable(f"redis: {exc}") from exc
 
