@@ -71,6 +71,22 @@ def _client(url: str, run_id: str, key: str = "sk-replica-test", **kwargs: Any) 
     return openai.AsyncOpenAI(base_url=url + "/v1", api_key=key, default_headers={"X-Run-Id": run_id}, **kwargs)
 
 
+async def _counters(url: str, run_id: str) -> dict[str, Any]:
+    async with httpx.AsyncClient() as http:
+        counters: dict[str, Any] = (await http.get(f"{url}/runguard/runs/{run_id}")).json()["counters"]
+    return counters
+
+
+async def _settled(url: str, run_id: str) -> dict[str, Any]:
+    """The run's counters once its request is finished (the response phase runs after the answer)."""
+    for _ in range(50):
+        counters = await _counters(url, run_id)
+        if counters.get("core.inflight") == 0:
+            break
+        await asyncio.sleep(0.02)
+    return counters
+
+
 async def _alternating_loop(clients: list[openai.AsyncOpenAI], max_steps: int = 12) -> str:
     """The hand-written agent loop of tests/e2e/agents.py, each step sent to the next replica."""
     messages: list[dict[str, Any]] = [
@@ -126,25 +142,8 @@ async def test_in_flight_limit_holds_across_replicas_and_no_count_is_lost(
     assert len(upstream.received) + len(blocked) == 50
     assert len(upstream.received) >= 15  # the limit is 20; the breaker opened once it was passed
     assert {b.code for b in blocked} == {"runguard_over_spawn"}
-    async with httpx.AsyncClient() as http:
-        detail = (await http.get(urls[0] + "/runguard/runs/fan-out")).json()
-    assert detail["counters"]["core.requests"] == 50  # every increment from both replicas counted
-
-
-async def _counters(url: str, run_id: str) -> dict[str, Any]:
-    async with httpx.AsyncClient() as http:
-        counters: dict[str, Any] = (await http.get(f"{url}/runguard/runs/{run_id}")).json()["counters"]
-    return counters
-
-
-async def _settled(url: str, run_id: str) -> dict[str, Any]:
-    """The run's counters once its request is finished (the response phase runs after the answer)."""
-    for _ in range(50):
-        counters = await _counters(url, run_id)
-        if counters.get("core.inflight") == 0:
-            break
-        await asyncio.sleep(0.02)
-    return counters
+    counters = await _counters(urls[0], "fan-out")
+    assert counters["core.requests"] == 50  # every increment from both replicas counted
 
 
 async def test_a_state_reply_lost_on_the_way_counts_once_and_frees_its_slot(
