@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import base64
 import re
-from collections.abc import Callable, Collection, Iterable, MutableMapping, Sequence
+from collections.abc import Collection, Iterable, MutableMapping, Sequence
 from typing import Any, TypeVar
 
 import orjson
@@ -99,32 +99,39 @@ def args_digest(arguments: str) -> str:
     return digest(canonical(arguments))
 
 
-def _kept(memo: MutableMapping[Any, Any], key: Any, compute: Callable[[], T]) -> T:
-    """`memo[key]`, computed by `compute()` the first time (memos live on one request's objects)."""
-    found: T | None = memo.get(key)
-    if found is None:
-        found = memo[key] = compute()
-    return found
+def _keep(memo: MutableMapping[Any, Any], key: Any, value: T) -> T:
+    """Store `value` as `memo[key]` and return it (memos live on one request's objects).
+
+    Each memoized helper reads its memo first and calls this only the first time:
+    most reads find the value (several detectors share it), and a read that needs
+    no call and no closure costs a fifth of one that does.
+    """
+    memo[key] = value
+    return value
 
 
 def call_canonical(call: ToolCall) -> str:
     """`canonical` of a call's arguments, computed once per call."""
-    return _kept(call.derived, "canonical", lambda: canonical(call.arguments))
+    found: str | None = call.derived.get("canonical")
+    return found if found is not None else _keep(call.derived, "canonical", canonical(call.arguments))
 
 
 def call_args_digest(call: ToolCall) -> str:
     """`args_digest` of a call's arguments, computed once per call."""
-    return _kept(call.derived, "args_digest", lambda: digest(call_canonical(call)))
+    found: str | None = call.derived.get("args_digest")
+    return found if found is not None else _keep(call.derived, "args_digest", digest(call_canonical(call)))
 
 
 def call_tokens(call: ToolCall) -> tuple[str, ...]:
     """`arg_tokens` of a call's arguments, computed once per call."""
-    return _kept(call.derived, "tokens", lambda: _tokens(call_canonical(call)))
+    found: tuple[str, ...] | None = call.derived.get("tokens")
+    return found if found is not None else _keep(call.derived, "tokens", _tokens(call_canonical(call)))
 
 
 def call_tag(call: ToolCall) -> str:
     """`tag` of a call's tool name, computed once per call."""
-    return _kept(call.derived, "tag", lambda: tag(call.name))
+    found: str | None = call.derived.get("tag")
+    return found if found is not None else _keep(call.derived, "tag", tag(call.name))
 
 
 def arg_tokens(arguments: str) -> tuple[str, ...]:
@@ -267,12 +274,11 @@ def result_digest_of(result: ToolResult, volatile_keys: frozenset[str] = DEFAULT
     not parsed back from its dump: for a 300 KB Gemini tool result the parse
     was the largest single cost of the request.
     """
-
-    def compute() -> str:
-        value = result.value if result.value is not None else _parse(result.content)
-        return _hashed(value, result.content, volatile_keys)
-
-    return _kept(result.digests, volatile_keys, compute)
+    found = result.digests.get(volatile_keys)
+    if found is not None:
+        return found
+    value = result.value if result.value is not None else _parse(result.content)
+    return _keep(result.digests, volatile_keys, _hashed(value, result.content, volatile_keys))
 
 
 def _hashed(value: Any, text: str, volatile_keys: Collection[str]) -> str:
@@ -290,7 +296,8 @@ def _call_positions(request: RequestInfo) -> list[int | None]:
 
     Computed once per request (several detectors pair results with calls).
     """
-    return _kept(request.derived, "positions", lambda: _positions(request))
+    found: list[int | None] | None = request.derived.get("positions")
+    return found if found is not None else _keep(request.derived, "positions", _positions(request))
 
 
 def _positions(request: RequestInfo) -> list[int | None]:
@@ -330,7 +337,8 @@ def turn_signature(request: RequestInfo) -> tuple[str, str] | None:
     """
     if not request.prior_calls:
         return None
-    return _kept(request.derived, "turn", lambda: _turn_signature(request))
+    found: tuple[str, str] | None = request.derived.get("turn")
+    return found if found is not None else _keep(request.derived, "turn", _turn_signature(request))
 
 
 def _turn_signature(request: RequestInfo) -> tuple[str, str]:
