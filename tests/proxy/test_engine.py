@@ -580,12 +580,15 @@ class Malformed(Recording):
 async def test_a_plan_that_is_not_ops_is_reported_and_adds_no_ops() -> None:
     faults = Faults()
     fine = Healthy()
-    findings, before = await request_phase(Engine(faults), arm(Malformed(), fine), MemoryState())
+    state = MemoryState()
+    findings, before = await request_phase(Engine(faults), arm(Malformed(), fine), state)
 
     assert [(name, hook) for name, hook, _ in faults.got] == [("malformed", "plan_request")]
     assert [f.detector for f in findings] == ["fine"]
     assert "malformed" not in before
     assert dict(before["fine"]) == {"n": 1.0}
+    # Not even the plan's well-formed op ran: a plan goes in whole or not at all.
+    assert not [name for name in await state.read_scope(Scope.RUN, RUN) if name.startswith("malformed.")]
 
 
 class Garbled(Detector[DetectorConfig]):
