@@ -153,8 +153,9 @@ class Batch:
 class Views:
     """A response as each detector sees it, built once per response.
 
-    A detector whose request plan fetched something sees it as `seen.before`;
-    the others (most) share `seen` itself.
+    A detector whose request plan fetched something sees it as `seen.before`
+    (its view in `own`); the others (most) share `seen` itself. The engine reads
+    `own.get(name, seen)` in place, a method call fewer per detector and hook.
     """
 
     seen: ResponseSeen
@@ -177,9 +178,6 @@ class Views:
                 if got and (only is None or name in only)
             },
         )
-
-    def of_detector(self, name: str) -> ResponseSeen:
-        return self.own.get(name, self.seen)
 
 
 class Engine:

@@ -552,7 +552,7 @@ async def test_a_detector_raising_in_any_hook_is_reported_and_the_others_still_f
     assert ("boom.resp" in fields) is (hook != "plan_response")
     if hook == "plan_request":
         assert "boom" not in outcome.before
-        assert outcome.views.of_detector("boom") is outcome.seen
+        assert "boom" not in outcome.views.own  # its response hooks see the shared record
 
 
 @pytest.mark.parametrize(("plan_hook", "check_phase"), [("plan_request", "request"), ("plan_response", "response")])
@@ -650,10 +650,9 @@ async def test_a_detector_without_request_results_gets_the_very_response_object(
 def test_views_share_the_response_with_detectors_that_fetched_nothing() -> None:
     seen = response_seen()
     views = Views.of(seen, {"fetched": {"k": 2.0}, "empty": {}})
-    assert views.of_detector("empty") is seen
-    assert views.of_detector("unknown") is seen
-    own = views.of_detector("fetched")
-    assert own is not seen
+    assert views.seen is seen
+    assert set(views.own) == {"fetched"}  # the rest (an empty fetch, no fetch) share `seen`
+    own = views.own["fetched"]
     assert dict(own.before) == {"k": 2.0}
     assert dataclasses.replace(own, before={}) == seen
 
