@@ -130,7 +130,6 @@ def create_app(
     app[CONTEXT] = context
     app[STATE] = backend
     metrics.watch(sink, lambda: guard.degraded_since is not None, history)
-    app.middlewares.append(metrics.middleware)
 
     async def lifetime(app: web.Application) -> AsyncIterator[None]:
         yield
@@ -146,5 +145,5 @@ def create_app(
     app.cleanup_ctx.append(lifetime)
     app.router.add_get("/runguard/health", health)
     AdminApi(settings.server, backend, metrics).add_routes(app)
-    app.router.add_route("*", "/{tail:.*}", handle)
+    app.router.add_route("*", "/{tail:.*}", metrics.counted(handle))
     return app

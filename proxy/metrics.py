@@ -1,9 +1,10 @@
 """Prometheus metrics for one proxy app, served at `GET /runguard/metrics`.
 
-`Metrics` is an `Observer` (tokens, cost, latency, trips, faults) plus an
-aiohttp middleware that counts every provider-facing request and the ones in
-flight. Each app owns its `CollectorRegistry`, so several proxies in one
-process never share counters and the prometheus default registry stays unused.
+`Metrics` is an `Observer` (tokens, cost, latency, trips, faults) plus a
+wrapper of the catch-all route (`counted`) that counts every provider-facing
+request and the ones in flight. Each app owns its `CollectorRegistry`, so
+several proxies in one process never share counters and the prometheus default
+registry stays unused.
 
 The request path only adds to plain ints and floats (a histogram observation is
 one `bisect` and two additions); `Metrics` is also the collector of its
@@ -241,23 +242,31 @@ class Metrics:
         key = (*labels, status)
         self._requests[key] = self._requests.get(key, 0) + 1  # inline, not _bump: every request
 
-    @web.middleware
-    async def middleware(self, request: web.Request, handler: Handler) -> web.StreamResponse:
-        """Counts provider requests and keeps the in-flight gauge; RunGuard's own routes are skipped."""
-        if request.path.startswith("/runguard/"):
-            return await handler(request)
-        self._in_flight += 1
-        status = "disconnected"  # the client went away (or the handler failed) before the response ended
-        try:
-            response = await handler(request)
-            status = str(response.status)
-            return response
-        except web.HTTPException as exc:
-            status = str(exc.status)
-            raise
-        finally:
-            self._in_flight -= 1
-            self._count(request.path, status)
+    def counted(self, handler: Handler) -> Handler:
+        """`handler` counting the provider requests it serves and keeping the in-flight gauge.
+
+        A wrapper of the catch-all route, not an aiohttp middleware: an app without
+        middlewares skips aiohttp's middleware chain, two calls more per request.
+        RunGuard's own paths that reach it (unknown `/runguard/...`) are not counted.
+        """
+
+        async def serve(request: web.Request) -> web.StreamResponse:
+            if request.path.startswith("/runguard/"):
+                return await handler(request)
+            self._in_flight += 1
+            status = "disconnected"  # the client went away (or the handler failed) before the response ended
+            try:
+                response = await handler(request)
+                status = str(response.status)
+                return response
+            except web.HTTPException as exc:
+                status = str(exc.status)
+                raise
+            finally:
+                self._in_flight -= 1
+                self._count(request.path, status)
+
+        return serve
 
     # -- Scrape -----------------------------------------------------------------------------
 
