@@ -13,6 +13,10 @@ set and the request is forwarded untouched (fail open).
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Sequence
+
+from runguard.detectors.ops import OpResult
+
 
 class RunGuardError(Exception):
     """Base class of every error RunGuard raises on purpose."""
@@ -27,7 +31,17 @@ class UpstreamTimeout(UpstreamError):
 
 
 class StateUnavailable(RunGuardError):
-    """The state backend did not answer in time or failed."""
+    """The state backend did not answer in time or failed.
+
+    `pending` is set when the batch may have run all the same (its reply was
+    lost: a timeout, a broken connection). The backend goes on sending it under
+    its marker, and `pending` gives its results once it is known to have run
+    exactly once, or None if that could not be known while the marker lived.
+    """
+
+    def __init__(self, message: str, pending: Awaitable[Sequence[OpResult] | None] | None = None) -> None:
+        super().__init__(message)
+        self.pending = pending
 
 
 class BreakerOpen(RunGuardError):

@@ -11,10 +11,11 @@ probe outcomes, and the records. Nothing here touches aiohttp.
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
 import logging
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 
 from runguard.config.settings import Settings
 from runguard.detectors.base import RequestSeen, ResponseKind, ResponseSeen
@@ -59,6 +60,7 @@ class Guard:
         self._engine = Engine(self._on_fault, shadow=settings.guard.shadow)
         self._tokens = TokenEstimator()
         self.degraded_since: float | None = None
+        self._undoing: set[asyncio.Task[None]] = set()  # undos waiting for a lost batch to settle
 
     # -- helpers ---------------------------------------------------------------------------
 
@@ -66,7 +68,14 @@ class Guard:
         log.error("detector %s failed in %s: %r", detector, hook, exc, exc_info=exc)
         self._observer.detector_fault(detector, hook)
 
-    async def _execute(self, ids: ScopeIds, ops: Sequence[Op]) -> list[OpResult] | None:
+    async def _execute(self, ids: ScopeIds, ops: Sequence[Op], undo: Sequence[Op] = ()) -> list[OpResult] | None:
+        """The batch's results, or None when the backend failed.
+
+        `undo`: ops that take back what the batch did, run if it failed here but
+        turns out to have run all the same (its reply was lost): the caller went
+        on without its results, so what it holds (an in-flight slot) would
+        otherwise be held until the run expires.
+        """
         try:
             results = await self._state.execute(ids, ops)
         except StateUnavailable as exc:
@@ -78,11 +87,22 @@ class Guard:
                 )
                 self.degraded_since = self._clock()
             self._observer.state_error()
+            if undo and exc.pending is not None:
+                self._undo_when_run(ids, exc.pending, undo)
             return None
         if self.degraded_since is not None:
             log.warning("state backend answers again")
             self.degraded_since = None
         return results
+
+    def _undo_when_run(self, ids: ScopeIds, pending: Awaitable[Sequence[OpResult] | None], undo: Sequence[Op]) -> None:
+        async def undo_when_run() -> None:
+            if await pending is not None:
+                await self._execute(ids, undo)
+
+        task = asyncio.ensure_future(undo_when_run())
+        self._undoing.add(task)
+        task.add_done_callback(self._undoing.discard)
 
     def _answer(self, ticket: Ticket, notice: StopNotice, kind: ResponseKind) -> Synthetic:
         adapter = ticket.adapter
@@ -157,7 +177,9 @@ class Guard:
         ticket = Ticket(run_id, key_hash, ids, seen, adapter)
         ticket.lineup = self._policy.lineup(key_hash, model, tight)
         batch = self._engine.plan_request(ticket.lineup, seen, accounting.REQUEST_OPS)
-        results = await self._execute(ids, [*accounting.request_ops(now, seen.body_hash), *batch.ops])
+        results = await self._execute(
+            ids, [*accounting.request_ops(now, seen.body_hash), *batch.ops], undo=accounting.release_ops()
+        )
         if results is None:
             if self._settings.state.fail_closed:
                 notice = StopNotice("state_unavailable", run_id, "the shared state backend is unavailable")

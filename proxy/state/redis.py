@@ -26,12 +26,23 @@ before its reply arrived; the call is then sent again, word for word. So each
 batch names a marker key of its own (random, expiring after `once_ttl`) and
 the script keeps its reply there. A batch that finds its marker has run: it
 answers with the reply it gave and changes nothing.
+
+A batch whose reply never came (a timeout, or a connection that broke again
+on the retry) may or may not have run. The caller gets `StateUnavailable`
+within its timeout as for any failure, and the batch is sent again in the
+background, under its marker, until it answers: it has then run exactly once,
+and `StateUnavailable.pending` gives its results (so the guard can give back
+what the batch took, such as an in-flight slot, for a request it let through
+unguarded). Sending stops at half the marker's life, so that no copy reaches
+the server after the marker is gone.
 """
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import os
+import time
 from collections.abc import Sequence
 from importlib.resources import files
 from typing import cast
@@ -51,6 +62,9 @@ __all__ = ["RedisState"]
 _STRING, _WINDOW = ord("s"), ord("w")
 # What a server that is down, restarting or overloaded raises; a script error (a bug) is a ResponseError too.
 _FAILURES = (rexc.RedisError, OSError)
+# The failures after which a batch may have run all the same: its reply, not the call, was lost.
+_REPLY_LOST = (rexc.ConnectionError, rexc.TimeoutError, OSError)
+SETTLE_PAUSE = 0.1  # seconds before each new send of a batch whose reply was lost
 
 
 def _millis(seconds: float) -> int:
@@ -109,7 +123,9 @@ class RedisState:
         self._prefix = key_prefix
         ttls = ttls or ScopeTtls()
         self._ttl_ms = {scope: _millis(ttls.of(scope)) for scope in Scope}
+        self._once_ttl = once_ttl
         self._once_ms = _millis(once_ttl)
+        self._settling: set[asyncio.Task[list[OpResult] | None]] = set()
         self._script = files("runguard.proxy.state").joinpath("batch.lua").read_bytes()
         self._sha = hashlib.sha1(self._script, usedforsecurity=False).hexdigest()
 
@@ -164,20 +180,45 @@ class RedisState:
         keys = [self.key(scope, ids.of(scope)) for scope in slots]
         keys.append(f"{keys[0]}:once:{os.urandom(8).hex()}")  # the first key's hash tag: the same slot
         args[:0] = [*(self._ttl_ms[scope] for scope in slots), self._once_ms]
-        reply = await self._run_script(keys, orjson.dumps(args))
+        payload = orjson.dumps(args)
+        sent = time.monotonic()
+        try:
+            reply = await self._run_script(keys, payload)
+        except _REPLY_LOST as exc:
+            pending = self._settle(keys, payload, until=sent + self._once_ttl / 2)
+            raise StateUnavailable(f"redis: {exc}", pending) from exc
+        except _FAILURES as exc:
+            raise StateUnavailable(f"redis: {exc}") from exc
         return [_decode(raw) for raw in reply]
 
     async def _run_script(self, keys: list[str], args: bytes) -> list[bytes | None]:
         """The script's reply: one stored form per op. A lost script cache (a restart) is refilled once."""
         try:
-            try:
-                reply = await self._client.evalsha(self._sha, len(keys), *keys, args)
-            except rexc.NoScriptError:
-                await self._client.script_load(self._script)
-                reply = await self._client.evalsha(self._sha, len(keys), *keys, args)
-        except _FAILURES as exc:
-            raise StateUnavailable(f"redis: {exc}") from exc
+            reply = await self._client.evalsha(self._sha, len(keys), *keys, args)
+        except rexc.NoScriptError:
+            await self._client.script_load(self._script)
+            reply = await self._client.evalsha(self._sha, len(keys), *keys, args)
         return cast(list[bytes | None], reply)
+
+    def _settle(self, keys: list[str], args: bytes, until: float) -> asyncio.Task[list[OpResult] | None]:
+        task = asyncio.ensure_future(self._send_until_answered(keys, args, until))
+        self._settling.add(task)
+        task.add_done_callback(self._settling.discard)
+        return task
+
+    async def _send_until_answered(self, keys: list[str], args: bytes, until: float) -> list[OpResult] | None:
+        """The results of a batch whose reply was lost, sent again under its marker until it answers.
+
+        None when it has not answered by `until` (the server stayed down or slow).
+        """
+        while time.monotonic() < until:
+            await asyncio.sleep(SETTLE_PAUSE)
+            try:
+                reply = await self._run_script(keys, args)
+            except _FAILURES:
+                continue
+            return [_decode(raw) for raw in reply]
+        return None
 
     async def read_scope(self, scope: Scope, scope_id: str) -> dict[str, OpResult]:
         try:
@@ -212,4 +253,8 @@ class RedisState:
             return False
 
     async def close(self) -> None:
+        """Stop sending the batches still unsettled, then close the connections."""
+        for task in self._settling:
+            task.cancel()
+        await asyncio.gather(*self._settling, return_exceptions=True)
         await self._client.aclose()

@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import shutil
 import socket
+import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from pathlib import Path
 from typing import Any
@@ -77,14 +78,14 @@ async def _counters(url: str, run_id: str) -> dict[str, Any]:
     return counters
 
 
-async def _settled(url: str, run_id: str) -> dict[str, Any]:
+async def _settled(url: str, run_id: str, within: float = 1.0) -> dict[str, Any]:
     """The run's counters once its request is finished (the response phase runs after the answer)."""
-    for _ in range(50):
+    deadline = time.monotonic() + within
+    while True:
         counters = await _counters(url, run_id)
-        if counters.get("core.inflight") == 0:
-            break
+        if counters.get("core.inflight") == 0 or time.monotonic() > deadline:
+            return counters
         await asyncio.sleep(0.02)
-    return counters
 
 
 async def _alternating_loop(clients: list[openai.AsyncOpenAI], max_steps: int = 12) -> str:
@@ -164,6 +165,26 @@ async def test_a_state_reply_lost_on_the_way_counts_once_and_frees_its_slot(
     assert counters["core.requests"] == 1  # counted once, not again by the retry
     assert counters["core.inflight"] == 0  # and its slot given back: the request was guarded as usual
     assert len(upstream.received) == 2
+
+
+async def test_a_state_step_that_timed_out_still_gives_its_slot_back(
+    upstream: FakeUpstream, replicas: Replicas
+) -> None:
+    """Redis ran a request's step but its reply never came: the request goes on unguarded (fail open), and once
+    the step is known to have run, the in-flight slot it took is given back (else it is held until the run expires)."""
+    upstream.script = lambda _: Reply.json(payloads.chat_completion("done"))
+    async with LosingRelay(require_redis(), hold=True) as relay:
+        (url,) = await replicas(count=1, state_url=relay.url)  # state.timeout 0.5 s
+        ask = {"model": "gpt-4o-mini", "messages": [{"role": "user", "content": "hello"}]}
+        await _client(url, "warm-up", max_retries=0).chat.completions.create(**ask)
+        assert (await _settled(url, "warm-up"))["core.inflight"] == 0
+        relay.armed = True  # the next reply from Redis, the request step of the run below, is held back
+        done = await _client(url, "timed-out", max_retries=0).chat.completions.create(**ask)
+        assert done.choices[0].message.content == "done"
+        assert relay.lost == 1
+        counters = await _settled(url, "timed-out", within=5.0)
+    assert counters["core.requests"] == 1  # the step ran once: the sends after the timeout found it done
+    assert counters["core.inflight"] == 0
 
 
 async def test_retry_cascade_opened_by_one_replica_is_honoured_by_the_other_with_one_probe(

@@ -171,6 +171,61 @@ async def test_a_batch_whose_reply_was_lost_is_not_applied_twice() -> None:
             await direct.close()
 
 
+@pytest.mark.parametrize("lost", ["reply", "command"])
+async def test_a_batch_whose_call_timed_out_runs_exactly_once_and_says_so(lost: str) -> None:
+    """The reply (the batch ran) or the command (it did not) is lost and the call times out: the caller
+    fails within its timeout, and the batch, sent again under its marker, has run once when `pending` answers."""
+    async with own_redis() as server, LosingRelay(server.url, hold=True) as relay:
+        state = redis_state(relay.url, "rgfault", timeout=TIMEOUT)
+        direct = redis_state(server.url, "rgfault", timeout=TIMEOUT)
+        try:
+            assert await state.execute(IDS, [Add(Scope.RUN, "n"), Push(Scope.RUN, "w", ("a",), keep=5)]) == [
+                1.0,
+                ("a",),
+            ]
+            relay.armed, relay.armed_command = lost == "reply", lost == "command"
+            started = time.monotonic()
+            with pytest.raises(StateUnavailable) as failed:
+                await state.execute(IDS, [Add(Scope.RUN, "n"), Push(Scope.RUN, "w", ("b",), keep=5)])
+            assert time.monotonic() - started < 2 * TIMEOUT
+            assert relay.lost == 1
+            assert failed.value.pending is not None
+            assert await failed.value.pending == [2.0, ("a", "b")]
+            assert await direct.execute(IDS, [Get(Scope.RUN, "n"), Get(Scope.RUN, "w")]) == [2.0, ("a", "b")]
+            assert await state.execute(IDS, [Add(Scope.RUN, "n")]) == [3.0]
+        finally:
+            await state.close()
+            await direct.close()
+
+
+async def test_an_error_the_server_answered_is_not_pending() -> None:
+    """An error reply is an answer (here: the run's key holds something that is not a hash): nothing is sent again."""
+    async with own_redis() as server:
+        state = redis_state(server.url, "rgfault", timeout=TIMEOUT)
+        raw = aioredis.from_url(server.url)
+        try:
+            await raw.set(state.key(Scope.RUN, IDS.run), "not a hash")
+            with pytest.raises(StateUnavailable, match="WRONGTYPE") as failed:
+                await state.execute(IDS, [Add(Scope.RUN, "n")])
+            assert failed.value.pending is None
+        finally:
+            await state.close()
+            await raw.aclose()
+
+
+async def test_closing_stops_the_batches_still_being_sent(silent_server: str) -> None:
+    state = redis_state(silent_server, "rgfault", timeout=TIMEOUT)
+    with pytest.raises(StateUnavailable) as failed:
+        await state.execute(IDS, [Add(Scope.RUN, "n")])
+    pending = failed.value.pending
+    assert pending is not None
+    started = time.monotonic()
+    await state.close()
+    assert time.monotonic() - started < TIMEOUT
+    with pytest.raises(asyncio.CancelledError):
+        await pending
+
+
 async def test_an_unreachable_url_fails_fast() -> None:
     state = redis_state(f"redis://127.0.0.1:{free_port()}/0", "rgfault", timeout=TIMEOUT)
     try:
