@@ -34,7 +34,9 @@ background, under its marker, until it answers: it has then run exactly once,
 and `StateUnavailable.pending` gives its results (so the guard can give back
 what the batch took, such as an in-flight slot, for a request it let through
 unguarded). Sending stops at half the marker's life, so that no copy reaches
-the server after the marker is gone.
+the server after the marker is gone; the pause between sends doubles, and at
+most `max_connections` batches are being sent again at once, so an outage is
+not met with a storm of them.
 """
 
 from __future__ import annotations
@@ -64,7 +66,7 @@ _STRING, _WINDOW = ord("s"), ord("w")
 _FAILURES = (rexc.RedisError, OSError)
 # The failures after which a batch may have run all the same: its reply, not the call, was lost.
 _REPLY_LOST = (rexc.ConnectionError, rexc.TimeoutError, OSError)
-SETTLE_PAUSE = 0.1  # seconds before each new send of a batch whose reply was lost
+SETTLE_PAUSE = 0.1  # seconds before the first new send of a batch whose reply was lost; doubled after each
 
 
 def _millis(seconds: float) -> int:
@@ -117,8 +119,20 @@ class RedisState:
     The client must not decode responses: replies are read as bytes (hence the casts).
     """
 
-    def __init__(self, client: Redis, *, key_prefix: str, ttls: ScopeTtls | None = None, once_ttl: float = 5.0) -> None:
-        """`once_ttl`: seconds a batch's marker lives; longer than a call and its retry take."""
+    def __init__(
+        self,
+        client: Redis,
+        *,
+        key_prefix: str,
+        ttls: ScopeTtls | None = None,
+        once_ttl: float = 5.0,
+        max_settling: int = 64,
+    ) -> None:
+        """`once_ttl`: seconds a batch's marker lives; longer than a call and its retry take.
+        `max_settling`: batches whose reply was lost sent again at once, at most (during an outage
+        most calls fail: past this many, a failed batch's outcome is left unknown rather than
+        adding to the load on a server that is struggling).
+        """
         self._client = client
         self._prefix = key_prefix
         ttls = ttls or ScopeTtls()
@@ -126,6 +140,7 @@ class RedisState:
         self._once_ttl = once_ttl
         self._once_ms = _millis(once_ttl)
         self._settling: set[asyncio.Task[list[OpResult] | None]] = set()
+        self._max_settling = max_settling
         self._script = files("runguard.proxy.state").joinpath("batch.lua").read_bytes()
         self._sha = hashlib.sha1(self._script, usedforsecurity=False).hexdigest()
 
@@ -152,7 +167,9 @@ class RedisState:
         )
         client = Redis.from_pool(pool)  # the client owns the pool: closed with it
         # A call and its retry each take at most about `timeout` to connect and as long to read.
-        return cls(client, key_prefix=key_prefix, ttls=ttls, once_ttl=max(5.0, 4 * timeout))
+        return cls(
+            client, key_prefix=key_prefix, ttls=ttls, once_ttl=max(5.0, 4 * timeout), max_settling=max_connections
+        )
 
     @property
     def script_sha(self) -> str:
@@ -200,7 +217,10 @@ class RedisState:
             reply = await self._client.evalsha(self._sha, len(keys), *keys, args)
         return cast(list[bytes | None], reply)
 
-    def _settle(self, keys: list[str], args: bytes, until: float) -> asyncio.Task[list[OpResult] | None]:
+    def _settle(self, keys: list[str], args: bytes, until: float) -> asyncio.Task[list[OpResult] | None] | None:
+        """Send the batch again in the background (None: too many are being sent already)."""
+        if len(self._settling) >= self._max_settling:
+            return None
         task = asyncio.ensure_future(self._send_until_answered(keys, args, until))
         self._settling.add(task)
         task.add_done_callback(self._settling.discard)
@@ -209,16 +229,20 @@ class RedisState:
     async def _send_until_answered(self, keys: list[str], args: bytes, until: float) -> list[OpResult] | None:
         """The results of a batch whose reply was lost, sent again under its marker until it answers.
 
-        None when it has not answered by `until` (the server stayed down or slow).
+        None when it has not answered by `until` (the server stayed down or slow). The pause
+        between sends doubles: a few sends per batch, however long the server is away.
         """
-        while time.monotonic() < until:
-            await asyncio.sleep(SETTLE_PAUSE)
+        pause = SETTLE_PAUSE
+        while True:
+            await asyncio.sleep(pause)
+            if time.monotonic() >= until:
+                return None
             try:
                 reply = await self._run_script(keys, args)
             except _FAILURES:
+                pause *= 2
                 continue
             return [_decode(raw) for raw in reply]
-        return None
 
     async def read_scope(self, scope: Scope, scope_id: str) -> dict[str, OpResult]:
         try:

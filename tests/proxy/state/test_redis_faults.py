@@ -226,6 +226,19 @@ async def test_closing_stops_the_batches_still_being_sent(silent_server: str) ->
         await pending
 
 
+async def test_an_outage_is_not_met_with_more_resends_than_connections(silent_server: str) -> None:
+    state = redis_state(silent_server, "rgfault", timeout=TIMEOUT, max_connections=2)
+    try:
+        pending = []
+        for _ in range(3):
+            with pytest.raises(StateUnavailable) as failed:
+                await state.execute(IDS, [Add(Scope.RUN, "n")])
+            pending.append(failed.value.pending)
+        assert [p is not None for p in pending] == [True, True, False]
+    finally:
+        await state.close()
+
+
 async def test_an_unreachable_url_fails_fast() -> None:
     state = redis_state(f"redis://127.0.0.1:{free_port()}/0", "rgfault", timeout=TIMEOUT)
     try:
