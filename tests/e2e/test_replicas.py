@@ -9,8 +9,6 @@ redis-server of its own so it can stop and restart it.
 from __future__ import annotations
 
 import asyncio
-import shutil
-import socket
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from pathlib import Path
@@ -27,6 +25,7 @@ from tests.e2e import agents, payloads
 from tests.services import require_redis, unique_name
 from tests.support.processes import ServeProcess, start_serve
 from tests.support.redis_relay import LosingRelay
+from tests.support.redis_server import own_redis
 from tests.support.upstream import FakeUpstream, Reply
 
 pytestmark = [pytest.mark.redis, pytest.mark.slow]
@@ -236,50 +235,15 @@ async def test_per_key_daily_budget_is_the_sum_over_replicas(upstream: FakeUpstr
     assert len(upstream.received) == 3
 
 
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
-async def _own_redis(port: int) -> asyncio.subprocess.Process:
-    server = await asyncio.create_subprocess_exec(
-        shutil.which("redis-server") or "redis-server",
-        "--port",
-        str(port),
-        "--bind",
-        "127.0.0.1",
-        "--save",
-        "",
-        "--appendonly",
-        "no",
-        stdout=asyncio.subprocess.DEVNULL,
-    )
-    client = aioredis.from_url(f"redis://127.0.0.1:{port}/0")
-    for _ in range(100):
-        try:
-            await client.ping()
-            break
-        except Exception:
-            await asyncio.sleep(0.05)
-    await client.aclose()
-    return server
-
-
 async def test_redis_outage_fails_open_reports_degraded_and_detection_resumes(
     upstream: FakeUpstream, replicas: Replicas
 ) -> None:
-    if shutil.which("redis-server") is None:
-        pytest.skip("redis-server binary not installed")
     upstream.script = agents.chat_script(steps=50)
-    port = _free_port()
-    server = await _own_redis(port)
-    try:
-        (url,) = await replicas(count=1, state_url=f"redis://127.0.0.1:{port}/0")
+    async with own_redis() as server:
+        (url,) = await replicas(count=1, state_url=server.url)
         async with httpx.AsyncClient() as http:
             assert (await http.get(url + "/runguard/health")).json()["status"] == "ok"
-            server.terminate()
-            await server.wait()
+            await server.stop()
             healthy = _client(url, "during-outage", max_retries=0)
             for i in range(3):  # requests keep flowing while Redis is down (fail open)
                 done = await healthy.chat.completions.create(
@@ -287,12 +251,8 @@ async def test_redis_outage_fails_open_reports_degraded_and_detection_resumes(
                 )
                 assert done.choices[0].message.tool_calls
             assert (await http.get(url + "/runguard/health")).json()["status"] == "degraded"
-            server = await _own_redis(port)  # back, and empty: state was lost with it
+            await server.start()  # back on its port, and empty: state was lost with it
             with pytest.raises(openai.RateLimitError) as caught:
                 await _alternating_loop([_client(url, "after-outage")])
             assert caught.value.code == "runguard_non_progress"
             assert (await http.get(url + "/runguard/health")).json()["status"] == "ok"
-    finally:
-        if server.returncode is None:
-            server.terminate()
-            await server.wait()

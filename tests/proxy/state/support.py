@@ -1,4 +1,5 @@
-"""Helpers of the state tests: Redis backends under a key prefix of their own, and a redis-server to kill.
+"""Helpers of the state tests: Redis backends under a key prefix of their own (a redis-server to kill is in
+`tests.support.redis_server`).
 
 These are plain functions and context managers, not fixtures, so the test
 modules work the same with or without conftest files (`--noconftest`).
@@ -6,26 +7,12 @@ modules work the same with or without conftest files (`--noconftest`).
 
 from __future__ import annotations
 
-import asyncio
-import shutil
-import socket
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
-
-import pytest
 import redis.asyncio as aioredis
 
 from runguard.proxy.state.base import ScopeIds, ScopeTtls
 from runguard.proxy.state.redis import RedisState
 
 IDS = ScopeIds(run="run-1", key="key-1", key_model="key-1:gpt-4o-mini", key_day="key-1:2025-01-01")
-
-
-def free_port() -> int:
-    """A loopback port nobody listens on right now."""
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 def redis_state(
@@ -53,49 +40,3 @@ async def prefix_keys(url: str, prefix: str) -> list[bytes]:
         return sorted([key async for key in client.scan_iter(match=f"{prefix}:*", count=500)])
     finally:
         await client.aclose()
-
-
-class OwnRedis:
-    """A redis-server of the test's own on a free port, without persistence, so it can be killed and restarted."""
-
-    def __init__(self) -> None:
-        self.port = free_port()
-        self.url = f"redis://127.0.0.1:{self.port}/0"
-        self._process: asyncio.subprocess.Process | None = None
-
-    async def start(self) -> None:
-        binary = shutil.which("redis-server")
-        if binary is None:
-            pytest.skip("redis-server binary not installed")
-        self._process = await asyncio.create_subprocess_exec(
-            binary,
-            *("--port", str(self.port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"),
-            stdout=asyncio.subprocess.DEVNULL,
-        )
-        client = aioredis.from_url(self.url)
-        try:
-            for _ in range(200):
-                try:
-                    if await client.ping():
-                        return
-                except (aioredis.ConnectionError, OSError):
-                    await asyncio.sleep(0.02)
-        finally:
-            await client.aclose()
-        raise RuntimeError(f"redis-server did not answer on port {self.port}")
-
-    async def stop(self) -> None:
-        if self._process is not None and self._process.returncode is None:
-            self._process.kill()
-            await self._process.wait()
-        self._process = None
-
-
-@asynccontextmanager
-async def own_redis() -> AsyncIterator[OwnRedis]:
-    server = OwnRedis()
-    await server.start()
-    try:
-        yield server
-    finally:
-        await server.stop()

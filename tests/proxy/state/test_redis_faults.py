@@ -18,8 +18,9 @@ import redis.asyncio as aioredis
 from runguard.detectors.ops import Add, CompareAndSet, Get, Op, Push, Scope
 from runguard.proxy.errors import StateUnavailable
 from runguard.proxy.state.redis import RedisState
-from tests.proxy.state.support import IDS, free_port, own_redis, redis_state
+from tests.proxy.state.support import IDS, redis_state
 from tests.support.redis_relay import LosingRelay
+from tests.support.redis_server import free_port, own_redis
 
 pytestmark = pytest.mark.redis
 
