@@ -10,6 +10,8 @@ Guarantees every backend gives:
 - every scope expires after its TTL of inactivity; a run's TTL is refreshed
   by each batch that touches it;
 - a failure raises `StateUnavailable`; the guard decides to fail open or closed.
+  When the batch may have run all the same (its reply was lost), the exception's
+  `pending` gives its results once it is known to have run exactly once.
 """
 
 from __future__ import annotations
