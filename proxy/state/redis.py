@@ -239,9 +239,11 @@ class RedisState:
                 return None
             try:
                 reply = await self._run_script(keys, args)
-            except _FAILURES:
+            except _REPLY_LOST:
                 pause *= 2
                 continue
+            except _FAILURES:
+                return None  # an error reply: the server answered, with no results to give
             return [_decode(raw) for raw in reply]
 
     async def read_scope(self, scope: Scope, scope_id: str) -> dict[str, OpResult]:

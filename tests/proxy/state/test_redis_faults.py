@@ -214,6 +214,25 @@ async def test_an_error_the_server_answered_is_not_pending() -> None:
             await raw.aclose()
 
 
+async def test_a_resend_answered_with_an_error_stops_at_once() -> None:
+    """A lost command's resend finds the run's key unusable (WRONGTYPE): an answer, so it is not sent again."""
+    async with own_redis() as server, LosingRelay(server.url, hold=True) as relay:
+        state = redis_state(relay.url, "rgfault", timeout=TIMEOUT)
+        raw = aioredis.from_url(server.url)
+        try:
+            relay.armed_command = True
+            with pytest.raises(StateUnavailable) as failed:
+                await state.execute(IDS, [Add(Scope.RUN, "n")])
+            await raw.set(state.key(Scope.RUN, IDS.run), "not a hash")
+            assert failed.value.pending is not None
+            started = time.monotonic()
+            assert await failed.value.pending is None
+            assert time.monotonic() - started < 2 * TIMEOUT  # not sent again until the marker's half-life
+        finally:
+            await state.close()
+            await raw.aclose()
+
+
 async def test_closing_stops_the_batches_still_being_sent(silent_server: str) -> None:
     state = redis_state(silent_server, "rgfault", timeout=TIMEOUT)
     with pytest.raises(StateUnavailable) as failed:
