@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import asynccontextmanager
 from typing import Any
 
 import pytest
@@ -149,88 +150,93 @@ async def test_calls_in_flight_when_redis_dies_fail_or_succeed_but_never_hang() 
             await state.close()
 
 
-async def test_a_batch_whose_reply_was_lost_is_not_applied_twice() -> None:
-    """redis-py sends a call again when its connection broke: a batch that had run gives its reply again, once."""
-    async with own_redis() as server, LosingRelay(server.url) as relay:
+FIRST = [Add(Scope.RUN, "n"), Push(Scope.RUN, "w", ("a",), keep=5)]
+SECOND = [Add(Scope.RUN, "n"), Push(Scope.RUN, "w", ("b",), keep=5)]
+
+
+@asynccontextmanager
+async def relayed(hold: bool = False) -> AsyncIterator[tuple[LosingRelay, RedisState, RedisState]]:
+    """A backend through a `LosingRelay` and one straight to the same server; the run has had `FIRST`."""
+    async with own_redis() as server, LosingRelay(server.url, hold=hold) as relay:
         state = redis_state(relay.url, "rgfault", timeout=TIMEOUT)
         direct = redis_state(server.url, "rgfault", timeout=TIMEOUT)
         try:
-            assert await state.execute(IDS, [Add(Scope.RUN, "n"), Push(Scope.RUN, "w", ("a",), keep=5)]) == [
-                1.0,
-                ("a",),
-            ]
-            relay.armed = True
-            # the batch ran, its reply was lost, the client sent it again: it answers as it first did
-            batch = [Add(Scope.RUN, "n"), Push(Scope.RUN, "w", ("b",), keep=5), Get(Scope.KEY, "absent")]
-            assert await state.execute(IDS, batch) == [2.0, ("a", "b"), None]
-            assert relay.lost == 1
-            assert await direct.execute(IDS, [Get(Scope.RUN, "n"), Get(Scope.RUN, "w")]) == [2.0, ("a", "b")]
-            # the next batch goes through the relay as usual
-            assert await state.execute(IDS, [Add(Scope.RUN, "n")]) == [3.0]
+            assert await state.execute(IDS, FIRST) == [1.0, ("a",)]
+            yield relay, state, direct
         finally:
             await state.close()
             await direct.close()
+
+
+async def assert_second_ran_once(state: RedisState, direct: RedisState) -> None:
+    """`SECOND` has run exactly once, and the next batch goes through the relay as usual."""
+    assert await direct.execute(IDS, [Get(Scope.RUN, "n"), Get(Scope.RUN, "w")]) == [2.0, ("a", "b")]
+    assert await state.execute(IDS, [Add(Scope.RUN, "n")]) == [3.0]
+
+
+async def spoil_run_key(url: str, state: RedisState) -> None:
+    """Make the run's key hold something that is not a hash: the script's next call there answers WRONGTYPE."""
+    raw = aioredis.from_url(url)
+    try:
+        await raw.set(state.key(Scope.RUN, IDS.run), "not a hash")
+    finally:
+        await raw.aclose()
+
+
+async def test_a_batch_whose_reply_was_lost_is_not_applied_twice() -> None:
+    """redis-py sends a call again when its connection broke: a batch that had run gives its reply again, once."""
+    async with relayed() as (relay, state, direct):
+        relay.armed = True
+        # the batch ran, its reply was lost, the client sent it again: it answers as it first did
+        assert await state.execute(IDS, [*SECOND, Get(Scope.KEY, "absent")]) == [2.0, ("a", "b"), None]
+        assert relay.lost == 1
+        await assert_second_ran_once(state, direct)
 
 
 @pytest.mark.parametrize("lost", ["reply", "command"])
 async def test_a_batch_whose_call_timed_out_runs_exactly_once_and_says_so(lost: str) -> None:
     """The reply (the batch ran) or the command (it did not) is lost and the call times out: the caller
     fails within its timeout, and the batch, sent again under its marker, has run once when `pending` answers."""
-    async with own_redis() as server, LosingRelay(server.url, hold=True) as relay:
-        state = redis_state(relay.url, "rgfault", timeout=TIMEOUT)
-        direct = redis_state(server.url, "rgfault", timeout=TIMEOUT)
-        try:
-            assert await state.execute(IDS, [Add(Scope.RUN, "n"), Push(Scope.RUN, "w", ("a",), keep=5)]) == [
-                1.0,
-                ("a",),
-            ]
-            relay.armed, relay.armed_command = lost == "reply", lost == "command"
-            started = time.monotonic()
-            with pytest.raises(StateUnavailable) as failed:
-                await state.execute(IDS, [Add(Scope.RUN, "n"), Push(Scope.RUN, "w", ("b",), keep=5)])
-            assert time.monotonic() - started < 2 * TIMEOUT
-            assert relay.lost == 1
-            assert failed.value.pending is not None
-            assert await failed.value.pending == [2.0, ("a", "b")]
-            assert await direct.execute(IDS, [Get(Scope.RUN, "n"), Get(Scope.RUN, "w")]) == [2.0, ("a", "b")]
-            assert await state.execute(IDS, [Add(Scope.RUN, "n")]) == [3.0]
-        finally:
-            await state.close()
-            await direct.close()
+    async with relayed(hold=True) as (relay, state, direct):
+        relay.armed, relay.armed_command = lost == "reply", lost == "command"
+        started = time.monotonic()
+        with pytest.raises(StateUnavailable) as failed:
+            await state.execute(IDS, SECOND)
+        assert time.monotonic() - started < 2 * TIMEOUT
+        assert relay.lost == 1
+        assert failed.value.pending is not None
+        assert await failed.value.pending == [2.0, ("a", "b")]
+        await assert_second_ran_once(state, direct)
 
 
 async def test_an_error_the_server_answered_is_not_pending() -> None:
     """An error reply is an answer (here: the run's key holds something that is not a hash): nothing is sent again."""
     async with own_redis() as server:
         state = redis_state(server.url, "rgfault", timeout=TIMEOUT)
-        raw = aioredis.from_url(server.url)
         try:
-            await raw.set(state.key(Scope.RUN, IDS.run), "not a hash")
+            await spoil_run_key(server.url, state)
             with pytest.raises(StateUnavailable, match="WRONGTYPE") as failed:
                 await state.execute(IDS, [Add(Scope.RUN, "n")])
             assert failed.value.pending is None
         finally:
             await state.close()
-            await raw.aclose()
 
 
 async def test_a_resend_answered_with_an_error_stops_at_once() -> None:
     """A lost command's resend finds the run's key unusable (WRONGTYPE): an answer, so it is not sent again."""
     async with own_redis() as server, LosingRelay(server.url, hold=True) as relay:
         state = redis_state(relay.url, "rgfault", timeout=TIMEOUT)
-        raw = aioredis.from_url(server.url)
         try:
             relay.armed_command = True
             with pytest.raises(StateUnavailable) as failed:
                 await state.execute(IDS, [Add(Scope.RUN, "n")])
-            await raw.set(state.key(Scope.RUN, IDS.run), "not a hash")
+            await spoil_run_key(server.url, state)
             assert failed.value.pending is not None
             started = time.monotonic()
             assert await failed.value.pending is None
             assert time.monotonic() - started < 2 * TIMEOUT  # not sent again until the marker's half-life
         finally:
             await state.close()
-            await raw.aclose()
 
 
 async def test_closing_stops_the_batches_still_being_sent(silent_server: str) -> None:
