@@ -32,6 +32,7 @@ from aiohttp import web
 from runguard.config.settings import AlertSettings
 from runguard.proxy.observe import NullObserver
 from runguard.proxy.records import TripRecord
+from runguard.proxy.tasks import hold
 
 log = logging.getLogger("runguard.alerts")
 
@@ -103,9 +104,7 @@ class Alerts(NullObserver):
         """For `app.cleanup_ctx`: the client and workers live exactly as long as the app."""
         self._client = httpx.AsyncClient(timeout=self._settings.timeout, transport=self._transport)
         for _ in range(self._workers):
-            task = asyncio.ensure_future(self._work())
-            self._tasks.add(task)
-            task.add_done_callback(self._tasks.discard)
+            hold(self._tasks, self._work())
         try:
             yield
         finally:

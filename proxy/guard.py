@@ -31,6 +31,7 @@ from runguard.proxy.policy import Policy, Tightening
 from runguard.proxy.pricing import ModelTables
 from runguard.proxy.records import RecordedBody, RecordSink, TripRecord
 from runguard.proxy.state.base import ScopeIds, StateBackend
+from runguard.proxy.tasks import hold
 from runguard.proxy.ticket import Ticket, scope_ids
 from runguard.proxy.tokens import TokenEstimator
 
@@ -100,9 +101,7 @@ class Guard:
             if await pending is not None:
                 await self._execute(ids, undo)
 
-        task = asyncio.ensure_future(undo_when_run())
-        self._undoing.add(task)
-        task.add_done_callback(self._undoing.discard)
+        hold(self._undoing, undo_when_run())
 
     def _answer(self, ticket: Ticket, notice: StopNotice, kind: ResponseKind) -> Synthetic:
         adapter = ticket.adapter

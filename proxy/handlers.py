@@ -38,6 +38,7 @@ from runguard.proxy.relay import is_stream, relay_stream, whole_response
 from runguard.proxy.replies import provider_error
 from runguard.proxy.routes import Route, resolve
 from runguard.proxy.stream_usage import UsageChunkFilter, with_usage_requested
+from runguard.proxy.tasks import hold
 from runguard.proxy.ticket import Ticket
 from runguard.proxy.upstream import Upstreams, read_whole
 
@@ -60,9 +61,7 @@ class ProxyContext:
 
     def spawn(self, coro: Coroutine[Any, Any, None]) -> None:
         """Finish work after the client left (a disconnect must not lose the record)."""
-        task = asyncio.ensure_future(coro)
-        self.background.add(task)
-        task.add_done_callback(self.background.discard)
+        hold(self.background, coro)
 
     def stop_reading(self) -> None:
         """At shutdown: end the handlers still waiting for a request body.

@@ -58,6 +58,7 @@ from redis.backoff import ConstantBackoff
 from runguard.detectors.ops import Add, CompareAndSet, Get, Op, OpResult, Push, Put, PutNX, Scope
 from runguard.proxy.errors import StateUnavailable
 from runguard.proxy.state.base import ScopeIds, ScopeTtls
+from runguard.proxy.tasks import hold
 
 __all__ = ["RedisState"]
 
@@ -221,10 +222,7 @@ class RedisState:
         """Send the batch again in the background (None: too many are being sent already)."""
         if len(self._settling) >= self._max_settling:
             return None
-        task = asyncio.ensure_future(self._send_until_answered(keys, args, until))
-        self._settling.add(task)
-        task.add_done_callback(self._settling.discard)
-        return task
+        return hold(self._settling, self._send_until_answered(keys, args, until))
 
     async def _send_until_answered(self, keys: list[str], args: bytes, until: float) -> list[OpResult] | None:
         """The results of a batch whose reply was lost, sent again under its marker until it answers.
