@@ -124,6 +124,7 @@ class Finding:
 
 
 NOTHING: Results = MappingProxyType({})
+NO_VIEWS: Mapping[str, ResponseSeen] = MappingProxyType({})  # request hooks: every planner sees the one record
 
 
 @frozen
@@ -193,7 +194,12 @@ class Engine:
         findings.append(Finding(verdict, blocking, armed.config.response))
 
     def _batch(
-        self, planners: Sequence[Armed], offset: int, hook: str, shared: Any, own: Mapping[str, Any] = NOTHING
+        self,
+        planners: Sequence[Armed],
+        offset: int,
+        hook: str,
+        shared: RequestSeen | ResponseSeen,
+        own: Mapping[str, ResponseSeen] = NO_VIEWS,
     ) -> Batch:
         """Call `hook(seen, config)` of every planner, `seen` being its own view in `own`, else `shared`.
 
