@@ -100,12 +100,18 @@ def release_ops() -> list[Op]:
     return [_RELEASE]
 
 
-def response_ops(usage: Usage | None, usd: float) -> list[Op]:
-    """Add a response's usage and cost, and release its in-flight slot."""
-    ops = release_ops()
+# What a request knows of its run when its state step failed (the guard failed open): nothing. No
+# detector is run with it; the response's usage is still counted (`usage_ops`) and recorded.
+UNKNOWN_FACTS = RunFacts(
+    request_index=0, started_at=0.0, usd=0.0, input_tokens=0, output_tokens=0, in_flight=0, key_day_usd=0.0
+)
+
+
+def usage_ops(usage: Usage | None, usd: float) -> list[Op]:
+    """Add a response's usage and cost to its run and to its key's day (nothing without usage)."""
     if usage is None:
-        return ops
-    ops += [
+        return []
+    ops: list[Op] = [
         Add(Scope.RUN, "core.usd", usd),
         Add(Scope.RUN, "core.in", usage.input_tokens),
         Add(Scope.RUN, "core.out", usage.output_tokens),
@@ -114,3 +120,8 @@ def response_ops(usage: Usage | None, usd: float) -> list[Op]:
     if usage.input_tokens:
         ops.append(Put(Scope.RUN, "core.last_in", str(usage.input_tokens)))
     return ops
+
+
+def response_ops(usage: Usage | None, usd: float) -> list[Op]:
+    """Release a response's in-flight slot, and add its usage and cost."""
+    return [_RELEASE, *usage_ops(usage, usd)]

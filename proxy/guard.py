@@ -285,14 +285,13 @@ class Guard:
         usage = self._usage(ticket, info, status)
         if usage is not info.usage:
             info = dataclasses.replace(info, usage=usage)
-        assert ticket.facts is not None
         return ResponseSeen(
             ticket.run_id,
             ticket.key_hash,
             self._clock(),
             ticket.request,
             info,
-            ticket.facts,
+            ticket.facts or accounting.UNKNOWN_FACTS,
             status,
             self._tables.cost(ticket.request.model, usage),
             latency,
@@ -330,12 +329,13 @@ class Guard:
         `seen` is None when nothing came back from upstream to parse (the
         request was answered locally, or the client left before headers).
         """
-        if ticket.answer is not None and seen is None:
+        if seen is None:
+            if ticket.answer is None and ticket.facts is not None:
+                await self._execute(ticket.ids, accounting.release_ops())
             self._emit(ticket, None, client_status, error, body)
             return
-        if ticket.facts is None or seen is None:
-            if ticket.facts is not None:
-                await self._execute(ticket.ids, accounting.release_ops())
+        if ticket.facts is None:
+            await self._count_unguarded(ticket, seen)
             self._emit(ticket, seen, client_status, error, body)
             return
         views = ticket.views_of(seen)
@@ -358,6 +358,19 @@ class Guard:
                 await self._execute(ticket.ids, closing)
         await self._remember(ticket, seen)
         self._emit(ticket, seen, client_status, error, body)
+
+    async def _count_unguarded(self, ticket: Ticket, seen: ResponseSeen) -> None:
+        """A request let through while the state was unavailable (fail open): its response's usage
+        and cost are still added to the run and the key's day, if the state answers by now.
+
+        No detector runs (none has its request-phase results), and there is no
+        in-flight slot to give back: the request step that takes it failed (if
+        it ran all the same, `admit` gives the slot back when that is known).
+        """
+        ops = accounting.usage_ops(seen.response.usage, seen.usd)
+        if ops:
+            await self._execute(ticket.ids, ops)
+        await self._remember(ticket, seen)
 
     async def _breakers(self, ticket: Ticket) -> accounting.Breakers:
         got = await self._execute(ticket.ids, [Get(scope, breaker.FIELD) for scope in BREAKER_SCOPES])

@@ -245,7 +245,7 @@ async def _forward(
     async def failed(exc: UpstreamError) -> web.Response:
         failure = ResponseInfo(error=str(exc), complete=False)
         reply = _upstream_failed(route.provider, exc)
-        seen = guard.response_seen(ticket, failure, None, time.perf_counter() - sent) if ticket.facts else None
+        seen = guard.response_seen(ticket, failure, None, time.perf_counter() - sent)
         await guard.complete(ticket, seen, client_status=reply.status, error=type(exc).__name__)
         return reply
 
@@ -273,8 +273,8 @@ async def _forward(
             raise
         parsed = decode_body(raw, upstream.headers.get("Content-Encoding"), 1 << 30)
         info = ticket.adapter.parse_response(parsed) if parsed is not None else ResponseInfo(parse_error="encoding")
-        seen = guard.response_seen(ticket, info, upstream.status, time.perf_counter() - sent) if ticket.facts else None
-        replacement = guard.inspect(ticket, seen) if seen is not None else None
+        seen = guard.response_seen(ticket, info, upstream.status, time.perf_counter() - sent)
+        replacement = guard.inspect(ticket, seen)
         reply = (
             _synthetic(replacement, ticket)
             if replacement is not None
@@ -313,7 +313,7 @@ async def _forward_stream(
         if upstream_broke and info.error is None:
             # A reset or silence mid-stream is an upstream failure (retry_cascade counts it).
             info = dataclasses.replace(info, error=error, complete=False)
-        seen = guard.response_seen(ticket, info, upstream.status, time.perf_counter() - sent) if ticket.facts else None
+        seen = guard.response_seen(ticket, info, upstream.status, time.perf_counter() - sent)
         kept = _recorded(request, recorded_request, captured or b"", upstream.status) if recorded_request else None
         await guard.complete(ticket, seen, client_status=upstream.status, error=error, body=kept)
 

@@ -203,10 +203,10 @@ class Replayer:
             return
         run.requests += 1
         response = _response(adapter, exchange, stream)
-        seen = self._guard.response_seen(ticket, response, exchange.status, 0.0) if ticket.facts else None
-        replaced = self._guard.inspect(ticket, seen) if seen is not None and not stream else None
+        seen = self._guard.response_seen(ticket, response, exchange.status, 0.0)
+        replaced = self._guard.inspect(ticket, seen) if not stream else None
         await self._guard.complete(ticket, seen, client_status=exchange.status)
-        run.usd += seen.usd if seen is not None else 0.0
+        run.usd += seen.usd
         if replaced is not None:  # the client would have got the synthetic answer instead of this one
             self._stop(run, index, ticket.blocked_by)
 

@@ -184,6 +184,7 @@ async def test_a_state_step_that_timed_out_still_gives_its_slot_back(
         counters = await _settled(url, "timed-out", within=5.0)
     assert counters["core.requests"] == 1  # the step ran once: the sends after the timeout found it done
     assert counters["core.inflight"] == 0
+    assert (counters["core.in"], counters["core.out"]) == (12, 5)  # and what the answer cost was counted
 
 
 async def test_retry_cascade_opened_by_one_replica_is_honoured_by_the_other_with_one_probe(
