@@ -157,20 +157,25 @@ class Client:
         tallies = [Tally() for _ in self.targets]
         order = list(range(len(self.targets)))
         rng = random.Random(len(self.targets))
+        block = int(self.spec.get("block", 1))  # requests sent to one target in a row (1: interleaved)
+        pause = float(self.spec.get("pause_ms", 0)) / 1000  # between requests: a server's tail work ends
         try:
             for phase, rounds in (("warm", int(self.spec.get("warmup", 20))), ("run", int(self.spec["count"]))):
                 if phase == "run":
                     await self.wait_go({"event": "ready"})
-                for i in range(rounds):
+                for start in range(0, rounds, block):
                     # A new order every round: the request just before one target's (another
                     # server's tail work, the upstream's state) is not always the same target's.
                     rng.shuffle(order)
                     for t in order:
                         target = self.targets[t]
-                        body, headers = self.next_request(f"{self.prefix}-{phase}-{t}-{i}")
-                        sample = await send(sessions[t], target["url"] + self.path, body, headers, self.method)
-                        if phase == "run":
-                            tallies[t].samples.append(sample)
+                        for i in range(start, min(start + block, rounds)):
+                            body, headers = self.next_request(f"{self.prefix}-{phase}-{t}-{i}")
+                            sample = await send(sessions[t], target["url"] + self.path, body, headers, self.method)
+                            if phase == "run":
+                                tallies[t].samples.append(sample)
+                            if pause:
+                                await asyncio.sleep(pause)
         finally:
             for session in sessions:
                 await session.close()

@@ -39,6 +39,7 @@ ROOT = Path(__file__).resolve().parent.parent
 RESULTS = ROOT / "bench" / "results"
 REDIS_URL = "redis://127.0.0.1:6379/0"
 TOKENS_PACE_MS = 1  # between the deltas of the "tokens" stream scenarios
+BACK_TO_BACK = 10  # stalled streams sent to one target in a row in the warm-cache variant of the stall scenario
 
 
 @dataclass(frozen=True)
@@ -322,22 +323,32 @@ class Bench:
             report.progress(f"latency  {label}")
 
     def stall(self) -> None:
-        for api in payloads.APIS:
+        """Each API's stalled stream, interleaved as every scenario is; then the chat one back to back.
+
+        Back to back (`BACK_TO_BACK` requests in a row to one target, 5 ms apart so that the
+        previous request's tail work is done) each server finds the caches as its own previous
+        request left them: the gap between the two rows is what cold caches cost a server, which
+        an interleaved run (and a sidecar between an agent's steps) pays.
+        """
+        for api, block in [*((api, 1) for api in payloads.APIS), ("chat", BACK_TO_BACK)]:
             spec = {
                 "mode": "sequential",
                 "api": api,
                 "stream": True,
                 "size": "small",
                 "stall_ms": self.plan.stall_ms,
-                "warmup": 3,
+                "warmup": 3 if block == 1 else block,
                 "count": self.plan.stall_rounds,
+                "block": block,
+                "pause_ms": 0 if block == 1 else 5,
                 "run_prefix": f"stall-{uuid.uuid4().hex[:6]}",
             }
             result = self._measured(spec, self.guarded_targets(api), timeout=600)
-            self.results["stall"].append(
-                {"scenario": f"{api} stream, first event then {self.plan.stall_ms} ms", "spec": spec, **result}
-            )
-            report.progress(f"stall    {api}")
+            scenario = f"{api} stream, first event then {self.plan.stall_ms} ms"
+            if block > 1:
+                scenario += f", {block} in a row"
+            self.results["stall"].append({"scenario": scenario, "spec": spec, **result})
+            report.progress(f"stall    {api}{' back to back' if block > 1 else ''}")
 
     def throughput(self) -> None:
         """Each target alone under 32 clients; the rounds alternate targets, the median round is kept."""
