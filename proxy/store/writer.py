@@ -98,6 +98,7 @@ class QueueSink:
         self._stopping = asyncio.Event()
         self._task: asyncio.Task[None] | None = None
         self.dropped = 0
+        self._dropping = False  # the queue was full at the last submit
         self.written = 0
         self.failures = 0  # failed write attempts (each retried)
         self.migrated = asyncio.Event()
@@ -120,8 +121,18 @@ class QueueSink:
 
     def submit(self, record: Record) -> None:
         if len(self._queue) >= self._queue_size:
+            if not self._dropping:  # said once when dropping starts, once when it ends: never per record
+                self._dropping = True
+                log.warning(
+                    "record store: %d records wait for the database (store.queue_size): new records are "
+                    "dropped until it catches up (runguard_store_dropped_total counts them)",
+                    self._queue_size,
+                )
             self.dropped += 1
             return
+        if self._dropping:
+            self._dropping = False
+            log.warning("record store: caught up; %d records dropped since the start", self.dropped)
         self._queue.append(record)
         self._idle.clear()
         if len(self._queue) >= self._batch_size:

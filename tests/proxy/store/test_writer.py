@@ -50,16 +50,22 @@ async def test_close_flushes_everything_queued(make_sink: SinkFactory, store_url
     assert await count(store_url, "requests") == 250
 
 
-async def test_full_queue_drops_and_counts_without_blocking(store_url: str) -> None:
+async def test_full_queue_drops_and_counts_without_blocking(store_url: str, caplog: pytest.LogCaptureFixture) -> None:
     sink = QueueSink(store_url, queue_size=5, flush_interval=0.02)  # not started: nothing drains the queue
-    for i in range(1, 9):
-        sink.submit(factory.request("run-full", index=i))
-    assert (sink.backlog, sink.dropped) == (5, 3)
-    sink.start()
-    await sink.flush()
-    assert (sink.backlog, sink.dropped, sink.written) == (0, 3, 5)
-    await sink.close()
-    assert await count(store_url, "requests") == 5
+    with caplog.at_level("WARNING", logger="runguard.store"):
+        for i in range(1, 9):
+            sink.submit(factory.request("run-full", index=i))
+        assert (sink.backlog, sink.dropped) == (5, 3)
+        sink.start()
+        await sink.flush()
+        assert (sink.backlog, sink.dropped, sink.written) == (0, 3, 5)
+        sink.submit(factory.request("run-full", index=9))  # room again
+        await sink.close()
+    assert await count(store_url, "requests") == 6
+    said = [r.getMessage() for r in caplog.records if r.name == "runguard.store"]
+    assert len(said) == 2  # once when dropping began, once when it ended: not once per record
+    assert "5 records wait for the database" in said[0] and "new records are dropped" in said[0]
+    assert "caught up; 3 records dropped" in said[1]
 
 
 async def test_a_large_backlog_is_written_whole(make_sink: SinkFactory) -> None:
