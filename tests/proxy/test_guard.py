@@ -6,7 +6,6 @@ in-memory state whose next batches fail as a Redis outage makes them fail.
 
 from __future__ import annotations
 
-import asyncio
 import time
 from collections.abc import AsyncIterator, Sequence
 from typing import Any
@@ -20,6 +19,7 @@ from runguard.proxy.records import RequestRecord
 from runguard.proxy.state.base import ScopeIds
 from runguard.proxy.state.memory import MemoryState
 from tests.e2e import payloads
+from tests.e2e.faults import eventually, requests_of
 from tests.support.proxy import ListSink, settings_for, start_proxy
 from tests.support.upstream import FakeUpstream, Reply
 
@@ -55,13 +55,9 @@ async def client(upstream: FakeUpstream, sink: ListSink, state: FailingState) ->
 
 
 async def _records(sink: ListSink, count: int) -> list[RequestRecord]:
-    """The first `count` request records (each is written once its request is complete)."""
-    deadline = time.monotonic() + 2.0
-    while True:
-        found = [r for r in sink.records if isinstance(r, RequestRecord)]
-        if len(found) >= count or time.monotonic() > deadline:
-            return found
-        await asyncio.sleep(0.01)
+    """The request records, once there are `count` (each is written once its request is complete)."""
+    await eventually(lambda: len(requests_of(sink)) >= count)
+    return requests_of(sink)
 
 
 def _day(record: RequestRecord) -> str:
