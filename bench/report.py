@@ -262,8 +262,16 @@ def state_table(result: dict[str, Any]) -> str:
 
 
 def soak_table(result: dict[str, Any]) -> str:
-    headers = ["requests", "RSS MB", "seconds"]
-    rows = [[str(s["requests"]), f"{s['rss_mb']:.1f}", f"{s['seconds']:.1f}"] for s in result["samples"]]
+    headers = ["requests", "RSS MB", "seconds", "store backlog", "dropped"]
+    rows = [
+        [
+            str(s["requests"]),
+            f"{s['rss_mb']:.1f}",
+            f"{s['seconds']:.1f}",
+            *(f"{s[name]:.0f}" if name in s else "-" for name in ("store_backlog", "store_dropped")),
+        ]
+        for s in result["samples"]
+    ]
     figures: dict[str, Any] = next(iter(result.get("targets", {}).values()), {})
     tail = (
         f"\n{result['runs']} runs of 4 requests, max_runs={result['max_runs']}, "

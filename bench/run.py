@@ -64,18 +64,36 @@ class Plan:
     soak_concurrency: int
 
     @classmethod
-    def make(cls, quick: bool, soak_requests: int | None = None) -> Plan:
+    def make(cls, quick: bool, soak_requests: int | None = None, soak_clients: int | None = None) -> Plan:
         if quick:
             plan = cls(20, 150, 5, 30, 40, 20, 6, 1.5, 2, 32, 300, ("chat",), 5_000, 1_000, 1_000, 8)
         else:
             plan = cls(200, 2_000, 20, 200, 200, 20, 40, 5.0, 3, 32, 300, payloads.APIS, 100_000, 10_000, 10_000, 8)
-        return plan if soak_requests is None else replace(plan, soak_requests=soak_requests)
+        if soak_requests is not None:
+            plan = replace(plan, soak_requests=soak_requests)
+        return plan if soak_clients is None else replace(plan, soak_concurrency=soak_clients)
+
+
+def _store_gauges(proxy: Service) -> dict[str, float]:
+    """The record store's backlog and drops so far, from the proxy's metrics (empty when unreadable)."""
+    wanted = {"runguard_store_backlog": "store_backlog", "runguard_store_dropped_total": "store_dropped"}
+    try:
+        with urllib.request.urlopen(proxy.url + "/runguard/metrics", timeout=10.0) as response:
+            text = response.read().decode()
+    except OSError:
+        return {}
+    found: dict[str, float] = {}
+    for line in text.splitlines():
+        name, _, value = line.partition(" ")
+        if name in wanted:
+            found[wanted[name]] = float(value)
+    return found
 
 
 class Bench:
     def __init__(self, args: argparse.Namespace, tmp: Path, services: Services) -> None:
         self.args = args
-        self.plan = Plan.make(args.quick, args.soak_requests)
+        self.plan = Plan.make(args.quick, args.soak_requests, args.soak_clients)
         self.tmp = tmp
         self.services = services
         self.targets: dict[str, Service | None] = {}  # name -> process (None: direct to the upstream)
@@ -445,6 +463,7 @@ class Bench:
                         "requests": event["done"],
                         "rss_mb": procs.rss_bytes(proxy.pid) / 2**20,
                         "seconds": time.monotonic() - started,
+                        **_store_gauges(proxy),
                     }
                 )
                 load.go()
@@ -526,9 +545,15 @@ def main() -> None:
         metavar="N",
         help="requests in the RSS soak (default 100000, 5000 with --quick; RSS settles after ~200000 here)",
     )
+    parser.add_argument(
+        "--soak-clients",
+        type=int,
+        metavar="N",
+        help="concurrent clients in the RSS soak (default 8; 32 keeps the proxy's core busy all the time)",
+    )
     parser.add_argument("--out", type=Path, help="results file (default bench/results/<timestamp>.json)")
     args = parser.parse_args()
-    meta = _meta(args, Plan.make(args.quick, args.soak_requests))
+    meta = _meta(args, Plan.make(args.quick, args.soak_requests, args.soak_clients))
     started = time.monotonic()
     with tempfile.TemporaryDirectory(prefix="runguard-bench-") as tmp, Services(Path(tmp)) as services:
         bench = Bench(args, Path(tmp), services)

@@ -4,14 +4,14 @@ from __future__ import annotations
 
 import itertools
 import sqlite3
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
 
 from runguard.proxy.records import Record
 from runguard.proxy.store import QueueSink, StoreReader, batch, make_engine, parse, upgrade
-from runguard.proxy.store.sqlite_writer import SqliteWriter
+from runguard.proxy.store.sqlite_writer import SqliteWriter, write_batch
 from tests.proxy.store import factory
 
 TABLES = ("runs", "run_agents", "requests", "trips", "bodies")
@@ -68,6 +68,69 @@ async def test_both_writers_store_the_same_rows(two_stores: tuple[Path, Path]) -
     plain_rows, alchemy_rows = _dump(plain_path), _dump(alchemy_path)
     assert plain_rows == alchemy_rows
     assert [len(plain_rows[table]) for table in TABLES] == [3, 4, 7, 2, 1]
+
+
+def _large_batch() -> list[Record]:
+    """More rows than one statement takes: 301 requests over 76 runs, 3 agents, bodies, 13 trips."""
+    records: list[Record] = [
+        factory.request(f"run-{i // 4}", i % 4 + 1, agent=("planner", "coder", "reviewer")[i % 3], body=factory.body())
+        for i in range(301)
+    ]
+    records += [factory.trip(f"run-{i}", at=factory.T0 + i) for i in range(0, 76, 6)]
+    return records
+
+
+def _statements(path: Path, writes: Callable[[sqlite3.Connection], None]) -> list[str]:
+    """The statements `writes` runs on a connection to `path`, as SQLite traces them."""
+    conn = sqlite3.connect(path, isolation_level=None)
+    seen: list[str] = []
+    conn.set_trace_callback(seen.append)
+    try:
+        writes(conn)
+    finally:
+        conn.close()
+    return seen
+
+
+async def test_a_large_batch_goes_in_whole_with_a_few_statements(two_stores: tuple[Path, Path]) -> None:
+    """Each table's rows go in with up to 128 rows a statement, not one statement per row.
+
+    Every statement lets go of the GIL, and the writer thread has to win it back from a busy event
+    loop each time: per-row statements made the writer fall behind a saturated proxy.
+    """
+    plain_path, alchemy_path = two_stores
+    prepared = batch.build(_large_batch(), (f"id-{n}" for n in itertools.count()), record_bodies=True)
+    statements = _statements(plain_path, lambda conn: write_batch(conn, prepared))
+    inserts = [sql.split(" (")[0] for sql in statements if sql.startswith("INSERT")]
+    # requests 301 = 128+128+32+8+4+1; trips 13 = 8+4+1; bodies (8 a statement) 301 = 8*37+4+1;
+    # agents 226 (3 in each run, 1 in the last) = 128+64+32+2; runs 76 = 64+8+4
+    assert sorted(set(inserts)) == [f"INSERT INTO {t}" for t in ("bodies", "requests", "run_agents", "runs", "trips")]
+    assert inserts.count("INSERT INTO requests") == 6
+    assert inserts.count("INSERT INTO bodies") == 39
+    assert len(inserts) == 6 + 3 + 39 + 4 + 3
+    engine = make_engine(parse(f"sqlite+aiosqlite:///{alchemy_path}"))
+    try:
+        await batch.EngineWriter(engine).write(prepared)
+    finally:
+        await engine.dispose()
+    plain_rows, alchemy_rows = _dump(plain_path), _dump(alchemy_path)
+    assert plain_rows == alchemy_rows
+    assert [len(plain_rows[table]) for table in TABLES] == [76, 226, 301, 13, 301]
+
+
+def test_a_low_variable_limit_takes_fewer_rows_a_statement(two_stores: tuple[Path, Path]) -> None:
+    """A SQLite built with a small SQLITE_MAX_VARIABLE_NUMBER still takes the whole batch."""
+    path = two_stores[0]
+    prepared = batch.build(_large_batch(), (f"id-{n}" for n in itertools.count()), record_bodies=False)
+
+    def limited(conn: sqlite3.Connection) -> None:
+        conn.setlimit(sqlite3.SQLITE_LIMIT_VARIABLE_NUMBER, 999)  # the limit before SQLite 3.32
+        write_batch(conn, prepared)
+
+    statements = _statements(path, limited)
+    # 32 rows of 25 columns a statement: 301 = 32*9 + 8+4+1
+    assert sum(sql.startswith("INSERT INTO requests") for sql in statements) == 9 + 3
+    assert len(_dump(path)["requests"]) == 301
 
 
 async def test_what_it_writes_reads_back(two_stores: tuple[Path, Path]) -> None:
