@@ -90,18 +90,22 @@ def start_proxy(
     state_url: str | None = None,
     key_prefix: str | None = None,
     store: Mapping[str, Any] | None = None,
+    database_url: str | None = None,
     wrapper: Sequence[str] = (),
     timeout: float = 30.0,
 ) -> Service:
     """`runguard-proxy serve` as the bench target `name`, its config, home and SQLite file under `tmp`.
 
     `frame`: every detector off, no store; `source`: the code of another checkout; `state_url`
-    and `key_prefix`: a shared state backend; `wrapper`: a command the proxy runs under (valgrind).
+    and `key_prefix`: a shared state backend; `database_url`: the record store, instead of its own
+    SQLite file; `wrapper`: a command the proxy runs under (valgrind).
     Returns once `/runguard/health` answers; ProcessFailed or FileNotFoundError if it does not start.
     """
     port = free_port()
     config = write_config(tmp / f"{name}.yaml", max_runs, frame, store)
     env = proxy_env(upstream, tmp / f"home-{name}", None if frame else tmp / f"{name}.db", state_url, key_prefix)
+    if database_url and not frame:
+        env["RUNGUARD_DATABASE_URL"] = database_url
     if source is not None:
         env["PYTHONPATH"] = source_path(source, tmp / f"layout-{name}")
     command = [*wrapper, *proxy_command(config, port)]

@@ -324,9 +324,12 @@ def targets_summary(doc: dict[str, Any]) -> list[str]:
     soak = doc.get("soak")
     if soak and len(soak["samples"]) > 2:
         rss = [s["rss_mb"] for s in soak["samples"]]
+        backlog = [s["store_backlog"] for s in soak["samples"] if "store_backlog" in s]
+        dropped = soak["samples"][-1].get("store_dropped", 0)
+        store = f"; record store backlog at most {max(backlog):.0f}, {dropped:.0f} dropped" if backlog else ""
         out.append(
             f"RSS over {soak['samples'][-1]['requests']} requests: {rss[1]:.1f} MB after the first checkpoint "
-            f"-> {rss[-1]:.1f} MB at the end ({rss[-1] - rss[1]:+.1f} MB)"
+            f"-> {rss[-1]:.1f} MB at the end ({rss[-1] - rss[1]:+.1f} MB){store}"
         )
     return out
 

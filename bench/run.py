@@ -177,6 +177,7 @@ class Bench:
         max_runs: int | None = None,
         frame: bool = False,
         source: Path | None = None,
+        database_url: str | None = None,
     ) -> Service | None:
         """A proxy target; `source`: run the code of that checkout (another commit) instead of this one."""
         try:
@@ -189,6 +190,7 @@ class Bench:
                 max_runs=max_runs,
                 source=source,
                 state_url=state_url,
+                database_url=database_url,
                 # under redis_prefix: cleanup_redis finds it
                 key_prefix=f"{self.redis_prefix}-{name}" if state_url else None,
             )
@@ -439,7 +441,7 @@ class Bench:
 
     def soak(self) -> None:
         plan = self.plan
-        proxy = self._start_proxy("proxy_soak", max_runs=plan.soak_max_runs)
+        proxy = self._start_proxy("proxy_soak", max_runs=plan.soak_max_runs, database_url=self.args.soak_database_url)
         if proxy is None or "proxy_soak" in self.unguarded_only:
             return
         spec = {
@@ -550,6 +552,12 @@ def main() -> None:
         type=int,
         metavar="N",
         help="concurrent clients in the RSS soak (default 8; 32 keeps the proxy's core busy all the time)",
+    )
+    parser.add_argument(
+        "--soak-database-url",
+        metavar="URL",
+        help="the soak proxy's record store (default: a SQLite file of its own); e.g."
+        " postgresql+asyncpg://127.0.0.1/test?schema=bench_soak (the proxy migrates it; nothing is dropped)",
     )
     parser.add_argument("--out", type=Path, help="results file (default bench/results/<timestamp>.json)")
     args = parser.parse_args()
