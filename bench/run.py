@@ -90,6 +90,13 @@ def _store_gauges(proxy: Service) -> dict[str, float]:
     return found
 
 
+def _drained(service: Service, timeout: float = 60.0) -> None:
+    """Wait until the service's record store has nothing left to write (at once: no store, no metrics)."""
+    deadline = time.monotonic() + timeout
+    while _store_gauges(service).get("store_backlog", 0) > 0 and time.monotonic() < deadline:
+        time.sleep(0.05)
+
+
 class Bench:
     def __init__(self, args: argparse.Namespace, tmp: Path, services: Services) -> None:
         self.args = args
@@ -259,8 +266,13 @@ class Bench:
             out.append({"name": name, "url": url, "pid": service.pid if service else None})
         return out
 
-    def _measured(self, spec: dict[str, Any], names: list[str], timeout: float) -> dict[str, Any]:
-        """Run one load process; CPU of every target process between its ready and done."""
+    def _measured(self, spec: dict[str, Any], names: list[str], timeout: float, drain: bool = False) -> dict[str, Any]:
+        """Run one load process; CPU of every target process between its ready and done.
+
+        `drain` (a phase of thousands of requests): the phase ends when each proxy's record store
+        has written everything, so a store that falls behind pays for its backlog in its own phase,
+        not in the next target's. A short phase does not poll (each poll costs the proxy a request).
+        """
         spec = {**spec, "targets": self._target_specs(names)}
         load = LoadProcess(spec, self.tmp / "load.log", ROOT, sys.executable)
         try:
@@ -270,6 +282,9 @@ class Bench:
             load.go()
             event = load.next_event(timeout)
             time.sleep(0.2)  # work a server does after answering (records, logs) belongs to the phase
+            if drain:
+                for service in services.values():
+                    _drained(service)
             after = {n: CpuSample.of(s.pid) for n, s in services.items()}
         finally:
             load.kill()
@@ -387,7 +402,7 @@ class Bench:
                         "warmup_s": 0.5,
                         "run_prefix": f"tp-{uuid.uuid4().hex[:6]}",
                     }
-                    result = self._measured(spec, [name], timeout=120 + self.plan.throughput_s)
+                    result = self._measured(spec, [name], timeout=120 + self.plan.throughput_s, drain=True)
                     figures.append(result["targets"][name])
                     report.progress(f"throughput {name} {scenario}")
             for name, figures in rounds.items():
