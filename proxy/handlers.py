@@ -29,7 +29,7 @@ from runguard.proxy.codec import BodyTooLarge, decode_body
 from runguard.proxy.errors import UpstreamError, UpstreamTimeout
 from runguard.proxy.events import Api, Provider, ResponseInfo
 from runguard.proxy.guard import Guard
-from runguard.proxy.headers import upstream_request_headers
+from runguard.proxy.headers import header_text, upstream_request_headers
 from runguard.proxy.keys import KeyHasher, raw_key
 from runguard.proxy.observe import Observer
 from runguard.proxy.policy import SHORT_HEADERS, tightening_from
@@ -184,13 +184,13 @@ async def _guarded(
         decoded = decode_body(body, request.headers.get("Content-Encoding"), settings.server.max_body_bytes)
     except BodyTooLarge as exc:
         return provider_error(route.provider, 413, f"RunGuard: {exc}", "request_too_large")
-    header_run = request.headers.get(settings.runs.run_header)
+    header_run = header_text(request.headers.get(settings.runs.run_header))
     body_read = decoded or b""
     history = ctx.history
     slot = None
     if history is not None and len(body_read) >= history.min_body:
         slot = HistorySlot(history, key_hash, header_run or "")
-    agent = request.headers.get(settings.runs.agent_header)
+    agent = header_text(request.headers.get(settings.runs.agent_header))
     info = adapter.parse_request(body_read, RequestContext(route.model, agent, route.stream, history=slot))
     if decoded is None or info.parse_error:
         ctx.observer.parse_error(route.api.value)

@@ -1,4 +1,4 @@
-"""Which headers cross the proxy.
+"""Which headers cross the proxy, and reading the ones RunGuard takes text from.
 
 Everything is forwarded as it came, except hop-by-hop headers (they describe
 one connection, not the message), RunGuard's own `X-RunGuard-*`, `X-Run-Id`
@@ -58,3 +58,15 @@ def client_response_headers(headers: CIMultiDictProxy[str], *, keep_length: bool
     skip = HOP_BY_HOP if keep_length else _HOP_AND_LENGTH
     drop = [name for name in headers if name.lower() in skip]
     return _without(headers, drop + _dropped_by_connection(headers))
+
+
+def header_text(value: str | None) -> str | None:
+    """A header value as text that can be encoded: bytes that were not UTF-8 as `\\xff` escapes.
+
+    aiohttp keeps such bytes as lone surrogates (surrogateescape). Passed on as they are, they break
+    every encoder downstream (the access log, the record store, Redis keys), so a run id or agent
+    name sent with them would stall the store; escaped, they still name one run.
+    """
+    if value is None or value.isascii():
+        return value
+    return value.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")

@@ -50,7 +50,7 @@ class KeyHasher:
             return ANONYMOUS
         cached = self._cache.get(key)
         if cached is None:
-            cached = "k_" + hmac.new(self._salt, key.encode(), hashlib.sha256).hexdigest()[:16]
+            cached = "k_" + hmac.new(self._salt, key.encode("utf-8", "surrogatepass"), hashlib.sha256).hexdigest()[:16]
             if len(self._cache) >= self._cache_size:
                 self._cache.clear()
             self._cache[key] = cached

@@ -45,9 +45,12 @@ INT64 = 2**63 - 1
 
 
 def _text(value: str | None, limit: int = 4096) -> str | None:
-    """Client-supplied text as PostgreSQL accepts it: no NUL characters, bounded length."""
+    """Client-supplied text as every database accepts it: no NUL characters, no lone surrogates
+    (escaped as `\\udcff`: no encoder takes them), bounded length."""
     if value is None:
         return None
+    if not value.isascii():
+        value = value.encode("utf-8", "backslashreplace").decode()
     return value.replace("\x00", "")[:limit]
 
 
@@ -172,34 +175,43 @@ class Batch:
     requests: list[tuple[Row, RequestRecord]] = field(default_factory=list)
     trips: list[tuple[Row, TripRecord]] = field(default_factory=list)
     bodies: list[Row] = field(default_factory=list)
+    unbuilt: list[Exception] = field(default_factory=list)  # records no row could be made of (dropped)
 
     def __len__(self) -> int:
         return len(self.requests) + len(self.trips)
 
 
 def build(records: Iterable[Record], ids: Iterator[str], *, record_bodies: bool) -> Batch:
+    """The rows of `records`; a record with a value no row can hold is left out (in `unbuilt`), not the batch."""
     batch = Batch()
     for record in records:
-        row_id = next(ids)
-        if isinstance(record, RequestRecord):
-            batch.requests.append((request_row(row_id, record), record))
-            body = record.body
-            if record_bodies and body is not None:
-                batch.bodies.append(
-                    {
-                        "request_id": row_id,
-                        "run_id": _text(record.run_id),
-                        "at": _num(record.at),
-                        "path": body.path,
-                        "query": body.query,
-                        "status": _int(body.status),
-                        "request": body.request,
-                        "response": body.response,
-                    }
-                )
-        else:
-            batch.trips.append((trip_row(row_id, record), record))
+        try:
+            _add(batch, next(ids), record, record_bodies)
+        except (TypeError, ValueError) as exc:
+            batch.unbuilt.append(exc)
     return batch
+
+
+def _add(batch: Batch, row_id: str, record: Record, record_bodies: bool) -> None:
+    if not isinstance(record, RequestRecord):
+        batch.trips.append((trip_row(row_id, record), record))
+        return
+    row = request_row(row_id, record)
+    body = record.body
+    if record_bodies and body is not None:
+        batch.bodies.append(
+            {
+                "request_id": row_id,
+                "run_id": row["run_id"],
+                "at": row["at"],
+                "path": body.path,
+                "query": body.query,
+                "status": _int(body.status),
+                "request": body.request,
+                "response": body.response,
+            }
+        )
+    batch.requests.append((row, record))
 
 
 def _insert(dialect: str, table: Any) -> Any:

@@ -248,6 +248,12 @@ class QueueSink:
         self._pending = count
         try:
             batch = batches.build(records, self._ids, record_bodies=self._record_bodies)
+            if batch.unbuilt:
+                self.dropped += len(batch.unbuilt)
+                log.error("record store: dropped %d records no row can hold: %r", len(batch.unbuilt), batch.unbuilt[0])
+            count = len(batch)
+            if not count:
+                return
             try:
                 await self._retrying("writing records", functools.partial(self.writer.write, batch))
                 self.written += count

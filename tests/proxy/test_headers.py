@@ -2,7 +2,7 @@ from __future__ import annotations
 
 from multidict import CIMultiDict, CIMultiDictProxy
 
-from runguard.proxy.headers import client_response_headers, upstream_request_headers
+from runguard.proxy.headers import client_response_headers, header_text, upstream_request_headers
 
 
 def test_request_headers_drop_hop_by_hop_and_own_headers_only() -> None:
@@ -68,3 +68,12 @@ def test_response_headers_named_by_connection_are_dropped() -> None:
         )
     )
     assert list(client_response_headers(headers, keep_length=True).items()) == [("Content-Type", "application/json")]
+
+
+def test_header_text_escapes_bytes_that_were_not_utf8_and_keeps_the_rest() -> None:
+    undecodable = b"run-\xff\xfe".decode("utf-8", "surrogateescape")  # as aiohttp hands such a header over
+    assert header_text(undecodable) == "run-\\xff\\xfe"
+    assert header_text(undecodable).encode() == b"run-\\xff\\xfe"  # encodable: logs, databases, Redis take it
+    assert header_text("agent-é") == "agent-é"
+    assert header_text("run-1") == "run-1"
+    assert header_text(None) is None

@@ -126,6 +126,23 @@ async def test_strange_values_are_stored_not_retried_forever(make_sink: SinkFact
     assert run is not None and run["usd"] == 0.0 and run["agents"] == []
 
 
+async def test_lone_surrogates_are_stored_escaped_and_an_unwritable_record_is_dropped_alone(
+    make_sink: SinkFactory, store_url: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Text no encoder takes (bytes that were not UTF-8, kept as surrogates) never stalls the writer."""
+    odd = b"run-\xff".decode("utf-8", "surrogateescape")
+    sink = make_sink()
+    sink.submit(factory.request(odd, agent=odd, tool_calls=(odd,)))
+    sink.submit(factory.trip("run-evidence", evidence={"agent": odd}))  # no JSON holds it: dropped, alone
+    sink.submit(factory.request("run-after"))
+    await sink.flush()
+    assert (sink.written, sink.dropped, sink.failures) == (2, 1, 0)
+    assert "dropped 1 records no row can hold" in caplog.text
+    run = await StoreReader(sink.engine).run("run-\\udcff")
+    assert run is not None and run["agents"] == ["run-\\udcff"]
+    assert await StoreReader(sink.engine).run("run-after") is not None
+
+
 async def test_sqlite_unavailable_at_first_loses_nothing(tmp_path: Path) -> None:
     path = tmp_path / "db" / "runguard.db"
     path.mkdir(parents=True)  # a directory where the file should be: SQLite cannot open it (even as root)
