@@ -14,12 +14,13 @@ Rows are sorted by run id so concurrent writers take row locks in one order
 from __future__ import annotations
 
 import math
+import operator
 from collections.abc import Collection, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 import orjson
-from sqlalchemy import and_, case, or_
+from sqlalchemy import JSON, Table, and_, case, or_
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.exc import DataError, IntegrityError
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
@@ -134,6 +135,24 @@ def trip_row(row_id: str, t: TripRecord) -> Row:
         "usd_avoided": _num(t.usd_avoided_estimate),
         "evidence": _json(dict(t.evidence)),
     }
+
+
+class Columns:
+    """A table's columns, and rows as positional tuples in their order (for writers that bind by position)."""
+
+    def __init__(self, table: Table) -> None:
+        self.table = table.name
+        self.names = tuple(column.name for column in table.columns)
+        self._values = operator.itemgetter(*self.names)
+        self._json = tuple(column.name for column in table.columns if isinstance(column.type, JSON))
+
+    def values(self, rows: Iterable[Row]) -> list[tuple[Any, ...]]:
+        """The rows' values in column order, JSON columns encoded as SQLAlchemy stores them (text)."""
+        values, json = self._values, self._json
+        if not json:
+            return [values(row) for row in rows]
+        dumps = orjson.dumps
+        return [values(row | {name: dumps(row[name]).decode() for name in json}) for row in rows]
 
 
 @dataclass(slots=True)

@@ -35,9 +35,9 @@ from pathlib import Path
 from typing import Any
 
 import orjson
-from sqlalchemy import JSON, Table
+from sqlalchemy import Table
 
-from runguard.proxy.store.batch import ADDED_UP, Batch, Row, RunDelta, deltas_of, new_agents
+from runguard.proxy.store.batch import ADDED_UP, Batch, Columns, Row, RunDelta, deltas_of, new_agents
 from runguard.proxy.store.database import BUSY_TIMEOUT_MS, sqlite_pragmas
 from runguard.proxy.store.models import Body, Request, RunAgent, Trip
 
@@ -90,24 +90,14 @@ class _MultiRow:
 
 
 class _Insert:
-    """A table's INSERT ... ON CONFLICT DO NOTHING, and its rows as the statement binds them."""
+    """A table's INSERT ... ON CONFLICT DO NOTHING."""
 
     def __init__(self, table: Table, max_rows: int = MAX_ROWS) -> None:
-        names = [column.name for column in table.columns]
-        self.statement = _MultiRow(table.name, names, " ON CONFLICT DO NOTHING", max_rows)
-        self._values = operator.itemgetter(*names)  # positional: sqlite3 binds names one lookup at a time
-        self._json = tuple(column.name for column in table.columns if isinstance(column.type, JSON))
-
-    def params(self, rows: Iterable[Row]) -> list[tuple[Any, ...]]:
-        """The rows' values in column order, JSON columns encoded as SQLAlchemy stores them (text)."""
-        values, json = self._values, self._json
-        if not json:
-            return [values(row) for row in rows]
-        dumps = orjson.dumps
-        return [values(row | {name: dumps(row[name]).decode() for name in json}) for row in rows]
+        self.columns = Columns(table)
+        self.statement = _MultiRow(table.name, self.columns.names, " ON CONFLICT DO NOTHING", max_rows)
 
     def run(self, conn: sqlite3.Connection, rows: Iterable[Row]) -> None:
-        self.statement.run(conn, self.params(rows))
+        self.statement.run(conn, self.columns.values(rows))
 
 
 _REQUESTS = _Insert(Request.__table__)  # type: ignore[arg-type]

@@ -5,7 +5,9 @@ never blocks and never raises; when the queue is full the record is dropped
 and counted (`dropped`). One background task takes up to `batch_size` records
 every `flush_interval` and writes them in one transaction: on a SQLite file
 through a plain `sqlite3` connection on a thread of its own
-(`sqlite_writer.py`), otherwise through the SQLAlchemy engine (`batch.py`).
+(`sqlite_writer.py`), on PostgreSQL through asyncpg on the engine's pooled
+connections (`postgres_writer.py`), otherwise (in-memory SQLite) through the
+SQLAlchemy engine (`batch.py`).
 When the database is down or slow the proxy goes on: the batch in hand is
 retried with capped exponential backoff until it goes in (never thrown away
 for a connectivity failure), new records wait in the queue, and `backlog`
@@ -39,6 +41,7 @@ from runguard.proxy.records import Record
 from runguard.proxy.store import batch as batches
 from runguard.proxy.store.database import Target, make_engine, parse
 from runguard.proxy.store.migrate import upgrade
+from runguard.proxy.store.postgres_writer import PostgresWriter
 from runguard.proxy.store.sqlite_writer import SqliteWriter
 
 log = logging.getLogger("runguard.store")
@@ -83,7 +86,13 @@ class QueueSink:
         self.target: Target = parse(database_url)
         self.engine: AsyncEngine = make_engine(self.target)  # migrations, and the reader's
         path = self.target.sqlite_path
-        self.writer: BatchWriter = SqliteWriter(path) if path is not None else batches.EngineWriter(self.engine)
+        self.writer: BatchWriter
+        if path is not None:
+            self.writer = SqliteWriter(path)
+        elif self.target.postgres:
+            self.writer = PostgresWriter(self.engine)
+        else:  # an in-memory SQLite database lives in the engine's one connection
+            self.writer = batches.EngineWriter(self.engine)
         self._record_bodies = record_bodies
         self._queue: deque[Record] = deque()
         self._queue_size = queue_size

@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from typing import Any
 
-from runguard.proxy.records import RecordedBody, RequestRecord, TripRecord, VerdictRecord
+from runguard.proxy.records import Record, RecordedBody, RequestRecord, TripRecord, VerdictRecord
 
 T0 = 1_800_000_000.0
 
@@ -59,3 +60,30 @@ def verdict(detector: str = "non_progress", action: str = "block") -> VerdictRec
 
 def body(request_json: bytes = b'{"model":"gpt-4o-mini","messages":[]}') -> RecordedBody:
     return RecordedBody("/v1/chat/completions", "", request_json, b'{"choices":[]}', 200)
+
+
+def batches() -> Iterator[list[Record]]:
+    """Batches that add to each other's runs: totals, agents, first/last seen, exit order, bodies."""
+    yield [
+        request("run-a", 1, agent="planner", body=body()),
+        request("run-a", 2, agent="coder", at=T0 + 9, tool_calls=()),
+        request("run-b", 1, agent="", status=500, error="upstream 500", usd=float("nan")),
+        trip("run-b", action="warn", evidence={"set": {1}, 2: b"x"}),
+    ]
+    yield [
+        request("run-a", 3, agent="planner", at=T0 - 5),  # earlier: first_seen moves back
+        request("run-a", 4, agent="reviewer", finish_reason="stop", tool_calls=()),
+        trip("run-a", at=T0 + 20),  # the latest outcome wins
+        request("run-c", 1, verdicts=(verdict(),), handoff_to="billing"),
+    ]
+    yield [request("run-c", 2, agent="planner", at=T0 + 100, blocked_by="tool_storm")]
+
+
+def large_batch() -> list[Record]:
+    """More rows than one statement takes: 301 requests over 76 runs, 3 agents, bodies, 13 trips."""
+    records: list[Record] = [
+        request(f"run-{i // 4}", i % 4 + 1, agent=("planner", "coder", "reviewer")[i % 3], body=body())
+        for i in range(301)
+    ]
+    records += [trip(f"run-{i}", at=T0 + i) for i in range(0, 76, 6)]
+    return records

@@ -4,34 +4,16 @@ from __future__ import annotations
 
 import itertools
 import sqlite3
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
-from runguard.proxy.records import Record
 from runguard.proxy.store import QueueSink, StoreReader, batch, make_engine, parse, upgrade
 from runguard.proxy.store.sqlite_writer import SqliteWriter, write_batch
 from tests.proxy.store import factory
 
 TABLES = ("runs", "run_agents", "requests", "trips", "bodies")
-
-
-def _batches() -> Iterator[list[Record]]:
-    """Batches that add to each other's runs: totals, agents, first/last seen, exit order, bodies."""
-    yield [
-        factory.request("run-a", 1, agent="planner", body=factory.body()),
-        factory.request("run-a", 2, agent="coder", at=factory.T0 + 9, tool_calls=()),
-        factory.request("run-b", 1, agent="", status=500, error="upstream 500", usd=float("nan")),
-        factory.trip("run-b", action="warn", evidence={"set": {1}, 2: b"x"}),
-    ]
-    yield [
-        factory.request("run-a", 3, agent="planner", at=factory.T0 - 5),  # earlier: first_seen moves back
-        factory.request("run-a", 4, agent="reviewer", finish_reason="stop", tool_calls=()),
-        factory.trip("run-a", at=factory.T0 + 20),  # the latest outcome wins
-        factory.request("run-c", 1, verdicts=(factory.verdict(),), handoff_to="billing"),
-    ]
-    yield [factory.request("run-c", 2, agent="planner", at=factory.T0 + 100, blocked_by="tool_storm")]
 
 
 def _dump(path: Path) -> dict[str, list[tuple[object, ...]]]:
@@ -57,7 +39,7 @@ async def test_both_writers_store_the_same_rows(two_stores: tuple[Path, Path]) -
     alchemy = batch.EngineWriter(engine)
     ids = (f"id-{n}" for n in itertools.count())
     try:
-        for records in _batches():
+        for records in factory.batches():
             prepared = batch.build(records, ids, record_bodies=True)
             await plain.write(prepared)
             await alchemy.write(prepared)
@@ -68,16 +50,6 @@ async def test_both_writers_store_the_same_rows(two_stores: tuple[Path, Path]) -
     plain_rows, alchemy_rows = _dump(plain_path), _dump(alchemy_path)
     assert plain_rows == alchemy_rows
     assert [len(plain_rows[table]) for table in TABLES] == [3, 4, 7, 2, 1]
-
-
-def _large_batch() -> list[Record]:
-    """More rows than one statement takes: 301 requests over 76 runs, 3 agents, bodies, 13 trips."""
-    records: list[Record] = [
-        factory.request(f"run-{i // 4}", i % 4 + 1, agent=("planner", "coder", "reviewer")[i % 3], body=factory.body())
-        for i in range(301)
-    ]
-    records += [factory.trip(f"run-{i}", at=factory.T0 + i) for i in range(0, 76, 6)]
-    return records
 
 
 def _statements(path: Path, writes: Callable[[sqlite3.Connection], None]) -> list[str]:
@@ -99,7 +71,7 @@ async def test_a_large_batch_goes_in_whole_with_a_few_statements(two_stores: tup
     loop each time: per-row statements made the writer fall behind a saturated proxy.
     """
     plain_path, alchemy_path = two_stores
-    prepared = batch.build(_large_batch(), (f"id-{n}" for n in itertools.count()), record_bodies=True)
+    prepared = batch.build(factory.large_batch(), (f"id-{n}" for n in itertools.count()), record_bodies=True)
     statements = _statements(plain_path, lambda conn: write_batch(conn, prepared))
     inserts = [sql.split(" (")[0] for sql in statements if sql.startswith("INSERT")]
     # requests 301 = 128+128+32+8+4+1; trips 13 = 8+4+1; bodies (8 a statement) 301 = 8*37+4+1;
@@ -121,7 +93,7 @@ async def test_a_large_batch_goes_in_whole_with_a_few_statements(two_stores: tup
 def test_a_low_variable_limit_takes_fewer_rows_a_statement(two_stores: tuple[Path, Path]) -> None:
     """A SQLite built with a small SQLITE_MAX_VARIABLE_NUMBER still takes the whole batch."""
     path = two_stores[0]
-    prepared = batch.build(_large_batch(), (f"id-{n}" for n in itertools.count()), record_bodies=False)
+    prepared = batch.build(factory.large_batch(), (f"id-{n}" for n in itertools.count()), record_bodies=False)
 
     def limited(conn: sqlite3.Connection) -> None:
         conn.setlimit(sqlite3.SQLITE_LIMIT_VARIABLE_NUMBER, 999)  # the limit before SQLite 3.32
@@ -138,7 +110,7 @@ async def test_what_it_writes_reads_back(two_stores: tuple[Path, Path]) -> None:
     writer = SqliteWriter(path)
     ids = (f"id-{n}" for n in itertools.count())
     try:
-        for records in _batches():
+        for records in factory.batches():
             await writer.write(batch.build(records, ids, record_bodies=False))
     finally:
         await writer.close()
