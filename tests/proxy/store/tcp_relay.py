@@ -1,4 +1,4 @@
-"""A TCP relay on a fixed loopback port that a test can take down and bring back: a database outage."""
+"""A TCP relay on a fixed loopback port that a test can take down and bring back, or hold: a database outage."""
 
 from __future__ import annotations
 
@@ -12,6 +12,16 @@ class TcpRelay:
         self._target = (target_host, target_port)
         self._server: asyncio.Server | None = None
         self._writers: set[asyncio.StreamWriter] = set()
+        self._flowing = asyncio.Event()
+        self._flowing.set()
+
+    def hold(self) -> None:
+        """Stop passing bytes on, connections left open (a database that stopped answering)."""
+        self._flowing.clear()
+
+    def release(self) -> None:
+        """Pass on what was held, and everything after it."""
+        self._flowing.set()
 
     async def up(self) -> None:
         self._server = await asyncio.start_server(self._serve, "127.0.0.1", self.port, reuse_address=True)
@@ -37,6 +47,7 @@ class TcpRelay:
     async def _pipe(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         with contextlib.suppress(OSError, asyncio.CancelledError):
             while data := await reader.read(65536):
+                await self._flowing.wait()
                 writer.write(data)
                 await writer.drain()
         writer.transport.abort()

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from sqlalchemy.exc import DataError
 
-from runguard.proxy.store import QueueSink, StoreReader, batch
+from runguard.proxy.store import QueueSink, StoreReader, batch, writer
 from tests.proxy.store import factory
 from tests.proxy.store.conftest import SinkFactory, count, drop_schema
 from tests.proxy.store.tcp_relay import TcpRelay
@@ -200,5 +200,53 @@ async def test_postgres_down_at_start_and_mid_way_loses_nothing() -> None:
         run = await reader.run("run-pg-outage")
         await reader.close()
         assert run is not None and run["requests"] == 120
+    finally:
+        await drop_schema(base, schema)
+
+
+@pytest.mark.postgres
+async def test_a_postgres_write_that_times_out_is_retried_on_a_sound_connection(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The database stops answering mid-write: the write times out and is retried once it answers again.
+
+    Nothing is lost and nothing counts twice, and the connection the timed-out write left
+    mid-statement does not poison the next ones.
+    """
+    base = require_postgres()
+    schema = unique_name("rg_test")
+    relay = TcpRelay(closed_port(), "127.0.0.1", 5432)
+    await relay.up()
+    url = base.replace("@127.0.0.1:5432/", f"@127.0.0.1:{relay.port}/") + f"?schema={schema}"
+    monkeypatch.setattr(writer, "WRITE_TIMEOUT", 0.5)
+    sink = QueueSink(url, flush_interval=0.02, max_backoff=0.2)
+    sink.start()
+    try:
+        sink.submit(factory.request("run-pg-held", index=1))
+        await asyncio.wait_for(sink.flush(), 15)
+        relay.hold()
+        for i in range(2, 12):
+            sink.submit(factory.request("run-pg-held", index=i))
+        for _ in range(100):  # the write in progress times out
+            if sink.failures:
+                break
+            await asyncio.sleep(0.05)
+        assert sink.failures and sink.backlog == 10
+        relay.release()
+        await asyncio.wait_for(sink.flush(), 15)
+        for i in range(12, 22):
+            sink.submit(factory.request("run-pg-held", index=i))
+        await asyncio.wait_for(sink.flush(), 15)
+        assert (sink.written, sink.dropped, sink.backlog) == (21, 0, 0)
+    finally:
+        await sink.close()
+        await relay.down()
+    direct = base + f"?schema={schema}"
+    try:
+        reader = StoreReader.open(direct)
+        run = await reader.run("run-pg-held")
+        await reader.close()
+        assert run is not None and run["requests"] == 21
+        assert await count(direct, "requests") == 21
     finally:
         await drop_schema(base, schema)
