@@ -64,8 +64,8 @@ def _num(value: float | None) -> float | None:
 
 def _int(value: int | None, limit: int = INT32) -> int | None:
     """An integer the column holds (a client or upstream could report anything)."""
-    if value is None:
-        return None
+    if value is None or (type(value) is int and -limit <= value <= limit):  # the usual case, at once
+        return value
     return max(-limit, min(int(value), limit))
 
 
