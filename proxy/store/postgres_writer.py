@@ -18,15 +18,17 @@ order by every replica).
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import asyncpg
 from sqlalchemy import Table
 from sqlalchemy.dialects import postgresql
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from runguard.proxy.store.batch import ADDED_UP, Batch, Columns, Row, deltas_of, new_agents
 from runguard.proxy.store.models import Body, Request, Run, RunAgent, Trip
+
+if TYPE_CHECKING:  # asyncpg is imported when a PostgreSQL store is made (a SQLite proxy starts without it)
+    import asyncpg
 
 _LATER = "excluded.exit_at IS NOT NULL AND (runs.exit_at IS NULL OR excluded.exit_at >= runs.exit_at)"
 _RUN_CONFLICT = (
@@ -84,12 +86,13 @@ async def write_batch(conn: asyncpg.Connection, batch: Batch) -> None:
 class PostgresWriter:
     """Batches into PostgreSQL on connections of the engine's pool, one transaction each."""
 
-    # Class 22 (a value the column cannot hold; asyncpg raises it for values it cannot encode too)
-    # and class 23 (a constraint): the rows, not the database.
-    rejects: tuple[type[Exception], ...] = (asyncpg.DataError, asyncpg.IntegrityConstraintViolationError)
-
     def __init__(self, engine: AsyncEngine) -> None:
+        import asyncpg
+
         self._engine = engine
+        # Class 22 (a value the column cannot hold; asyncpg raises it for values it cannot encode too)
+        # and class 23 (a constraint): the rows, not the database.
+        self.rejects: tuple[type[Exception], ...] = (asyncpg.DataError, asyncpg.IntegrityConstraintViolationError)
 
     async def write(self, batch: Batch) -> None:
         async with self._engine.connect() as conn:
