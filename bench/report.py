@@ -323,13 +323,17 @@ def targets_summary(doc: dict[str, Any]) -> list[str]:
             )
     soak = doc.get("soak")
     if soak and len(soak["samples"]) > 2:
-        rss = [s["rss_mb"] for s in soak["samples"]]
-        backlog = [s["store_backlog"] for s in soak["samples"] if "store_backlog" in s]
-        dropped = soak["samples"][-1].get("store_dropped", 0)
+        samples = soak["samples"]
+        total = samples[-1]["requests"]
+        # From a tenth of the way in: the first thousand requests still warm caches and pools up.
+        warm = next(s for s in samples if s["requests"] >= total / 10)
+        backlog = [s["store_backlog"] for s in samples if "store_backlog" in s]
+        dropped = samples[-1].get("store_dropped", 0)
         store = f"; record store backlog at most {max(backlog):.0f}, {dropped:.0f} dropped" if backlog else ""
         out.append(
-            f"RSS over {soak['samples'][-1]['requests']} requests: {rss[1]:.1f} MB after the first checkpoint "
-            f"-> {rss[-1]:.1f} MB at the end ({rss[-1] - rss[1]:+.1f} MB){store}"
+            f"RSS from {warm['requests']} to {total} requests: {warm['rss_mb']:.1f} -> {samples[-1]['rss_mb']:.1f} MB "
+            f"({samples[-1]['rss_mb'] - warm['rss_mb']:+.1f} MB; {samples[1]['rss_mb']:.1f} MB at "
+            f"{samples[1]['requests']}){store}"
         )
     return out
 
