@@ -52,15 +52,12 @@ class _Unnest:
         )
         self.sql = f"INSERT INTO {table.name} ({', '.join(self.columns.names)}) SELECT * FROM unnest({arrays}){tail}"
 
-    def arrays(self, rows: list[tuple[Any, ...]]) -> list[tuple[Any, ...]]:
-        """One sequence per column (the statement's parameters)."""
-        return list(zip(*rows, strict=True)) if rows else [() for _ in self.columns.names]
-
     async def run(self, conn: asyncpg.Connection, rows: list[Row]) -> list[Any]:
         """Insert `rows`; the first column of what the statement returns (nothing without RETURNING)."""
         if not rows:
             return []
-        records = await conn.fetch(self.sql, *self.arrays(self.columns.values(rows)))
+        arrays = zip(*self.columns.values(rows), strict=True)  # one sequence per column: the parameters
+        records = await conn.fetch(self.sql, *arrays)
         return [record[0] for record in records]
 
 
