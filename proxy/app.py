@@ -75,7 +75,13 @@ def install_store(app: web.Application, settings: Settings) -> RecordSink:
     except ValueError as exc:
         raise ConfigError(f"store.database_url: {exc}") from exc
     app.cleanup_ctx.append(store.lifetime)
-    app[STORE_READER] = StoreReader(store.engine, idle_seconds=settings.runs.idle_seconds)
+    reader = StoreReader(store.engine, idle_seconds=settings.runs.idle_seconds)
+    app[STORE_READER] = reader
+
+    async def close_reader(_app: web.Application) -> None:
+        await reader.close()
+
+    app.on_cleanup.append(close_reader)
     return store
 
 

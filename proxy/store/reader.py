@@ -11,14 +11,15 @@ once `idle_seconds` have passed without a request.
 
 from __future__ import annotations
 
+import asyncio
 import time
 from collections.abc import AsyncIterator, Callable, Sequence
 from typing import Any
 
-from sqlalchemy import Executable, case, distinct, func, select
+from sqlalchemy import Engine, Executable, case, distinct, func, select
 from sqlalchemy.ext.asyncio import AsyncEngine
 
-from runguard.proxy.store.database import make_engine, parse
+from runguard.proxy.store.database import make_engine, parse, sqlite_reader_engine
 from runguard.proxy.store.models import Body, Request, Run, RunAgent, Trip
 
 Row = dict[str, Any]
@@ -85,11 +86,19 @@ class StoreReader:
     """Read-only queries on one engine (the writer's, inside the proxy; the CLI's own otherwise)."""
 
     def __init__(
-        self, engine: AsyncEngine, *, idle_seconds: float = 3600.0, clock: Callable[[], float] = time.time
+        self,
+        engine: AsyncEngine,
+        *,
+        idle_seconds: float = 3600.0,
+        clock: Callable[[], float] = time.time,
+        owns_engine: bool = False,
     ) -> None:
         self._engine = engine
+        self._owns_engine = owns_engine
         self._idle_seconds = idle_seconds
         self._clock = clock
+        path = parse(engine.url.render_as_string(hide_password=False)).sqlite_path
+        self._plain = sqlite_reader_engine(path) if path is not None else None  # queries in one thread hop
 
     @classmethod
     def open(cls, database_url: str, *, idle_seconds: float = 3600.0) -> StoreReader:
@@ -98,10 +107,14 @@ class StoreReader:
         path = target.sqlite_path
         if path is not None and not path.exists():
             raise StoreMissing(f"no record store at {path} (the proxy creates it on its first start)")
-        return cls(make_engine(target, create_dir=False), idle_seconds=idle_seconds)
+        return cls(make_engine(target, create_dir=False), idle_seconds=idle_seconds, owns_engine=True)
 
     async def close(self) -> None:
-        await self._engine.dispose()
+        """Close the reader's connections (and its engine, when `open` made it)."""
+        if self._plain is not None:
+            self._plain.dispose()
+        if self._owns_engine:
+            await self._engine.dispose()
 
     def _status(self, exit_reason: str | None, last_seen: float) -> str:
         if exit_reason:
@@ -109,8 +122,15 @@ class StoreReader:
         return "idle" if self._clock() - last_seen > self._idle_seconds else "running"
 
     async def _all(self, query: Executable) -> list[Row]:
+        if self._plain is not None:
+            return await asyncio.to_thread(self._plain_all, self._plain, query)
         async with self._engine.connect() as conn:
             return [dict(row._mapping) for row in await conn.execute(query)]
+
+    @staticmethod
+    def _plain_all(engine: Engine, query: Executable) -> list[Row]:
+        with engine.connect() as conn:
+            return [dict(row._mapping) for row in conn.execute(query)]
 
     async def _agents(self, run_ids: Sequence[str]) -> dict[str, list[str]]:
         if not run_ids:
