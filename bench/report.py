@@ -145,7 +145,18 @@ def stall_table(entries: list[dict[str, Any]]) -> str:
 
 def throughput_table(entries: list[dict[str, Any]]) -> str:
     base = {e["scenario"]: e for e in entries if e["target"] == BASE}
-    headers = ["scenario", "target", "req/s", "xpass", "p50 ms", "p99 ms", "cpu us/req", "cpu xpass", "non-200"]
+    headers = [
+        "scenario",
+        "target",
+        "req/s",
+        "xpass",
+        "p50 ms",
+        "p99 ms",
+        "cpu us/req",
+        "cpu xpass",
+        "non-200",
+        "admin read ms",
+    ]
     rows = []
     for e in entries:
         b = base.get(e["scenario"], {})
@@ -161,6 +172,7 @@ def throughput_table(entries: list[dict[str, Any]]) -> str:
                 _num(e.get("cpu_us"), 0),
                 _ratio(e.get("cpu_us"), b.get("cpu_us")) if e["target"] != "direct" else "-",
                 str(bad),
+                _num(e.get("admin_read_ms"), 0),
             ]
         )
     return _table(headers, rows)

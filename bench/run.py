@@ -21,6 +21,7 @@ import datetime
 import importlib.util
 import os
 import platform
+import statistics
 import subprocess
 import tempfile
 import time
@@ -88,6 +89,25 @@ def _store_gauges(proxy: Service) -> dict[str, float]:
         if name in wanted:
             found[wanted[name]] = float(value)
     return found
+
+
+def _admin_reads(service: Service, load_seconds: float) -> list[float]:
+    """Milliseconds of up to three `GET /runguard/runs` while the load runs (none: not a RunGuard proxy).
+
+    The first starts once the load is past its warm-up; no read starts after 80% of the load's time.
+    """
+    started = time.monotonic()
+    time.sleep(min(0.7, load_seconds / 3))
+    times: list[float] = []
+    while len(times) < 3 and time.monotonic() - started < 0.8 * load_seconds:
+        sent = time.perf_counter()
+        try:
+            with urllib.request.urlopen(service.url + "/runguard/runs?limit=20", timeout=30.0) as response:
+                response.read()
+        except OSError:
+            return []
+        times.append((time.perf_counter() - sent) * 1000)
+    return times
 
 
 def _drained(service: Service, timeout: float = 60.0) -> None:
@@ -266,12 +286,15 @@ class Bench:
             out.append({"name": name, "url": url, "pid": service.pid if service else None})
         return out
 
-    def _measured(self, spec: dict[str, Any], names: list[str], timeout: float, drain: bool = False) -> dict[str, Any]:
+    def _measured(
+        self, spec: dict[str, Any], names: list[str], timeout: float, drain: bool = False, probe: float = 0.0
+    ) -> dict[str, Any]:
         """Run one load process; CPU of every target process between its ready and done.
 
         `drain` (a phase of thousands of requests): the phase ends when each proxy's record store
         has written everything, so a store that falls behind pays for its backlog in its own phase,
         not in the next target's. A short phase does not poll (each poll costs the proxy a request).
+        `probe` (seconds of load): time admin reads (`/runguard/runs`) on each proxy while it is under load.
         """
         spec = {**spec, "targets": self._target_specs(names)}
         load = LoadProcess(spec, self.tmp / "load.log", ROOT, sys.executable)
@@ -280,6 +303,7 @@ class Bench:
             services = {n: s for n in names if (s := self.targets[n]) is not None}
             before = {n: CpuSample.of(s.pid) for n, s in services.items()}
             load.go()
+            admin = {n: _admin_reads(s, probe) for n, s in services.items()} if probe else {}
             event = load.next_event(timeout)
             time.sleep(0.2)  # work a server does after answering (records, logs) belongs to the phase
             if drain:
@@ -293,6 +317,8 @@ class Bench:
         for name, figures in result["targets"].items():
             if name in before:
                 figures.update(procs.cpu_per_request(before[name], after[name], figures["n"]))
+            if admin.get(name):
+                figures["admin_read_ms"] = statistics.median(admin[name])
         return result
 
     def guarded_targets(self, api: str = "chat") -> list[str]:
@@ -402,7 +428,9 @@ class Bench:
                         "warmup_s": 0.5,
                         "run_prefix": f"tp-{uuid.uuid4().hex[:6]}",
                     }
-                    result = self._measured(spec, [name], timeout=120 + self.plan.throughput_s, drain=True)
+                    result = self._measured(
+                        spec, [name], timeout=120 + self.plan.throughput_s, drain=True, probe=self.plan.throughput_s
+                    )
                     figures.append(result["targets"][name])
                     report.progress(f"throughput {name} {scenario}")
             for name, figures in rounds.items():
