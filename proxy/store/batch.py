@@ -45,6 +45,24 @@ ADDED_UP = (
 INT64 = 2**63 - 1
 
 
+def run_conflict(smaller: str, larger: str) -> str:
+    """The runs upsert's ON CONFLICT clause in SQL text, for writers that do not go through SQLAlchemy.
+
+    `smaller`/`larger`: the dialect's two-argument minimum and maximum (SQLite `min`/`max`,
+    PostgreSQL `LEAST`/`GREATEST`). The same rules as `_run_upsert`: amounts add up, the seen
+    times widen, the latest outcome wins.
+    """
+    later = "excluded.exit_at IS NOT NULL AND (runs.exit_at IS NULL OR excluded.exit_at >= runs.exit_at)"
+    return (
+        " ON CONFLICT (run_id) DO UPDATE SET "
+        + ", ".join(f"{name} = runs.{name} + excluded.{name}" for name in ADDED_UP)
+        + f", first_seen = {smaller}(runs.first_seen, excluded.first_seen)"
+        f", last_seen = {larger}(runs.last_seen, excluded.last_seen)"
+        f", exit_reason = CASE WHEN {later} THEN excluded.exit_reason ELSE runs.exit_reason END"
+        f", exit_at = CASE WHEN {later} THEN excluded.exit_at ELSE runs.exit_at END"
+    )
+
+
 def _text(value: str | None, limit: int = 4096) -> str | None:
     """Client-supplied text as every database accepts it: no NUL characters, no lone surrogates
     (escaped as `\\udcff`: no encoder takes them), bounded length."""
@@ -141,7 +159,6 @@ class Columns:
     """A table's columns, and rows as positional tuples in their order (for writers that bind by position)."""
 
     def __init__(self, table: Table) -> None:
-        self.table = table.name
         self.names = tuple(column.name for column in table.columns)
         self._values = operator.itemgetter(*self.names)
         self._json = tuple(column.name for column in table.columns if isinstance(column.type, JSON))

@@ -24,21 +24,13 @@ from sqlalchemy import Table
 from sqlalchemy.dialects import postgresql
 from sqlalchemy.ext.asyncio import AsyncEngine
 
-from runguard.proxy.store.batch import ADDED_UP, Batch, Columns, Row, deltas_of, new_agents
+from runguard.proxy.store.batch import Batch, Columns, Row, deltas_of, new_agents, run_conflict
 from runguard.proxy.store.models import Body, Request, Run, RunAgent, Trip
 
 if TYPE_CHECKING:  # asyncpg is imported when a PostgreSQL store is made (a SQLite proxy starts without it)
     import asyncpg
 
-_LATER = "excluded.exit_at IS NOT NULL AND (runs.exit_at IS NULL OR excluded.exit_at >= runs.exit_at)"
-_RUN_CONFLICT = (
-    " ON CONFLICT (run_id) DO UPDATE SET "
-    + ", ".join(f"{name} = runs.{name} + excluded.{name}" for name in ADDED_UP)
-    + ", first_seen = LEAST(runs.first_seen, excluded.first_seen)"
-    ", last_seen = GREATEST(runs.last_seen, excluded.last_seen)"
-    f", exit_reason = CASE WHEN {_LATER} THEN excluded.exit_reason ELSE runs.exit_reason END"
-    f", exit_at = CASE WHEN {_LATER} THEN excluded.exit_at ELSE runs.exit_at END"
-)
+_RUN_CONFLICT = run_conflict("LEAST", "GREATEST")
 
 
 class _Unnest:

@@ -37,21 +37,13 @@ from typing import Any
 import orjson
 from sqlalchemy import Table
 
-from runguard.proxy.store.batch import ADDED_UP, Batch, Columns, Row, RunDelta, deltas_of, new_agents
+from runguard.proxy.store.batch import Batch, Columns, Row, RunDelta, deltas_of, new_agents, run_conflict
 from runguard.proxy.store.database import BUSY_TIMEOUT_MS, sqlite_pragmas
 from runguard.proxy.store.models import Body, Request, RunAgent, Trip
 
 MAX_ROWS = 128  # rows per INSERT statement (fewer when the connection's variable limit is lower)
 
-_LATER = "excluded.exit_at IS NOT NULL AND (runs.exit_at IS NULL OR excluded.exit_at >= runs.exit_at)"
-_RUN_CONFLICT = (
-    " ON CONFLICT (run_id) DO UPDATE SET "
-    + ", ".join(f"{name} = runs.{name} + excluded.{name}" for name in ADDED_UP)
-    + ", first_seen = min(runs.first_seen, excluded.first_seen)"
-    ", last_seen = max(runs.last_seen, excluded.last_seen)"
-    f", exit_reason = CASE WHEN {_LATER} THEN excluded.exit_reason ELSE runs.exit_reason END"
-    f", exit_at = CASE WHEN {_LATER} THEN excluded.exit_at ELSE runs.exit_at END"
-)
+_RUN_CONFLICT = run_conflict("min", "max")
 
 
 class _MultiRow:
