@@ -9,7 +9,7 @@ import asyncpg
 import pytest
 
 from runguard.proxy.records import Record
-from runguard.proxy.store import QueueSink, batch, make_engine, parse, upgrade
+from runguard.proxy.store import batch, make_engine, parse, upgrade
 from runguard.proxy.store.postgres_writer import PostgresWriter
 from tests.proxy.store import factory
 from tests.proxy.store.conftest import drop_schema, plain_dsn, with_schema
@@ -84,27 +84,3 @@ async def test_a_large_batch_goes_in_whole(two_schemas: tuple[str, str]) -> None
     plain_rows, alchemy_rows = await _dump(two_schemas[0]), await _dump(two_schemas[1])
     assert plain_rows == alchemy_rows
     assert [len(plain_rows[table]) for table in TABLES] == [76, 226, 301, 13, 301]
-
-
-async def test_a_row_postgres_refuses_rolls_back_its_batch_and_only_it_is_dropped(
-    two_schemas: tuple[str, str],
-) -> None:
-    url = two_schemas[0]
-    sink = QueueSink(url, flush_interval=0.02)
-    assert isinstance(sink.writer, PostgresWriter)
-    sink.start()
-    try:
-        await sink.migrated.wait()
-        good = [factory.request("run-ok", i) for i in range(1, 4)]
-        bad = factory.request("run-bad", 1, key_hash=None)  # NOT NULL: the database refuses the row
-        prepared = batch.build([*good, bad], (f"b-{n}" for n in itertools.count()), record_bodies=False)
-        with pytest.raises(asyncpg.NotNullViolationError):
-            await sink.writer.write(prepared)
-        assert (await _dump(url))["requests"] == []  # nothing of the failed batch stayed
-        for record in (*good, bad):
-            sink.submit(record)
-        await sink.flush()
-        assert (sink.written, sink.dropped) == (3, 1)
-        assert len((await _dump(url))["requests"]) == 3
-    finally:
-        await sink.close()

@@ -125,28 +125,6 @@ async def test_what_it_writes_reads_back(two_stores: tuple[Path, Path]) -> None:
     assert run["first_seen"] == factory.T0 - 5 and run["last_seen"] == factory.T0 + 20
 
 
-async def test_a_rejected_row_rolls_back_its_batch_and_only_it_is_dropped(tmp_path: Path) -> None:
-    url = f"sqlite+aiosqlite:///{tmp_path}/runguard.db"
-    sink = QueueSink(url, flush_interval=0.02)
-    assert isinstance(sink.writer, SqliteWriter)
-    sink.start()
-    try:
-        await sink.migrated.wait()
-        good = [factory.request("run-ok", i) for i in range(1, 4)]
-        bad = factory.request("run-bad", 1, key_hash=None)  # NOT NULL: the database refuses the row
-        prepared = batch.build([*good, bad], (f"b-{n}" for n in itertools.count()), record_bodies=False)
-        with pytest.raises(sqlite3.IntegrityError):
-            await sink.writer.write(prepared)
-        assert _dump(tmp_path / "runguard.db")["requests"] == []  # nothing of the failed batch stayed
-        for record in (*good, bad):
-            sink.submit(record)
-        await sink.flush()
-        assert (sink.written, sink.dropped) == (3, 1)
-        assert len(_dump(tmp_path / "runguard.db")["requests"]) == 3
-    finally:
-        await sink.close()
-
-
 def test_an_in_memory_database_goes_through_the_engine() -> None:
     sink = QueueSink("sqlite+aiosqlite://")
     assert isinstance(sink.writer, batch.EngineWriter)

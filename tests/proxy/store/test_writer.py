@@ -3,13 +3,20 @@
 from __future__ import annotations
 
 import asyncio
+import itertools
+import sqlite3
 import time
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from pathlib import Path
 
+import asyncpg
 import pytest
 from sqlalchemy.exc import DataError
 
-from runguard.proxy.store import QueueSink, StoreReader, batch, writer
+from runguard.proxy.store import QueueSink, StoreReader, batch, parse, writer
+from runguard.proxy.store.postgres_writer import PostgresWriter
+from runguard.proxy.store.sqlite_writer import SqliteWriter
 from tests.proxy.store import factory
 from tests.proxy.store.conftest import SinkFactory, count, drop_schema
 from tests.proxy.store.tcp_relay import TcpRelay
@@ -112,6 +119,29 @@ async def test_a_row_the_database_rejects_is_dropped_alone(
     assert await count(store_url, "requests") == 3
 
 
+async def test_a_row_the_database_refuses_rolls_back_its_batch_and_only_it_is_dropped(store_url: str) -> None:
+    """A real refusal (NOT NULL), through each database's own plain writer."""
+    postgres = parse(store_url).postgres
+    sink = QueueSink(store_url, flush_interval=0.02)
+    assert isinstance(sink.writer, PostgresWriter if postgres else SqliteWriter)
+    sink.start()
+    try:
+        await sink.migrated.wait()
+        good = [factory.request("run-ok", i) for i in range(1, 4)]
+        bad = factory.request("run-bad", 1, key_hash=None)  # NOT NULL: the database refuses the row
+        prepared = batch.build([*good, bad], (f"b-{n}" for n in itertools.count()), record_bodies=False)
+        with pytest.raises(asyncpg.NotNullViolationError if postgres else sqlite3.IntegrityError):
+            await sink.writer.write(prepared)
+        assert await count(store_url, "requests") == 0  # nothing of the failed batch stayed
+        for record in (*good, bad):
+            sink.submit(record)
+        await sink.flush()
+        assert (sink.written, sink.dropped) == (3, 1)
+        assert await count(store_url, "requests") == 3
+    finally:
+        await sink.close()
+
+
 async def test_strange_values_are_stored_not_retried_forever(make_sink: SinkFactory, store_url: str) -> None:
     sink = make_sink()
     sink.submit(
@@ -164,44 +194,62 @@ async def test_sqlite_unavailable_at_first_loses_nothing(tmp_path: Path) -> None
     assert await count(f"sqlite+aiosqlite:///{path}", "requests") == 150
 
 
-@pytest.mark.postgres
-async def test_postgres_down_at_start_and_mid_way_loses_nothing() -> None:
+@asynccontextmanager
+async def postgres_behind_relay() -> AsyncIterator[tuple[TcpRelay, str, str]]:
+    """A schema of the test's own, reached through a relay the test takes down or holds.
+
+    Yields the relay (down until `up()`), the store URL through it, and the direct URL; the
+    relay is taken down and the schema dropped afterwards.
+    """
     base = require_postgres()
     schema = unique_name("rg_test")
     relay = TcpRelay(closed_port(), "127.0.0.1", 5432)
     url = base.replace("@127.0.0.1:5432/", f"@127.0.0.1:{relay.port}/") + f"?schema={schema}"
     assert f":{relay.port}/" in url
-    sink = QueueSink(url, flush_interval=0.02, max_backoff=0.2, batch_size=20)
-    sink.start()
     try:
-        for i in range(1, 51):
-            sink.submit(factory.request("run-pg-outage", index=i))
-        await asyncio.sleep(1.0)
-        assert sink.failures > 0 and sink.backlog == 50  # port closed: connection refused
-        await relay.up()
-        await asyncio.wait_for(sink.flush(), 15)
-        assert sink.written == 50
-        await relay.down()  # the database goes away with connections open
-        failures = sink.failures
-        for i in range(51, 121):
-            sink.submit(factory.request("run-pg-outage", index=i))
-        await asyncio.sleep(1.0)
-        assert sink.failures > failures and sink.backlog > 0
-        await relay.up()
-        await asyncio.wait_for(sink.flush(), 15)
-        assert (sink.written, sink.dropped, sink.backlog) == (120, 0, 0)
+        yield relay, url, base + f"?schema={schema}"
     finally:
-        await sink.close()
         await relay.down()
-    direct = base + f"?schema={schema}"
-    try:
-        assert await count(direct, "requests") == 120
-        reader = StoreReader.open(direct)
-        run = await reader.run("run-pg-outage")
-        await reader.close()
-        assert run is not None and run["requests"] == 120
-    finally:
         await drop_schema(base, schema)
+
+
+async def stored_requests(url: str, run_id: str) -> int:
+    """The run's request count as the store's reader gives it."""
+    reader = StoreReader.open(url)
+    try:
+        run = await reader.run(run_id)
+    finally:
+        await reader.close()
+    assert run is not None
+    return int(run["requests"])
+
+
+@pytest.mark.postgres
+async def test_postgres_down_at_start_and_mid_way_loses_nothing() -> None:
+    async with postgres_behind_relay() as (relay, url, direct):
+        sink = QueueSink(url, flush_interval=0.02, max_backoff=0.2, batch_size=20)
+        sink.start()
+        try:
+            for i in range(1, 51):
+                sink.submit(factory.request("run-pg-outage", index=i))
+            await asyncio.sleep(1.0)
+            assert sink.failures > 0 and sink.backlog == 50  # port closed: connection refused
+            await relay.up()
+            await asyncio.wait_for(sink.flush(), 15)
+            assert sink.written == 50
+            await relay.down()  # the database goes away with connections open
+            failures = sink.failures
+            for i in range(51, 121):
+                sink.submit(factory.request("run-pg-outage", index=i))
+            await asyncio.sleep(1.0)
+            assert sink.failures > failures and sink.backlog > 0
+            await relay.up()
+            await asyncio.wait_for(sink.flush(), 15)
+            assert (sink.written, sink.dropped, sink.backlog) == (120, 0, 0)
+        finally:
+            await sink.close()
+        assert await count(direct, "requests") == 120
+        assert await stored_requests(direct, "run-pg-outage") == 120
 
 
 @pytest.mark.postgres
@@ -213,40 +261,29 @@ async def test_a_postgres_write_that_times_out_is_retried_on_a_sound_connection(
     Nothing is lost and nothing counts twice, and the connection the timed-out write left
     mid-statement does not poison the next ones.
     """
-    base = require_postgres()
-    schema = unique_name("rg_test")
-    relay = TcpRelay(closed_port(), "127.0.0.1", 5432)
-    await relay.up()
-    url = base.replace("@127.0.0.1:5432/", f"@127.0.0.1:{relay.port}/") + f"?schema={schema}"
     monkeypatch.setattr(writer, "WRITE_TIMEOUT", 0.5)
-    sink = QueueSink(url, flush_interval=0.02, max_backoff=0.2)
-    sink.start()
-    try:
-        sink.submit(factory.request("run-pg-held", index=1))
-        await asyncio.wait_for(sink.flush(), 15)
-        relay.hold()
-        for i in range(2, 12):
-            sink.submit(factory.request("run-pg-held", index=i))
-        for _ in range(100):  # the write in progress times out
-            if sink.failures:
-                break
-            await asyncio.sleep(0.05)
-        assert sink.failures and sink.backlog == 10
-        relay.release()
-        await asyncio.wait_for(sink.flush(), 15)
-        for i in range(12, 22):
-            sink.submit(factory.request("run-pg-held", index=i))
-        await asyncio.wait_for(sink.flush(), 15)
-        assert (sink.written, sink.dropped, sink.backlog) == (21, 0, 0)
-    finally:
-        await sink.close()
-        await relay.down()
-    direct = base + f"?schema={schema}"
-    try:
-        reader = StoreReader.open(direct)
-        run = await reader.run("run-pg-held")
-        await reader.close()
-        assert run is not None and run["requests"] == 21
+    async with postgres_behind_relay() as (relay, url, direct):
+        await relay.up()
+        sink = QueueSink(url, flush_interval=0.02, max_backoff=0.2)
+        sink.start()
+        try:
+            sink.submit(factory.request("run-pg-held", index=1))
+            await asyncio.wait_for(sink.flush(), 15)
+            relay.hold()
+            for i in range(2, 12):
+                sink.submit(factory.request("run-pg-held", index=i))
+            for _ in range(100):  # the write in progress times out
+                if sink.failures:
+                    break
+                await asyncio.sleep(0.05)
+            assert sink.failures and sink.backlog == 10
+            relay.release()
+            await asyncio.wait_for(sink.flush(), 15)
+            for i in range(12, 22):
+                sink.submit(factory.request("run-pg-held", index=i))
+            await asyncio.wait_for(sink.flush(), 15)
+            assert (sink.written, sink.dropped, sink.backlog) == (21, 0, 0)
+        finally:
+            await sink.close()
+        assert await stored_requests(direct, "run-pg-held") == 21
         assert await count(direct, "requests") == 21
-    finally:
-        await drop_schema(base, schema)
