@@ -18,6 +18,7 @@ from typing import Any
 
 from sqlalchemy import Engine, Executable, case, distinct, func, select
 from sqlalchemy.ext.asyncio import AsyncEngine
+from sqlalchemy.sql import ColumnElement
 
 from runguard.proxy.store.database import make_engine, parse, sqlite_reader_engine
 from runguard.proxy.store.models import Body, Request, Run, RunAgent, Trip
@@ -121,29 +122,31 @@ class StoreReader:
             return exit_reason
         return "idle" if self._clock() - last_seen > self._idle_seconds else "running"
 
-    async def _all(self, query: Executable) -> list[Row]:
+    async def _all(self, *queries: Executable) -> list[list[Row]]:
+        """Each query's rows, all read in one transaction (one snapshot) and, on SQLite, one thread hop."""
         if self._plain is not None:
-            return await asyncio.to_thread(self._plain_all, self._plain, query)
+            return await asyncio.to_thread(self._plain_all, self._plain, queries)
         async with self._engine.connect() as conn:
-            return [dict(row._mapping) for row in await conn.execute(query)]
+            if len(queries) > 1:
+                await conn.execution_options(isolation_level="REPEATABLE READ")
+            return [[dict(row._mapping) for row in await conn.execute(query)] for query in queries]
 
     @staticmethod
-    def _plain_all(engine: Engine, query: Executable) -> list[Row]:
+    def _plain_all(engine: Engine, queries: Sequence[Executable]) -> list[list[Row]]:
         with engine.connect() as conn:
-            return [dict(row._mapping) for row in conn.execute(query)]
+            return [[dict(row._mapping) for row in conn.execute(query)] for query in queries]
 
-    async def _agents(self, run_ids: Sequence[str]) -> dict[str, list[str]]:
-        if not run_ids:
-            return {}
-        query = (
-            select(RunAgent.run_id, RunAgent.agent)
-            .where(RunAgent.run_id.in_(run_ids))
-            .order_by(RunAgent.run_id, RunAgent.first_seen)
-        )
-        agents: dict[str, list[str]] = {run_id: [] for run_id in run_ids}
-        for row in await self._all(query):
-            agents[row["run_id"]].append(row["agent"])
-        return agents
+    @staticmethod
+    def _agents_of(runs: ColumnElement[bool]) -> Executable:
+        """The agents of the runs `runs` picks, each run's in the order they first spoke."""
+        return select(RunAgent.run_id, RunAgent.agent).where(runs).order_by(RunAgent.run_id, RunAgent.first_seen)
+
+    def _runs(self, runs: list[Row], agent_rows: list[Row]) -> list[Row]:
+        agents: dict[str, list[str]] = {row["run_id"]: [] for row in runs}
+        for row in agent_rows:
+            if row["run_id"] in agents:
+                agents[row["run_id"]].append(row["agent"])
+        return [self._run(row, agents[row["run_id"]]) for row in runs]
 
     def _run(self, row: Row, agents: list[str]) -> Row:
         row["agents"] = agents
@@ -153,41 +156,58 @@ class StoreReader:
 
     async def recent_runs(self, limit: int = 50) -> list[Row]:
         """The runs seen last, newest first."""
+        newest = select(Run.run_id).order_by(Run.last_seen.desc(), Run.run_id).limit(limit)
         columns = [getattr(Run, name) for name in _RUN_COLUMNS]
-        runs = await self._all(select(*columns).order_by(Run.last_seen.desc()).limit(limit))
-        agents = await self._agents([row["run_id"] for row in runs])
-        return [self._run(row, agents[row["run_id"]]) for row in runs]
+        runs = select(*columns).order_by(Run.last_seen.desc(), Run.run_id).limit(limit)
+        rows, agents = await self._all(runs, self._agents_of(RunAgent.run_id.in_(newest)))
+        return self._runs(rows, agents)
+
+    @staticmethod
+    def _one_run(run_id: str) -> tuple[Executable, Executable]:
+        columns = [getattr(Run, name) for name in _RUN_COLUMNS]
+        return select(*columns).where(Run.run_id == run_id), StoreReader._agents_of(RunAgent.run_id == run_id)
 
     async def run(self, run_id: str) -> Row | None:
-        columns = [getattr(Run, name) for name in _RUN_COLUMNS]
-        rows = await self._all(select(*columns).where(Run.run_id == run_id))
-        if not rows:
-            return None
-        return self._run(rows[0], (await self._agents([run_id]))[run_id])
+        rows, agents = await self._all(*self._one_run(run_id))
+        return self._runs(rows, agents)[0] if rows else None
+
+    @staticmethod
+    def _timeline(run_id: str) -> Executable:
+        columns = [getattr(Request, name) for name in _REQUEST_COLUMNS]
+        return select(*columns).where(Request.run_id == run_id).order_by(Request.at, Request.request_index)
+
+    @staticmethod
+    def _indexed(requests: list[Row]) -> list[Row]:
+        for row in requests:
+            row["index"] = row.pop("request_index")
+        return requests
 
     async def run_timeline(self, run_id: str) -> list[Row] | None:
         """The run's requests in order (for the admin API's run detail); None if none are stored."""
-        columns = [getattr(Request, name) for name in _REQUEST_COLUMNS]
-        query = select(*columns).where(Request.run_id == run_id).order_by(Request.at, Request.request_index)
-        rows = await self._all(query)
-        for row in rows:
-            row["index"] = row.pop("request_index")
-        return rows or None
+        (rows,) = await self._all(self._timeline(run_id))
+        return self._indexed(rows) or None
+
+    @staticmethod
+    def _trips(limit: int, run_id: str | None = None) -> Executable:
+        query = select(*[getattr(Trip, name) for name in _TRIP_COLUMNS]).order_by(Trip.at.desc()).limit(limit)
+        return query if run_id is None else query.where(Trip.run_id == run_id)
 
     async def recent_trips(self, limit: int = 50, run_id: str | None = None) -> list[Row]:
         """Trips and warnings, newest first; of one run when `run_id` is given."""
-        query = select(*[getattr(Trip, name) for name in _TRIP_COLUMNS]).order_by(Trip.at.desc()).limit(limit)
-        if run_id is not None:
-            query = query.where(Trip.run_id == run_id)
-        return await self._all(query)
+        (rows,) = await self._all(self._trips(limit, run_id))
+        return rows
 
     async def run_detail(self, run_id: str) -> Row | None:
-        """The run's totals, its requests in order and its trips in order; None for an unknown run."""
-        run = await self.run(run_id)
-        if run is None:
+        """The run's totals, its requests in order and its trips in order; None for an unknown run.
+
+        One read of four queries: the totals and the lists come from the same snapshot.
+        """
+        runs, agents, requests, trips = await self._all(
+            *self._one_run(run_id), self._timeline(run_id), self._trips(10_000, run_id)
+        )
+        if not runs:
             return None
-        trips = await self.recent_trips(10_000, run_id)
-        return {"run": run, "requests": await self.run_timeline(run_id) or [], "trips": trips[::-1]}
+        return {"run": self._runs(runs, agents)[0], "requests": self._indexed(requests), "trips": trips[::-1]}
 
     async def trips_by_detector(self, since: float | None = None) -> list[Row]:
         """Per detector: blocking trips, warnings, runs affected, estimated USD avoided, last trip."""
@@ -206,7 +226,7 @@ class StoreReader:
         )
         if since is not None:
             query = query.where(Trip.at >= since)
-        rows = await self._all(query)
+        (rows,) = await self._all(query)
         for row in rows:
             row["trips"], row["warnings"] = int(row["trips"] or 0), int(row["warnings"] or 0)
             row["usd_avoided"] = float(row["usd_avoided"] or 0.0)

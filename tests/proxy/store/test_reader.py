@@ -2,9 +2,16 @@
 
 from __future__ import annotations
 
+import asyncio
+import threading
+from typing import Any
+
 import pytest
+import sqlalchemy as sa
 
 from runguard.proxy.store import StoreReader
+from runguard.proxy.store.database import make_engine, parse
+from runguard.proxy.store.models import Request, Trip
 from tests.proxy.store import factory
 from tests.proxy.store.conftest import SinkFactory
 
@@ -69,6 +76,45 @@ async def test_run_detail_has_the_timeline_and_trips_in_order(make_sink: SinkFac
     assert detail["trips"][0]["evidence"] == {"tool": "search", "hashes": ["a1", "a1", "a1"]}
     assert await reader.run_detail("nope") is None
     assert await reader.run_timeline("nope") is None
+
+
+def _delete_elsewhere(url: str, run_id: str) -> None:
+    """Delete a run's requests and trips through a connection of another engine (on a thread of its own)."""
+
+    async def delete() -> None:
+        engine = make_engine(parse(url))
+        try:
+            async with engine.begin() as conn:
+                await conn.execute(sa.delete(Request).where(Request.run_id == run_id))
+                await conn.execute(sa.delete(Trip).where(Trip.run_id == run_id))
+        finally:
+            await engine.dispose()
+
+    worker = threading.Thread(target=asyncio.run, args=(delete(),))
+    worker.start()
+    worker.join()
+
+
+async def test_run_detail_reads_one_snapshot(make_sink: SinkFactory, store_url: str) -> None:
+    """A write that lands while the detail is being read shows in none of its parts or in all of them."""
+    reader = await _fill(make_sink)
+    deleted: list[str] = []
+
+    def delete_after_first_query(conn: Any, cursor: Any, statement: str, *args: Any) -> None:
+        if not deleted and "FROM runs" in statement:
+            deleted.append(statement)
+            _delete_elsewhere(store_url, "looped")
+
+    sa.event.listen(sa.Engine, "after_cursor_execute", delete_after_first_query)
+    try:
+        detail = await reader.run_detail("looped")
+    finally:
+        sa.event.remove(sa.Engine, "after_cursor_execute", delete_after_first_query)
+    assert deleted, "the run was read"
+    assert detail is not None and detail["run"]["requests"] == 4
+    assert [r["index"] for r in detail["requests"]] == [1, 2, 3, 4]
+    assert [t["detector"] for t in detail["trips"]] == ["non_progress", "tool_storm"]
+    assert await reader.run_timeline("looped") is None, "the delete landed"
 
 
 async def test_trips_by_detector_with_cost_avoided(make_sink: SinkFactory) -> None:
