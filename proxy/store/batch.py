@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import math
 import operator
+import sys
 from collections.abc import Collection, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -25,6 +26,7 @@ from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.exc import DataError, IntegrityError
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
+from runguard.proxy.events import digest
 from runguard.proxy.records import Record, RequestRecord, TripRecord
 from runguard.proxy.store.models import Body, Request, Run, RunAgent, Trip
 
@@ -43,6 +45,7 @@ ADDED_UP = (
     "usd_avoided",
 )
 INT64 = 2**63 - 1
+TEXT_LIMIT = 4096  # characters kept of a client-supplied text
 
 
 def run_conflict(smaller: str, larger: str) -> str:
@@ -63,7 +66,7 @@ def run_conflict(smaller: str, larger: str) -> str:
     )
 
 
-def _text(value: str | None, limit: int = 4096) -> str | None:
+def _text(value: str | None, limit: int = TEXT_LIMIT) -> str | None:
     """Client-supplied text as every database accepts it: no NUL characters, no lone surrogates
     (escaped as `\\udcff`: no encoder takes them), bounded length."""
     if value is None:
@@ -71,6 +74,15 @@ def _text(value: str | None, limit: int = 4096) -> str | None:
     if not value.isascii():
         value = value.encode("utf-8", "backslashreplace").decode()
     return value.replace("\x00", "")[:limit]
+
+
+def stored_run_id(run_id: str) -> str:
+    """A run id as the store keeps it (and looks it up): `_text`, but an id too long to keep whole
+    keeps its beginning and a digest of all of it, so two long ids alike at the start stay two runs."""
+    text = _text(run_id, sys.maxsize) or ""
+    if len(text) <= TEXT_LIMIT:
+        return text
+    return f"{text[: TEXT_LIMIT - 33]}~{digest(text, 16)}"
 
 
 def _num(value: float | None) -> float | None:
@@ -110,7 +122,7 @@ def outcome(record: RequestRecord) -> str | None:
 def request_row(row_id: str, r: RequestRecord) -> Row:
     return {
         "id": row_id,
-        "run_id": _text(r.run_id),
+        "run_id": stored_run_id(r.run_id),
         "request_index": _int(r.index),
         "at": _num(r.at),
         "key_hash": r.key_hash,
@@ -140,7 +152,7 @@ def request_row(row_id: str, r: RequestRecord) -> Row:
 def trip_row(row_id: str, t: TripRecord) -> Row:
     return {
         "id": row_id,
-        "run_id": _text(t.run_id),
+        "run_id": stored_run_id(t.run_id),
         "key_hash": t.key_hash,
         "detector": t.detector,
         "action": t.action,

@@ -20,6 +20,7 @@ from sqlalchemy import Engine, Executable, case, distinct, func, select
 from sqlalchemy.ext.asyncio import AsyncEngine
 from sqlalchemy.sql import ColumnElement
 
+from runguard.proxy.store.batch import stored_run_id
 from runguard.proxy.store.database import make_engine, parse, sqlite_reader_engine
 from runguard.proxy.store.models import Body, Request, Run, RunAgent, Trip
 
@@ -165,6 +166,7 @@ class StoreReader:
     @staticmethod
     def _one_run(run_id: str) -> tuple[Executable, Executable]:
         columns = [getattr(Run, name) for name in _RUN_COLUMNS]
+        run_id = stored_run_id(run_id)
         return select(*columns).where(Run.run_id == run_id), StoreReader._agents_of(RunAgent.run_id == run_id)
 
     async def run(self, run_id: str) -> Row | None:
@@ -174,7 +176,9 @@ class StoreReader:
     @staticmethod
     def _timeline(run_id: str) -> Executable:
         columns = [getattr(Request, name) for name in _REQUEST_COLUMNS]
-        return select(*columns).where(Request.run_id == run_id).order_by(Request.at, Request.request_index)
+        return (
+            select(*columns).where(Request.run_id == stored_run_id(run_id)).order_by(Request.at, Request.request_index)
+        )
 
     @staticmethod
     def _indexed(requests: list[Row]) -> list[Row]:
@@ -190,7 +194,7 @@ class StoreReader:
     @staticmethod
     def _trips(limit: int, run_id: str | None = None) -> Executable:
         query = select(*[getattr(Trip, name) for name in _TRIP_COLUMNS]).order_by(Trip.at.desc()).limit(limit)
-        return query if run_id is None else query.where(Trip.run_id == run_id)
+        return query if run_id is None else query.where(Trip.run_id == stored_run_id(run_id))
 
     async def recent_trips(self, limit: int = 50, run_id: str | None = None) -> list[Row]:
         """Trips and warnings, newest first; of one run when `run_id` is given."""
@@ -252,7 +256,7 @@ class StoreReader:
             .order_by(Body.at, Request.request_index)
         )
         if run_id is not None:
-            query = query.where(Body.run_id == run_id)
+            query = query.where(Body.run_id == stored_run_id(run_id))
         async with self._engine.connect() as conn:
             result = await conn.stream(query.execution_options(yield_per=100))
             async for row in result:

@@ -156,6 +156,25 @@ async def test_strange_values_are_stored_not_retried_forever(make_sink: SinkFact
     assert run is not None and run["usd"] == 0.0 and run["agents"] == []
 
 
+async def test_run_ids_too_long_to_keep_whole_stay_apart(make_sink: SinkFactory, store_url: str) -> None:
+    """Two run ids alike for longer than the store keeps are two runs, each found by its own id."""
+    alike = "run-" + "x" * 6000
+    sink = make_sink()
+    for suffix, requests in (("a", 2), ("b", 1)):
+        for index in range(1, requests + 1):
+            sink.submit(factory.request(alike + suffix, index, at=factory.T0 + index))
+    sink.submit(factory.trip(alike + "b"))
+    await sink.flush()
+    reader = StoreReader(sink.engine)
+    a, b = await reader.run_detail(alike + "a"), await reader.run_detail(alike + "b")
+    assert a is not None and b is not None
+    assert (a["run"]["requests"], len(a["requests"]), a["run"]["trips"]) == (2, 2, 0)
+    assert (b["run"]["requests"], len(b["requests"]), len(b["trips"])) == (1, 1, 1)
+    assert a["run"]["run_id"] != b["run"]["run_id"] and len(a["run"]["run_id"]) == batch.TEXT_LIMIT
+    assert a["run"]["run_id"].startswith(alike[:4000])
+    assert await reader.run(alike) is None and await reader.run(alike + "a" * 2) is None
+
+
 async def test_lone_surrogates_are_stored_escaped_and_an_unwritable_record_is_dropped_alone(
     make_sink: SinkFactory, store_url: str, caplog: pytest.LogCaptureFixture
 ) -> None:
