@@ -3,6 +3,8 @@
 The first matching rule wins. Paths under `/openai/` and `/gemini/` name the
 provider explicitly and are forwarded without that prefix; bare `/v1/...` is
 OpenAI except `/v1/models/{m}:method`, which is Gemini's v1 surface.
+`/upload/...` is Gemini's media upload (google-genai's `files.upload` sends
+both of its steps there, on the client's base URL).
 """
 
 from __future__ import annotations
@@ -51,7 +53,7 @@ def resolve(path: str) -> Route | None:
         return _gemini(_strip(path, "/gemini"))
     if _GEMINI_METHOD.match(path):
         return _gemini(path)
-    if path.startswith(("/v1beta/", "/v1alpha/")) or path in ("/v1beta", "/v1alpha"):
+    if path.startswith(("/v1beta/", "/v1alpha/", "/upload/")) or path in ("/v1beta", "/v1alpha"):
         return _gemini(path)
     if path.startswith("/v1/") or path == "/v1":
         return _openai(path)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import gzip
 import time
+from pathlib import Path
 
 import aiohttp
 import httpx
@@ -197,3 +198,29 @@ async def test_unknown_paths_are_forwarded_untouched(upstream: FakeUpstream, pro
         async with session.get(proxy_url + "/not-a-provider") as r:
             assert r.status == 404
             assert "error" in await r.json()
+
+
+async def test_google_genai_file_upload_goes_through_the_proxy(
+    upstream: FakeUpstream, proxy_url: str, tmp_path: Path
+) -> None:
+    """`files.upload` starts at `{base_url}/upload/v1beta/files` and sends its bytes to the upload URL
+    the provider returns, which google-genai moves onto the base URL's host: both steps cross the proxy."""
+    stored = {"name": "files/abc", "mimeType": "text/plain", "sizeBytes": "6", "state": "ACTIVE"}
+
+    def script(received: Received) -> Reply:
+        if received.headers.get("X-Goog-Upload-Command") == "start":
+            upload_url = f"{upstream.url}/upload/v1beta/files?upload_id=u1&upload_protocol=resumable"
+            return Reply.json({}, headers={"X-Goog-Upload-URL": upload_url, "X-Goog-Upload-Status": "active"})
+        return Reply.json({"file": stored}, headers={"X-Goog-Upload-Status": "final"})
+
+    upstream.script = script
+    document = tmp_path / "notes.txt"
+    document.write_text("hello\n")
+    client = genai.Client(api_key="AIza-test-upload", http_options=types.HttpOptions(base_url=proxy_url))
+    uploaded = await client.aio.files.upload(file=document)
+    assert uploaded.name == "files/abc"
+    assert [(r.path, r.headers["X-Goog-Upload-Command"]) for r in upstream.received] == [
+        ("/upload/v1beta/files", "start"),
+        ("/upload/v1beta/files", "upload, finalize"),
+    ]
+    assert upstream.received[1].body == b"hello\n"

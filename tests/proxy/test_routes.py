@@ -48,6 +48,7 @@ from runguard.proxy.routes import resolve
             False,
         ),
         ("/v1beta/files", Provider.GEMINI, Api.OTHER, "/v1beta/files", None, False),
+        ("/upload/v1beta/files", Provider.GEMINI, Api.OTHER, "/upload/v1beta/files", None, False),
         (
             "/gemini/v1beta/models/g:generateContent",
             Provider.GEMINI,
