@@ -8,12 +8,26 @@ against each detector's own config model by `runguard.config.loader`.
 from __future__ import annotations
 
 from typing import Any, Literal
+from urllib.parse import urlsplit
 
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, field_validator
 
 
 class _Section(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+def _http_url(url: str) -> str:
+    """`url` if it is an absolute http(s) URL with a host; a ValueError that says what is wanted otherwise."""
+    try:
+        parts = urlsplit(url)
+        usable = parts.scheme in ("http", "https") and bool(parts.hostname)
+        _ = parts.port  # raises on a port that is not a number (or out of range)
+    except ValueError:  # an unclosed [IPv6] or a port that is not a number
+        usable = False
+    if not usable:
+        raise ValueError(f"expected an http:// or https:// URL with a host, got {url!r}")
+    return url
 
 
 class ServerSettings(_Section):
@@ -56,6 +70,11 @@ class UpstreamSettings(_Section):
             "(stream_options.include_usage) and remove that extra chunk from what the client sees."
         ),
     )
+
+    @field_validator("openai", "gemini")
+    @classmethod
+    def _base_url(cls, url: str) -> str:
+        return _http_url(url)
 
 
 class RunSettings(_Section):
@@ -124,6 +143,11 @@ class AlertSettings(_Section):
     webhooks: tuple[str, ...] = Field((), description="URLs that receive a JSON POST on every trip.")
     timeout: float = Field(5.0, gt=0, description="Seconds per webhook attempt.")
     retries: int = Field(3, ge=0, description="Extra attempts for a failed webhook delivery.")
+
+    @field_validator("webhooks")
+    @classmethod
+    def _webhook_urls(cls, urls: tuple[str, ...]) -> tuple[str, ...]:
+        return tuple(_http_url(url) for url in urls)
 
 
 class BreakerSettings(_Section):

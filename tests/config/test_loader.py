@@ -43,6 +43,11 @@ def test_invalid_value_names_the_key(tmp_path: Path) -> None:
         ("RUNGUARD_STATE_URL", "http://redis:6379", "state.url"),
         ("RUNGUARD_STATE__KEY_PREFIX", "rg{team}", "state.key_prefix"),
         ("RUNGUARD_DATABASE_URL", "mysql://db/records", "store.database_url"),
+        ("RUNGUARD_OPENAI_UPSTREAM", "api.openai.com", "upstreams.openai"),
+        ("RUNGUARD_GEMINI_UPSTREAM", "", "upstreams.gemini"),
+        ("RUNGUARD_GEMINI_UPSTREAM", "ftp://generativelanguage.googleapis.com", "upstreams.gemini"),
+        ("RUNGUARD_UPSTREAMS__OPENAI", "http://proxy:port", "upstreams.openai"),
+        ("RUNGUARD_ALERTS__WEBHOOKS", "[hooks.slack.com/services/T0]", "alerts.webhooks"),
     ],
 )
 def test_urls_and_the_redis_prefix_are_checked_at_load(variable: str, value: str, key: str) -> None:
@@ -55,6 +60,20 @@ def test_valid_state_and_store_urls_load() -> None:
     settings = load_settings(environ=env).settings
     assert settings.state.url == env["RUNGUARD_STATE_URL"]
     assert settings.store.database_url == env["RUNGUARD_DATABASE_URL"]
+
+
+def test_valid_upstream_and_webhook_urls_load() -> None:
+    env = {
+        "RUNGUARD_OPENAI_UPSTREAM": "http://127.0.0.1:9000",
+        "RUNGUARD_GEMINI_UPSTREAM": "https://gateway.internal/gemini",
+        "RUNGUARD_ALERTS__WEBHOOKS": "[https://hooks.slack.com/services/T0]",
+    }
+    settings = load_settings(environ=env).settings
+    assert (settings.upstreams.openai, settings.upstreams.gemini) == (
+        env["RUNGUARD_OPENAI_UPSTREAM"],
+        env["RUNGUARD_GEMINI_UPSTREAM"],
+    )
+    assert settings.alerts.webhooks == ("https://hooks.slack.com/services/T0",)
 
 
 def test_detector_settings_are_validated_with_their_key() -> None:

@@ -13,7 +13,11 @@ from tests.support.processes import console_script
 
 @pytest.mark.parametrize(
     ("variable", "value", "key"),
-    [("RUNGUARD_DATABASE_URL", "mysql://x/y", "store.database_url"), ("RUNGUARD_STATE_URL", "http://x", "state.url")],
+    [
+        ("RUNGUARD_DATABASE_URL", "mysql://x/y", "store.database_url"),
+        ("RUNGUARD_STATE_URL", "http://x", "state.url"),
+        ("RUNGUARD_OPENAI_UPSTREAM", "api.openai.com", "upstreams.openai"),
+    ],
 )
 def test_a_bad_url_stops_serve_naming_the_key(variable: str, value: str, key: str, tmp_path: Path) -> None:
     served = subprocess.run(
