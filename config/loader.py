@@ -138,8 +138,18 @@ def env_layer(environ: Mapping[str, str]) -> dict[str, Any]:
     return layer
 
 
-def yaml_layer(path: str | os.PathLike[str]) -> dict[str, Any]:
-    text = Path(path).read_text(encoding="utf-8")
+def read_text(path: str | os.PathLike[str], key: str) -> str:
+    """A UTF-8 file's text; a ConfigError naming `key` when it cannot be read (missing, a directory, binary)."""
+    try:
+        return Path(path).read_text(encoding="utf-8")
+    except OSError as exc:
+        raise ConfigError(f"{key}: cannot read {path}: {exc.strerror or exc}") from exc
+    except UnicodeDecodeError as exc:
+        raise ConfigError(f"{key}: {path} is not UTF-8 text ({exc.reason} at byte {exc.start})") from exc
+
+
+def yaml_layer(path: str | os.PathLike[str], key: str) -> dict[str, Any]:
+    text = read_text(path, key)
     try:
         data = load_yaml(text)
     except yaml.YAMLError as exc:
@@ -168,11 +178,12 @@ def load_settings(
 ) -> LoadedSettings:
     """Merge the layers, validate, and report where each value came from."""
     environ = os.environ if environ is None else environ
+    file_key = "--config"
     if config_file is None and environ.get("RUNGUARD_CONFIG"):
-        config_file = environ["RUNGUARD_CONFIG"]
+        config_file, file_key = environ["RUNGUARD_CONFIG"], "RUNGUARD_CONFIG"
     layers: list[tuple[str, dict[str, Any]]] = []
     if config_file is not None:
-        layers.append((f"file:{config_file}", yaml_layer(config_file)))
+        layers.append((f"file:{config_file}", yaml_layer(config_file, file_key)))
     layers.append(("env", env_layer(environ)))
     cli_layer: dict[str, Any] = {}
     for dotted, value in (cli or {}).items():

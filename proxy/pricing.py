@@ -6,13 +6,17 @@ user file extends or overrides them. Lookups are cached per model name.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from importlib import resources
-from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
-from runguard.config.loader import load_yaml
+import yaml
+
+from runguard.config.loader import ConfigError, load_yaml, read_text
 from runguard.detectors.frozen import frozen
 from runguard.proxy.events import Usage
+
+T = TypeVar("T")
 
 
 @frozen
@@ -29,10 +33,22 @@ class Price:
         return (fresh * self.input + cached * self.cached_input + usage.output_tokens * self.output) / 1_000_000
 
 
-def _load(shipped: str, extra: str | None) -> dict[str, Any]:
+def _user_file(path: str, key: str) -> dict[str, Any]:
+    """A user's table file: `models:` (name: entry) and optionally `default:`; a ConfigError naming `key` if not."""
+    try:
+        data = load_yaml(read_text(path, key)) or {}
+    except yaml.YAMLError as exc:
+        raise ConfigError(f"{key}: {path} is not valid YAML: {exc}") from exc
+    shaped = isinstance(data, dict) and set(data) <= {"models", "default"}
+    if not shaped or not isinstance(data.get("models") or {}, dict):
+        raise ConfigError(f"{key}: {path} must be a mapping of `models:` (model name: entry) and optionally `default:`")
+    return data
+
+
+def _load(shipped: str, extra: str | None, key: str) -> dict[str, Any]:
     data: dict[str, Any] = load_yaml(resources.files("runguard.config").joinpath(shipped).read_text("utf-8"))
     if extra:
-        user = load_yaml(Path(extra).read_text("utf-8")) or {}
+        user = _user_file(extra, key)
         data["models"] = {**data.get("models", {}), **(user.get("models") or {})}
         data["default"] = user.get("default", data["default"])
     return data
@@ -44,18 +60,42 @@ def _longest_prefix(table: dict[str, Any], model: str) -> Any | None:
     return table[best] if best is not None else None
 
 
-def _price(raw: dict[str, float]) -> Price:
-    return Price(float(raw["input"]), float(raw.get("cached_input", raw["input"])), float(raw["output"]))
+def _price(raw: Any) -> Price:
+    if not isinstance(raw, dict) or "input" not in raw or "output" not in raw:
+        raise ValueError("expected {input: USD, output: USD} per 1M tokens, optionally cached_input")
+    cached = raw["cached_input"] if "cached_input" in raw else raw["input"]
+    price = Price(float(raw["input"]), float(cached), float(raw["output"]))
+    if not min(price.input, price.cached_input, price.output) >= 0:
+        raise ValueError("prices must be numbers >= 0")
+    return price
+
+
+def _window(raw: Any) -> int:
+    size = int(raw) if isinstance(raw, int | str) and not isinstance(raw, bool) else 0
+    if size <= 0:
+        raise ValueError("expected a context window in tokens, a whole number > 0")
+    return size
+
+
+def _entry(parse: Callable[[Any], T], raw: Any, key: str, where: str) -> T:
+    try:
+        return parse(raw)
+    except (TypeError, ValueError) as exc:
+        raise ConfigError(f"{key}: {where}: {exc}") from exc
 
 
 class ModelTables:
     def __init__(self, pricing_file: str | None = None, models_file: str | None = None) -> None:
-        pricing = _load("pricing.yaml", pricing_file)
-        windows = _load("models.yaml", models_file)
-        self._prices = {name: _price(raw) for name, raw in pricing["models"].items()}
-        self._default_price = _price(pricing["default"])
-        self._windows = {name: int(size) for name, size in windows["models"].items()}
-        self._default_window = int(windows["default"])
+        pricing = _load("pricing.yaml", pricing_file, "pricing_file")
+        windows = _load("models.yaml", models_file, "models_file")
+        self._prices = {
+            str(name): _entry(_price, raw, "pricing_file", f"models.{name}") for name, raw in pricing["models"].items()
+        }
+        self._default_price = _entry(_price, pricing["default"], "pricing_file", "default")
+        self._windows = {
+            str(name): _entry(_window, raw, "models_file", f"models.{name}") for name, raw in windows["models"].items()
+        }
+        self._default_window = _entry(_window, windows["default"], "models_file", "default")
         self._price_cache: dict[str, Price] = {}
         self._window_cache: dict[str, int] = {}
 

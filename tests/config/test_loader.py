@@ -37,6 +37,21 @@ def test_invalid_value_names_the_key(tmp_path: Path) -> None:
         load_settings(config_file=bad, environ={})
 
 
+@pytest.mark.parametrize("content", [None, b"server: {port: 9000}\n\xff\n", "directory"])
+def test_a_config_file_that_cannot_be_read_names_the_file_and_where_it_came_from(
+    tmp_path: Path, content: bytes | str | None
+) -> None:
+    path = tmp_path / "runguard.yaml"
+    if content == "directory":
+        path.mkdir()
+    elif isinstance(content, bytes):
+        path.write_bytes(content)
+    with pytest.raises(ConfigError, match=f"^--config: .*{path}"):
+        load_settings(config_file=path, environ={})
+    with pytest.raises(ConfigError, match=f"^RUNGUARD_CONFIG: .*{path}"):
+        load_settings(environ={"RUNGUARD_CONFIG": str(path)})
+
+
 @pytest.mark.parametrize(
     ("variable", "value", "key"),
     [

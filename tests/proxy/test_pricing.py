@@ -4,6 +4,7 @@ from pathlib import Path
 
 import pytest
 
+from runguard.config.loader import ConfigError
 from runguard.proxy.events import Usage
 from runguard.proxy.pricing import ModelTables
 
@@ -24,3 +25,38 @@ def test_user_tables_extend_the_shipped_ones(tmp_path: Path) -> None:
     tables = ModelTables(str(pricing))
     assert tables.cost("my-model-v2", Usage(1_000_000, 1_000_000)) == pytest.approx(3.0)
     assert tables.price("gpt-4o").output == pytest.approx(10.0)
+
+
+def test_a_user_table_with_only_a_default_replaces_the_default(tmp_path: Path) -> None:
+    models = tmp_path / "models.yaml"
+    models.write_text("default: 32000\n")
+    assert ModelTables(models_file=str(models)).window("unknown-model") == 32_000
+
+
+@pytest.mark.parametrize(
+    ("which", "text", "named"),
+    [
+        ("pricing_file", "- gpt-4o\n", "pricing_file: .* must be a mapping"),
+        ("pricing_file", "gpt-4o: {input: 1, output: 2}\n", "pricing_file: .* must be a mapping"),
+        ("pricing_file", "models:\n  my-model: {input: 1}\n", r"pricing_file: models\.my-model: expected"),
+        ("pricing_file", "models:\n  my-model: {input: cheap, output: 2}\n", r"pricing_file: models\.my-model"),
+        ("pricing_file", "default: {input: -1, output: 2}\n", r"pricing_file: default: prices must be"),
+        ("models_file", "models:\n  my-model: 0\n", r"models_file: models\.my-model: expected"),
+        ("models_file", "models:\n  my-model: [1]\n", r"models_file: models\.my-model: expected"),
+        ("models_file", "models: {a: 1\n", "models_file: .* not valid YAML"),
+    ],
+)
+def test_a_bad_user_table_is_refused_naming_the_setting(tmp_path: Path, which: str, text: str, named: str) -> None:
+    path = tmp_path / "table.yaml"
+    path.write_text(text)
+    with pytest.raises(ConfigError, match=named):
+        ModelTables(**{which: str(path)})
+
+
+def test_a_user_table_that_cannot_be_read_is_refused_naming_the_setting(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError, match="pricing_file: cannot read"):
+        ModelTables(pricing_file=str(tmp_path / "missing.yaml"))
+    binary = tmp_path / "models.yaml"
+    binary.write_bytes(b"\xff\xfe")
+    with pytest.raises(ConfigError, match=r"models_file: .* is not UTF-8"):
+        ModelTables(models_file=str(binary))
