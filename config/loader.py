@@ -62,6 +62,9 @@ ENV_ALIASES: dict[str, str] = {
     "RUNGUARD_KEY_SALT": "runs.key_salt",
     "RUNGUARD_LOG_LEVEL": "log.level",
     "RUNGUARD_RECORD_BODIES": "store.record_bodies",
+    # The settings outside any section, which RUNGUARD_SECTION__FIELD cannot spell.
+    "RUNGUARD_PRICING_FILE": "pricing_file",
+    "RUNGUARD_MODELS_FILE": "models_file",
 }
 # Environment variables that are not settings.
 ENV_IGNORED = {"RUNGUARD_CONFIG", "RUNGUARD_HOME", "RUNGUARD_REQUIRE_SERVICES"}
@@ -128,7 +131,8 @@ def env_layer(environ: Mapping[str, str]) -> dict[str, Any]:
             continue
         if name in ENV_ALIASES:
             dotted = ENV_ALIASES[name]
-            value: Any = raw if dotted.endswith(("url", "openai", "gemini", "token", "salt")) else _parse_env_value(raw)
+            text_setting = dotted.endswith(("url", "openai", "gemini", "token", "salt", "_file"))
+            value: Any = raw if text_setting else _parse_env_value(raw)
         elif "__" in name:
             dotted = name[len(ENV_PREFIX) :].lower().replace("__", ".")
             value = _parse_env_value(raw)

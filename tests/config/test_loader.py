@@ -24,6 +24,15 @@ def test_precedence_cli_over_env_over_file_over_default(tmp_path: Path) -> None:
     assert loaded.sources["server.host"] == f"file:{file}"
 
 
+def test_settings_outside_any_section_have_environment_variables(tmp_path: Path) -> None:
+    file = tmp_path / "rg.yaml"
+    file.write_text("pricing_file: /etc/runguard/pricing.yaml\nmodels_file: /etc/runguard/models.yaml\n")
+    env = {"RUNGUARD_PRICING_FILE": "/run/prices.yaml", "RUNGUARD_MODELS_FILE": "2026"}
+    loaded = load_settings(config_file=file, environ=env)
+    assert (loaded.settings.pricing_file, loaded.settings.models_file) == ("/run/prices.yaml", "2026")
+    assert loaded.sources["pricing_file"] == loaded.sources["models_file"] == "env"
+
+
 def test_invalid_value_names_the_key(tmp_path: Path) -> None:
     with pytest.raises(ConfigError, match=r"server\.port"):
         load_settings(environ={"RUNGUARD_SERVER__PORT": "not-a-port"})
