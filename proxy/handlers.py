@@ -245,6 +245,7 @@ async def _forward(
     async def failed(exc: UpstreamError) -> web.Response:
         failure = ResponseInfo(error=str(exc), complete=False)
         reply = _upstream_failed(route.provider, exc)
+        reply.headers["x-runguard-run-id"] = ticket.run_id
         seen = guard.response_seen(ticket, failure, None, time.perf_counter() - sent)
         await guard.complete(ticket, seen, client_status=reply.status, error=type(exc).__name__)
         return reply

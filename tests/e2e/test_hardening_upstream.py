@@ -70,6 +70,7 @@ async def test_connection_refused_is_a_provider_style_502() -> None:
         assert isinstance(error, openai.InternalServerError)
         assert (error.status_code, error.code) == (502, "upstream_unreachable")
         assert "cannot connect to 127.0.0.1" in error.message
+        assert error.response.headers["x-runguard-run-id"] == "run-fault"  # the run it was recorded in
         gemini = await _gemini_error(url)
         assert (gemini.code, gemini.status) == (502, "UNAVAILABLE")
         async with aiohttp.ClientSession() as session, session.get(url + "/v1/models") as r:  # passthrough too
@@ -117,6 +118,7 @@ async def test_first_byte_timeout_is_a_504_and_abandons_the_upstream_call(upstre
     async with proxy(upstream.url, sink, upstreams={**FAST, "idle_timeout": 5.0}) as url:
         error = await _chat_error(url)
         assert (error.status_code, error.code) == (504, "upstream_timeout")
+        assert error.response.headers["x-runguard-run-id"] == "run-fault"
         gemini = await _gemini_error(url)
         assert (gemini.code, gemini.status) == (504, "DEADLINE_EXCEEDED")
         await eventually(lambda: upstream.cancelled == 2)
