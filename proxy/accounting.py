@@ -6,6 +6,10 @@ results become `RunFacts`. After the response, `response_ops` adds its usage
 and cost and releases the in-flight slot; a request that never got a response
 still runs `release_ops`. Fields live under `core.` in each scope, apart from
 the breaker records (`breaker.FIELD`).
+
+Warnings found after a response has gone to the client (its headers were
+sent) wait in the run's state (`carry_ops`); the run's next request takes
+them (the last of `request_ops`), and its response shows them.
 """
 
 from __future__ import annotations
@@ -60,6 +64,8 @@ _BREAKERS = (
     Get(Scope.KEY_MODEL, breaker.FIELD),
 )
 _RELEASE = Add(Scope.RUN, "core.inflight", -1)
+_CARRIED = "core.warned"
+_TAKE_CARRIED = Put(Scope.RUN, _CARRIED, None)  # its result: what was waiting
 
 
 def request_ops(now: float, body_hash: str) -> list[Op]:
@@ -69,6 +75,7 @@ def request_ops(now: float, body_hash: str) -> list[Op]:
         *_TOTALS_AND_IN_FLIGHT,
         Push(Scope.RUN, "core.body", (body_hash,), keep=2),
         *_BREAKERS,
+        _TAKE_CARRIED,
     ]
 
 
@@ -94,6 +101,17 @@ def facts_from(results: Sequence[OpResult]) -> tuple[RunFacts, Breakers]:
         BreakerRecord.loads(results[9]), BreakerRecord.loads(results[10]), BreakerRecord.loads(results[11])
     )
     return facts, breakers
+
+
+def carried_from(results: Sequence[OpResult]) -> str | None:
+    """The warnings an earlier response of the run left for this request's answer (from `request_ops`)."""
+    carried = results[12]
+    return carried if isinstance(carried, str) and carried else None
+
+
+def carry_ops(warnings: str) -> list[Op]:
+    """Leave `warnings` for the run's next answer (replacing any still waiting)."""
+    return [Put(Scope.RUN, _CARRIED, warnings)]
 
 
 def release_ops() -> list[Op]:

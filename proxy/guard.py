@@ -187,6 +187,7 @@ class Guard:
             return ticket
         facts, breakers = accounting.facts_from(results)
         ticket.facts = facts
+        ticket.carried = accounting.carried_from(results)
         findings, ticket.before = self._engine.check_request(ticket.lineup, batch, results, seen, facts)
         await self._gate(ticket, breakers)
         if ticket.answer is None:
@@ -340,22 +341,31 @@ class Guard:
             return
         views = ticket.views_of(seen)
         lineup = ticket.lineup
-        findings = (
-            list(ticket.inspected) if ticket.inspected is not None else self._engine.inspect_response(lineup, views)
-        )
+        # Findings made once the client has its answer's headers (a stream's inspection, and every
+        # check after the response) are `late`: their warnings wait for the run's next answer.
+        if ticket.inspected is not None:
+            findings, late = list(ticket.inspected), []
+        else:
+            findings = self._engine.inspect_response(lineup, views)
+            late = list(findings)
         base = accounting.response_ops(seen.response.usage, seen.usd)
         batch = self._engine.plan_response(lineup, views, len(base))
         results = await self._execute(ticket.ids, [*base, *batch.ops])
         if results is not None:
-            findings += self._engine.check_response(lineup, batch, results, views)
+            checked = self._engine.check_response(lineup, batch, results, views)
+            findings += checked
+            late += checked
             breakers = accounting.Breakers(None, None, None)
             if any(f.blocking for f in findings):
                 breakers = await self._breakers(ticket)
             blocking = await self._act(ticket, findings, breakers, usd_now=seen.usd, answers=False)
             tripped = {blocking.verdict.scope} if blocking is not None else set()
-            closing = [Put(scope, breaker.FIELD, None) for scope in ticket.probes if scope not in tripped]
-            if closing:
-                await self._execute(ticket.ids, closing)
+            after: list[Op] = [Put(scope, breaker.FIELD, None) for scope in ticket.probes if scope not in tripped]
+            warnings = [f for f in late if not f.blocking]
+            if warnings:
+                after += accounting.carry_ops(ticket.carried_text(warnings))
+            if after:
+                await self._execute(ticket.ids, after)
         await self._remember(ticket, seen)
         self._emit(ticket, seen, client_status, error, body)
 

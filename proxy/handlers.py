@@ -105,6 +105,9 @@ def _synthetic(answer: Synthetic, ticket: Ticket) -> web.Response:
     headers["x-runguard-run-id"] = ticket.run_id
     if ticket.blocked_by:
         headers["x-runguard-trip"] = ticket.blocked_by
+    warning = ticket.warning_header()
+    if warning:
+        headers["x-runguard-warning"] = warning
     return web.Response(status=answer.status, headers=headers, body=answer.body)
 
 

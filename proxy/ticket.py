@@ -34,7 +34,13 @@ class Ticket:
     trips: list[TripRecord] = field(default_factory=list)
     inspected: list[Finding] | None = None  # inspect_response findings, once run
     views: Views | None = None  # the response as each detector sees it, once built
+    carried: str | None = None  # warnings found after the run's previous response, shown on this one
     started: float = field(default_factory=time.perf_counter)
+
+    @staticmethod
+    def carried_text(late: list[Finding]) -> str:
+        """Warnings found once the response's headers were sent, as the run's next answer shows them."""
+        return "; ".join(f"{w.detector} (previous response): {w.verdict.reason}" for w in late)
 
     @property
     def request(self) -> RequestInfo:
@@ -47,12 +53,15 @@ class Ticket:
         return self.views
 
     def warning_header(self) -> str | None:
-        """`x-runguard-warning`: every non-blocking finding, ASCII-safe and bounded."""
+        """`x-runguard-warning`: every non-blocking finding so far, and those carried from the run's
+        previous response; ASCII-safe and bounded."""
         warnings = self.warnings + [f for f in self.inspected or () if not f.blocking]
-        if not warnings:
+        parts = [f"{w.detector}: {w.verdict.reason}" for w in warnings]
+        if self.carried:
+            parts.append(self.carried)
+        if not parts:
             return None
-        text = "; ".join(f"{w.detector}: {w.verdict.reason}" for w in warnings)
-        return text.encode("ascii", "replace").decode()[:1000].replace("\r", " ").replace("\n", " ")
+        return "; ".join(parts).encode("ascii", "replace").decode()[:1000].replace("\r", " ").replace("\n", " ")
 
     def reset_hint(self, scope: Scope) -> str:
         """How a user reopens what this request tripped."""

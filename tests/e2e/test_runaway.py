@@ -72,7 +72,7 @@ async def test_soft_error_loop_trips_non_progress_at_the_third_identical_result(
     assert len(sent) == 4  # and the SDK did not retry the 429 (x-should-retry: false)
 
 
-async def _stream_agent(client: openai.AsyncOpenAI) -> str:
+async def _stream_agent(client: openai.AsyncOpenAI, tool: agents.Tool = agents.soft_error_tool) -> str:
     messages: list[dict[str, Any]] = [{"role": "user", "content": "Extract the invoice total."}]
     for _ in range(12):
         stream = await client.chat.completions.create(model="gpt-4o-mini", messages=messages, stream=True)  # type: ignore[arg-type]
@@ -96,7 +96,7 @@ async def _stream_agent(client: openai.AsyncOpenAI) -> str:
             }
         )
         messages += [
-            {"role": "tool", "tool_call_id": c["id"], "content": agents.soft_error_tool(c["name"], {})}
+            {"role": "tool", "tool_call_id": c["id"], "content": tool(c["name"], orjson.loads(c["arguments"]))}
             for c in calls.values()
         ]
     raise AssertionError("not stopped")
@@ -265,6 +265,38 @@ async def test_parallel_over_call_is_replaced_before_the_tools_run(
         await client.chat.completions.create(model="gpt-4o-mini", messages=[{"role": "user", "content": "go"}])
     assert caught.value.code == "runguard_parallel_calls"
     assert len(upstream.received) == 1
+
+
+@pytest.mark.parametrize("stream", [False, True])
+async def test_a_warning_found_after_a_response_is_shown_on_the_runs_next_answer(
+    upstream: FakeUpstream, make_proxy: ProxyFactory, sink: ListSink, stream: bool
+) -> None:
+    """`consecutive_same_tool` warns (its default) once the run calls one tool 3 times in a row: a
+    finding made after the response went out, so the run's next answer carries it."""
+    upstream.script = _streaming(agents.chat_script(steps=5)) if stream else agents.chat_script(steps=5)
+    proxy = await make_proxy()
+    warnings: list[str] = []
+
+    async def keep(response: httpx.Response) -> None:
+        warnings.append(response.headers.get("x-runguard-warning", ""))
+
+    client = openai.AsyncOpenAI(
+        base_url=proxy + "/v1",
+        api_key="sk-test-carried",
+        default_headers={"X-Run-Id": f"carried-{stream}"},
+        http_client=httpx.AsyncClient(event_hooks={"response": [keep]}),
+    )
+    if stream:
+        assert await _stream_agent(client, agents.progressing_tool) == "done"
+    else:
+        assert await agents.chat_agent(client, agents.progressing_tool) == "Done."
+    trips = [r for r in sink.records if getattr(r, "detector", None) == "consecutive_same_tool"]
+    assert trips and all(t.action == "warn" for t in trips)
+    first = trips[0].request_index  # the response of this request made the finding
+    assert len(warnings) == 6 and first < 6
+    assert "consecutive_same_tool" not in "".join(warnings[:first])
+    assert warnings[first].startswith("consecutive_same_tool (previous response): ")
+    assert len([w for w in warnings if "consecutive_same_tool" in w]) == len(trips)  # each shown once
 
 
 async def test_shadow_mode_blocks_nothing_and_says_so(
