@@ -127,7 +127,7 @@ def _key_refusal(ctx: ProxyContext, route: Route, key_hash: str) -> web.Response
 
 async def handle(request: web.Request) -> web.StreamResponse:
     ctx = request.app[CONTEXT]
-    route = resolve(request.path)
+    route = resolve(request.path, "x-goog-api-key" in request.headers or "key" in request.query)
     if route is None:
         return provider_error(None, 404, f"RunGuard: no provider serves {request.path}", "unknown_path")
     key_hash = ctx.hasher.hash(raw_key(request.headers, request.query))

@@ -2,7 +2,9 @@
 
 The first matching rule wins. Paths under `/openai/` and `/gemini/` name the
 provider explicitly and are forwarded without that prefix; bare `/v1/...` is
-OpenAI except `/v1/models/{m}:method`, which is Gemini's v1 surface.
+OpenAI except `/v1/models/{m}:method`, which is Gemini's v1 surface, and any
+`/v1/...` request that carries a Gemini API key (google-genai with
+`api_version="v1"` lists and gets models at `/v1/models`, as OpenAI does).
 `/upload/...` is Gemini's media upload (google-genai's `files.upload` sends
 both of its steps there, on the client's base URL).
 """
@@ -45,8 +47,11 @@ def _strip(path: str, prefix: str) -> str:
     return rest if rest.startswith("/") else "/" + rest
 
 
-def resolve(path: str) -> Route | None:
-    """The route for a request path, or None for a path no provider serves."""
+def resolve(path: str, gemini_key: bool = False) -> Route | None:
+    """The route for a request path, or None for a path no provider serves.
+
+    `gemini_key`: the request carries a Gemini API key (`x-goog-api-key` or `?key=`).
+    """
     if path.startswith("/openai/"):
         return _openai(_strip(path, "/openai"))
     if path.startswith("/gemini/"):
@@ -56,5 +61,5 @@ def resolve(path: str) -> Route | None:
     if path.startswith(("/v1beta/", "/v1alpha/", "/upload/")) or path in ("/v1beta", "/v1alpha"):
         return _gemini(path)
     if path.startswith("/v1/") or path == "/v1":
-        return _openai(path)
+        return _gemini(path) if gemini_key else _openai(path)
     return None

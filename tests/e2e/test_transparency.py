@@ -15,7 +15,8 @@ from google import genai
 from google.genai import types
 
 from tests.e2e import payloads
-from tests.support.upstream import FakeUpstream, Received, Reply
+from tests.support.proxy import ListSink, settings_for, start_proxy
+from tests.support.upstream import FakeUpstream, Received, Reply, closed_port
 
 HOP = {"connection", "keep-alive", "transfer-encoding", "host", "content-length"}
 
@@ -224,3 +225,29 @@ async def test_google_genai_file_upload_goes_through_the_proxy(
         ("/upload/v1beta/files", "upload, finalize"),
     ]
     assert upstream.received[1].body == b"hello\n"
+
+
+async def test_google_genai_on_api_version_v1_reaches_gemini_and_openai_still_reaches_openai(
+    upstream: FakeUpstream, sink: ListSink
+) -> None:
+    """google-genai with `api_version="v1"` gets models at `/v1/models`, the path OpenAI lists its models
+    at: the Gemini key it carries sends it to Gemini; the same path with a bearer key goes to OpenAI."""
+    model = {"name": "models/gemini-2.0-flash", "displayName": "Gemini 2.0 Flash", "inputTokenLimit": 1048576}
+    upstream.script = lambda received: Reply.json(model)
+    openai_upstream = f"http://127.0.0.1:{closed_port()}"
+    running = await start_proxy(settings_for(upstream.url, upstreams={"openai": openai_upstream}), sink=sink)
+    try:
+        options = types.HttpOptions(base_url=running.url, api_version="v1")
+        client = genai.Client(api_key="AIza-test-v1", http_options=options)
+        got = await client.aio.models.get(model="gemini-2.0-flash")
+        assert got.display_name == "Gemini 2.0 Flash"
+        assert [(r.path, r.headers["x-goog-api-key"]) for r in upstream.received] == [
+            ("/v1/models/gemini-2.0-flash", "AIza-test-v1")
+        ]
+        async with aiohttp.ClientSession() as session:
+            bearer = {"Authorization": "Bearer sk-test-v1"}
+            async with session.get(running.url + "/v1/models", headers=bearer) as reply:
+                assert reply.status == 502  # the OpenAI upstream (nothing listens there)
+        assert len(upstream.received) == 1
+    finally:
+        await running.stop()

@@ -3,7 +3,7 @@ from __future__ import annotations
 import pytest
 
 from runguard.proxy.events import Api, Provider
-from runguard.proxy.routes import resolve
+from runguard.proxy.routes import Route, resolve
 
 
 @pytest.mark.parametrize(
@@ -71,6 +71,12 @@ def test_paths_route_to_provider_and_api(
         model,
         stream,
     )
+
+
+@pytest.mark.parametrize("path", ["/v1/models", "/v1/models/gemini-2.0-flash", "/v1/tunedModels"])
+def test_a_bare_v1_path_with_a_gemini_key_is_gemini(path: str) -> None:
+    assert resolve(path, gemini_key=True) == Route(Provider.GEMINI, Api.OTHER, path, None)
+    assert resolve(path) == Route(Provider.OPENAI, Api.OTHER, path)
 
 
 @pytest.mark.parametrize("path", ["/", "/favicon.ico", "/v2/chat/completions", "/runguardx"])
