@@ -11,6 +11,7 @@ from pydantic import Field
 from runguard.detectors.base import Action, Detector, DetectorConfig, Plan, ResponseSeen, Results, Verdict
 from runguard.detectors.normalize import tag
 from runguard.detectors.ops import Push, Scope
+from runguard.proxy.events import ToolCall, is_transfer
 
 
 class ConsecutiveSameToolConfig(DetectorConfig):
@@ -29,6 +30,11 @@ class ConsecutiveSameToolConfig(DetectorConfig):
     )
 
 
+def _tools(calls: tuple[ToolCall, ...]) -> list[ToolCall]:
+    """The calls that use a tool: a transfer to another agent is a handoff, `handoff_cycle`'s to judge."""
+    return [call for call in calls if not is_transfer(call.name)]
+
+
 class ConsecutiveSameTool(Detector[ConsecutiveSameToolConfig]):
     """After each response with tool calls: push the turn's set of tools, flag a full window of one tool."""
 
@@ -36,7 +42,7 @@ class ConsecutiveSameTool(Detector[ConsecutiveSameToolConfig]):
     Config = ConsecutiveSameToolConfig
 
     def plan_response(self, seen: ResponseSeen, cfg: ConsecutiveSameToolConfig) -> Plan:
-        names = sorted({call.name for call in seen.response.tool_calls})
+        names = sorted({call.name for call in _tools(seen.response.tool_calls)})
         if not names:
             return {}
         # A turn mixing tools is pushed too: it breaks the streak.
@@ -49,7 +55,7 @@ class ConsecutiveSameTool(Detector[ConsecutiveSameToolConfig]):
             return None
         if turns[0].startswith("+"):
             return None
-        tool = seen.response.tool_calls[0].name
+        tool = _tools(seen.response.tool_calls)[0].name
         return self.verdict(
             f"tool '{tool}' was the only tool called in {len(turns)} consecutive model turns",
             tool=tool,

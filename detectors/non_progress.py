@@ -16,7 +16,7 @@ from pydantic import Field
 from runguard.detectors.base import Detector, DetectorConfig, Plan, RequestSeen, Results, RunFacts, Verdict
 from runguard.detectors.normalize import DEFAULT_VOLATILE_KEYS, lowered, result_digest_of, result_uniq, tag
 from runguard.detectors.ops import Push, Scope
-from runguard.proxy.events import RequestInfo
+from runguard.proxy.events import RequestInfo, is_transfer
 
 SLACK = 16  # extra window room: a re-sent batch must still find its items to be skipped
 
@@ -57,8 +57,8 @@ class NonProgress(Detector[NonProgressConfig]):
         common = cfg.volatile
         keys: dict[str, str] = {}
         for position, result in enumerate(request.new_results):
-            if result.name is None:
-                continue  # not attributable to a tool
+            if result.name is None or is_transfer(result.name):
+                continue  # not attributable to a tool, or a handoff's acknowledgement (`handoff_cycle`'s)
             extra = cfg.volatile_keys_by_tool.get(result.name)
             volatile = common | lowered(extra) if extra else common
             key = f"{tag(result.name)}:{result_digest_of(result, volatile)}"

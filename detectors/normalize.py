@@ -31,7 +31,7 @@ from typing import Any, TypeVar
 import orjson
 import xxhash
 
-from runguard.proxy.events import RequestInfo, ToolCall, ToolResult, digest
+from runguard.proxy.events import RequestInfo, ToolCall, ToolResult, digest, is_transfer
 
 MAX_TOKENS = 48  # tokens kept per argument set: bounds state and pairwise work
 TOKEN_HEX = 4  # hex characters per token hash
@@ -332,10 +332,12 @@ def result_uniq(request: RequestInfo, result: ToolResult, position: int) -> str:
 def turn_signature(request: RequestInfo) -> tuple[str, str] | None:
     """The last assistant turn as one action: (hash of its calls and their results, a per-turn id).
 
-    None when that turn made no tool calls. Calls are sorted, so a parallel
-    batch in another order is the same action. Computed once per request.
+    None when that turn made no tool calls but transfers to another agent
+    (`is_transfer`: an acknowledged handoff is the same call and result in every
+    round of a healthy review loop). Calls are sorted, so a parallel batch in
+    another order is the same action. Computed once per request.
     """
-    if not request.prior_calls:
+    if all(is_transfer(call.name) for call in request.prior_calls):
         return None
     found: tuple[str, str] | None = request.derived.get("turn")
     return found if found is not None else _keep(request.derived, "turn", _turn_signature(request))
@@ -346,6 +348,7 @@ def _turn_signature(request: RequestInfo) -> tuple[str, str]:
     parts = sorted(
         f"{call.name}\x00{call_args_digest(call)}\x00" + (result_digest_of(answered[i]) if i in answered else "-")
         for i, call in enumerate(request.prior_calls)
+        if not is_transfer(call.name)
     )
     first = request.prior_calls[0].call_id
     return digest("\x01".join(parts)), tag(first or f"turn.{request.message_count}")

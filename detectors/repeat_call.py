@@ -12,7 +12,7 @@ from pydantic import Field
 from runguard.detectors.base import Detector, DetectorConfig, Plan, RequestSeen, Results, RunFacts, Verdict
 from runguard.detectors.normalize import call_args_digest, paired_results, result_digest_of, result_uniq
 from runguard.detectors.ops import Push, Scope
-from runguard.proxy.events import RequestInfo, ToolCall, ToolResult, digest
+from runguard.proxy.events import RequestInfo, ToolCall, ToolResult, digest, is_transfer
 
 WINDOW = 64  # the last calls remembered; repeats further apart are not counted
 
@@ -34,12 +34,21 @@ def _triple(call: ToolCall, result: ToolResult) -> str:
     return digest("\x00".join((call.name, call_args_digest(call), result_digest_of(result))), 5)
 
 
+def _counted(request: RequestInfo) -> list[tuple[int, ToolCall, ToolResult]]:
+    """(position, call, result) for each new result whose call is known and is no transfer to another
+    agent (`is_transfer`: handed over again and again on purpose, acknowledged alike every time)."""
+    return [
+        (position, call, result)
+        for position, (call, result) in enumerate(paired_results(request))
+        if call is not None and not is_transfer(call.name)
+    ]
+
+
 def _items(request: RequestInfo) -> tuple[str, ...]:
-    """ "<triple hash>:<uniq>" for each new result whose call is known."""
+    """ "<triple hash>:<uniq>" for each counted result."""
     return tuple(
         f"{_triple(call, result)}:{result_uniq(request, result, position)}"
-        for position, (call, result) in enumerate(paired_results(request))
-        if call is not None
+        for position, call, result in _counted(request)
     )
 
 
@@ -65,9 +74,7 @@ class RepeatCall(Detector[RepeatCallConfig]):
             counts[triple] = counts.get(triple, 0) + 1
         # This request's items are known by their uniq part: no need to hash the results again.
         mine = {
-            result_uniq(seen.request, result, position): call.name
-            for position, (call, result) in enumerate(paired_results(seen.request))
-            if call is not None
+            result_uniq(seen.request, result, position): call.name for position, call, result in _counted(seen.request)
         }
         for item in window:
             triple, _, uniq = item.partition(":")

@@ -12,6 +12,7 @@ from pydantic import Field
 from runguard.detectors.base import Detector, DetectorConfig, Plan, RequestSeen, Results, RunFacts, Verdict
 from runguard.detectors.normalize import turn_signature
 from runguard.detectors.ops import Push, Scope
+from runguard.proxy.events import is_transfer
 
 
 class StagnationConfig(DetectorConfig):
@@ -45,7 +46,7 @@ class Stagnation(Detector[StagnationConfig]):
         signatures = {item.partition(":")[0] for item in window}
         if len(signatures) != 1:
             return None
-        tools = sorted({call.name for call in seen.request.prior_calls})
+        tools = sorted({call.name for call in seen.request.prior_calls if not is_transfer(call.name)})
         return self.verdict(
             f"the last {len(window)} actions were identical: the same call to {', '.join(tools)} "
             f"with the same arguments and the same result",

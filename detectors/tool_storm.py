@@ -22,6 +22,7 @@ from runguard.detectors.base import (
 )
 from runguard.detectors.normalize import call_tag
 from runguard.detectors.ops import Add, Op, Scope
+from runguard.proxy.events import is_transfer
 
 MAX_TOOLS = 64  # distinct tools counted per run; calls of further tools are not counted
 
@@ -53,6 +54,8 @@ class ToolStorm(Detector[ToolStormConfig]):
     def plan_response(self, seen: ResponseSeen, cfg: ToolStormConfig) -> Plan:
         calls: dict[str, int] = {}
         for call in seen.response.tool_calls:
+            if is_transfer(call.name):
+                continue  # handing over to another agent: `handoff_cycle` counts those
             tool = call_tag(call)
             calls[tool] = calls.get(tool, 0) + 1
         if not calls:

@@ -55,6 +55,21 @@ class HandoffKind(StrEnum):
     DELEGATE = "delegate"  # nested: the caller waits for the member's answer (Agno)
 
 
+TRANSFER_PREFIX = "transfer_to_"
+
+
+def is_transfer(tool: str | None) -> bool:
+    """Whether `tool` hands the conversation to another agent: openai-agents' `transfer_to_<agent>`,
+    ADK's `transfer_to_agent`.
+
+    Its result only acknowledges the transfer (`{"assistant": "<name>"}`,
+    `{"result": null}`), the same every time: what was handed over is the
+    turn's text, which `handoff_cycle` weighs. Loop detectors that compare
+    calls and results leave these calls out.
+    """
+    return tool is not None and tool.startswith(TRANSFER_PREFIX) and len(tool) > len(TRANSFER_PREFIX)
+
+
 @frozen
 class ToolCall:
     """One function call the model made. `arguments` is the raw JSON text."""

@@ -13,7 +13,7 @@ from collections.abc import Iterable
 
 import orjson
 
-from runguard.proxy.events import Handoff, HandoffKind, ToolCall
+from runguard.proxy.events import TRANSFER_PREFIX, Handoff, HandoffKind, ToolCall, is_transfer
 
 ALL_MEMBERS = "*members*"  # the target of a broadcast to every team member
 
@@ -35,8 +35,8 @@ def handoff_of(call: ToolCall) -> Handoff | None:
     if name == "transfer_to_agent":
         target = _argument(call.arguments, "agent_name")
         return Handoff(name, target, HandoffKind.TRANSFER, call.call_id) if target else None
-    if name.startswith("transfer_to_") and len(name) > len("transfer_to_"):
-        return Handoff(name, name[len("transfer_to_") :], HandoffKind.TRANSFER, call.call_id)
+    if is_transfer(name):
+        return Handoff(name, name[len(TRANSFER_PREFIX) :], HandoffKind.TRANSFER, call.call_id)
     if name in _DELEGATE_ONE:
         target = _argument(call.arguments, "member_id")
         return Handoff(name, target, HandoffKind.DELEGATE, call.call_id) if target else None

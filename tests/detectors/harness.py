@@ -159,6 +159,19 @@ def agent_loop(
     return steps
 
 
+def review_transfers(rounds: int, *, adk: bool = True) -> list[Turn]:
+    """A writer/editor review loop's handoff turns, each acknowledged alike by the framework:
+    ADK's `transfer_to_agent` (`{"result": null}`), else openai-agents' `transfer_to_<agent>`."""
+    turns: list[Turn] = []
+    for _ in range(rounds):
+        for target, name in (("editor", "Editor"), ("writer", "Writer")):
+            if adk:
+                turns.append([("transfer_to_agent", {"agent_name": target}, {"result": None})])
+            else:
+                turns.append([(f"transfer_to_{target}", {}, {"assistant": name})])
+    return turns
+
+
 # -- the simulator --------------------------------------------------------------------------------
 
 

@@ -3,7 +3,16 @@
 from __future__ import annotations
 
 from runguard.detectors.consecutive_same_tool import ConsecutiveSameTool
-from tests.detectors.harness import RunSimulator, Step, agent_loop, call, first_trip, request, response
+from tests.detectors.harness import (
+    RunSimulator,
+    Step,
+    agent_loop,
+    call,
+    first_trip,
+    request,
+    response,
+    review_transfers,
+)
 
 
 async def test_the_third_consecutive_turn_is_flagged() -> None:
@@ -32,3 +41,8 @@ async def test_turns_without_tool_calls_are_not_turns_of_the_streak() -> None:
 
     steps = [asking(), Step(request(), response(text="thinking")), asking(), asking()]
     assert first_trip(await RunSimulator([ConsecutiveSameTool()]).run(steps)) == 4
+
+
+async def test_agents_transferring_turn_after_turn_are_not_flagged() -> None:
+    turns = review_transfers(3)
+    assert first_trip(await RunSimulator([ConsecutiveSameTool()]).run(agent_loop(turns))) is None

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from runguard.detectors.non_progress import NonProgress, NonProgressConfig
-from tests.detectors.harness import RunSimulator, Step, agent_loop, first_trip
+from tests.detectors.harness import RunSimulator, Step, agent_loop, first_trip, review_transfers
 
 STUCK = {"status": "partial_parse_error", "data": None}
 
@@ -73,3 +73,9 @@ async def test_another_result_in_between_breaks_the_streak() -> None:
 async def test_threshold_is_configurable() -> None:
     results = await RunSimulator([(NonProgress(), NonProgressConfig(threshold=5))]).run(stuck_loop(6))
     assert first_trip(results) == 6
+
+
+async def test_handoff_acknowledgements_are_not_tool_results() -> None:
+    """ADK answers every `transfer_to_agent` with `{"result": null}`: a review loop is `handoff_cycle`'s to judge."""
+    turns = review_transfers(4)
+    assert first_trip(await RunSimulator([NonProgress()]).run(agent_loop(turns, ids=False))) is None

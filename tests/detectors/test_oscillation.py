@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from runguard.detectors.oscillation import Oscillation
-from tests.detectors.harness import RunSimulator, agent_loop, first_trip
+from tests.detectors.harness import RunSimulator, agent_loop, first_trip, review_transfers
 
 A = ("open_tab", {"tab": "settings"}, "settings page")
 B = ("open_tab", {"tab": "billing"}, "billing page")
@@ -33,3 +33,15 @@ async def test_alternating_polls_whose_results_change_pass() -> None:
 async def test_a_long_plan_with_distinct_steps_passes() -> None:
     turns = [[("step", {"n": i}, f"done {i}")] for i in range(15)]
     assert first_trip(await RunSimulator([Oscillation()]).run(agent_loop(turns))) is None
+
+
+async def test_agents_handing_work_back_and_forth_are_left_to_handoff_cycle() -> None:
+    for adk in (True, False):
+        turns = review_transfers(5, adk=adk)
+        assert first_trip(await RunSimulator([Oscillation()]).run(agent_loop(turns))) is None
+
+
+async def test_a_tool_toggled_alongside_handoffs_still_trips() -> None:
+    handing = ("transfer_to_agent", {"agent_name": "editor"}, {"result": None})
+    turns = [[A, handing], [B], [A, handing], [B], [A, handing], [B], [A]]
+    assert first_trip(await RunSimulator([Oscillation()]).run(agent_loop(turns, ids=False))) == 7

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from runguard.detectors.repeat_call import RepeatCall
-from tests.detectors.harness import RunSimulator, Step, Turn, agent_loop, first_trip
+from tests.detectors.harness import RunSimulator, Step, Turn, agent_loop, first_trip, review_transfers
 
 FORBIDDEN = {"error": "403 Forbidden"}
 
@@ -48,3 +48,9 @@ async def test_a_client_retry_re_sending_the_same_body_does_not_count_twice() ->
     steps = retries(4)
     script = [steps[0], steps[1], steps[2], steps[2], steps[3], steps[3], steps[4]]
     assert first_trip(await RunSimulator([RepeatCall()]).run(script)) == 7
+
+
+async def test_handing_over_to_the_same_agent_again_is_not_a_repeated_call() -> None:
+    for adk in (True, False):
+        turns = review_transfers(5, adk=adk)
+        assert first_trip(await RunSimulator([RepeatCall()]).run(agent_loop(turns))) is None

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from runguard.detectors.stagnation import Stagnation
-from tests.detectors.harness import RunSimulator, Step, agent_loop, first_trip, request, response
+from tests.detectors.harness import RunSimulator, Step, agent_loop, first_trip, request, response, review_transfers
 
 
 def same_action(n: int, *, ids: bool = True) -> list[Step]:
@@ -50,3 +50,8 @@ async def test_turns_without_tool_calls_are_skipped() -> None:
     chat = Step(request(message_count=2), response(text="hello"))
     script = [steps[0], steps[1], chat, steps[2], steps[3], chat, steps[4]]
     assert first_trip(await RunSimulator([Stagnation()]).run(script)) == 7
+
+
+async def test_the_same_transfer_again_and_again_is_left_to_handoff_cycle() -> None:
+    turns = [review_transfers(1)[0]] * 6
+    assert first_trip(await RunSimulator([Stagnation()]).run(agent_loop(turns, ids=False))) is None

@@ -5,7 +5,7 @@ from __future__ import annotations
 from runguard.detectors.base import Action
 from runguard.detectors.ops import Scope
 from runguard.detectors.tool_storm import MAX_TOOLS, ToolStorm
-from tests.detectors.harness import RunSimulator, Turn, agent_loop, first_trip
+from tests.detectors.harness import RunSimulator, Turn, agent_loop, first_trip, review_transfers
 
 
 async def test_the_eighth_call_of_one_tool_is_flagged_as_a_warning() -> None:
@@ -34,3 +34,8 @@ async def test_counters_are_kept_for_a_bounded_number_of_tools() -> None:
     await sim.run(agent_loop(turns))
     fields = await sim.state.read_scope(Scope.RUN, sim.run_id)
     assert sum(1 for name in fields if name.startswith("tool_storm.n.")) == MAX_TOOLS
+
+
+async def test_handoffs_are_not_counted_as_tool_calls() -> None:
+    turns = review_transfers(6)
+    assert first_trip(await RunSimulator([ToolStorm()]).run(agent_loop(turns))) is None

@@ -1,0 +1,287 @@
+"""Multi-agent runs of the real frameworks through the real proxy: who speaks, who hands over, and when it stops.
+
+openai-agents (handoffs, Responses and Chat) and google-adk (`sub_agents` with
+`transfer_to_agent`) run unchanged against the proxy on loopback, in front of
+a scripted fake upstream that plays the model: agents that only hand the work
+back and forth, a writer/editor review loop whose drafts change every round,
+a coordinator routing a session's questions to specialists, and chains of
+transfers. The records show each request's agent and handoff target; the
+breakers must stop the ping-pong and the endless review, and nothing else.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import AsyncIterator, Callable
+from typing import Any
+
+import openai
+import pytest
+from agents import Agent, OpenAIChatCompletionsModel, OpenAIResponsesModel, Runner, set_tracing_disabled
+from google.adk.agents import LlmAgent
+from google.adk.models import Gemini
+from google.adk.runners import Runner as AdkRunner
+from google.adk.sessions import InMemorySessionService
+from google.genai import errors as genai_errors
+from google.genai import types
+
+from tests.e2e import payloads
+from tests.e2e.faults import requests_of, trips_of
+from tests.support.proxy import ListSink, settings_for, start_proxy
+from tests.support.upstream import FakeUpstream, Received, Reply
+
+set_tracing_disabled(True)
+
+# What a scripted agent says on its turn: (text, the agent it hands over to or None to answer).
+Turn = tuple[str, str | None]
+Role = Callable[[str, int], Turn]  # (speaking agent, how many requests upstream has seen) -> turn
+
+
+@pytest.fixture
+async def make_proxy(upstream: FakeUpstream, sink: ListSink) -> AsyncIterator[Callable[..., Any]]:
+    running = []
+
+    async def make(**sections: Any) -> str:
+        proxy = await start_proxy(settings_for(upstream.url, **sections), sink=sink)
+        running.append(proxy)
+        return proxy.url
+
+    yield make
+    for proxy in running:
+        await proxy.stop()
+
+
+@pytest.fixture
+async def openai_clients() -> AsyncIterator[list[openai.AsyncOpenAI]]:
+    """Clients the test makes, closed at its end while the event loop still runs."""
+    clients: list[openai.AsyncOpenAI] = []
+    yield clients
+    for client in clients:
+        await client.close()
+
+
+def ping_pong(agent: str, seen: int) -> Turn:
+    """Each agent hands straight over to the other one, saying nothing."""
+    return "", {"triage": "billing", "billing": "triage"}[agent]
+
+
+def review(rounds: int) -> Role:
+    """A writer drafts and hands to the editor, who comments and hands back, until the `rounds`-th draft passes."""
+
+    def role(agent: str, seen: int) -> Turn:
+        round_ = (seen - 1) // 2
+        if agent == "writer":
+            return f"Draft v{round_}: the harbour at dawn, stanza {round_} rewritten", "editor"
+        if round_ >= rounds - 1:
+            return "Approved.", None
+        return f"Comments on v{round_}: tighten stanza {round_}", "writer"
+
+    return role
+
+
+# -- openai-agents --------------------------------------------------------------------------------
+
+
+def _openai_reply(kind: str, turn: Turn, call_id: str) -> Reply:
+    text, target = turn
+    call = (call_id, f"transfer_to_{target}", "{}") if target else None
+    if kind == "responses":
+        body = payloads.response_object(text or "-")
+        if call:
+            body["output"] = (body["output"] if text else []) + payloads.response_object(calls=[call])["output"]
+        return Reply.json(body)
+    body = payloads.chat_completion(text, tool_calls=[call] if call else None)
+    body["choices"][0]["message"]["content"] = text or None
+    return Reply.json(body)
+
+
+def openai_script(upstream: FakeUpstream, kind: str, role: Role) -> Callable[[Received], Reply]:
+    """The model of every agent: the agent is recognised by its instructions ("You are <name>. ...")."""
+
+    def script(received: Received) -> Reply:
+        body = received.json()
+        instructions = body["instructions"] if kind == "responses" else body["messages"][0]["content"]
+        agent = instructions.split(".")[0].removeprefix("You are ").lower()
+        seen = len(upstream.received)
+        return _openai_reply(kind, role(agent, seen), f"call_{seen}")
+
+    return script
+
+
+def openai_pair(client: openai.AsyncOpenAI, kind: str, first: str, second: str) -> Agent[Any]:
+    """Two agents that can hand over to each other; returns the first."""
+    model = (
+        OpenAIResponsesModel(model="gpt-4o", openai_client=client)
+        if kind == "responses"
+        else OpenAIChatCompletionsModel(model="gpt-4o", openai_client=client)
+    )
+    one = Agent(name=first.title(), instructions=f"You are {first}. Do your part.", model=model)
+    two = Agent(name=second.title(), instructions=f"You are {second}. Do your part.", model=model)
+    one.handoffs = [two]
+    two.handoffs = [one]
+    return one
+
+
+async def client_for(
+    make_proxy: Callable[..., Any], run_id: str, clients: list[openai.AsyncOpenAI]
+) -> openai.AsyncOpenAI:
+    url = await make_proxy()
+    client = openai.AsyncOpenAI(base_url=url + "/v1", api_key="sk-test-multi", default_headers={"X-Run-Id": run_id})
+    clients.append(client)
+    return client
+
+
+KINDS = ["responses", "chat"]
+
+
+@pytest.mark.parametrize("kind", KINDS)
+async def test_openai_agents_handoff_ping_pong_trips_handoff_cycle(
+    upstream: FakeUpstream,
+    make_proxy: Callable[..., Any],
+    openai_clients: list[openai.AsyncOpenAI],
+    sink: ListSink,
+    kind: str,
+) -> None:
+    upstream.script = openai_script(upstream, kind, ping_pong)
+    triage = openai_pair(await client_for(make_proxy, f"pp-{kind}", openai_clients), kind, "triage", "billing")
+    with pytest.raises(openai.RateLimitError) as caught:
+        await Runner.run(triage, "My invoice is wrong.", max_turns=30)
+    assert caught.value.code == "runguard_handoff_cycle"
+    assert "repeated with the same payload" in caught.value.message
+    assert len(upstream.received) == 4  # triage, billing, triage, billing: the 2nd billing -> triage trips
+    records = requests_of(sink)
+    agents = [r.agent for r in records]
+    # No names on the wire: each agent is known by a fingerprint of its instructions and tools, stable per agent.
+    assert agents[0] != agents[1] and agents == [agents[0], agents[1]] * 2 + [agents[0]]
+    assert all(agent.startswith("agent-") for agent in agents)
+    assert [r.handoff_to for r in records] == ["billing", "triage", "billing", "triage", None]
+    assert records[-1].blocked_by == "handoff_cycle"
+    (trip,) = trips_of(sink)
+    assert trip.evidence["pair"] == [agents[1], "triage"]
+
+
+@pytest.mark.parametrize("kind", KINDS)
+async def test_openai_agents_review_loop_with_changing_drafts_runs_to_the_end(
+    upstream: FakeUpstream,
+    make_proxy: Callable[..., Any],
+    openai_clients: list[openai.AsyncOpenAI],
+    sink: ListSink,
+    kind: str,
+) -> None:
+    """Four rounds of writer -> editor -> writer, each draft new: the hard limit (4 per pair) lets it finish."""
+    upstream.script = openai_script(upstream, kind, review(rounds=4))
+    writer = openai_pair(await client_for(make_proxy, f"review-{kind}", openai_clients), kind, "writer", "editor")
+    result = await Runner.run(writer, "Write a poem about a harbour.", max_turns=30)
+    assert result.final_output == "Approved."
+    assert len(upstream.received) == 8
+    assert [r.handoff_to for r in requests_of(sink)] == ["editor", "writer"] * 3 + ["editor", None]
+    assert not [t.detector for t in trips_of(sink) if t.action == "block"]
+
+
+@pytest.mark.parametrize("kind", KINDS)
+async def test_openai_agents_review_loop_past_the_hard_limit_trips_handoff_cycle(
+    upstream: FakeUpstream, make_proxy: Callable[..., Any], openai_clients: list[openai.AsyncOpenAI], kind: str
+) -> None:
+    upstream.script = openai_script(upstream, kind, review(rounds=8))
+    writer = openai_pair(await client_for(make_proxy, f"endless-{kind}", openai_clients), kind, "writer", "editor")
+    with pytest.raises(openai.RateLimitError) as caught:
+        await Runner.run(writer, "Write a poem about a harbour.", max_turns=30)
+    assert caught.value.code == "runguard_handoff_cycle"
+    assert "-> editor happened 5 times in this run, over the limit of 4" in caught.value.message
+    assert len(upstream.received) == 9  # the 5th writer -> editor handoff trips
+
+
+# -- google-adk -----------------------------------------------------------------------------------
+
+_ADK_NAME = re.compile(r'Your internal name is "([^"]+)"')
+
+
+def adk_script(upstream: FakeUpstream, role: Role) -> Callable[[Received], Reply]:
+    """The model of every ADK agent, recognised by the name ADK writes into its system instruction."""
+
+    def script(received: Received) -> Reply:
+        body = received.json()
+        found = _ADK_NAME.search(json.dumps(body["systemInstruction"]).replace('\\"', '"'))
+        assert found is not None
+        text, target = role(found.group(1), len(upstream.received))
+        parts: list[dict[str, Any]] = [{"text": text}] if text else []
+        if target:
+            parts.append({"functionCall": {"name": "transfer_to_agent", "args": {"agent_name": target}}})
+        body = payloads.gemini_response()
+        body["candidates"][0]["content"]["parts"] = parts
+        return Reply.json(body)
+
+    return script
+
+
+def adk_agent(proxy_url: str, run_id: str, name: str, sub_agents: list[LlmAgent] | None = None) -> LlmAgent:
+    headers = types.HttpOptions(headers={"X-Run-Id": run_id})
+    return LlmAgent(
+        name=name,
+        model=Gemini(model="gemini-2.5-flash", base_url=proxy_url),
+        instruction=f"You are the {name}.",
+        description=f"The {name}.",
+        sub_agents=sub_agents or [],
+        generate_content_config=types.GenerateContentConfig(http_options=headers),
+    )
+
+
+async def adk_session(root: LlmAgent, *questions: str) -> list[str]:
+    """Ask `questions` in one session, in turn; the texts the agents answered."""
+    runner = AdkRunner(agent=root, app_name="runguard-multi", session_service=InMemorySessionService())
+    session = await runner.session_service.create_session(app_name="runguard-multi", user_id="u1")
+    texts: list[str] = []
+    for question in questions:
+        message = types.Content(role="user", parts=[types.Part(text=question)])
+        async for event in runner.run_async(user_id="u1", session_id=session.id, new_message=message):
+            if event.content and event.content.parts:
+                texts += [part.text for part in event.content.parts if part.text]
+    return texts
+
+
+@pytest.fixture
+def google_key(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("GOOGLE_API_KEY", "test-key")
+
+
+@pytest.mark.usefixtures("google_key")
+async def test_adk_transfer_ping_pong_trips_handoff_cycle(
+    upstream: FakeUpstream, make_proxy: Callable[..., Any], sink: ListSink
+) -> None:
+    upstream.script = adk_script(upstream, ping_pong)
+    url = await make_proxy()
+    triage = adk_agent(url, "adk-pp", "triage", [adk_agent(url, "adk-pp", "billing")])
+    with pytest.raises(genai_errors.ClientError) as caught:
+        await adk_session(triage, "My invoice is wrong.")
+    assert caught.value.code == 429 and "handoff_cycle" in (caught.value.message or "")
+    records = requests_of(sink)
+    assert [r.agent for r in records[:4]] == ["triage", "billing", "triage", "billing"]
+    assert [r.handoff_to for r in records[:4]] == ["billing", "triage", "billing", "triage"]
+    assert records[-1].blocked_by == "handoff_cycle" and len(upstream.received) == len(records) - 1
+
+
+@pytest.mark.usefixtures("google_key")
+async def test_adk_review_loop_with_changing_drafts_runs_to_the_end(
+    upstream: FakeUpstream, make_proxy: Callable[..., Any], sink: ListSink
+) -> None:
+    upstream.script = adk_script(upstream, review(rounds=4))
+    url = await make_proxy()
+    writer = adk_agent(url, "adk-review", "writer", [adk_agent(url, "adk-review", "editor")])
+    texts = await adk_session(writer, "Write a poem about a harbour.")
+    assert texts[-1] == "Approved."
+    assert len(upstream.received) == 8
+    assert not [t.detector for t in trips_of(sink) if t.action == "block"]
+
+
+@pytest.mark.usefixtures("google_key")
+async def test_adk_review_loop_past_the_hard_limit_trips_handoff_cycle(
+    upstream: FakeUpstream, make_proxy: Callable[..., Any]
+) -> None:
+    upstream.script = adk_script(upstream, review(rounds=8))
+    url = await make_proxy()
+    writer = adk_agent(url, "adk-endless", "writer", [adk_agent(url, "adk-endless", "editor")])
+    with pytest.raises(genai_errors.ClientError) as caught:
+        await adk_session(writer, "Write a poem about a harbour.")
+    assert "handoff writer -> editor happened 5 times in this run, over the limit of 4" in (caught.value.message or "")
+    assert len(upstream.received) == 9
