@@ -3,9 +3,10 @@
 The seeds' signal is a repeated from->to pair among the last few handoffs.
 Review loops repeat pairs on purpose (writer -> editor -> writer), so a repeat
 alone is not enough: the handoff also carries a payload hash (the handoff
-call's arguments, the response's text, and the tool calls and results the
-request brought), and the same pair with the same payload twice within the window
-means nothing changed between rounds. Past a hard number of repeats of one
+call's arguments, the response's text, and what the request brought: the tool
+calls and results, and the user text since the last turn, such as the next
+question of a session), and the same pair with the same payload twice within
+the window means nothing changed between rounds. Past a hard number of repeats of one
 pair the run stops whatever the payloads.
 """
 
@@ -79,10 +80,12 @@ class HandoffCycle(Detector[HandoffCycleConfig]):
         pairs = self._pairs(seen, cfg)
         if not pairs:
             return {}
-        # What the request brought: the last turn's calls (a draft saved by a tool) and their results.
+        # What the request brought: the last turn's calls (a draft saved by a tool), their results, and
+        # the user text since (a new question; ADK quotes the other agents' turns as user text).
         brought = "".join(
             [call_args_digest(c) for c in seen.request.prior_calls]
             + [result_digest_of(r) for r in seen.request.new_results]
+            + [seen.request.new_user_hash or ""]
         )
         items = tuple(f"{pair}#{self._payload(seen, handoff, brought)}" for handoff, pair in pairs)
         plan: dict[str, Op] = {"recent": Push(Scope.RUN, "recent", items, keep=cfg.window)}

@@ -173,6 +173,8 @@ class RequestInfo:
     prior_calls: tuple[ToolCall, ...] = ()
     new_results: tuple[ToolResult, ...] = ()
     new_user_turn: bool = False  # the tail holds a user message (not only tool results)
+    # Hash of the tail's user text: a new question, or (ADK) the other agents' turns quoted as user text.
+    new_user_hash: str | None = None
     assistant_turns: int = 0
     output_schema: OutputSchema | None = None
     previous_response_id: str | None = None

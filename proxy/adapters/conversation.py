@@ -43,6 +43,7 @@ class Conversation:
         self._last_calls: list[ToolCall] = []
         self._tail_results: list[ToolResult] = []
         self._tail_user = False
+        self._tail_texts: list[str] = []  # the user text after the last assistant turn
         self._in_assistant = False
         self._names: dict[str, str] = {}
 
@@ -57,6 +58,7 @@ class Conversation:
         other._last_calls = self._last_calls.copy()
         other._tail_results = self._tail_results.copy()
         other._tail_user = self._tail_user
+        other._tail_texts = self._tail_texts.copy()
         other._in_assistant = self._in_assistant
         other._names = self._names.copy()
         return other
@@ -64,7 +66,7 @@ class Conversation:
     def weight(self) -> int:
         """About how many bytes this holds (what a cached copy costs: tracemalloc measured 0.9-1.0x this)."""
         texts = sum(map(len, self._instructions)) + len(self._root or "")
-        texts += sum(len(result.content) for result in self._tail_results)
+        texts += sum(len(result.content) for result in self._tail_results) + sum(map(len, self._tail_texts))
         return 1024 + texts + 160 * (len(self._names) + len(self._last_calls) + len(self._tail_results))
 
     def system(self, text: str, *, first: bool = False) -> None:
@@ -83,6 +85,8 @@ class Conversation:
         self._chars += len(text) if chars is None else chars
         if self._root is None and text:
             self._root = text
+        if text:
+            self._tail_texts.append(text)
         self._tail_user = True
         self._in_assistant = False
 
@@ -99,7 +103,7 @@ class Conversation:
             return
         self._assistant_turns += 1
         self._last_calls = calls
-        self._tail_results = []
+        self._tail_results, self._tail_texts = [], []
         self._tail_user = False
         self._in_assistant = True
 
@@ -123,7 +127,7 @@ class Conversation:
         if continues and self._in_assistant:
             return
         self._assistant_turns += 1
-        self._last_calls, self._tail_results = [], []
+        self._last_calls, self._tail_results, self._tail_texts = [], [], []
         self._tail_user = False
         self._in_assistant = True
 
@@ -146,6 +150,7 @@ class Conversation:
         self._chars += chars
         self._assistant_turns += assistant_turns
         self._names.update(names)
+        self._tail_texts = []  # user text reported before these counts came before the last turn
         if in_assistant is not None:
             self._in_assistant = in_assistant
 
@@ -206,6 +211,7 @@ class Conversation:
             prior_calls=tuple(self._last_calls),
             new_results=tuple(self._tail_results),
             new_user_turn=self._tail_user,
+            new_user_hash=digest("\x00".join(self._tail_texts)) if self._tail_texts else None,
             assistant_turns=self._assistant_turns,
             output_schema=output_schema,
             previous_response_id=previous_response_id,

@@ -72,6 +72,7 @@ def request(
     estimated_input_tokens: int = 100,
     output_schema: dict[str, Any] | None = None,
     model: str = MODEL,
+    user_text: str | None = None,
 ) -> RequestInfo:
     return RequestInfo(
         api=Api.CHAT,
@@ -84,6 +85,7 @@ def request(
         prior_calls=tuple(prior_calls),
         new_results=tuple(new_results),
         new_user_turn=not new_results,
+        new_user_hash=digest(user_text) if user_text else None,
         assistant_turns=assistant_turns,
         output_schema=OutputSchema(output_schema) if output_schema is not None else None,
     )

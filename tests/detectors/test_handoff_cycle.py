@@ -75,3 +75,26 @@ async def test_drafts_saved_through_a_tool_count_as_progress() -> None:
     for version in range(3):
         steps += [writer_round(version), handing("editor", "writer", text=f"comments {version}")]
     assert first_trip(await RunSimulator([HandoffCycle()]).run(steps)) is None
+
+
+async def test_a_session_routing_each_new_question_passes_and_the_same_question_again_trips() -> None:
+    """A specialist sending a question it does not handle back to the coordinator, question after question."""
+
+    def back_home(question: str) -> Step:
+        transfer = call("transfer_to_agent", {"agent_name": "coordinator"}, None)
+        return Step(
+            request(agent_name="billing", user_text=question),
+            response(tool_calls=[transfer], handoffs=[handoff("coordinator")]),
+        )
+
+    def routed(question: str) -> Step:
+        transfer = call("transfer_to_agent", {"agent_name": "billing"}, None)
+        return Step(
+            request(agent_name="coordinator", user_text=question),
+            response(tool_calls=[transfer], handoffs=[handoff("billing")]),
+        )
+
+    session = [back_home("Q1 support"), routed("Q2 billing"), back_home("Q3 support"), routed("Q4 billing")]
+    assert first_trip(await RunSimulator([HandoffCycle()]).run(session)) is None
+    again = [back_home("Q1 support"), routed("Q2 billing"), back_home("Q1 support")]
+    assert first_trip(await RunSimulator([HandoffCycle()]).run(again)) == 3

@@ -285,3 +285,36 @@ async def test_adk_review_loop_past_the_hard_limit_trips_handoff_cycle(
         await adk_session(writer, "Write a poem about a harbour.")
     assert "handoff writer -> editor happened 5 times in this run, over the limit of 4" in (caught.value.message or "")
     assert len(upstream.received) == 9
+
+
+def routing(agent: str, seen: int, question: str) -> Turn:
+    """Customer service: the coordinator routes each question, a specialist answers its own kind or goes home."""
+    topic = question.split()[1].rstrip(":")
+    if agent == topic:
+        return f"{agent} answers {question}", None
+    return "", topic if agent == "coordinator" else "coordinator"
+
+
+def last_question(received: Received) -> str:
+    texts = [part["text"] for content in received.json()["contents"] for part in content["parts"] if "text" in part]
+    return [text for text in texts if text.startswith("Q")][-1]
+
+
+@pytest.mark.usefixtures("google_key")
+async def test_adk_coordinator_routing_a_session_of_questions_is_not_stopped(
+    upstream: FakeUpstream, make_proxy: Callable[..., Any], sink: ListSink
+) -> None:
+    """ADK's coordinator/specialist pattern: each question is transferred to its specialist, who answers;
+    a question for the other specialist goes back to the parent first. Every handoff is the same call."""
+    upstream.script = adk_script(
+        upstream, lambda agent, seen: routing(agent, seen, last_question(upstream.received[-1]))
+    )
+    url = await make_proxy()
+    specialists = [adk_agent(url, "adk-desk", "billing"), adk_agent(url, "adk-desk", "support")]
+    coordinator = adk_agent(url, "adk-desk", "coordinator", specialists)
+    topics = ["billing", "support"] * 3
+    texts = await adk_session(coordinator, *[f"Q{i} {topic}: question {i}" for i, topic in enumerate(topics, 1)])
+    assert texts == [f"{topic} answers Q{i} {topic}: question {i}" for i, topic in enumerate(topics, 1)]
+    assert not [t.detector for t in trips_of(sink) if t.action == "block"]
+    assert [r.agent for r in requests_of(sink)[:3]] == ["coordinator", "billing", "billing"]
+    assert [r.handoff_to for r in requests_of(sink)[:4]] == ["billing", None, "coordinator", "support"]

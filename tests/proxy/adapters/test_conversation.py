@@ -1,0 +1,59 @@
+"""What a request's conversation says about its last step: here, the user text that came after the last turn."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import orjson
+
+from runguard.proxy.adapters import ChatAdapter, GeminiAdapter
+from runguard.proxy.adapters.base import RequestContext
+from runguard.proxy.events import RequestInfo
+
+QUOTED = "For context: [{agent}] said:\n<<<BEGIN_QUOTED_AGENT_CONTENT>>>\n{text}\n<<<END_QUOTED_AGENT_CONTENT>>>"
+
+
+def chat(*messages: dict[str, Any]) -> RequestInfo:
+    return ChatAdapter().parse_request(orjson.dumps({"model": "m", "messages": messages}), RequestContext())
+
+
+def gemini(*contents: dict[str, Any]) -> RequestInfo:
+    body = {"contents": contents}
+    return GeminiAdapter().parse_request(orjson.dumps(body), RequestContext(path_model="gemini-2.5-flash"))
+
+
+def asked(first: str, then: str) -> RequestInfo:
+    """`first` answered, then `then` asked."""
+    return chat(
+        {"role": "user", "content": first}, {"role": "assistant", "content": "A"}, {"role": "user", "content": then}
+    )
+
+
+def test_only_the_user_text_after_the_last_assistant_turn_is_hashed() -> None:
+    assert asked("Q1", "Q2").new_user_hash is not None
+    assert asked("Q1", "Q2").new_user_hash == asked("Q0", "Q2").new_user_hash  # the earlier question is history
+    assert asked("Q1", "Q2").new_user_hash != asked("Q1", "Q3").new_user_hash
+    call = {"id": "c1", "type": "function", "function": {"name": "lookup", "arguments": "{}"}}
+    results_only = chat(
+        {"role": "user", "content": "Q1"},
+        {"role": "assistant", "tool_calls": [call]},
+        {"role": "tool", "tool_call_id": "c1", "content": "x"},
+    )
+    assert results_only.new_user_hash is None
+
+
+def test_adk_quoting_another_agents_turn_is_user_text_of_the_step() -> None:
+    def after_transfer(quoted: str) -> RequestInfo:
+        transfer = {"functionCall": {"name": "transfer_to_agent", "args": {"agent_name": "editor"}}}
+        return gemini(
+            {"role": "user", "parts": [{"text": "Write a poem."}]},
+            {"role": "model", "parts": [{"text": "Draft v0"}, transfer]},
+            {
+                "role": "user",
+                "parts": [{"functionResponse": {"name": "transfer_to_agent", "response": {"result": None}}}],
+            },
+            {"role": "user", "parts": [{"text": QUOTED.format(agent="editor", text=quoted)}]},
+        )
+
+    assert after_transfer("Tighten stanza 1").new_user_hash == after_transfer("Tighten stanza 1").new_user_hash
+    assert after_transfer("Tighten stanza 1").new_user_hash != after_transfer("Tighten stanza 2").new_user_hash
