@@ -4,18 +4,23 @@ openai-agents (handoffs, Responses and Chat) and google-adk (`sub_agents` with
 `transfer_to_agent`) run unchanged against the proxy on loopback, in front of
 a scripted fake upstream that plays the model: agents that only hand the work
 back and forth, a writer/editor review loop whose drafts change every round,
-a coordinator routing a session's questions to specialists, and chains of
-transfers. The records show each request's agent and handoff target; the
-breakers must stop the ping-pong and the endless review, and nothing else.
+a coordinator routing a session's questions to specialists, chains of
+transfers, and an agent used as a tool. The records and the admin API show
+each request's agent and handoff target; `handoff_cycle` must stop the
+ping-pong and the endless review, `delegation` a transfer back into the chain
+and a chain deeper than five, and nothing may stop the healthy runs.
 """
 
 from __future__ import annotations
 
+import asyncio
 import json
 import re
 from collections.abc import AsyncIterator, Callable
+from pathlib import Path
 from typing import Any
 
+import httpx
 import openai
 import pytest
 from agents import Agent, OpenAIChatCompletionsModel, OpenAIResponsesModel, Runner, set_tracing_disabled
@@ -318,3 +323,154 @@ async def test_adk_coordinator_routing_a_session_of_questions_is_not_stopped(
     assert not [t.detector for t in trips_of(sink) if t.action == "block"]
     assert [r.agent for r in requests_of(sink)[:3]] == ["coordinator", "billing", "billing"]
     assert [r.handoff_to for r in requests_of(sink)[:4]] == ["billing", None, "coordinator", "support"]
+
+
+# -- delegation -----------------------------------------------------------------------------------
+
+
+def relay(order: list[str], back_to: str | None = None) -> Role:
+    """Each agent hands to the one after it in `order`; the last one hands to `back_to`, or answers."""
+
+    def role(agent: str, seen: int) -> Turn:
+        following = [*order[order.index(agent) + 1 :], back_to]
+        return ("", following[0]) if following[0] else ("Done.", None)
+
+    return role
+
+
+@pytest.mark.usefixtures("google_key")
+async def test_adk_transfer_to_a_peer_already_in_the_chain_trips_delegation(
+    upstream: FakeUpstream, make_proxy: Callable[..., Any], sink: ListSink
+) -> None:
+    """root -> intake -> research -> review -> intake: intake is handed work while the chain still runs through it."""
+    upstream.script = adk_script(upstream, relay(["root", "intake", "research", "review"], back_to="intake"))
+    url = await make_proxy()
+    peers = [adk_agent(url, "adk-peers", name) for name in ("intake", "research", "review")]
+    with pytest.raises(genai_errors.ClientError) as caught:
+        await adk_session(adk_agent(url, "adk-peers", "root", peers), "Look into this.")
+    assert (
+        "agent 'intake' is handed work while already in the delegation chain root -> intake -> research -> review"
+        in (caught.value.message or "")
+    )
+    assert len(upstream.received) == 4
+    (trip,) = trips_of(sink)
+    assert trip.detector == "delegation" and trip.evidence["chain"] == ["root", "intake", "research", "review"]
+
+
+@pytest.mark.usefixtures("google_key")
+async def test_adk_sub_agents_nested_deeper_than_five_trip_delegation(
+    upstream: FakeUpstream, make_proxy: Callable[..., Any]
+) -> None:
+    names = ["root", "l1", "l2", "l3", "l4", "l5", "l6"]
+    upstream.script = adk_script(upstream, relay(names))
+    url = await make_proxy()
+    agent = adk_agent(url, "adk-deep", names[-1])
+    for name in reversed(names[:-1]):
+        agent = adk_agent(url, "adk-deep", name, [agent])
+    with pytest.raises(genai_errors.ClientError) as caught:
+        await adk_session(agent, "Go down.")
+    assert "delegation chain is 6 agents deep, over the limit of 5: root -> l1 -> l2 -> l3 -> l4 -> l5" in (
+        caught.value.message or ""
+    )
+    assert len(upstream.received) == 5  # l4's handoff to l5 trips: l5 is never asked
+
+
+@pytest.mark.parametrize("kind", KINDS)
+async def test_openai_agents_chain_of_handoffs_deeper_than_five_trips_delegation(
+    upstream: FakeUpstream, make_proxy: Callable[..., Any], openai_clients: list[openai.AsyncOpenAI], kind: str
+) -> None:
+    names = ["a0", "a1", "a2", "a3", "a4", "a5", "a6"]
+    upstream.script = openai_script(upstream, kind, relay(names))
+    client = await client_for(make_proxy, f"deep-{kind}", openai_clients)
+    model = (
+        OpenAIResponsesModel(model="gpt-4o", openai_client=client)
+        if kind == "responses"
+        else OpenAIChatCompletionsModel(model="gpt-4o", openai_client=client)
+    )
+    agents: list[Agent[Any]] = []
+    for name in reversed(names):
+        agents.insert(
+            0, Agent(name=name, instructions=f"You are {name}. Do your part.", model=model, handoffs=agents[:1])
+        )
+    with pytest.raises(openai.RateLimitError) as caught:
+        await Runner.run(agents[0], "Go down.", max_turns=30)
+    assert caught.value.code == "runguard_delegation" and "6 agents deep, over the limit of 5" in caught.value.message
+    assert len(upstream.received) == 5
+
+
+# -- what the admin API shows ---------------------------------------------------------------------
+
+
+@pytest.mark.usefixtures("google_key")
+async def test_the_admin_api_shows_each_request_s_agent_and_handoff_and_the_trip(
+    upstream: FakeUpstream, tmp_path: Path
+) -> None:
+    upstream.script = adk_script(upstream, review(rounds=8))
+    store = {"database_url": f"sqlite+aiosqlite:///{tmp_path}/runs.db", "flush_interval": 0.02}
+    proxy = await start_proxy(settings_for(upstream.url, store=store))  # no test sink: records go to the store
+    try:
+        writer = adk_agent(proxy.url, "adk-admin", "writer", [adk_agent(proxy.url, "adk-admin", "editor")])
+        with pytest.raises(genai_errors.ClientError):
+            await adk_session(writer, "Write a poem about a harbour.")
+        async with httpx.AsyncClient(base_url=proxy.url) as admin:
+            await eventually_stored(admin, "adk-admin", requests=10)
+            (run,) = (await admin.get("/runguard/runs")).json()["runs"]
+            detail = (await admin.get("/runguard/runs/adk-admin")).json()
+            trips = (await admin.get("/runguard/trips", params={"run_id": "adk-admin"})).json()["trips"]
+    finally:
+        await proxy.stop()
+    assert run["agents"] == ["writer", "editor"] and run["status"].startswith("tripped:")
+    steps = [(step["agent"], step["handoff_to"], step["blocked_by"]) for step in detail["timeline"]]
+    assert steps == [("writer", "editor", None), ("editor", "writer", None)] * 4 + [
+        ("writer", "editor", None),
+        ("editor", None, "handoff_cycle"),
+    ]
+    blocking = [trip for trip in trips if trip["action"] == "block"]
+    assert [(t["detector"], t["request_index"], t["evidence"]["pair"]) for t in blocking] == [
+        ("handoff_cycle", 9, ["writer", "editor"])
+    ]
+
+
+async def eventually_stored(admin: httpx.AsyncClient, run_id: str, requests: int) -> None:
+    """Wait for the store's writer (it flushes every 20 ms here) to hold the run's requests."""
+    for _ in range(200):
+        runs = (await admin.get("/runguard/runs")).json()["runs"]
+        if any(run["run_id"] == run_id and run["requests"] == requests for run in runs):
+            return
+        await asyncio.sleep(0.02)
+    raise AssertionError(f"run {run_id} never reached {requests} stored requests")
+
+
+async def test_openai_agents_agent_used_as_a_tool_speaks_as_itself_and_hands_nothing_over(
+    upstream: FakeUpstream, make_proxy: Callable[..., Any], openai_clients: list[openai.AsyncOpenAI], sink: ListSink
+) -> None:
+    """`Agent.as_tool`: the orchestrator calls the translator three times; each call is a nested run of its own."""
+
+    def script(received: Received) -> Reply:
+        body = received.json()
+        if body["instructions"].startswith("You are translator"):
+            asked = [item["content"] for item in body["input"] if item.get("role") == "user"][-1]
+            return Reply.json(payloads.response_object(f"translated: {asked}"))
+        done = sum(1 for item in body["input"] if item.get("type") == "function_call_output")
+        if done == 3:
+            return Reply.json(payloads.response_object("All translated."))
+        call = (f"call_{done}", "translate", json.dumps({"input": f"sentence {done}"}))
+        return Reply.json(payloads.response_object(calls=[call]))
+
+    upstream.script = script
+    model = OpenAIResponsesModel(model="gpt-4o", openai_client=await client_for(make_proxy, "as-tool", openai_clients))
+    translator = Agent(name="Translator", instructions="You are translator. Translate.", model=model)
+    orchestrator = Agent(
+        name="Orchestrator",
+        instructions="You are orchestrator. Translate every sentence.",
+        model=model,
+        tools=[translator.as_tool(tool_name="translate", tool_description="Translate a sentence.")],
+    )
+    result = await Runner.run(orchestrator, "Translate my three sentences.", max_turns=10)
+    assert result.final_output == "All translated."
+    records = requests_of(sink)
+    agents = [r.agent for r in records]
+    assert len(set(agents)) == 2 and agents == [agents[0], agents[1]] * 3 + [agents[0]]
+    assert [r.tool_calls for r in records] == [("translate",), ()] * 3 + [()]
+    assert all(r.handoff_to is None and r.blocked_by is None for r in records)
+    assert not [t.detector for t in trips_of(sink) if t.action == "block"]
