@@ -61,19 +61,34 @@ def _dumps(chain: list[str]) -> str:
     return orjson.dumps(chain).decode()
 
 
-def speaking(chain: list[str], request: RequestInfo) -> list[str]:
-    """The chain once the agent of this request speaks.
+def speaking(chain: list[str], request: RequestInfo) -> tuple[list[str], str | None]:
+    """The chain once the agent of this request speaks, and the agent if it re-entered the chain.
 
     The root starts it; a parent speaking again (its member answered) pops back
     to it, as does any ancestor further down; an agent not in the chain takes
     the top's place (a sibling in a sequence or in parallel, no handoff).
+
+    An agent that spoke unnamed (openai-agents names an agent only once work
+    is handed to it) is in the chain under its fingerprint label: named now, it
+    takes that place. If the handoff that named it also pushed it on top, it
+    went home when it is the parent of the agent that handed over, and it
+    re-entered the chain otherwise.
     """
     agent = clip(request.agent.label, LABEL_CHARS)
+    unnamed = clip(request.agent.unnamed, LABEL_CHARS)
+    if agent != unnamed and unnamed in chain:
+        at = chain.index(unnamed)
+        handed_here = chain[-1] == agent and at < len(chain) - 1
+        if handed_here:
+            chain = chain[:-1]
+        chain = [agent if label == unnamed else label for label in chain]
+        if handed_here and at != len(chain) - 2:
+            return chain, agent  # the chain it re-entered (what the verdict shows)
     if not chain:
-        return [agent]
+        return [agent], None
     if agent in chain:
-        return chain[: chain.index(agent) + 1]
-    return [*chain[:-1], agent]
+        return chain[: chain.index(agent) + 1], None
+    return [*chain[:-1], agent], None
 
 
 def handed(chain: list[str], response: ResponseInfo) -> tuple[list[str], str | None]:
@@ -109,20 +124,29 @@ class Delegation(Detector[DelegationConfig]):
 
     def plan_response(self, seen: ResponseSeen, cfg: DelegationConfig) -> Plan:
         stored = seen.before.get("chain")
-        chain, _ = handed(speaking(_loads(stored), seen.request), seen.response)
+        spoke, again = speaking(_loads(stored), seen.request)
+        if again is not None:
+            spoke = spoke[: spoke.index(again) + 1]  # back to the agent that re-entered
+        chain, _ = handed(spoke, seen.response)
         value = _dumps(chain)
         return {} if value == stored else {"chain": Put(Scope.RUN, "chain", value)}
 
     def check_response(self, seen: ResponseSeen, got: Results, cfg: DelegationConfig) -> Verdict | None:
-        chain, again = handed(speaking(_loads(seen.before.get("chain")), seen.request), seen.response)
+        spoke, again = speaking(_loads(seen.before.get("chain")), seen.request)
         if again is not None:
-            shown = " -> ".join(chain)
-            return self.verdict(
-                f"agent '{again}' is handed work while already in the delegation chain {shown}",
-                agent=again,
-                chain=chain,
-            )
+            return self._reentered(again, spoke)
+        chain, again = handed(spoke, seen.response)
+        if again is not None:
+            return self._reentered(again, chain)
         return self._too_deep(chain, cfg)
+
+    def _reentered(self, again: str, chain: list[str]) -> Verdict:
+        shown = " -> ".join(chain)
+        return self.verdict(
+            f"agent '{again}' is handed work while already in the delegation chain {shown}",
+            agent=again,
+            chain=chain,
+        )
 
     def _too_deep(self, chain: list[str], cfg: DelegationConfig) -> Verdict | None:
         if len(chain) <= cfg.max_depth:

@@ -55,11 +55,16 @@ class HandoffCycle(Detector[HandoffCycleConfig]):
         return {"pairs": tally.fetch("pairs")}
 
     def _pairs(self, seen: ResponseSeen, cfg: HandoffCycleConfig) -> list[tuple[Handoff, str]]:
-        """(handoff, "<from>><to>") for each handoff of the response not on the allowed list."""
-        source = seen.request.agent.label
+        """(handoff, "<from>><to>") for each handoff of the response not on the allowed list.
+
+        The source is the agent's steady label: an agent named only once handed work (openai-agents)
+        counts its handoffs from before and after as one pair.
+        """
+        agent = seen.request.agent
+        source, steady = agent.label, clip(agent.steady, LABEL_CHARS)
         allowed = {(a, b) for a, b in cfg.allowed_pairs}
         return [
-            (handoff, f"{clip(source, LABEL_CHARS)}>{clip(handoff.target, LABEL_CHARS)}")
+            (handoff, f"{steady}>{clip(handoff.target, LABEL_CHARS)}")
             for handoff in seen.response.handoffs
             if (source, handoff.target) not in allowed
         ]

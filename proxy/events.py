@@ -146,10 +146,22 @@ class AgentIdentity:
 
     name: str | None
     fingerprint: str
+    learned: bool = False  # the name came from a handoff to the agent (`agent_names`), not from its request
 
     @property
     def label(self) -> str:
-        return self.name or f"agent-{self.fingerprint[:8]}"
+        return self.name or self.unnamed
+
+    @property
+    def unnamed(self) -> str:
+        """The label the agent has while no name for it is known."""
+        return f"agent-{self.fingerprint[:8]}"
+
+    @property
+    def steady(self) -> str:
+        """A label that stays the same for all of a run's requests by this agent: a learned name does not
+        (the agent spoke before it was handed work), so then the fingerprint's."""
+        return self.unnamed if self.learned else self.label
 
 
 @frozen

@@ -22,6 +22,7 @@ from runguard.detectors.base import RequestSeen, ResponseKind, ResponseSeen
 from runguard.detectors.ops import CompareAndSet, Get, Op, OpResult, Put, Scope
 from runguard.proxy import accounting, breaker, continuation, reporting
 from runguard.proxy.adapters.base import Adapter, StopNotice, Synthetic
+from runguard.proxy.agent_names import AgentNames
 from runguard.proxy.breaker import BreakerRecord, GateKind
 from runguard.proxy.engine import Engine, Finding
 from runguard.proxy.errors import StateUnavailable
@@ -60,6 +61,7 @@ class Guard:
         self._clock = clock
         self._engine = Engine(self._on_fault, shadow=settings.guard.shadow)
         self._tokens = TokenEstimator()
+        self._agents = AgentNames()
         self.degraded_since: float | None = None
         self._undoing: set[asyncio.Task[None]] = set()  # undos waiting for a lost batch to settle
 
@@ -170,6 +172,7 @@ class Guard:
         """Decide whether the request may go upstream; `ticket.answer` is set if not."""
         now = self._clock()
         run_id, request = await self._resolve_run(header_run, key_hash, request)
+        request = self._agents.named(key_hash, request)
         model = request.model
         ids = scope_ids(run_id, key_hash, model, now)
         seen = RequestSeen(run_id, key_hash, now, request, self._tables.window(model), digest(body))

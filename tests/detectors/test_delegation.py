@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+import dataclasses
 from itertools import pairwise
 
 from runguard.detectors.delegation import Delegation, DelegationConfig
-from runguard.proxy.events import HandoffKind
+from runguard.proxy.events import AgentIdentity, HandoffKind
 from tests.detectors.harness import RunSimulator, Step, first_trip, handoff, request, response
 
 DELEGATE = HandoffKind.DELEGATE
@@ -14,6 +15,38 @@ DELEGATE = HandoffKind.DELEGATE
 def speaks(agent: str, *targets: str, kind: HandoffKind = HandoffKind.TRANSFER) -> Step:
     """`agent` speaks and hands over to `targets` (none: it just answers)."""
     return Step(request(agent_name=agent), response(text="...", handoffs=[handoff(t, kind) for t in targets]))
+
+
+def as_agent(identity: AgentIdentity, *targets: str) -> Step:
+    """An agent known by `identity` speaks and transfers to `targets`."""
+    step = speaks("-", *targets)
+    return dataclasses.replace(step, request=dataclasses.replace(step.request, agent=identity))
+
+
+FIRST = "1a2b3c4d" * 2  # the run's first agent's fingerprint (openai-agents sends no name)
+
+
+async def test_the_first_agent_named_once_handed_back_to_past_its_parent_trips() -> None:
+    """openai-agents: triage speaks unnamed; billing -> refunds -> triage re-enters it at the chain's root."""
+    steps = [
+        as_agent(AgentIdentity(None, FIRST), "billing"),
+        speaks("billing", "refunds"),
+        speaks("refunds", "triage"),
+        as_agent(AgentIdentity("triage", FIRST, learned=True), "billing"),
+    ]
+    results = await RunSimulator([Delegation()]).run(steps)
+    assert first_trip(results) == 4
+    finding = results[3].one("delegation")
+    assert "agent 'triage' is handed work while already in the delegation chain" in finding.verdict.reason
+    assert finding.verdict.evidence["chain"] == ["triage", "billing", "refunds"]
+
+
+async def test_the_first_agent_named_once_handed_back_by_its_member_is_home() -> None:
+    """openai-agents ping-pong and review loops: the member hands back to the agent that handed to it."""
+    steps = [as_agent(AgentIdentity(None, FIRST), "editor")]
+    for _ in range(4):
+        steps += [speaks("editor", "writer"), as_agent(AgentIdentity("writer", FIRST, learned=True), "editor")]
+    assert first_trip(await RunSimulator([Delegation()]).run(steps)) is None
 
 
 async def test_an_agent_handed_work_while_in_the_chain_trips() -> None:

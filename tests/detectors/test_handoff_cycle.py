@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import dataclasses
 from itertools import pairwise
 
 from runguard.detectors.handoff_cycle import HandoffCycle, HandoffCycleConfig
+from runguard.proxy.events import AgentIdentity
 from tests.detectors.harness import RunSimulator, Step, call, first_trip, handoff, request, response, result
 
 
@@ -46,6 +48,22 @@ async def test_a_pair_repeating_past_the_hard_limit_trips_whatever_the_payload()
     # The 5th writer -> editor handoff is step 9; the 4th (step 7) is still allowed.
     assert first_trip(results) == 9
     assert "happened 5 times in this run, over the limit of 4" in results[8].one("handoff_cycle").verdict.reason
+
+
+async def test_an_agent_named_only_once_handed_work_counts_its_handoffs_as_one_pair() -> None:
+    """openai-agents: the writer speaks unnamed (its fingerprint) until the editor hands back to it."""
+    fingerprint = "9f" * 8
+    steps = []
+    for round_ in range(5):
+        writer = handing("writer", "editor", text=f"draft v{round_}")
+        identity = AgentIdentity("writer", fingerprint, learned=True) if round_ else AgentIdentity(None, fingerprint)
+        steps.append(dataclasses.replace(writer, request=dataclasses.replace(writer.request, agent=identity)))
+        steps.append(handing("editor", "writer", text=f"comments {round_}"))
+    results = await RunSimulator([HandoffCycle()]).run(steps)
+    assert first_trip(results) == 9
+    finding = results[8].one("handoff_cycle")
+    assert "writer -> editor happened 5 times" in finding.verdict.reason
+    assert finding.verdict.evidence["pair"] == ["writer", "editor"]
 
 
 async def test_allowed_pairs_never_count() -> None:

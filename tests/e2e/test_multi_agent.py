@@ -157,13 +157,13 @@ async def test_openai_agents_handoff_ping_pong_trips_handoff_cycle(
     assert len(upstream.received) == 4  # triage, billing, triage, billing: the 2nd billing -> triage trips
     records = requests_of(sink)
     agents = [r.agent for r in records]
-    # No names on the wire: each agent is known by a fingerprint of its instructions and tools, stable per agent.
-    assert agents[0] != agents[1] and agents == [agents[0], agents[1]] * 2 + [agents[0]]
-    assert all(agent.startswith("agent-") for agent in agents)
+    # No names on the wire: the first agent is known by a fingerprint of its instructions and tools until
+    # it is handed work, when the handoff's acknowledgement ({"assistant": "Triage"}) names it.
+    assert agents[0].startswith("agent-") and agents[1:] == ["billing", "triage", "billing", "triage"]
     assert [r.handoff_to for r in records] == ["billing", "triage", "billing", "triage", None]
     assert records[-1].blocked_by == "handoff_cycle"
     (trip,) = trips_of(sink)
-    assert trip.evidence["pair"] == [agents[1], "triage"]
+    assert trip.evidence["pair"] == ["billing", "triage"]
 
 
 @pytest.mark.parametrize("kind", KINDS)
@@ -396,6 +396,40 @@ async def test_openai_agents_chain_of_handoffs_deeper_than_five_trips_delegation
         await Runner.run(agents[0], "Go down.", max_turns=30)
     assert caught.value.code == "runguard_delegation" and "6 agents deep, over the limit of 5" in caught.value.message
     assert len(upstream.received) == 5
+
+
+@pytest.mark.parametrize("kind", KINDS)
+async def test_openai_agents_handoff_back_to_the_first_agent_past_its_parent_trips_delegation(
+    upstream: FakeUpstream,
+    make_proxy: Callable[..., Any],
+    openai_clients: list[openai.AsyncOpenAI],
+    sink: ListSink,
+    kind: str,
+) -> None:
+    """triage -> billing -> refunds -> triage: the first agent, known only by its fingerprint until then,
+    is named by the handoff that re-enters it and caught as the agent already at the chain's root."""
+    upstream.script = openai_script(upstream, kind, relay(["triage", "billing", "refunds"], back_to="triage"))
+    client = await client_for(make_proxy, f"reenter-{kind}", openai_clients)
+    model = (
+        OpenAIResponsesModel(model="gpt-4o", openai_client=client)
+        if kind == "responses"
+        else OpenAIChatCompletionsModel(model="gpt-4o", openai_client=client)
+    )
+    triage, billing, refunds = (
+        Agent(name=name.title(), instructions=f"You are {name}. Do your part.", model=model)
+        for name in ("triage", "billing", "refunds")
+    )
+    triage.handoffs, billing.handoffs, refunds.handoffs = [billing], [refunds], [triage]
+    with pytest.raises(openai.RateLimitError) as caught:
+        await Runner.run(triage, "My refund never arrived.", max_turns=30)
+    assert caught.value.code == "runguard_delegation"
+    assert (
+        "agent 'triage' is handed work while already in the delegation chain triage -> billing -> refunds"
+        in caught.value.message
+    )
+    assert len(upstream.received) == 4  # triage's own request after the handoff back trips: the next is stopped
+    (trip,) = [t for t in trips_of(sink) if t.action == "block"]
+    assert trip.evidence["chain"] == ["triage", "billing", "refunds"]
 
 
 # -- what the admin API shows ---------------------------------------------------------------------
