@@ -63,6 +63,16 @@ class ProxyContext:
         """Finish work after the client left (a disconnect must not lose the record)."""
         hold(self.background, coro)
 
+    async def settle(self, coro: Coroutine[Any, Any, None]) -> None:
+        """Await the work that accounts for a request (usage, detectors, its record) to its end.
+
+        The server cancels a handler when its client disconnects, and a client
+        may close its connection the moment it has its answer, while this work
+        still waits for the state backend: the cancellation ends the handler,
+        not the work.
+        """
+        await asyncio.shield(hold(self.background, coro))
+
     def stop_reading(self) -> None:
         """At shutdown: end the handlers still waiting for a request body.
 
@@ -207,7 +217,7 @@ async def _guarded(
         tight=tightening_from(request.headers),
     )
     if ticket.answer is not None:
-        await ctx.guard.complete(ticket, None, client_status=ticket.answer.status)
+        await ctx.settle(ctx.guard.complete(ticket, None, client_status=ticket.answer.status))
         return _synthetic(ticket.answer, ticket)
     headers = upstream_request_headers(request.headers, _own_headers(settings))
     rewrite: UsageChunkFilter | None = None
@@ -250,7 +260,7 @@ async def _forward(
         reply = _upstream_failed(route.provider, exc)
         reply.headers["x-runguard-run-id"] = ticket.run_id
         seen = guard.response_seen(ticket, failure, None, time.perf_counter() - sent)
-        await guard.complete(ticket, seen, client_status=reply.status, error=type(exc).__name__)
+        await ctx.settle(guard.complete(ticket, seen, client_status=reply.status, error=type(exc).__name__))
         return reply
 
     try:
@@ -291,7 +301,7 @@ async def _forward(
         except (asyncio.CancelledError, ConnectionResetError):
             ctx.spawn(guard.complete(ticket, seen, client_status=None, error="client_disconnected", body=kept))
             raise
-        await guard.complete(ticket, seen, client_status=reply.status, body=kept)
+        await ctx.settle(guard.complete(ticket, seen, client_status=reply.status, body=kept))
         return reply
 
 
@@ -333,7 +343,7 @@ async def _forward_stream(
         )
         finished = True
         captured = bytes(outcome.captured) if outcome.captured is not None else None
-        await finish(outcome.error, outcome.error is not None, captured)
+        await ctx.settle(finish(outcome.error, outcome.error is not None, captured))
         return out
     except (asyncio.CancelledError, ConnectionResetError):
         if not finished:

@@ -4,16 +4,23 @@ a graceful stop lets in-flight streams finish."""
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Sequence
 
 import aiohttp
+import openai
 import orjson
+import pytest
 
+from runguard.detectors.ops import Op, OpResult, Scope
+from runguard.proxy.accounting import release_ops
 from runguard.proxy.app import create_app
 from runguard.proxy.handlers import CONTEXT
 from runguard.proxy.server import Running, start
+from runguard.proxy.state.base import ScopeIds
+from runguard.proxy.state.memory import MemoryState
 from tests.e2e import payloads
 from tests.e2e.faults import eventually, requests_of
-from tests.support.proxy import ListSink, settings_for
+from tests.support.proxy import ListSink, settings_for, start_proxy
 from tests.support.upstream import FakeUpstream, Reply
 
 CHAT = "/v1/chat/completions"
@@ -78,6 +85,73 @@ async def test_client_gone_mid_stream_records_the_partial_usage(
     assert (record.run_id, record.error) == ("leaver", "client_disconnected")
     assert record.usage_estimated and record.output_tokens > 0  # the partial output seen, not zero
     assert record.input_tokens > 0
+
+
+class SlowAfterResponse(MemoryState):
+    """In-memory state whose batch after a response waits for `go`, as a Redis round trip may while
+    the client, which has its whole answer by then, closes its connection."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.go = asyncio.Event()
+
+    async def execute(self, ids: ScopeIds, ops: Sequence[Op]) -> list[OpResult]:
+        if len(ops) > 1 and ops[0] == release_ops()[0]:  # a response's usage, cost and detector plans
+            await self.go.wait()
+        return await super().execute(ids, ops)
+
+
+@pytest.mark.parametrize("stream", [False, True])
+async def test_a_client_that_closes_its_connection_once_answered_is_still_recorded_and_counted(
+    upstream: FakeUpstream, sink: ListSink, stream: bool
+) -> None:
+    # The server cancels a handler whose client disconnects; the work after a response that went out
+    # whole (usage, cost, detectors, the record) must not go with it. SDK clients opened per call do this.
+    call = ("call_1", "search_invoices", '{"query": "invoice total"}')
+    if stream:
+        upstream.script = lambda _: Reply.sse(_tool_call_stream(call))
+    else:
+        upstream.script = lambda _: Reply.json(payloads.chat_completion(tool_calls=[call], usage=(1000, 200)))
+    state = SlowAfterResponse()
+    running = await start_proxy(settings_for(upstream.url), sink=sink, state=state)
+    try:
+        headers = {"X-Run-Id": "one-shot"}
+        async with openai.AsyncOpenAI(
+            base_url=running.url + "/v1", api_key="sk-one-shot", max_retries=0, default_headers=headers
+        ) as client:
+            ask = {"model": "gpt-4o-mini", "messages": [{"role": "user", "content": "find the invoice"}]}
+            if stream:
+                async with client.chat.completions.stream(**ask, stream_options={"include_usage": True}) as events:
+                    done = await events.get_final_completion()
+            else:
+                done = await client.chat.completions.create(**ask)
+        assert done.choices[0].message.tool_calls
+        server = running.runner.server
+        assert server is not None
+        await eventually(lambda: not server.connections)  # the proxy saw the client go
+        state.go.set()
+        await eventually(lambda: bool(requests_of(sink)))
+        (record,) = requests_of(sink)
+        assert (record.input_tokens, record.output_tokens, record.tool_calls) == (1000, 200, ("search_invoices",))
+        assert (record.status, record.error) == (200, None)
+        run = await state.read_scope(Scope.RUN, "one-shot")
+        assert (run["core.in"], run["core.out"], run["core.inflight"]) == (1000.0, 200.0, 0.0)
+    finally:
+        await running.stop()
+
+
+def _tool_call_stream(call: tuple[str, str, str]) -> list[bytes]:
+    call_id, name, arguments = call
+    base = {"id": "chatcmpl-1", "object": "chat.completion.chunk", "created": 1700000000, "model": "gpt-4o-mini"}
+    opened = {"index": 0, "id": call_id, "type": "function", "function": {"name": name, "arguments": ""}}
+    rest = {"index": 0, "function": {"arguments": arguments}}
+    chunks = [
+        {**base, "choices": [{"index": 0, "delta": {"role": "assistant", "tool_calls": [opened]}}]},
+        {**base, "choices": [{"index": 0, "delta": {"tool_calls": [rest]}}]},
+        {**base, "choices": [{"index": 0, "delta": {}, "finish_reason": "tool_calls"}]},
+        {**base, "choices": [], "usage": {"prompt_tokens": 1000, "completion_tokens": 200, "total_tokens": 1200}},
+    ]
+    return [b"data: " + orjson.dumps(c) + b"\n\n" for c in chunks] + [b"data: [DONE]\n\n"]
 
 
 async def test_graceful_shutdown_drains_an_in_flight_stream(upstream: FakeUpstream) -> None:
