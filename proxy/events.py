@@ -191,6 +191,7 @@ class RequestInfo:
     output_schema: OutputSchema | None = None
     previous_response_id: str | None = None
     include_usage: bool | None = None  # Chat streaming: stream_options.include_usage
+    json_array_stream: bool = False  # Gemini streaming without alt=sse: one JSON array, not SSE
     parse_error: str | None = None  # set when the body could not be parsed (forwarded anyway)
     raw: Any = field(default=None, repr=False, compare=False)
     # Values derived once per request for several detectors (the last turn's signature, ...),

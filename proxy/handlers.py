@@ -36,7 +36,7 @@ from runguard.proxy.policy import SHORT_HEADERS, tightening_from
 from runguard.proxy.records import RecordedBody
 from runguard.proxy.relay import is_stream, relay_stream, whole_response
 from runguard.proxy.replies import provider_error
-from runguard.proxy.routes import Route, resolve
+from runguard.proxy.routes import Route, gemini_streams_sse, resolve
 from runguard.proxy.stream_usage import UsageChunkFilter, with_usage_requested
 from runguard.proxy.tasks import hold
 from runguard.proxy.ticket import Ticket
@@ -204,7 +204,9 @@ async def _guarded(
     if history is not None and len(body_read) >= history.min_body:
         slot = HistorySlot(history, key_hash, header_run or "")
     agent = header_text(request.headers.get(settings.runs.agent_header))
-    info = adapter.parse_request(body_read, RequestContext(route.model, agent, route.stream, history=slot))
+    json_array = route.stream and not gemini_streams_sse(request.query)
+    context = RequestContext(route.model, agent, route.stream, history=slot, json_array_stream=json_array)
+    info = adapter.parse_request(body_read, context)
     if decoded is None or info.parse_error:
         ctx.observer.parse_error(route.api.value)
         return await _passthrough(request, ctx, route, body)

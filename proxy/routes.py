@@ -12,6 +12,7 @@ both of its steps there, on the client's base URL).
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 
 from runguard.detectors.frozen import frozen
 from runguard.proxy.events import Api, Provider
@@ -63,3 +64,12 @@ def resolve(path: str, gemini_key: bool = False) -> Route | None:
     if path.startswith("/v1/") or path == "/v1":
         return _gemini(path) if gemini_key else _openai(path)
     return None
+
+
+def gemini_streams_sse(query: Mapping[str, str]) -> bool:
+    """Whether a Gemini :streamGenerateContent request asked for SSE (`alt=sse`; `$alt` is the same parameter).
+
+    Without it the method streams one JSON array (`$alt=json`, or no `alt` at all).
+    """
+    value = query.get("alt", query.get("$alt", ""))
+    return value.partition(";")[0].strip().lower() == "sse"

@@ -195,6 +195,7 @@ class Conversation:
         output_schema: OutputSchema | None = None,
         previous_response_id: str | None = None,
         include_usage: bool | None = None,
+        json_array_stream: bool = False,
         extra_chars: int = 0,
     ) -> RequestInfo:
         chars = self._chars + extra_chars
@@ -216,6 +217,7 @@ class Conversation:
             output_schema=output_schema,
             previous_response_id=previous_response_id,
             include_usage=include_usage,
+            json_array_stream=json_array_stream,
         )
 
 

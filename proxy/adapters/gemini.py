@@ -363,6 +363,7 @@ class GeminiAdapter:
             ctx=ctx,
             tool_names=_tool_names(data.get("tools")),
             output_schema=_output_schema(config, data.get("tools")),
+            json_array_stream=ctx.json_array_stream,
         )
 
     def parse_response(self, body: bytes) -> ResponseInfo:
@@ -383,7 +384,9 @@ class GeminiAdapter:
         text = stop_text(notice, request)
         if text is None:
             return None
-        return gemini_replies.stop_response(request.model, text, stream=request.stream)
+        return gemini_replies.stop_response(
+            request.model, text, stream=request.stream, json_array=request.json_array_stream
+        )
 
     def stream_error_event(self, message: str, code: str) -> bytes:
         return gemini_replies.stream_error_event(message, code)

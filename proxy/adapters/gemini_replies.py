@@ -35,7 +35,8 @@ def error_response(notice: StopNotice, status: int = 429) -> Synthetic:
     return Synthetic(status, JSON, orjson.dumps(body))
 
 
-def stop_response(model: str, text: str, *, stream: bool) -> Synthetic:
+def stop_response(model: str, text: str, *, stream: bool, json_array: bool = False) -> Synthetic:
+    """One response with the text; streamed as one SSE event, or as a one-item JSON array (no alt=sse)."""
     body = orjson.dumps(
         {
             "candidates": [
@@ -45,6 +46,8 @@ def stop_response(model: str, text: str, *, stream: bool) -> Synthetic:
             "modelVersion": model,
         }
     )
+    if stream and json_array:
+        return Synthetic(200, JSON, b"[" + body + b"]")
     if stream:
         return Synthetic(200, SSE, b"data: " + body + b"\r\n\r\n")
     return Synthetic(200, JSON, body)

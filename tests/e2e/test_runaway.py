@@ -21,7 +21,7 @@ from google.genai import types
 
 from tests.e2e import agents, payloads
 from tests.support.proxy import ListSink, settings_for, start_proxy
-from tests.support.upstream import FakeUpstream, Reply
+from tests.support.upstream import FakeUpstream, Received, Reply
 
 ProxyFactory = Callable[..., Any]
 
@@ -177,6 +177,51 @@ async def test_gemini_stop_response_is_a_normal_answer(upstream: FakeUpstream, m
         api_key="test-key", http_options=types.HttpOptions(base_url=proxy, headers={"X-Run-Id": "g2"})
     )
     assert "non_progress" in await agents.gemini_agent(client, agents.soft_error_tool)
+
+
+@pytest.mark.parametrize("query", ["", "?$alt=json%3Benum-encoding%3Dint"], ids=["no-alt", "alt-json"])
+async def test_gemini_stop_on_a_json_array_stream_is_a_json_array(
+    upstream: FakeUpstream, make_proxy: ProxyFactory, query: str
+) -> None:
+    # Without alt=sse, :streamGenerateContent streams one JSON array (google-api-core's REST transport,
+    # under the older google-generativeai SDK, reads it so); the stop must come in the same framing.
+    answer = agents.gemini_script(steps=50)
+
+    def as_array(received: Received) -> Reply:
+        item = answer(received).body
+        return Reply(200, b"", {"Content-Type": "application/json; charset=UTF-8"}, chunks=[b"[", item, b"]"])
+
+    upstream.script = as_array
+    proxy = await make_proxy(guard={"detectors": {"non_progress": {"response": "stop"}}})
+    url = f"{proxy}/v1beta/models/gemini-2.5-flash:streamGenerateContent{query}"
+    contents: list[dict[str, Any]] = [{"role": "user", "parts": [{"text": "Extract the invoice total."}]}]
+    headers = {"x-goog-api-key": "test-key", "X-Run-Id": "g-array"}
+    async with httpx.AsyncClient() as http:
+        for _ in range(6):
+            reply = await http.post(url, json={"contents": contents}, headers=headers)
+            assert reply.status_code == 200
+            chunks = orjson.loads(reply.content)
+            assert isinstance(chunks, list)
+            parts = [p for c in chunks for p in c["candidates"][0]["content"]["parts"]]
+            calls = [p["functionCall"] for p in parts if "functionCall" in p]
+            if not calls:
+                break
+            contents.append({"role": "model", "parts": parts})
+            responses = [
+                {
+                    "functionResponse": {
+                        "name": c["name"],
+                        "response": {"result": agents.soft_error_tool(c["name"], c["args"])},
+                    }
+                }
+                for c in calls
+            ]
+            contents.append({"role": "user", "parts": responses})
+    assert reply.headers["x-runguard-trip"] == "non_progress"
+    assert reply.headers["content-type"].startswith("application/json")
+    assert chunks[-1]["candidates"][0]["finishReason"] == "STOP"
+    assert "non_progress" in "".join(p.get("text", "") for p in parts)
+    assert len(upstream.received) == 3
 
 
 async def test_retry_cascade_opens_per_key_and_model_and_recovers_through_one_probe(

@@ -3,7 +3,7 @@ from __future__ import annotations
 import pytest
 
 from runguard.proxy.events import Api, Provider
-from runguard.proxy.routes import Route, resolve
+from runguard.proxy.routes import Route, gemini_streams_sse, resolve
 
 
 @pytest.mark.parametrize(
@@ -82,3 +82,18 @@ def test_a_bare_v1_path_with_a_gemini_key_is_gemini(path: str) -> None:
 @pytest.mark.parametrize("path", ["/", "/favicon.ico", "/v2/chat/completions", "/runguardx"])
 def test_unknown_paths_have_no_route(path: str) -> None:
     assert resolve(path) is None
+
+
+@pytest.mark.parametrize(
+    ("query", "sse"),
+    [
+        ({"alt": "sse"}, True),  # google-genai
+        ({"$alt": "sse"}, True),
+        ({"alt": "sse", "key": "k"}, True),
+        ({}, False),  # one JSON array
+        ({"$alt": "json;enum-encoding=int"}, False),  # google-api-core's REST transport
+        ({"alt": "json"}, False),
+    ],
+)
+def test_gemini_streams_sse_only_when_alt_sse_is_asked(query: dict[str, str], sse: bool) -> None:
+    assert gemini_streams_sse(query) is sse
