@@ -131,7 +131,14 @@ def create_app(
     guard = Guard(settings, backend, policy, tables, sink or DiscardSink(), observer, clock)
     history = HistoryCache(settings.server.history_cache_mb << 20) if settings.server.history_cache_mb else None
     context = ProxyContext(
-        settings, guard, Upstreams(settings.upstreams), KeyHasher(salt), observer, set(), history=history
+        settings,
+        guard,
+        Upstreams(settings.upstreams),
+        KeyHasher(salt),
+        observer,
+        set(),
+        history=history,
+        state_never_waits=type(backend) is MemoryState,  # a subclass may wait (tests' slow states do)
     )
     app[CONTEXT] = context
     app[STATE] = backend

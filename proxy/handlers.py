@@ -58,6 +58,9 @@ class ProxyContext:
     reading: set[asyncio.Task[Any]] = field(default_factory=set)  # handlers still receiving a request body
     history: HistoryCache | None = None  # checkpoints of long conversations (None: every request read whole)
     stopping: asyncio.Event = field(default_factory=asyncio.Event)  # set when the server begins to stop
+    # The state backend never awaits (the in-memory one): a request's bookkeeping cannot be cancelled
+    # half-way, so `settle` runs it in place instead of in a task of its own (~9 us a request).
+    state_never_waits: bool = False
 
     def spawn(self, coro: Coroutine[Any, Any, None]) -> None:
         """Finish work after the client left (a disconnect must not lose the record)."""
@@ -71,6 +74,9 @@ class ProxyContext:
         still waits for the state backend: the cancellation ends the handler,
         not the work.
         """
+        if self.state_never_waits:
+            await coro
+            return
         await asyncio.shield(hold(self.background, coro))
 
     def stop_reading(self) -> None:
