@@ -138,7 +138,7 @@ def create_app(
         observer,
         set(),
         history=history,
-        state_never_waits=type(backend) is MemoryState,  # a subclass may wait (tests' slow states do)
+        state_never_waits=backend.never_waits,
     )
     app[CONTEXT] = context
     app[STATE] = backend

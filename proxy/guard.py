@@ -41,6 +41,14 @@ log = logging.getLogger("runguard.guard")
 BREAKER_SCOPES = (Scope.KEY_MODEL, Scope.KEY, Scope.RUN)
 
 
+async def _ran(batch: Awaitable[list[OpResult]]) -> Sequence[OpResult] | None:
+    """The results of a batch that may fail or lose its reply: None if it did not run (or cannot tell)."""
+    try:
+        return await batch
+    except StateUnavailable as exc:
+        return await exc.pending if exc.pending is not None else None
+
+
 class Guard:
     def __init__(
         self,
@@ -75,12 +83,16 @@ class Guard:
         """The batch's results, or None when the backend failed.
 
         `undo`: ops that take back what the batch did, run if it failed here but
-        turns out to have run all the same (its reply was lost): the caller went
-        on without its results, so what it holds (an in-flight slot) would
-        otherwise be held until the run expires.
+        turns out to have run all the same (its reply was lost), or if the caller
+        is cancelled (its client left) while the batch runs: the caller goes on
+        without its results, so what it holds (an in-flight slot) would otherwise
+        be held until the run expires.
         """
         try:
-            results = await self._state.execute(ids, ops)
+            if undo and not self._state.never_waits:
+                results = await self._cancellable(ids, ops, undo)
+            else:
+                results = await self._state.execute(ids, ops)
         except StateUnavailable as exc:
             if self.degraded_since is None:
                 log.warning(
@@ -97,6 +109,16 @@ class Guard:
             log.warning("state backend answers again")
             self.degraded_since = None
         return results
+
+    async def _cancellable(self, ids: ScopeIds, ops: Sequence[Op], undo: Sequence[Op]) -> list[OpResult]:
+        """The batch's results; if the caller is cancelled meanwhile, the batch still runs to its end,
+        and what it took is given back once it has run."""
+        batch = asyncio.ensure_future(self._state.execute(ids, ops))
+        try:
+            return await asyncio.shield(batch)
+        except asyncio.CancelledError:
+            self._undo_when_run(ids, _ran(batch), undo)
+            raise
 
     def _undo_when_run(self, ids: ScopeIds, pending: Awaitable[Sequence[OpResult] | None], undo: Sequence[Op]) -> None:
         async def undo_when_run() -> None:

@@ -53,6 +53,10 @@ class ScopeTtls:
 
 
 class StateBackend(Protocol):
+    # True when no call ever suspends (it answers without awaiting anything): a caller then cannot be
+    # cancelled half-way through one, and needs no shield around work that must not be cut short.
+    never_waits: bool
+
     async def execute(self, ids: ScopeIds, ops: Sequence[Op]) -> list[OpResult]:
         """Run `ops` (results in the same order); one round trip at most."""
         ...

@@ -96,6 +96,8 @@ _APPLY: dict[type, Callable[[Fields, Any], OpResult]] = {
 class MemoryState:
     """`StateBackend` in this process's memory."""
 
+    never_waits = True  # a subclass that awaits (a test's slow state) must say so
+
     def __init__(
         self,
         ttls: ScopeTtls | None = None,

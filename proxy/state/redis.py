@@ -120,6 +120,8 @@ class RedisState:
     The client must not decode responses: replies are read as bytes (hence the casts).
     """
 
+    never_waits = False
+
     def __init__(
         self,
         client: Redis,

@@ -12,7 +12,7 @@ import orjson
 import pytest
 
 from runguard.detectors.ops import Op, OpResult, Scope
-from runguard.proxy.accounting import release_ops
+from runguard.proxy.accounting import release_ops, request_ops
 from runguard.proxy.app import create_app
 from runguard.proxy.handlers import CONTEXT
 from runguard.proxy.server import Running, start
@@ -91,6 +91,8 @@ class SlowAfterResponse(MemoryState):
     """In-memory state whose batch after a response waits for `go`, as a Redis round trip may while
     the client, which has its whole answer by then, closes its connection."""
 
+    never_waits = False
+
     def __init__(self) -> None:
         super().__init__()
         self.go = asyncio.Event()
@@ -136,6 +138,52 @@ async def test_a_client_that_closes_its_connection_once_answered_is_still_record
         assert (record.status, record.error) == (200, None)
         run = await state.read_scope(Scope.RUN, "one-shot")
         assert (run["core.in"], run["core.out"], run["core.inflight"]) == (1000.0, 200.0, 0.0)
+    finally:
+        await running.stop()
+
+
+class ReplyInFlight(MemoryState):
+    """In-memory state whose request batch runs, then keeps its reply back until `go`: a Redis round
+    trip whose command the server ran while the client gave up waiting for the proxy."""
+
+    never_waits = False
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.ran, self.go = asyncio.Event(), asyncio.Event()
+
+    async def execute(self, ids: ScopeIds, ops: Sequence[Op]) -> list[OpResult]:
+        results = await super().execute(ids, ops)
+        if ops and ops[0] == request_ops(0.0, "")[0] and not self.go.is_set():  # the request's own batch
+            self.ran.set()
+            await self.go.wait()
+        return results
+
+
+async def test_a_client_gone_while_its_request_is_being_admitted_gives_its_in_flight_slot_back(
+    upstream: FakeUpstream, sink: ListSink
+) -> None:
+    state = ReplyInFlight()
+    running = await start_proxy(settings_for(upstream.url), sink=sink, state=state)
+    try:
+        async with aiohttp.ClientSession() as session:
+            sending = asyncio.create_task(session.post(running.url + CHAT, data=_chat(), headers={"X-Run-Id": "gone"}))
+            await state.ran.wait()
+            sending.cancel()  # the client gives up: its connection closes
+            with pytest.raises(asyncio.CancelledError):
+                await sending
+        server = running.runner.server
+        assert server is not None
+        await eventually(lambda: not server.connections)  # the proxy saw the client go
+        run = await state.read_scope(Scope.RUN, "gone")
+        assert run["core.inflight"] == 1.0  # the batch ran: the slot is taken
+        state.go.set()
+        for _ in range(50):  # the slot is given back in the background, once the batch has answered
+            if (await state.read_scope(Scope.RUN, "gone"))["core.inflight"] == 0.0:
+                break
+            await asyncio.sleep(0.02)
+        assert (await state.read_scope(Scope.RUN, "gone"))["core.inflight"] == 0.0
+        assert not upstream.received  # the request never went on
     finally:
         await running.stop()
 
