@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import Any, Literal
 from urllib.parse import urlsplit
 
-from pydantic import BaseModel, ConfigDict, Field, SecretStr, field_validator
+from pydantic import BaseModel, ConfigDict, Field, SecretStr, field_validator, model_validator
 
 
 class _Section(BaseModel):
@@ -78,8 +78,8 @@ class UpstreamSettings(_Section):
 
 
 class RunSettings(_Section):
-    run_header: str = Field("X-Run-Id", description="Request header that names the run.")
-    agent_header: str = Field("X-Agent-Name", description="Request header that names the agent speaking.")
+    run_header: str = Field("X-Run-Id", min_length=1, description="Request header that names the run.")
+    agent_header: str = Field("X-Agent-Name", min_length=1, description="Request header that names the agent speaking.")
     idle_seconds: float = Field(3600.0, gt=0, description="A run with no request for this long is forgotten.")
     inferred_idle_seconds: float = Field(
         600.0, gt=0, description="Idle time after which a run inferred without a header starts afresh."
@@ -156,6 +156,15 @@ class BreakerSettings(_Section):
     probe_timeout_seconds: float = Field(
         120.0, gt=0, description="A half-open probe that has not finished after this long frees the probe slot."
     )
+
+    @model_validator(mode="after")
+    def _cooldown_within_its_cap(self) -> BreakerSettings:
+        if self.cooldown_seconds > self.max_cooldown_seconds:
+            raise ValueError(
+                f"cooldown_seconds ({self.cooldown_seconds:g}) is more than max_cooldown_seconds "
+                f"({self.max_cooldown_seconds:g}), its cap"
+            )
+        return self
 
 
 class Override(_Section):

@@ -37,9 +37,14 @@ ConfigOption = Annotated[
 def load(config: Path | None, cli: dict[str, Any] | None = None) -> LoadedSettings:
     """Settings from every layer, detector settings validated; exits with the key on error."""
     from runguard.detectors.registry import validate_config
+    from runguard.proxy.pricing import ModelTables
 
     try:
-        return load_settings(config_file=config, cli=cli, validate_detectors=validate_config)
+        loaded = load_settings(config_file=config, cli=cli, validate_detectors=validate_config)
+        settings = loaded.settings
+        if settings.pricing_file or settings.models_file:
+            ModelTables(settings.pricing_file, settings.models_file)  # the user's tables are read here too
+        return loaded
     except ConfigError as exc:
         typer.echo(f"runguard-proxy: invalid configuration: {exc}", err=True)
         raise typer.Exit(2) from exc
