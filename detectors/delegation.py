@@ -75,7 +75,7 @@ def speaking(chain: list[str], request: RequestInfo) -> tuple[list[str], str | N
     re-entered the chain otherwise.
     """
     agent = clip(request.agent.label, LABEL_CHARS)
-    unnamed = clip(request.agent.unnamed, LABEL_CHARS)
+    unnamed = clip(request.agent.unnamed, LABEL_CHARS) if request.agent.learned else agent
     if agent != unnamed and unnamed in chain:
         at = chain.index(unnamed)
         handed_here = chain[-1] == agent and at < len(chain) - 1

@@ -60,6 +60,8 @@ class HandoffCycle(Detector[HandoffCycleConfig]):
         The source is the agent's steady label: an agent named only once handed work (openai-agents)
         counts its handoffs from before and after as one pair.
         """
+        if not seen.response.handoffs:
+            return []
         agent = seen.request.agent
         source, steady = agent.label, clip(agent.steady, LABEL_CHARS)
         allowed = {(a, b) for a, b in cfg.allowed_pairs}

@@ -150,7 +150,7 @@ class AgentIdentity:
 
     @property
     def label(self) -> str:
-        return self.name or self.unnamed
+        return self.name or f"agent-{self.fingerprint[:8]}"  # `unnamed`, written out: read several times a request
 
     @property
     def unnamed(self) -> str:
