@@ -364,6 +364,8 @@ class Guard:
             await self._count_unguarded(ticket, seen)
             self._emit(ticket, seen, client_status, error, body)
             return
+        # First, so that a follow-up naming this response finds its run however long the rest takes.
+        await self._remember(ticket, seen)
         views = ticket.views_of(seen)
         lineup = ticket.lineup
         # Findings made once the client has its answer's headers (a stream's inspection, and every
@@ -391,7 +393,6 @@ class Guard:
                 after += accounting.carry_ops(ticket.carried_text(warnings))
             if after:
                 await self._execute(ticket.ids, after)
-        await self._remember(ticket, seen)
         self._emit(ticket, seen, client_status, error, body)
 
     async def _count_unguarded(self, ticket: Ticket, seen: ResponseSeen) -> None:

@@ -142,6 +142,35 @@ async def test_a_client_that_closes_its_connection_once_answered_is_still_record
         await running.stop()
 
 
+async def test_a_follow_up_sent_while_the_previous_response_is_still_accounted_finds_its_run(
+    upstream: FakeUpstream, sink: ListSink
+) -> None:
+    """Responses API without X-Run-Id: the follow-up names its run only by `previous_response_id`. A fast
+    client sends it while the proxy still accounts for the response (a Redis round trip): it must find it."""
+    call = ("call_1", "lookup", '{"q": "x"}')
+    answers = iter([payloads.response_object(calls=[call]) | {"id": "resp_1"}, payloads.response_object("done")])
+    upstream.script = lambda _: Reply.json(next(answers))
+    state = SlowAfterResponse()
+    running = await start_proxy(settings_for(upstream.url), sink=sink, state=state)
+    try:
+        # Two clients, two connections (on one keep-alive connection the server reads the next request only
+        # once the handler of the last one is done): a client pool, another worker or a retry on a new socket.
+        async with (
+            openai.AsyncOpenAI(base_url=running.url + "/v1", api_key="sk-chain", max_retries=0) as one,
+            openai.AsyncOpenAI(base_url=running.url + "/v1", api_key="sk-chain", max_retries=0) as other,
+        ):
+            first = await one.responses.create(model="gpt-4o", input="look it up")
+            output = [{"type": "function_call_output", "call_id": "call_1", "output": "found"}]
+            second = await other.responses.create(model="gpt-4o", previous_response_id=first.id, input=output)  # type: ignore[arg-type]
+        assert second.output_text == "done"
+        state.go.set()
+        await eventually(lambda: len(requests_of(sink)) == 2)
+        runs = {record.run_id for record in requests_of(sink)}
+        assert len(runs) == 1, runs
+    finally:
+        await running.stop()
+
+
 class ReplyInFlight(MemoryState):
     """In-memory state whose request batch runs, then keeps its reply back until `go`: a Redis round
     trip whose command the server ran while the client gave up waiting for the proxy."""
