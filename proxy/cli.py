@@ -62,6 +62,18 @@ def bind_warning(settings: Settings) -> str | None:
     )
 
 
+def configure_logging(level: str) -> None:
+    """The proxy's own messages on stderr at `level`; the libraries it uses stay quiet below warnings.
+
+    httpx (the webhook client) logs every request's full URL at info, and an
+    incoming-webhook URL carries its secret in the path: it logs only warnings, whatever `level`.
+    """
+    logging.basicConfig(level=level.upper(), format="%(message)s")
+    quiet = max(logging.WARNING, logging.getLogger().level)
+    logging.getLogger("alembic").setLevel(quiet)  # migration chatter
+    logging.getLogger("httpx").setLevel(quiet)
+
+
 def _banner(settings: Settings, url: str) -> str:
     state = "redis" if settings.state.url else "in-memory"
     return (
@@ -105,8 +117,7 @@ def serve(
     """Run the proxy."""
     loaded = load(config, {"server.host": host, "server.port": port, "guard.shadow": shadow})
     settings = loaded.settings
-    logging.basicConfig(level=settings.log.level.upper(), format="%(message)s")
-    logging.getLogger("alembic").setLevel(max(logging.WARNING, logging.getLogger().level))  # migration chatter
+    configure_logging(settings.log.level)
     warning = bind_warning(settings)
     if warning is not None:
         typer.echo(warning, err=True)

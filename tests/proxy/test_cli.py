@@ -1,4 +1,4 @@
-"""`runguard-proxy serve` refuses a bad configuration with one clear line, no traceback."""
+"""`runguard-proxy serve` refuses a bad configuration with one clear line, no traceback; logs no webhook secret."""
 
 from __future__ import annotations
 
@@ -6,9 +6,13 @@ import os
 import subprocess
 from pathlib import Path
 
+import httpx
 import pytest
 
-from tests.support.processes import console_script
+from tests.e2e import payloads
+from tests.proxy.test_alerts import Receiver, until
+from tests.support.processes import console_script, start_serve
+from tests.support.upstream import FakeUpstream, Reply
 
 
 @pytest.mark.parametrize(
@@ -59,3 +63,31 @@ def test_a_file_that_cannot_be_read_stops_serve_naming_the_setting(unreadable: s
     assert served.returncode == 2
     assert f"invalid configuration: {unreadable}: cannot read {missing}" in served.stderr
     assert "Traceback" not in served.stderr
+
+
+async def test_serve_never_logs_the_secret_in_a_webhook_url(upstream: FakeUpstream, tmp_path: Path) -> None:
+    upstream.script = lambda _: Reply.json(payloads.chat_completion())
+    async with Receiver() as receiver:
+        config = tmp_path / "runguard.yaml"
+        config.write_text(
+            f"alerts: {{webhooks: ['{receiver.url}']}}\n"
+            "guard: {detectors: {max_requests: {limit: 1}}}\n"
+            "log: {level: debug}\n"
+        )
+        env = {
+            "RUNGUARD_OPENAI_UPSTREAM": upstream.url,
+            "RUNGUARD_DATABASE_URL": "",
+            "RUNGUARD_HOME": str(tmp_path),
+        }
+        served = await start_serve(env, tmp_path, "--config", str(config))
+        try:
+            async with httpx.AsyncClient(base_url=served.url) as http:
+                headers = {"Authorization": "Bearer sk-test-webhook", "X-Run-Id": "r-hook"}
+                body = {"model": "gpt-4o-mini", "messages": [{"role": "user", "content": "go"}]}
+                assert (await http.post("/v1/chat/completions", json=body, headers=headers)).status_code == 200
+                assert (await http.post("/v1/chat/completions", json=body, headers=headers)).status_code == 429
+            await until(lambda: len(receiver.bodies) == 1)
+        finally:
+            await served.stop()
+    assert receiver.bodies[0]["detector"] == "max_requests"
+    assert "s3cr3t" not in served.text(), served.diagnostics()
