@@ -41,9 +41,11 @@ RETRYABLE_4XX = frozenset({408, 429})
 
 def alert_text(trip: TripRecord) -> str:
     """A one-paragraph, human summary of a trip (Slack `text`)."""
-    reset = (
-        f"runguard-proxy reset {trip.run_id}" if trip.scope == "run" else f"runguard-proxy reset --key {trip.key_hash}"
-    )
+    reset = f"runguard-proxy reset --key {trip.key_hash}"
+    if trip.scope == "run":
+        reset = f"runguard-proxy reset {trip.run_id}"
+    elif trip.scope == "key_model":  # `reset --key` alone leaves the key+model breaker open
+        reset += f" --model {trip.model}"
     return (
         f"RunGuard blocked run {trip.run_id} at request {trip.request_index}: {trip.detector} ({trip.scope} scope). "
         f"{trip.reason}. Spent ${trip.usd_so_far:.4f}, about ${trip.usd_avoided_estimate:.4f} avoided. "

@@ -80,6 +80,7 @@ class TripRecord:
     tokens_so_far: int
     usd_avoided_estimate: float
     evidence: Mapping[str, Any] = field(default_factory=dict)
+    model: str = ""  # the request's model (a key_model breaker is reset by key and model)
 
 
 Record = RequestRecord | TripRecord

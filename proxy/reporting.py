@@ -30,6 +30,7 @@ def trip_record(ticket: Ticket, finding: Finding, usd_now: float, at: float, ste
         tokens_so_far=(facts.input_tokens + facts.output_tokens) if facts else 0,
         usd_avoided_estimate=round(avoided, 6),
         evidence=dict(finding.verdict.evidence),
+        model=ticket.request.model,
     )
 
 

@@ -16,6 +16,7 @@ from aiohttp import web
 
 from runguard.config.settings import AlertSettings
 from runguard.detectors.max_requests import MaxRequests
+from runguard.detectors.retry_cascade import RetryCascade
 from runguard.proxy.alerts import Alerts
 from runguard.proxy.records import TripRecord
 from runguard.proxy.server import Running, start
@@ -170,3 +171,22 @@ async def test_through_the_proxy_a_hanging_webhook_never_delays_the_request(upst
             stopping = time.perf_counter()
             await proxy.stop()
             assert time.perf_counter() - stopping < 3.0
+
+
+async def test_a_key_model_trip_names_the_reset_that_reopens_it(upstream: FakeUpstream) -> None:
+    upstream.script = lambda _: Reply.json({"error": {"message": "boom", "type": "server_error"}}, status=500)
+    async with Receiver() as receiver:
+        settings = settings_for(upstream.url, alerts={"webhooks": [receiver.url]})
+        proxy = await start_proxy(settings, detectors=[RetryCascade()])
+        sdk = openai.AsyncOpenAI(base_url=proxy.url + "/v1", api_key="sk-test-abc", max_retries=0)
+        try:
+            for _ in range(2):  # two upstream failures open the key+model breaker
+                with pytest.raises(openai.InternalServerError):
+                    await sdk.chat.completions.create(model="gpt-4o-mini", messages=[{"role": "user", "content": "go"}])
+            await until(lambda: len(receiver.bodies) == 1)
+        finally:
+            await sdk.close()
+            await proxy.stop()
+    alert = receiver.bodies[0]
+    assert alert["detector"] == "retry_cascade" and alert["scope"] == "key_model"
+    assert f"runguard-proxy reset --key {alert['key_hash']} --model gpt-4o-mini" in alert["text"]
