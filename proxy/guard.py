@@ -136,9 +136,9 @@ class Guard:
         status = self._settings.guard.gemini_error_status if adapter.provider.value == "gemini" else 429
         return adapter.error_response(notice, stream=ticket.request.stream, status=status)
 
-    def _trip_record(self, ticket: Ticket, finding: Finding, usd_now: float) -> TripRecord:
+    def _trip_record(self, ticket: Ticket, finding: Finding, seen: ResponseSeen | None) -> TripRecord:
         cap = self._policy.config_of("max_requests", ticket.key_hash, ticket.request.model)
-        return reporting.trip_record(ticket, finding, usd_now, self._clock(), int(getattr(cap, "limit", 100)))
+        return reporting.trip_record(ticket, finding, seen, self._clock(), int(getattr(cap, "limit", 100)))
 
     def _record_trip(self, trip: TripRecord) -> None:
         self._sink.submit(trip)
@@ -216,7 +216,7 @@ class Guard:
         findings, ticket.before = self._engine.check_request(ticket.lineup, batch, results, seen, facts)
         await self._gate(ticket, breakers)
         if ticket.answer is None:
-            await self._act(ticket, findings, breakers, usd_now=0.0)
+            await self._act(ticket, findings, breakers, seen=None)
         if ticket.answer is not None:
             # Answered locally: free the in-flight slot, and give back a probe this request had claimed.
             await self._execute(ids, [*accounting.release_ops(), *ticket.probe_undo])
@@ -262,7 +262,7 @@ class Guard:
         ticket: Ticket,
         findings: list[Finding],
         breakers: accounting.Breakers,
-        usd_now: float,
+        seen: ResponseSeen | None,
         *,
         answers: bool = True,
     ) -> Finding | None:
@@ -271,10 +271,12 @@ class Guard:
         `answers`: the request has not gone upstream yet, so a blocking finding
         also answers it locally (and the request is recorded as blocked). After
         the response, a blocking finding only opens the breaker for what follows.
+        `seen`: the response the findings came after (None before one): its cost and
+        tokens count in each trip's spend so far.
         """
         blocking = next((f for f in findings if f.blocking), None)
         for finding in findings:
-            trip = self._trip_record(ticket, finding, usd_now)
+            trip = self._trip_record(ticket, finding, seen)
             ticket.trips.append(trip)
             self._record_trip(trip)
             if not finding.blocking:
@@ -385,7 +387,7 @@ class Guard:
             breakers = accounting.Breakers(None, None, None)
             if any(f.blocking for f in findings):
                 breakers = await self._breakers(ticket)
-            blocking = await self._act(ticket, findings, breakers, usd_now=seen.usd, answers=False)
+            blocking = await self._act(ticket, findings, breakers, seen=seen, answers=False)
             tripped = {blocking.verdict.scope} if blocking is not None else set()
             after: list[Op] = [Put(scope, breaker.FIELD, None) for scope in ticket.probes if scope not in tripped]
             warnings = [f for f in late if not f.blocking]

@@ -10,12 +10,18 @@ from runguard.proxy.records import RecordedBody, RequestRecord, TripRecord, Verd
 from runguard.proxy.ticket import Ticket
 
 
-def trip_record(ticket: Ticket, finding: Finding, usd_now: float, at: float, step_cap: int) -> TripRecord:
+def trip_record(ticket: Ticket, finding: Finding, seen: ResponseSeen | None, at: float, step_cap: int) -> TripRecord:
     """A finding as a trip; `usd_avoided_estimate` is the run's average cost per request so
-    far times the requests left until its step cap would have stopped it."""
+    far times the requests left until its step cap would have stopped it.
+
+    The spend so far (USD and tokens alike) includes the response `seen`, when the finding
+    was made after one."""
     facts = ticket.facts
     index = facts.request_index if facts else 0
-    spent = (facts.usd if facts else 0.0) + usd_now
+    usage = seen.response.usage if seen is not None else None
+    spent = (facts.usd if facts else 0.0) + (seen.usd if seen is not None else 0.0)
+    tokens = (facts.input_tokens + facts.output_tokens) if facts else 0
+    tokens += (usage.input_tokens + usage.output_tokens) if usage else 0
     avoided = (spent / max(index, 1)) * max(step_cap - index, 0)
     return TripRecord(
         run_id=ticket.run_id,
@@ -27,7 +33,7 @@ def trip_record(ticket: Ticket, finding: Finding, usd_now: float, at: float, ste
         request_index=index,
         at=at,
         usd_so_far=spent,
-        tokens_so_far=(facts.input_tokens + facts.output_tokens) if facts else 0,
+        tokens_so_far=tokens,
         usd_avoided_estimate=round(avoided, 6),
         evidence=dict(finding.verdict.evidence),
         model=ticket.request.model,
