@@ -117,12 +117,16 @@ def admin_denial(server: ServerSettings, authorization: str | None, *, admin: bo
     return _error(401, "admin token required: Authorization: Bearer <token>", {"WWW-Authenticate": "Bearer"})
 
 
+class BadQuery(RunGuardError):
+    """A query parameter the admin API cannot use (answered 400)."""
+
+
 def _limit(request: web.Request) -> int:
     raw = request.query.get("limit", "50")
     try:
         limit = int(raw)
     except ValueError:
-        raise web.HTTPBadRequest(text=f"limit must be an integer, got {raw!r}") from None
+        raise BadQuery(f"limit must be an integer, got {raw!r}") from None
     return max(1, min(limit, MAX_LIMIT))
 
 
@@ -155,6 +159,8 @@ class AdminApi:
                 return _error(503, f"the state backend is unavailable: {exc}")
             except StoreUnavailable as exc:
                 return _error(503, f"the record store is unavailable: {exc}")
+            except BadQuery as exc:
+                return _error(400, str(exc))
 
         return guarded
 

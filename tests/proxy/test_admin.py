@@ -189,6 +189,8 @@ async def test_listings_and_timeline_come_from_an_installed_store_reader(upstrea
         assert status == 200 and body["trips"] == [{"run_id": "r9", "detector": "spiral"}]
         status, body = await call(running.url, "GET", "/runguard/runs/stored")
         assert status == 200 and body["timeline"] == [{"index": 1, "agent": "planner"}] and body["store"] is True
-        assert (await call(running.url, "GET", "/runguard/runs?limit=lots"))[0] == 400
+        for path, given in (("/runguard/runs?limit=lots", "'lots'"), ("/runguard/trips?limit=1.5", "'1.5'")):
+            # a JSON error, as every other refusal of the admin API
+            assert await call(running.url, "GET", path) == (400, {"error": f"limit must be an integer, got {given}"})
     finally:
         await running.stop()
