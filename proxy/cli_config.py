@@ -4,10 +4,27 @@ from __future__ import annotations
 
 from pathlib import Path
 from typing import Annotated, Any
+from urllib.parse import urlsplit
 
 import orjson
 import typer
 from pydantic import BaseModel, SecretStr
+
+HIDDEN = "********"
+
+
+def _shown(value: Any) -> Any:
+    """A value as `config show` prints it: secrets hidden, and so the password in a URL
+    (store.database_url, state.url), which the rest of the URL still shows."""
+    if isinstance(value, SecretStr):
+        return HIDDEN
+    if isinstance(value, str) and "://" in value:
+        parts = urlsplit(value)
+        if parts.password:
+            user, _, host = parts.netloc.rpartition("@")
+            name = user.partition(":")[0]
+            return parts._replace(netloc=f"{name}:{HIDDEN}@{host}").geturl()
+    return value
 
 
 def _rows(model: BaseModel, prefix: str = "") -> list[tuple[str, Any, str]]:
@@ -18,8 +35,7 @@ def _rows(model: BaseModel, prefix: str = "") -> list[tuple[str, Any, str]]:
         if isinstance(value, BaseModel):
             rows += _rows(value, key + ".")
         else:
-            shown = "********" if isinstance(value, SecretStr) else value
-            rows.append((key, shown, info.description or ""))
+            rows.append((key, _shown(value), info.description or ""))
     return rows
 
 

@@ -1,4 +1,4 @@
-"""`runguard-proxy config check` validates everything `serve` would read, naming the bad key."""
+"""`runguard-proxy config check` validates everything `serve` would read, naming the bad key; `show` hides secrets."""
 
 from __future__ import annotations
 
@@ -6,6 +6,7 @@ import os
 import subprocess
 from pathlib import Path
 
+import orjson
 import pytest
 
 from tests.support.processes import console_script
@@ -53,3 +54,27 @@ def test_a_bad_setting_fails_naming_it(content: str, message: str, tmp_path: Pat
     assert checked.returncode == 2
     assert f"invalid configuration: {message.format(**paths)}" in checked.stderr
     assert "Traceback" not in checked.stderr
+
+
+def test_show_hides_the_passwords_in_urls_as_it_hides_the_admin_token(tmp_path: Path) -> None:
+    env = {
+        **os.environ,
+        "RUNGUARD_HOME": str(tmp_path),
+        "RUNGUARD_ADMIN_TOKEN": "t0ken-s3cret",
+        "RUNGUARD_DATABASE_URL": "postgresql+asyncpg://runguard:db-s3cret@db.internal:5432/records",
+        "RUNGUARD_STATE_URL": "redis://:redis-s3cret@cache.internal:6379/0",
+    }
+    shown = subprocess.run(
+        [console_script(), "config", "show", "--json"],
+        check=True,
+        env=env,
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert "s3cret" not in shown.stdout
+    values = {row["key"]: row["value"] for row in orjson.loads(shown.stdout)}
+    assert values["store.database_url"] == "postgresql+asyncpg://runguard:********@db.internal:5432/records"
+    assert values["state.url"] == "redis://:********@cache.internal:6379/0"
+    assert values["server.admin_token"] == "********"
