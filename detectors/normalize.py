@@ -4,9 +4,13 @@ Detectors keep hashes and small token sets in run state, never content, so
 everything here turns one call's arguments or one result's text into a few
 bytes, in time linear in that text (never in the conversation).
 
-- `arg_tokens`: the words of an argument object as a bounded set of 4-hex
-  token hashes (XXH3's low bits; the 48 smallest: a bottom-k sketch), and `jaccard` over two
-  such sets (exact while both hold fewer than 48 tokens, an estimate beyond).
+- `arg_sketch`: the words of an argument object as a bounded set of 4-hex
+  token hashes (XXH3's low bits; the 48 smallest: a bottom-k sketch), grouped by
+  top-level argument with a tag of each argument's value; `sketch_similarity`
+  compares two calls by `jaccard` over the words of the arguments they do not
+  share (exact while both hold fewer than 48 tokens, an estimate beyond).
+  A string with spaces contributes its words; one without (a path, an id, a
+  URL) is one word. `arg_tokens` is all of a sketch's tokens.
 - `result_digest`: a result's hash with volatile keys (ids, timestamps)
   dropped, so the same answer re-sent with a fresh request id hashes the same;
   `result_digest_of` computes it once per result and key set (several
@@ -36,7 +40,8 @@ from runguard.proxy.events import RequestInfo, ToolCall, ToolResult, digest, is_
 MAX_TOKENS = 48  # tokens kept per argument set: bounds state and pairwise work
 TOKEN_HEX = 4  # hex characters per token hash
 TOKEN_MASK = (1 << (TOKEN_HEX * 4)) - 1
-MAX_DEPTH = 32  # nesting levels walked when dropping volatile keys
+MAX_ARGS = 16  # top-level arguments kept apart in a sketch; the rest share one group
+MAX_DEPTH = 32  # nesting levels walked when dropping volatile keys or reading argument words
 DEFAULT_VOLATILE_KEYS = (
     "id",
     "request_id",
@@ -55,6 +60,7 @@ DEFAULT_VOLATILE_KEYS = (
     "uuid",
 )
 _WORD = re.compile(r"[a-z0-9]+")
+Sketch = tuple[tuple[str, tuple[str, ...]], ...]  # (argument tag, its token hashes) per top-level argument
 T = TypeVar("T")
 _MISSING = object()
 
@@ -122,12 +128,6 @@ def call_args_digest(call: ToolCall) -> str:
     return found if found is not None else _keep(call.derived, "args_digest", digest(call_canonical(call)))
 
 
-def call_tokens(call: ToolCall) -> tuple[str, ...]:
-    """`arg_tokens` of a call's arguments, computed once per call."""
-    found: tuple[str, ...] | None = call.derived.get("tokens")
-    return found if found is not None else _keep(call.derived, "tokens", _tokens(call_canonical(call)))
-
-
 def call_tag(call: ToolCall) -> str:
     """`tag` of a call's tool name, computed once per call."""
     found: str | None = call.derived.get("tag")
@@ -135,20 +135,104 @@ def call_tag(call: ToolCall) -> str:
 
 
 def arg_tokens(arguments: str) -> tuple[str, ...]:
-    """The argument words as sorted 4-hex hashes, at most `MAX_TOKENS` (the smallest ones).
+    """All the argument words of `arg_sketch`, sorted."""
+    return _all_tokens(arg_sketch(arguments))
 
-    Lowercased canonical JSON with every non-[a-z0-9] run turned into a space,
-    so keys and values both count and punctuation does not.
+
+def call_sketch(call: ToolCall) -> Sketch:
+    """`arg_sketch` of a call's arguments (read from their canonical form), computed once per call."""
+    found: Sketch | None = call.derived.get("sketch")
+    return found if found is not None else _keep(call.derived, "sketch", arg_sketch(call_canonical(call)))
+
+
+def _all_tokens(sketch: Sketch) -> tuple[str, ...]:
+    return tuple(sorted({token for _, tokens in sketch for token in tokens}))
+
+
+def arg_sketch(arguments: str) -> Sketch:
+    """Each top-level argument as (a tag of its key and value, its words as 4-hex hashes), sorted by key.
+
+    Words are the lowercase [a-z0-9] runs of the keys and of strings with spaces
+    (free text: a query's words are what a rephrasing keeps); a string without
+    spaces (a path, an id, a URL) and any other scalar is one word, so two
+    sibling files or two ids are different words, not a shared path. Only the
+    `MAX_TOKENS` smallest hashes of the whole call are kept (a bottom-k sketch);
+    arguments past the first `MAX_ARGS` share one group.
     """
-    return _tokens(canonical(arguments))
-
-
-def _tokens(canonical_arguments: str) -> tuple[str, ...]:
-    # The low 16 bits of XXH3-64 (stable across processes; an argument object has tens of words).
+    value = _parse(arguments)
+    if value is _MISSING:
+        groups = [(digest(_squash(arguments), 4), _WORD.findall(arguments.lower()))]
+    elif isinstance(value, dict) and value:
+        items = sorted(value.items())
+        split = [(key, item) for key, item in items[: MAX_ARGS - 1]]
+        if len(items) >= MAX_ARGS:
+            split.append(("", dict(items[MAX_ARGS - 1 :])))
+        groups = []
+        for key, item in split:
+            words = _WORD.findall(key.lower())
+            _words(item, words)
+            groups.append((digest(f"{key}\x00{_dump(item)}", 4), words))
+    else:
+        words = []
+        _words(value, words)
+        groups = [(digest(_dump(value), 4), words)]
     hash64 = xxhash.xxh3_64_intdigest
-    words = _WORD.findall(canonical_arguments.lower())
-    hashed = sorted({hash64(word.encode("utf-8", "surrogatepass")) & TOKEN_MASK for word in words})
-    return tuple(["%04x" % value for value in hashed[:MAX_TOKENS]])  # noqa: UP031 (the fastest form here)
+    hashed = [
+        (tag, {hash64(word.encode("utf-8", "surrogatepass")) & TOKEN_MASK for word in words}) for tag, words in groups
+    ]
+    kept = set(sorted(set().union(*(hashes for _, hashes in hashed)))[:MAX_TOKENS])
+    return tuple((tag, tuple(["%04x" % h for h in sorted(hashes & kept)])) for tag, hashes in hashed)  # noqa: UP031
+
+
+def _words(value: Any, out: list[str], depth: int = 0) -> None:
+    """Append the words of an argument value to `out` (see `arg_sketch`)."""
+    if depth > MAX_DEPTH:
+        return
+    if isinstance(value, dict):
+        for key, item in value.items():
+            out.extend(_WORD.findall(str(key).lower()))
+            _words(item, out, depth + 1)
+    elif isinstance(value, list):
+        for item in value:
+            _words(item, out, depth + 1)
+    elif isinstance(value, str):
+        text = value.lower()
+        if any(char.isspace() for char in text.strip()):
+            out.extend(_WORD.findall(text))
+        elif text.strip():
+            out.append(text.strip())
+    else:
+        out.append(_dump(value))
+
+
+def sketch_similarity(a: Sketch, b: Sketch) -> float:
+    """How near two calls' arguments are: `jaccard` over the words of the arguments they do not share.
+
+    A parameter both calls pass with the same value (a fixed `max_results`, an
+    exchange, a query language) says nothing about whether they ask the same
+    thing, so it does not count. Calls sharing every argument are identical
+    (1.0); calls with no words at all (no arguments) are 0.0, as for `jaccard`.
+    """
+    shared = {tag for tag, _ in a if tag} & {tag for tag, _ in b}
+    rest_a = [token for tag, tokens in a if tag not in shared for token in tokens]
+    rest_b = [token for tag, tokens in b if tag not in shared for token in tokens]
+    if rest_a or rest_b:
+        return jaccard(rest_a, rest_b)
+    return 1.0 if any(tokens for _, tokens in a) else 0.0
+
+
+def encode_sketch(sketch: Sketch) -> str:
+    """A sketch packed for state: "<tag>.<packed tokens>" per argument, joined by ";"."""
+    return ";".join(f"{tag}.{encode_tokens(tokens)}" for tag, tokens in sketch)
+
+
+def decode_sketch(text: str) -> Sketch:
+    """The sketch `encode_sketch` packed; a bare token pack (an older entry) reads as one untagged argument."""
+    out = []
+    for part in text.split(";"):
+        tag, _, packed = part.rpartition(".")
+        out.append((tag, decode_tokens(packed)))
+    return tuple(out)
 
 
 def encode_tokens(tokens: Iterable[str]) -> str:

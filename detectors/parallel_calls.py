@@ -14,13 +14,20 @@ from itertools import combinations
 from pydantic import Field
 
 from runguard.detectors.base import Detector, DetectorConfig, Plan, RequestSeen, ResponseSeen, Verdict
-from runguard.detectors.normalize import call_tag, call_tokens, decode_tokens, encode_tokens, jaccard
+from runguard.detectors.normalize import (
+    Sketch,
+    call_sketch,
+    call_tag,
+    decode_sketch,
+    encode_sketch,
+    sketch_similarity,
+)
 from runguard.detectors.ops import Get, OpResult, Put, Scope
 from runguard.proxy.events import ToolCall
 
 STORED_CALLS = 8  # calls of a batch remembered for the next turn's comparison
 
-Batch = list[tuple[str, tuple[str, ...]]]  # (tool tag, argument tokens) per call
+Batch = list[tuple[str, Sketch]]  # (tool tag, argument sketch) per call
 
 
 class ParallelCallsConfig(DetectorConfig):
@@ -35,19 +42,20 @@ class ParallelCallsConfig(DetectorConfig):
         gt=0,
         le=1,
         description="Jaccard similarity of two calls' argument words at which they are the same lookup: "
-        "within one batch (across tools), or between this batch and the previous turn's (same tool).",
+        "within one batch (across tools), or between this batch and the previous turn's (same tool). "
+        "Only the arguments the two calls do not share are compared: five quotes with the same options differ.",
         json_schema_extra={"tighten": "lower"},
     )
 
 
 def _batch(calls: tuple[ToolCall, ...]) -> Batch:
-    return [(call_tag(call), call_tokens(call)) for call in calls]
+    return [(call_tag(call), call_sketch(call)) for call in calls]
 
 
 def _stored(raw: OpResult) -> Batch:
     if not isinstance(raw, str):
         return []
-    return [(name, decode_tokens(tokens)) for name, _, tokens in (entry.partition("|") for entry in raw.split(","))]
+    return [(name, decode_sketch(sketch)) for name, _, sketch in (entry.partition("|") for entry in raw.split(","))]
 
 
 class ParallelCalls(Detector[ParallelCallsConfig]):
@@ -72,7 +80,7 @@ class ParallelCalls(Detector[ParallelCallsConfig]):
             return None
         batch = _batch(calls)
         for (i, (_, a)), (j, (_, b)) in combinations(enumerate(batch), 2):
-            similarity = jaccard(a, b)
+            similarity = sketch_similarity(a, b)
             if similarity >= cfg.similarity:
                 return self.verdict(
                     f"'{calls[i].name}' and '{calls[j].name}' were called in one batch with near-identical "
@@ -86,7 +94,9 @@ class ParallelCalls(Detector[ParallelCallsConfig]):
         """The batch repeats the previous one: matching pairs reach the size of the smaller batch."""
         if len(prev) < 2:
             return None
-        matches = sum(1 for p in prev for c in batch if p[0] == c[0] and jaccard(p[1], c[1]) >= cfg.similarity)
+        matches = sum(
+            1 for p in prev for c in batch if p[0] == c[0] and sketch_similarity(p[1], c[1]) >= cfg.similarity
+        )
         if matches < min(len(prev), len(batch)):
             return None
         return self.verdict(
@@ -106,5 +116,5 @@ class ParallelCalls(Detector[ParallelCallsConfig]):
                 if seen.upstream_failed or seen.before.get("prev") is None
                 else {"prev": Put(Scope.RUN, "prev", None)}
             )
-        stored = ",".join(f"{name}|{encode_tokens(tokens)}" for name, tokens in _batch(calls[:STORED_CALLS]))
+        stored = ",".join(f"{name}|{encode_sketch(sketch)}" for name, sketch in _batch(calls[:STORED_CALLS]))
         return {"prev": Put(Scope.RUN, "prev", stored)}

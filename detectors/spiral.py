@@ -2,8 +2,9 @@
 
 A search that cannot find what the model wants turns into a stream of
 rephrasings ("agent cost control 2026", "agent cost control best practices
-2026", ...). Each call's arguments become a small token set; when enough pairs
-among a tool's last few calls are similar (Jaccard), the tool is spiralling.
+2026", ...). Each call's arguments become a small token set per argument; when
+enough pairs among a tool's last few calls are similar (Jaccard over the
+arguments they do not share), the tool is spiralling.
 Identical arguments are left to `repeat_call` and `stagnation`, and calls that
 differ in their page or cursor are a listing, not a spiral.
 """
@@ -18,13 +19,13 @@ from pydantic import Field
 from runguard.detectors import tally
 from runguard.detectors.base import Detector, DetectorConfig, Plan, RequestSeen, ResponseSeen, Results, Verdict
 from runguard.detectors.normalize import (
+    call_sketch,
     call_tag,
-    call_tokens,
-    decode_tokens,
-    encode_tokens,
-    jaccard,
+    decode_sketch,
+    encode_sketch,
     keyed_values_digest,
     lowered,
+    sketch_similarity,
 )
 from runguard.detectors.ops import Op, Push, Scope
 from runguard.proxy.events import ToolCall
@@ -50,7 +51,9 @@ class SpiralConfig(DetectorConfig):
         0.72,
         gt=0,
         le=1,
-        description="Jaccard similarity of two calls' argument words at which they count as near-identical.",
+        description="Jaccard similarity of two calls' argument words at which they count as near-identical. "
+        "Only the arguments the two calls do not share are compared, and a value without spaces (a path, "
+        "an id) is one word: reading sibling files or one query with fixed options is not a spiral.",
         json_schema_extra={"tighten": "lower"},
     )
     window: int = Field(4, ge=2, le=8, description="How many of each tool's latest calls are compared pairwise.")
@@ -84,9 +87,9 @@ class Spiral(Detector[SpiralConfig]):
         return {"tools": tally.fetch("tools")}
 
     def _entry(self, call: ToolCall, cfg: SpiralConfig) -> str:
-        """One call as "<hash of its page values>|<its packed argument tokens>"."""
+        """One call as "<hash of its page values>|<its packed argument sketch>"."""
         pages = keyed_values_digest(call.arguments, cfg.pagination)
-        return f"{pages}|{encode_tokens(call_tokens(call))}"
+        return f"{pages}|{encode_sketch(call_sketch(call))}"
 
     def plan_response(self, seen: ResponseSeen, cfg: SpiralConfig) -> Plan:
         entries: dict[str, list[str]] = {}
@@ -122,12 +125,12 @@ class Spiral(Detector[SpiralConfig]):
         return None
 
     def _similar_pairs(self, window: tuple[str, ...], cfg: SpiralConfig) -> list[tuple[int, int, float]]:
-        parsed = [(pages, decode_tokens(tokens)) for pages, _, tokens in (e.partition("|") for e in window)]
+        parsed = [(pages, decode_sketch(sketch)) for pages, _, sketch in (e.partition("|") for e in window)]
         found = []
         for (i, (pages_a, a)), (j, (pages_b, b)) in combinations(enumerate(parsed), 2):
             if pages_a != pages_b:
                 continue  # another page of the same listing
-            similarity = jaccard(a, b)
+            similarity = sketch_similarity(a, b)
             if cfg.threshold <= similarity < 1.0:
                 found.append((i, j, round(similarity, 3)))
         return found

@@ -13,12 +13,13 @@ from hypothesis import strategies as st
 from runguard.detectors import normalize
 from runguard.detectors.normalize import (
     MAX_TOKENS,
+    arg_sketch,
     arg_tokens,
     args_digest,
     call_args_digest,
     call_canonical,
+    call_sketch,
     call_tag,
-    call_tokens,
     canonical,
     decode_tokens,
     encode_tokens,
@@ -207,12 +208,12 @@ MEMO_ARGUMENTS = [
 def test_call_memos_return_what_the_plain_functions_return(arguments: str) -> None:
     assert call_canonical(ToolCall("web_search", arguments)) == canonical(arguments)
     assert call_args_digest(ToolCall("web_search", arguments)) == args_digest(arguments)
-    assert call_tokens(ToolCall("web_search", arguments)) == arg_tokens(arguments)
+    assert call_sketch(ToolCall("web_search", arguments)) == arg_sketch(arguments)
     assert call_tag(ToolCall("web_search", arguments)) == tag("web_search")
     # The same answers whichever memo is filled first.
     c = ToolCall("web_search", arguments)
-    assert (call_tokens(c), call_args_digest(c), call_canonical(c), call_tag(c)) == (
-        arg_tokens(arguments),
+    assert (call_sketch(c), call_args_digest(c), call_canonical(c), call_tag(c)) == (
+        arg_sketch(arguments),
         args_digest(arguments),
         canonical(arguments),
         tag("web_search"),
@@ -222,7 +223,7 @@ def test_call_memos_return_what_the_plain_functions_return(arguments: str) -> No
 def test_call_memos_are_computed_once_and_kept_on_the_call() -> None:
     c = call("web_search", {"query": "site reliability engineering on-call handbook"}, "c1")
     assert c.derived == {}
-    memos = (call_canonical, call_args_digest, call_tokens, call_tag)
+    memos = (call_canonical, call_args_digest, call_sketch, call_tag)
     first = [memo(c) for memo in memos]
     assert [memo(c) for memo in memos] == first
     for memo, value in zip(memos, first, strict=True):
@@ -242,7 +243,7 @@ def test_a_calls_arguments_are_canonicalized_once_for_every_memo(monkeypatch: py
     monkeypatch.setattr(normalize, "canonical", counting)
     c = call("web_search", {"query": "postgres vacuum tuning"})
     for _ in range(2):
-        call_tokens(c)
+        call_sketch(c)
         call_args_digest(c)
         call_canonical(c)
     assert canonicalized == [c.arguments]
@@ -253,11 +254,11 @@ def test_equal_calls_keep_separate_memos() -> None:
     b = call("web_search", {"query": "rust async runtime comparison"}, "c1")
     assert a == b
     call_canonical(a)
-    call_tokens(a)
+    call_sketch(a)
     call_tag(a)
     assert b.derived == {}
-    assert call_tokens(b) == call_tokens(a)
-    assert call_tokens(b) is not call_tokens(a)  # computed for b, not read from a's memo
+    assert call_sketch(b) == call_sketch(a)
+    assert call_sketch(b) is not call_sketch(a)  # computed for b, not read from a's memo
     # A memo is read only from its own call: what a holds never answers for b.
     a.derived["tag"] = "not-a-tag"
     assert call_tag(a) == "not-a-tag"

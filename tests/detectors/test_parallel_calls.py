@@ -56,3 +56,15 @@ async def test_single_calls_are_never_compared_with_the_previous_turn() -> None:
 async def test_a_turn_without_calls_ends_the_comparison() -> None:
     steps = [batch(*WEATHER), Step(request(), response(text="Here is the weather.")), batch(*WEATHER)]
     assert first_trip(await RunSimulator([ParallelCalls()]).run(steps)) is None
+
+
+async def test_a_batch_of_lookups_with_the_same_options_passes() -> None:
+    options = {"exchange": "NASDAQ", "currency": "USD", "fields": ["price", "volume", "market_cap"]}
+    quotes = [("get_quote", {"symbol": symbol, **options}) for symbol in ("AAPL", "MSFT", "NVDA", "GOOGL", "AMZN")]
+    assert first_trip(await RunSimulator([ParallelCalls()]).run([batch(*quotes)])) is None
+    # The same five quotes asked again in the next turn are still a repeated batch.
+    assert first_trip(await RunSimulator([ParallelCalls()]).run([batch(*quotes), batch(*quotes)])) == 2
+
+
+async def test_calls_without_arguments_are_not_near_identical() -> None:
+    assert first_trip(await RunSimulator([ParallelCalls()]).run([batch(("get_time", {}), ("get_date", {}))])) is None

@@ -69,3 +69,29 @@ async def test_one_response_with_several_similar_calls_of_a_tool_trips() -> None
     batch = [("web_search", {"query": f"{BASE} {' '.join(WORDS[:i])}"}, "r") for i in range(3)]
     results = await RunSimulator([Spiral()]).run(agent_loop([batch]))
     assert first_trip(results) == 1
+
+
+async def test_reading_sibling_files_is_not_a_spiral() -> None:
+    # The paths share every directory; each names another file (one word, not five shared ones).
+    files = ["users", "orders", "auth", "billing", "search"]
+    turns = [[("read_file", {"path": f"services/api/src/handlers/{name}.py"}, f"code {name}")] for name in files]
+    assert first_trip(await RunSimulator([Spiral()]).run(agent_loop(turns))) is None
+
+
+async def test_fixed_options_do_not_make_different_queries_near_identical() -> None:
+    options = {"search_depth": "advanced", "topic": "finance", "time_range": "year"}
+    facets = ["revenue", "deliveries", "gross margin", "operating income", "free cash flow"]
+    turns = [
+        [("web_search", {"query": f"tesla q3 2024 {facet}", **options}, f"r{i}")] for i, facet in enumerate(facets)
+    ]
+    jira = [
+        [("search_issues", {"jql": "project = API AND status = Open", "startAt": 50 * i}, f"p{i}")] for i in range(5)
+    ]
+    for run in (turns, jira):
+        assert first_trip(await RunSimulator([Spiral()]).run(agent_loop(run))) is None
+
+
+async def test_rephrasings_with_fixed_options_still_trip() -> None:
+    options = {"max_results": 5, "search_depth": "advanced"}
+    turns = [[(name, {**args, **options}, out) for name, args, out in turn] for turn in rephrasings(5)]
+    assert first_trip(await RunSimulator([Spiral()]).run(agent_loop(turns))) == 3
