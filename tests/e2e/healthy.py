@@ -29,7 +29,7 @@ Call = tuple[str, dict[str, Any]]
 Plan = Sequence[Sequence[Call]]  # turn i's calls; after the last turn, a text answer
 Tools = Callable[[str, dict[str, Any]], str]  # one call's result text
 ANSWER = "All done."
-MAX_STEPS = 60
+MAX_STEPS = 120
 
 
 def usage_of(received: Received) -> tuple[int, int]:
