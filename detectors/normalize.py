@@ -60,6 +60,7 @@ DEFAULT_VOLATILE_KEYS = (
     "uuid",
 )
 _WORD = re.compile(r"[a-z0-9]+")
+_SPACE = re.compile(r"\s")
 Sketch = tuple[tuple[str, tuple[str, ...]], ...]  # (argument tag, its token hashes) per top-level argument
 T = TypeVar("T")
 _MISSING = object()
@@ -145,6 +146,12 @@ def call_sketch(call: ToolCall) -> Sketch:
     return found if found is not None else _keep(call.derived, "sketch", arg_sketch(call_canonical(call)))
 
 
+def call_sketch_packed(call: ToolCall) -> str:
+    """`encode_sketch` of a call's sketch, computed once per call (`spiral` and `parallel_calls` both store it)."""
+    found: str | None = call.derived.get("sketch_packed")
+    return found if found is not None else _keep(call.derived, "sketch_packed", encode_sketch(call_sketch(call)))
+
+
 def _all_tokens(sketch: Sketch) -> tuple[str, ...]:
     return tuple(sorted({token for _, tokens in sketch for token in tokens}))
 
@@ -196,11 +203,11 @@ def _words(value: Any, out: list[str], depth: int = 0) -> None:
         for item in value:
             _words(item, out, depth + 1)
     elif isinstance(value, str):
-        text = value.lower()
-        if any(char.isspace() for char in text.strip()):
+        text = value.strip().lower()
+        if _SPACE.search(text):
             out.extend(_WORD.findall(text))
-        elif text.strip():
-            out.append(text.strip())
+        elif text:
+            out.append(text)
     else:
         out.append(_dump(value))
 

@@ -17,9 +17,9 @@ from runguard.detectors.base import Detector, DetectorConfig, Plan, RequestSeen,
 from runguard.detectors.normalize import (
     Sketch,
     call_sketch,
+    call_sketch_packed,
     call_tag,
     decode_sketch,
-    encode_sketch,
     sketch_similarity,
 )
 from runguard.detectors.ops import Get, OpResult, Put, Scope
@@ -116,5 +116,5 @@ class ParallelCalls(Detector[ParallelCallsConfig]):
                 if seen.upstream_failed or seen.before.get("prev") is None
                 else {"prev": Put(Scope.RUN, "prev", None)}
             )
-        stored = ",".join(f"{name}|{encode_sketch(sketch)}" for name, sketch in _batch(calls[:STORED_CALLS]))
+        stored = ",".join(f"{call_tag(call)}|{call_sketch_packed(call)}" for call in calls[:STORED_CALLS])
         return {"prev": Put(Scope.RUN, "prev", stored)}

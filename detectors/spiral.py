@@ -19,10 +19,9 @@ from pydantic import Field
 from runguard.detectors import tally
 from runguard.detectors.base import Detector, DetectorConfig, Plan, RequestSeen, ResponseSeen, Results, Verdict
 from runguard.detectors.normalize import (
-    call_sketch,
+    call_sketch_packed,
     call_tag,
     decode_sketch,
-    encode_sketch,
     keyed_values_digest,
     lowered,
     sketch_similarity,
@@ -89,7 +88,7 @@ class Spiral(Detector[SpiralConfig]):
     def _entry(self, call: ToolCall, cfg: SpiralConfig) -> str:
         """One call as "<hash of its page values>|<its packed argument sketch>"."""
         pages = keyed_values_digest(call.arguments, cfg.pagination)
-        return f"{pages}|{encode_sketch(call_sketch(call))}"
+        return f"{pages}|{call_sketch_packed(call)}"
 
     def plan_response(self, seen: ResponseSeen, cfg: SpiralConfig) -> Plan:
         entries: dict[str, list[str]] = {}
