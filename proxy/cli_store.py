@@ -253,7 +253,7 @@ def _print_replay(report: Any) -> None:
         stopped = run.stopped_at is not None
         table.add_row(
             run.run_id,
-            str(run.requests),
+            f"{run.requests} ({run.unanswered} unanswered)" if run.unanswered else str(run.requests),
             _usd(run.usd),
             f"request {run.stopped_at}" if stopped else "-",
             run.detector or "",

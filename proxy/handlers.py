@@ -225,7 +225,9 @@ async def _guarded(
         tight=tightening_from(request.headers),
     )
     if ticket.answer is not None:
-        await ctx.settle(ctx.guard.complete(ticket, None, client_status=ticket.answer.status))
+        # Recorded with no upstream answer (status None): a replay sees the request that was stopped.
+        kept = _recorded(request, decoded, b"", None) if settings.store.record_bodies else None
+        await ctx.settle(ctx.guard.complete(ticket, None, client_status=ticket.answer.status, body=kept))
         return _synthetic(ticket.answer, ticket)
     headers = upstream_request_headers(request.headers, _own_headers(settings))
     rewrite: UsageChunkFilter | None = None
@@ -268,7 +270,8 @@ async def _forward(
         reply = _upstream_failed(route.provider, exc)
         reply.headers["x-runguard-run-id"] = ticket.run_id
         seen = guard.response_seen(ticket, failure, None, time.perf_counter() - sent)
-        await ctx.settle(guard.complete(ticket, seen, client_status=reply.status, error=type(exc).__name__))
+        kept = _recorded(request, sending.body, b"", None) if record else None
+        await ctx.settle(guard.complete(ticket, seen, client_status=reply.status, error=type(exc).__name__, body=kept))
         return reply
 
     try:

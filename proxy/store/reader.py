@@ -251,6 +251,8 @@ class StoreReader:
                 Request.request_index,
                 Request.agent,
                 Request.usd,
+                Request.blocked_by,
+                Request.error,
             )
             .join(Request, Request.id == Body.request_id)
             .order_by(Body.at, Request.request_index)

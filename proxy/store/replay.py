@@ -12,6 +12,13 @@ the recorded usage and the pricing table).
 File format (one JSON object per line): run_id, at (epoch seconds), path,
 request and response (a JSON value, or a string such as an SSE stream),
 optional key_hash and status.
+
+A request that got no answer from upstream is recorded with status null: its
+upstream failed (a connect error, a timeout, a body that broke off), or the
+proxy answered it itself (`answered_locally`: a breaker was open or a
+detector stopped it). A replay feeds both: the first as the upstream failure
+it was, the second as a request whose answer is unknown (its response phase
+is skipped when the candidate configuration lets it through).
 """
 
 from __future__ import annotations
@@ -48,8 +55,10 @@ class Exchange:
     path: str
     request: bytes
     response: bytes
-    status: int | None = 200
+    status: int | None = 200  # None: no answer came from upstream
     key_hash: str = "replay"
+    answered_locally: bool = False  # the proxy answered it (nothing went upstream)
+    error: str | None = None  # why upstream gave no answer, when it failed
 
 
 @dataclass(slots=True)
@@ -64,6 +73,7 @@ class RunReplay:
     reason: str | None = None
     avoided_requests: int = 0  # recorded requests after the stop (the agent would have ended)
     avoided_usd: float = 0.0
+    unanswered: int = 0  # requests let through here that were answered locally live (their answer is unknown)
 
 
 @dataclass(slots=True)
@@ -126,6 +136,8 @@ def read_file(path: Path) -> list[Exchange]:
                     response=_raw(item.get("response", b"")),
                     status=item.get("status", 200),
                     key_hash=str(item.get("key_hash", "replay")),
+                    answered_locally=bool(item.get("answered_locally", False)),
+                    error=item.get("error"),
                 )
             )
         except (orjson.JSONDecodeError, KeyError, TypeError, ValueError) as exc:
@@ -144,6 +156,8 @@ async def from_rows(rows: AsyncIterable[dict[str, Any]]) -> AsyncIterator[Exchan
             response=bytes(row["response"]),
             status=row["status"],
             key_hash=row["key_hash"],
+            answered_locally=row["status"] is None and row["blocked_by"] is not None,
+            error=row["error"],
         )
 
 
@@ -202,7 +216,14 @@ class Replayer:
             run.avoided_usd += self._tables.cost(info.model, response.usage)
             return
         run.requests += 1
-        response = _response(adapter, exchange, stream)
+        if exchange.answered_locally:  # let through here, stopped live: what upstream would say is unknown
+            run.unanswered += 1
+            await self._guard.complete(ticket, None, client_status=None)
+            return
+        if exchange.status is None:  # the upstream failed live: no response, as the guard saw it then
+            response = ResponseInfo(error=exchange.error or "no response from upstream", complete=False)
+        else:
+            response = _response(adapter, exchange, stream)
         seen = self._guard.response_seen(ticket, response, exchange.status, 0.0)
         replaced = self._guard.inspect(ticket, seen) if not stream else None
         await self._guard.complete(ticket, seen, client_status=exchange.status)

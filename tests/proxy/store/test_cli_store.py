@@ -153,6 +153,36 @@ async def test_replay_from_db_shows_where_the_default_config_would_stop(
     assert runs["healthy-run"]["detector"] == "max_requests"
 
 
+async def test_replay_from_db_sees_the_requests_the_proxy_stopped_live(
+    tmp_path: Path, looping_upstream: FakeUpstream
+) -> None:
+    """Recorded while blocking: the stopped request carries the 3rd identical result, so the same config
+    replayed stops the loop where it stopped live, and a looser one lets it through unanswered."""
+    url = f"sqlite+aiosqlite:///{tmp_path}/recorded.db"
+    running = await start_proxy(settings_for(looping_upstream.url, store={"database_url": url, "record_bodies": True}))
+    try:
+        sdk = openai.AsyncOpenAI(
+            base_url=f"{running.url}/v1", api_key="sk-replay-live", max_retries=0, default_headers={"X-Run-Id": "live"}
+        )
+        with pytest.raises(openai.RateLimitError):
+            await agents.chat_agent(sdk, agents.soft_error_tool)
+        await sdk.close()
+    finally:
+        await running.stop()
+    assert len(looping_upstream.received) == 3
+
+    done = await cli("replay", "--from-db", "--json", database_url=url)
+    assert done.returncode == 0, done.stderr
+    (run,) = orjson.loads(done.stdout)["runs"]
+    assert (run["detector"], run["stopped_at"], run["requests"], run["unanswered"]) == ("non_progress", 4, 3, 0)
+
+    looser = tmp_path / "looser.yaml"
+    looser.write_text(yaml.safe_dump({"guard": {"detectors": {"non_progress": {"action": "off"}}}}))
+    done = await cli("replay", "--from-db", "--json", "--config", str(looser), database_url=url)
+    (run,) = orjson.loads(done.stdout)["runs"]
+    assert (run["stopped_at"], run["requests"], run["unanswered"]) == (None, 4, 1)
+
+
 async def test_replay_of_a_file(tmp_path: Path) -> None:
     lines = []
     messages = [{"role": "system", "content": "You extract data."}, {"role": "user", "content": "Total?"}]
