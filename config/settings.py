@@ -140,7 +140,7 @@ class StoreSettings(_Section):
 
 
 class AlertSettings(_Section):
-    webhooks: tuple[str, ...] = Field((), description="URLs that receive a JSON POST on every trip.")
+    webhooks: tuple[str, ...] = Field((), description="URLs that receive a JSON POST on every blocking trip.")
     timeout: float = Field(5.0, gt=0, description="Seconds per webhook attempt.")
     retries: int = Field(3, ge=0, description="Extra attempts for a failed webhook delivery.")
 

@@ -127,7 +127,9 @@ def _limit(request: web.Request) -> int:
         limit = int(raw)
     except ValueError:
         raise BadQuery(f"limit must be an integer, got {raw!r}") from None
-    return max(1, min(limit, MAX_LIMIT))
+    if limit < 1:
+        raise BadQuery(f"limit must be at least 1, got {limit}")
+    return min(limit, MAX_LIMIT)
 
 
 class AdminApi:

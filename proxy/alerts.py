@@ -61,7 +61,7 @@ def alert_payload(trip: TripRecord) -> bytes:
     return orjson.dumps(fields, default=str)
 
 
-def _where(url: str) -> str:
+def where(url: str) -> str:
     """Scheme and host only: incoming-webhook URLs carry their secret in the path."""
     parsed = urlsplit(url)
     return f"{parsed.scheme}://{parsed.hostname}"
@@ -160,5 +160,5 @@ class Alerts(NullObserver):
             problem = f"HTTP {response.status_code}"
             if response.status_code < 500 and response.status_code not in RETRYABLE_4XX:
                 break
-        log.warning("alert webhook %s failed after %d attempt(s): %s", _where(url), attempts, problem)
+        log.warning("alert webhook %s failed after %d attempt(s): %s", where(url), attempts, problem)
         self._outcome("failed")

@@ -13,11 +13,16 @@ from pydantic import BaseModel, SecretStr
 HIDDEN = "********"
 
 
-def _shown(value: Any) -> Any:
+def _shown(value: Any, key: str = "") -> Any:
     """A value as `config show` prints it: secrets hidden, and so the password in a URL
-    (store.database_url, state.url), which the rest of the URL still shows."""
+    (store.database_url, state.url), which the rest of the URL still shows, and the path of
+    a webhook URL (incoming-webhook URLs carry their secret there)."""
     if isinstance(value, SecretStr):
         return HIDDEN
+    if key == "alerts.webhooks":
+        from runguard.proxy.alerts import where
+
+        return tuple(f"{where(url)}/{HIDDEN}" for url in value)
     if isinstance(value, str) and "://" in value:
         parts = urlsplit(value)
         if parts.password:
@@ -35,7 +40,7 @@ def _rows(model: BaseModel, prefix: str = "") -> list[tuple[str, Any, str]]:
         if isinstance(value, BaseModel):
             rows += _rows(value, key + ".")
         else:
-            rows.append((key, _shown(value), info.description or ""))
+            rows.append((key, _shown(value, key), info.description or ""))
     return rows
 
 

@@ -192,5 +192,10 @@ async def test_listings_and_timeline_come_from_an_installed_store_reader(upstrea
         for path, given in (("/runguard/runs?limit=lots", "'lots'"), ("/runguard/trips?limit=1.5", "'1.5'")):
             # a JSON error, as every other refusal of the admin API
             assert await call(running.url, "GET", path) == (400, {"error": f"limit must be an integer, got {given}"})
+        for limit in ("0", "-5"):  # as the CLI refuses -n 0
+            assert await call(running.url, "GET", f"/runguard/runs?limit={limit}") == (
+                400,
+                {"error": f"limit must be at least 1, got {limit}"},
+            )
     finally:
         await running.stop()

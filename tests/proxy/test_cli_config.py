@@ -63,6 +63,7 @@ def test_show_hides_the_passwords_in_urls_as_it_hides_the_admin_token(tmp_path: 
         "RUNGUARD_ADMIN_TOKEN": "t0ken-s3cret",
         "RUNGUARD_DATABASE_URL": "postgresql+asyncpg://runguard:db-s3cret@db.internal:5432/records",
         "RUNGUARD_STATE_URL": "redis://:redis-s3cret@cache.internal:6379/0",
+        "RUNGUARD_ALERTS__WEBHOOKS": '["https://hooks.slack.com/services/T0/B0/s3cret"]',
     }
     shown = subprocess.run(
         [console_script(), "config", "show", "--json"],
@@ -78,3 +79,4 @@ def test_show_hides_the_passwords_in_urls_as_it_hides_the_admin_token(tmp_path: 
     assert values["store.database_url"] == "postgresql+asyncpg://runguard:********@db.internal:5432/records"
     assert values["state.url"] == "redis://:********@cache.internal:6379/0"
     assert values["server.admin_token"] == "********"
+    assert values["alerts.webhooks"] == ["https://hooks.slack.com/********"]  # the secret is in the path
