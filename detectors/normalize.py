@@ -152,6 +152,27 @@ def call_sketch_packed(call: ToolCall) -> str:
     return found if found is not None else _keep(call.derived, "sketch_packed", encode_sketch(call_sketch(call)))
 
 
+def call_asks_in_words(call: ToolCall) -> bool:
+    """Whether a call's arguments hold free text (a string with whitespace: a query, a question),
+    not only names, ids and numbers; computed once per call."""
+    found: bool | None = call.derived.get("in_words")
+    if found is None:
+        found = _keep(call.derived, "in_words", _has_free_text(_parse(call_canonical(call))))
+    return found
+
+
+def _has_free_text(value: Any, depth: int = 0) -> bool:
+    if isinstance(value, str):
+        return _SPACE.search(value.strip()) is not None
+    if depth > MAX_DEPTH:
+        return False
+    if isinstance(value, dict):
+        return any(_has_free_text(item, depth + 1) for item in value.values())
+    if isinstance(value, list):
+        return any(_has_free_text(item, depth + 1) for item in value)
+    return False
+
+
 def _all_tokens(sketch: Sketch) -> tuple[str, ...]:
     return tuple(sorted({token for _, tokens in sketch for token in tokens}))
 

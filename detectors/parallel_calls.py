@@ -5,6 +5,11 @@ itself so a non-streamed one can be replaced before any of its tools run:
 more calls than a cap; two calls in the batch with near-identical arguments
 (the same lookup sent to several similar tools); and a batch that repeats the
 previous turn's batch call for call.
+
+Two different tools asked about the same thing by name or id (`get_user`,
+`get_orders` and `get_tickets` for one user id; weather and local time for
+one city) is a fan-out of different lookups, not a spray: across tools, only
+calls that ask in words (a query with whitespace) are compared.
 """
 
 from __future__ import annotations
@@ -16,6 +21,7 @@ from pydantic import Field
 from runguard.detectors.base import Detector, DetectorConfig, Plan, RequestSeen, ResponseSeen, Verdict
 from runguard.detectors.normalize import (
     Sketch,
+    call_asks_in_words,
     call_sketch,
     call_sketch_packed,
     call_tag,
@@ -79,7 +85,9 @@ class ParallelCalls(Detector[ParallelCallsConfig]):
         if len(calls) < 2:
             return None
         batch = _batch(calls)
-        for (i, (_, a)), (j, (_, b)) in combinations(enumerate(batch), 2):
+        for (i, (tool_a, a)), (j, (tool_b, b)) in combinations(enumerate(batch), 2):
+            if tool_a != tool_b and not (call_asks_in_words(calls[i]) and call_asks_in_words(calls[j])):
+                continue  # one entity looked up by several tools
             similarity = sketch_similarity(a, b)
             if similarity >= cfg.similarity:
                 return self.verdict(

@@ -68,3 +68,12 @@ async def test_a_batch_of_lookups_with_the_same_options_passes() -> None:
 
 async def test_calls_without_arguments_are_not_near_identical() -> None:
     assert first_trip(await RunSimulator([ParallelCalls()]).run([batch(("get_time", {}), ("get_date", {}))])) is None
+
+
+async def test_one_entity_looked_up_by_several_tools_at_once_passes() -> None:
+    """A fan-out: one user's profile, orders and tickets; one city's weather, time and events."""
+    user = [(tool, {"user_id": "u_42"}) for tool in ("get_user", "get_orders", "get_tickets")]
+    city = [(tool, {"city": "Paris"}) for tool in ("get_weather", "get_local_time", "get_events")]
+    assert first_trip(await RunSimulator([ParallelCalls()]).run([batch(*user), batch(*city)])) is None
+    # The same id twice to one tool in one batch is still the same lookup twice.
+    assert first_trip(await RunSimulator([ParallelCalls()]).run([batch(user[0], user[0])])) == 1

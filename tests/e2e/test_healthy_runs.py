@@ -213,12 +213,15 @@ TICKERS = ["AAPL", "MSFT", "NVDA", "GOOGL", "AMZN"]
 
 
 @pytest.mark.parametrize("api", APIS)
-@pytest.mark.parametrize("shape", ["cities", "quotes"])
+@pytest.mark.parametrize("shape", ["cities", "quotes", "one user"])
 async def test_one_parallel_batch_of_five_different_lookups(
     api: str, shape: str, proxy: str, upstream: FakeUpstream, sink: ListSink
 ) -> None:
     if shape == "cities":
         batch = [("get_weather", {"city": c, "units": "metric"}) for c in ("Paris", "London", "Tokyo", "Lima", "Oslo")]
+    elif shape == "one user":  # one id, five tools: a fan-out, not the same lookup sprayed
+        tools_of_user = ("get_user", "get_orders", "get_tickets", "get_invoices", "get_sessions")
+        batch = [(tool, {"user_id": "u_4821", "limit": 20}) for tool in tools_of_user]
     else:
         batch = [
             (
@@ -230,7 +233,7 @@ async def test_one_parallel_batch_of_five_different_lookups(
     plan = [batch]
 
     def tools(name: str, args: dict[str, Any]) -> str:
-        return json.dumps({"for": args.get("city") or args.get("symbol"), "value": len(str(args))})
+        return json.dumps({"for": args.get("city") or args.get("symbol") or name, "value": len(str(args))})
 
     assert await run(api, proxy, upstream, plan, tools, f"batch-{api}-{shape}") == healthy.ANSWER
     assert len(upstream.received) == 2
