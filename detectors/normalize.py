@@ -189,27 +189,42 @@ def arg_sketch(arguments: str) -> Sketch:
     """
     value = _parse(arguments)
     if value is _MISSING:
-        groups = [(digest(_squash(arguments), 4), _WORD.findall(arguments.lower()))]
+        groups = [(_tag(_squash(arguments)), _WORD.findall(arguments.lower()))]
     elif isinstance(value, dict) and value:
         items = sorted(value.items())
-        split = [(key, item) for key, item in items[: MAX_ARGS - 1]]
         if len(items) >= MAX_ARGS:
-            split.append(("", dict(items[MAX_ARGS - 1 :])))
+            items = [*items[: MAX_ARGS - 1], ("", dict(items[MAX_ARGS - 1 :]))]
         groups = []
-        for key, item in split:
+        for key, item in items:
             words = _WORD.findall(key.lower())
-            _words(item, words)
-            groups.append((digest(f"{key}\x00{_dump(item)}", 4), words))
+            if isinstance(item, str):  # most arguments: `_words` and the tag's dump, written out
+                text = item.strip().lower()
+                if _SPACE.search(text):
+                    words += _WORD.findall(text)
+                elif text:
+                    words.append(text)
+                groups.append((_tag(f"{key}\x00\x01{item}"), words))
+            else:
+                _words(item, words)
+                groups.append((_tag(f"{key}\x00{_dump(item)}"), words))
     else:
         words = []
         _words(value, words)
-        groups = [(digest(_dump(value), 4), words)]
+        groups = [(_tag(_dump(value)), words)]
     hash64 = xxhash.xxh3_64_intdigest
     hashed = [
         (tag, {hash64(word.encode("utf-8", "surrogatepass")) & TOKEN_MASK for word in words}) for tag, words in groups
     ]
-    kept = set(sorted(set().union(*(hashes for _, hashes in hashed)))[:MAX_TOKENS])
-    return tuple((tag, tuple(["%04x" % h for h in sorted(hashes & kept)])) for tag, hashes in hashed)  # noqa: UP031
+    every = set().union(*(hashes for _, hashes in hashed))
+    if len(every) > MAX_TOKENS:
+        kept = set(sorted(every)[:MAX_TOKENS])
+        hashed = [(tag, hashes & kept) for tag, hashes in hashed]
+    return tuple((tag, tuple(["%04x" % h for h in sorted(hashes)])) for tag, hashes in hashed)  # noqa: UP031
+
+
+def _tag(text: str) -> str:
+    """8 hex characters naming one argument and its value (XXH3-64's low 32 bits)."""
+    return "%08x" % (xxhash.xxh3_64_intdigest(text.encode("utf-8", "surrogatepass")) & 0xFFFFFFFF)
 
 
 def _words(value: Any, out: list[str], depth: int = 0) -> None:
