@@ -13,6 +13,8 @@ from runguard.proxy.events import RequestInfo
 from runguard.proxy.records import TripRecord
 from runguard.proxy.state.base import ScopeIds
 
+CARRIED_CHARS = 500  # characters of warnings kept for the run's next answer
+
 
 @dataclass(slots=True)
 class Ticket:
@@ -39,8 +41,9 @@ class Ticket:
 
     @staticmethod
     def carried_text(late: list[Finding]) -> str:
-        """Warnings found once the response's headers were sent, as the run's next answer shows them."""
-        return "; ".join(f"{w.detector} (previous response): {w.verdict.reason}" for w in late)
+        """Warnings found once the response's headers were sent, as the run's next answer shows them
+        (bounded: they wait in the run's state)."""
+        return "; ".join(f"{w.detector} (previous response): {w.verdict.reason}" for w in late)[:CARRIED_CHARS]
 
     @property
     def request(self) -> RequestInfo:
