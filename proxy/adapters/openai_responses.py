@@ -35,14 +35,43 @@ from runguard.proxy.adapters.sse import SseSplitter
 from runguard.proxy.adapters.stop import stop_text
 from runguard.proxy.events import Api, OutputSchema, Provider, RequestInfo, ResponseInfo, ToolCall, Usage
 
-_ASSISTANT_ITEMS = frozenset({"function_call", "reasoning", "custom_tool_call"})
+# Built-in tools the agent runs itself, as it runs function tools (openai-agents' ShellTool,
+# LocalShellTool, ApplyPatchTool): the call names no tool (its tool is named by its type, as in
+# `tools`), and its arguments are an object under another key.
+_BUILTIN_CALLS = {
+    "shell_call": ("shell", "action"),
+    "local_shell_call": ("local_shell", "action"),
+    "apply_patch_call": ("apply_patch", "operation"),
+}
+_CALL_ITEMS = frozenset({"function_call", "custom_tool_call", *_BUILTIN_CALLS})
+_ASSISTANT_ITEMS = _CALL_ITEMS | {"reasoning"}
+_OUTPUT_ITEMS = frozenset(
+    {
+        "function_call_output",
+        "custom_tool_call_output",
+        "shell_call_output",
+        "local_shell_call_output",
+        "apply_patch_call_output",
+    }
+)
 _TERMINAL = frozenset({"response.completed", "response.failed", "response.incomplete"})
 
 
+def _arguments(item: dict[str, Any]) -> Any:
+    """A call item's arguments as the wire has them (None when absent): a JSON string, a custom
+    tool's raw input, or a built-in tool's action object."""
+    builtin = _BUILTIN_CALLS.get(as_str(item.get("type")))
+    if builtin is not None:
+        return item.get(builtin[1])
+    return item.get("arguments", item.get("input"))
+
+
 def _call(item: dict[str, Any], index: int) -> ToolCall:
-    arguments = item.get("arguments", item.get("input", ""))
+    arguments = _arguments(item)
     call_id = opt_str(item.get("call_id")) or opt_str(item.get("id"))
-    return ToolCall(as_str(item.get("name")), dumps_text(arguments), call_id, index)
+    builtin = _BUILTIN_CALLS.get(as_str(item.get("type")))
+    name = builtin[0] if builtin is not None else as_str(item.get("name"))
+    return ToolCall(name, dumps_text("" if arguments is None else arguments), call_id, index)
 
 
 def _is_assistant(raw: Any) -> bool:
@@ -129,7 +158,7 @@ def _turn_start(listed: list[Any], tail: int) -> int | None:
         kind = raw.get("type", "message")
         if kind == "message" and raw.get("role") not in ("system", "developer", "assistant"):
             return index
-        if kind in ("function_call_output", "custom_tool_call_output"):
+        if isinstance(kind, str) and kind in _OUTPUT_ITEMS:
             return index
     return None
 
@@ -202,13 +231,14 @@ def _read_item(talk: Conversation, raw: Any, *, earlier: bool) -> None:
     elif kind in _ASSISTANT_ITEMS:
         calls = [_call(item, 0)] if kind != "reasoning" else []
         talk.assistant(len(dumps_text(item.get("summary", ""))) if not calls else 0, calls, continues=True)
-    elif kind in ("function_call_output", "custom_tool_call_output"):
+    elif kind in _OUTPUT_ITEMS:
         output = item.get("output")
         text = text_of(output) or dumps_text(output)
         if earlier:
             talk.earlier_result(len(text))
         else:
-            talk.result(opt_str(item.get("call_id")), None, text)
+            # A local shell output names its call by `id` (its API type); openai-agents sends `call_id`.
+            talk.result(opt_str(item.get("call_id")) or opt_str(item.get("id")), None, text)
     else:
         talk.other(len(dumps_text(item)) if kind != "item_reference" else 0)
 
@@ -261,7 +291,7 @@ def response_info(data: dict[str, Any], *, complete: bool = True) -> ResponseInf
         item = as_dict(raw)
         if item.get("type") == "message":
             texts.append(text_of(item.get("content")))
-        elif item.get("type") in ("function_call", "custom_tool_call"):
+        elif as_str(item.get("type")) in _CALL_ITEMS:
             calls.append(_call(item, len(calls)))
     status = data.get("status")
     return ResponseInfo(
@@ -316,11 +346,12 @@ class ResponsesStreamParser:
             self._text.append(as_str(payload.get("delta")))
         elif kind in ("response.output_item.added", "response.output_item.done"):
             item = as_dict(payload.get("item"))
-            if item.get("type") in ("function_call", "custom_tool_call"):
+            if as_str(item.get("type")) in _CALL_ITEMS:
                 slot = self._calls.setdefault(as_int(payload.get("output_index")), [None, "", []])
-                slot[0], slot[1] = opt_str(item.get("call_id")) or slot[0], as_str(item.get("name")) or slot[1]
-                if kind.endswith(".done") and isinstance(item.get("arguments"), str):
-                    slot[2] = [item["arguments"]]
+                call = _call(item, 0)
+                slot[0], slot[1] = call.call_id or slot[0], call.name or slot[1]
+                if kind.endswith(".done") and _arguments(item) is not None:
+                    slot[2] = [call.arguments]
         elif kind == "response.function_call_arguments.delta":
             slot = self._calls.setdefault(as_int(payload.get("output_index")), [None, "", []])
             slot[2].append(as_str(payload.get("delta")))

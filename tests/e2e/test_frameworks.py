@@ -24,6 +24,7 @@ from agents import (
     OpenAIChatCompletionsModel,
     OpenAIResponsesModel,
     Runner,
+    ShellTool,
     function_tool,
     set_tracing_disabled,
 )
@@ -248,6 +249,30 @@ async def test_openai_agents_mid_stream_upstream_break_ends_the_run_with_an_erro
         await _drain(result.stream_events())
     assert not isinstance(caught.value, openai.APIStatusError)
     assert "mid-stream" in caught.value.message
+
+
+def shell_script(received: Received) -> Reply:
+    """The model runs the same failing command again and again through the built-in shell tool."""
+    turn = sum(1 for item in received.json()["input"] if item.get("type") == "shell_call_output")
+    action = {"commands": [f"cat invoice.txt  # attempt {turn}"], "timeout_ms": None, "max_output_length": None}
+    call = {"type": "shell_call", "id": f"sh_{turn}", "call_id": f"call_{turn}", "action": action}
+    return Reply.json({**payloads.response_object(), "output": [{**call, "status": "completed"}]})
+
+
+async def test_openai_agents_shell_tool_stuck_on_the_same_failure_is_stopped(
+    upstream: FakeUpstream, make_proxy: Callable[..., Any], sink: ListSink
+) -> None:
+    """A built-in tool the agent runs itself (`shell_call` items, not function calls) is a tool like any other."""
+    upstream.script = shell_script
+    client = openai_client(await make_proxy(**STOP), "agents-shell", [])
+    shell = ShellTool(executor=lambda _: "cat: invoice.txt: No such file or directory")
+    agent = Agent(name="Ops", instructions="Read files with the shell.", tools=[shell])
+    agent.model = _model("responses", client)
+    result = await Runner.run(agent, "What is in invoice.txt?", max_turns=20)
+    assert isinstance(result.final_output, str) and "non_progress" in result.final_output
+    assert len(upstream.received) == 3
+    forwarded = [r for r in requests_of(sink) if r.blocked_by is None]
+    assert [r.tool_calls for r in forwarded] == [("shell",)] * 3
 
 
 async def _drain(events: AsyncIterator[Any]) -> None:

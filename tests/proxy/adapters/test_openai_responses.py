@@ -1,0 +1,41 @@
+"""The Responses adapter on item types beyond messages and function calls (whole cases: fixtures/)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from runguard.proxy.adapters import ResponsesAdapter
+from runguard.proxy.adapters.base import RequestContext
+
+CASE = Path(__file__).resolve().parents[3] / "fixtures" / "openai_responses" / "builtin_tool_calls"
+
+
+def test_a_stream_cut_before_its_terminal_event_keeps_built_in_and_custom_calls() -> None:
+    data = (CASE / "stream.sse").read_bytes()
+    cut = data[: data.index(b"event: response.completed")]
+    custom = (
+        b'event: response.output_item.done\ndata: {"type":"response.output_item.done","output_index":3,'
+        b'"item":{"type":"custom_tool_call","id":"ctc_1","call_id":"call_c1","name":"apply_diff",'
+        b'"input":"*** Begin Patch"},"sequence_number":9}\n\n'
+    )
+    parser = ResponsesAdapter().stream_parser()
+    parser.feed(cut + custom)
+    info = parser.close()
+    assert not info.complete
+    assert [(c.name, c.arguments, c.call_id) for c in info.tool_calls] == [
+        ("apply_patch", '{"type":"create_file","path":"missing.txt","diff":"+hello\\n"}', "call_ap1"),
+        ("shell", '{"commands":["cat missing.txt"],"timeout_ms":null,"max_output_length":null}', "call_sh2"),
+        ("apply_diff", "*** Begin Patch", "call_c1"),
+    ]
+
+
+def test_local_shell_output_names_its_call_by_id() -> None:
+    body = (
+        b'{"model":"gpt-5","input":[{"role":"user","content":"list"},'
+        b'{"type":"local_shell_call","id":"lsh_1","call_id":"call_l1","status":"completed",'
+        b'"action":{"type":"exec","command":["ls"],"env":{}}},'
+        b'{"type":"local_shell_call_output","id":"call_l1","output":"a.txt"}]}'
+    )
+    info = ResponsesAdapter().parse_request(body, RequestContext())
+    assert [(c.name, c.call_id) for c in info.prior_calls] == [("local_shell", "call_l1")]
+    assert [(r.name, r.call_id, r.content) for r in info.new_results] == [("local_shell", "call_l1", "a.txt")]
