@@ -33,7 +33,7 @@ from runguard.proxy.adapters.jsonish import (
 )
 from runguard.proxy.adapters.sse import SseSplitter
 from runguard.proxy.adapters.stop import stop_text
-from runguard.proxy.events import Api, OutputSchema, Provider, RequestInfo, ResponseInfo, ToolCall, Usage
+from runguard.proxy.events import Api, OutputSchema, Provider, RequestInfo, ResponseInfo, ToolCall, Usage, digest
 
 # Built-in tools the agent runs itself, as it runs function tools (openai-agents' ShellTool,
 # LocalShellTool, ApplyPatchTool): the call names no tool (its tool is named by its type, as in
@@ -243,6 +243,11 @@ def _read_item(talk: Conversation, raw: Any, *, earlier: bool) -> None:
         talk.other(len(dumps_text(item)) if kind != "item_reference" else 0)
 
 
+def _conversation_id(value: Any) -> str | None:
+    """The server-side conversation a request continues: an id, or an object with one."""
+    return opt_str(value) or opt_str(as_dict(value).get("id"))
+
+
 def _tool_names(tools: Any) -> tuple[str, ...]:
     names = []
     for raw in as_list(tools):
@@ -394,7 +399,7 @@ class ResponsesAdapter:
         if isinstance(instructions, str):
             talk.system(instructions, first=True)
         previous = data.get("previous_response_id")
-        return talk.info(
+        info = talk.info(
             api=self.api,
             model=as_str(data.get("model")),
             stream=data.get("stream") is True,
@@ -403,6 +408,12 @@ class ResponsesAdapter:
             output_schema=_output_schema(data.get("text")),
             previous_response_id=previous if isinstance(previous, str) and previous else None,
         )
+        conversation = _conversation_id(data.get("conversation"))
+        if conversation is None:
+            return info
+        # The server keeps the conversation: a step's input holds only its new items (tool outputs, no
+        # user message), so the conversation, not its first message, is the root that groups the run.
+        return dataclasses.replace(info, root_hash=digest("conversation\x00" + conversation))
 
     def parse_response(self, body: bytes) -> ResponseInfo:
         data, problem = load_object(body)

@@ -275,6 +275,34 @@ async def test_openai_agents_shell_tool_stuck_on_the_same_failure_is_stopped(
     assert [r.tool_calls for r in forwarded] == [("shell",)] * 3
 
 
+def lookup_once_script(received: Received) -> Reply:
+    """One lookup per question, then an answer (the server keeps the conversation: only new items come)."""
+    if any(item.get("type") == "function_call_output" for item in received.json()["input"]):
+        return Reply.json(payloads.response_object("Found it."))
+    call = ("call_0", "parse_document", _args(0))
+    return Reply.json(payloads.response_object(calls=[call]))
+
+
+async def test_openai_agents_runs_on_server_side_conversations_are_one_run_each(
+    upstream: FakeUpstream, make_proxy: Callable[..., Any], sink: ListSink
+) -> None:
+    """With `conversation_id` a step sends only its tool outputs, no user message: without a run header,
+    each conversation is its own run, not one run shared by every conversation's later steps."""
+    upstream.script = lookup_once_script
+    url = await make_proxy()
+    client = openai.AsyncOpenAI(base_url=url + "/v1", api_key="sk-test-conversations")
+    agent = Agent(name="Extractor", instructions="Use parse_document.", tools=[parse_document])
+    agent.model = _model("responses", client)
+    for k in range(3):
+        await Runner.run(agent, f"Extract the total of invoice {k}.", conversation_id=f"conv_{k}")
+    assert [body.json()["conversation"] for body in upstream.received] == ["conv_0"] * 2 + ["conv_1"] * 2 + [
+        "conv_2"
+    ] * 2
+    runs = [r.run_id for r in requests_of(sink)]
+    assert len(runs) == 6 and runs[0::2] == runs[1::2]  # each question's tool step is in its conversation's run
+    assert len(set(runs)) == 3
+
+
 async def _drain(events: AsyncIterator[Any]) -> None:
     async for _ in events:
         pass
