@@ -45,9 +45,11 @@ class ConsecutiveSameTool(Detector[ConsecutiveSameToolConfig]):
         names = sorted({call.name for call in _tools(seen.response.tool_calls)})
         if not names:
             return {}
-        # A turn mixing tools is pushed too: it breaks the streak.
+        # A turn mixing tools is pushed too: it breaks the streak. So does a new question from the
+        # user: a session calling one tool once per question is not calling it turn after turn.
         item = tag(names[0]) if len(names) == 1 else "+" + tag("\x00".join(names))
-        return {"turns": Push(Scope.RUN, "turns", (item,), keep=cfg.threshold)}
+        items = ("+", item) if seen.request.new_user_turn else (item,)
+        return {"turns": Push(Scope.RUN, "turns", items, keep=cfg.threshold)}
 
     def check_response(self, seen: ResponseSeen, got: Results, cfg: ConsecutiveSameToolConfig) -> Verdict | None:
         turns = got.get("turns")

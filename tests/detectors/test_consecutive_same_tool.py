@@ -11,6 +11,7 @@ from tests.detectors.harness import (
     first_trip,
     request,
     response,
+    result,
     review_transfers,
 )
 
@@ -36,13 +37,30 @@ async def test_another_tool_or_a_mixed_turn_breaks_the_streak() -> None:
 
 
 async def test_turns_without_tool_calls_are_not_turns_of_the_streak() -> None:
-    def asking() -> Step:
-        return Step(request(), response(tool_calls=[call("search", {"q": 1})]))
+    def asking() -> Step:  # within one task: the request brings the last call's result
+        searched = [result("search", {"hits": 0}, "c")]
+        return Step(request(new_results=searched), response(tool_calls=[call("search", {"q": 1})]))
 
-    steps = [asking(), Step(request(), response(text="thinking")), asking(), asking()]
+    thinking = Step(request(new_results=[result("search", {"hits": 0}, "c")]), response(text="thinking"))
+    steps = [asking(), thinking, asking(), asking()]
     assert first_trip(await RunSimulator([ConsecutiveSameTool()]).run(steps)) == 4
 
 
 async def test_agents_transferring_turn_after_turn_are_not_flagged() -> None:
     turns = review_transfers(3)
     assert first_trip(await RunSimulator([ConsecutiveSameTool()]).run(agent_loop(turns))) is None
+
+
+async def test_a_new_question_from_the_user_starts_the_streak_again() -> None:
+    """A session answering each question with one lookup: the user's turn sits between the calls."""
+
+    def question(n: int) -> list[Step]:
+        ask = Step(request(user_text=f"question {n}"), response(tool_calls=[call("search", {"q": n})]))
+        answered = Step(
+            request(new_results=[result("search", {"hits": n}, "c")], prior_calls=[call("search", {"q": n}, "c")]),
+            response(text=f"answer {n}"),
+        )
+        return [ask, answered]
+
+    steps = [step for n in range(5) for step in question(n)]
+    assert first_trip(await RunSimulator([ConsecutiveSameTool()]).run(steps)) is None
