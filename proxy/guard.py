@@ -366,6 +366,8 @@ class Guard:
             await self._count_unguarded(ticket, seen)
             self._emit(ticket, seen, client_status, error, body)
             return
+        if seen.response.parse_error and seen.status is not None and seen.status < 300:
+            self._observer.parse_error(ticket.request.api.value, "response")  # an answer in a shape not known
         # First, so that a follow-up naming this response finds its run however long the rest takes.
         await self._remember(ticket, seen)
         views = ticket.views_of(seen)

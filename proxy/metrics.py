@@ -27,7 +27,7 @@ Metric names (values in milliseconds where the name says `_ms`):
   runguard_upstream_latency_ms{provider,api}        send to end of response (streams: last byte)
   runguard_proxy_overhead_ms                        time spent in the proxy itself
   runguard_detector_faults_total{detector,hook}     detectors that raised (request went on)
-  runguard_parse_errors_total{api}                  bodies the adapters could not parse
+  runguard_parse_errors_total{api,body}             bodies the adapters could not parse (request, or a 2xx response)
   runguard_state_errors_total                       state backend failures
   runguard_alerts_total{outcome}                    webhook deliveries: delivered, failed, dropped
   runguard_store_backlog, runguard_store_dropped_total   read from the record sink, when it has them
@@ -158,7 +158,7 @@ class Metrics:
         self._blocked: dict[str, int] = {}  # detector
         self._trips: dict[tuple[str, str], int] = {}  # (detector, action)
         self._faults: dict[tuple[str, str], int] = {}  # (detector, hook)
-        self._parse_errors: dict[str, int] = {}  # api
+        self._parse_errors: dict[tuple[str, str], int] = {}  # (api, body)
         self._state_errors = 0
         self._alerts: dict[str, int] = {}  # outcome
         # Per model label: [usd, *tokens in TOKEN_KINDS order]; client model names map to their label's row.
@@ -213,8 +213,8 @@ class Metrics:
     def state_error(self) -> None:
         self._state_errors += 1
 
-    def parse_error(self, api: str) -> None:
-        _bump(self._parse_errors, api)
+    def parse_error(self, api: str, body: str = "request") -> None:
+        _bump(self._parse_errors, (api, body))
 
     def alert_outcome(self, outcome: str) -> None:
         _bump(self._alerts, outcome)
@@ -307,8 +307,7 @@ class Metrics:
         yield _counter(
             "runguard_detector_faults_total", "Detectors that raised.", ("detector", "hook"), self._faults.items()
         )
-        parse_errors = (((api,), n) for api, n in self._parse_errors.items())
-        yield _counter("runguard_parse_errors_total", "Unparsable bodies.", ("api",), parse_errors)
+        yield _counter("runguard_parse_errors_total", "Unparsable bodies.", ("api", "body"), self._parse_errors.items())
         yield CounterMetricFamily("runguard_state_errors_total", "State backend failures.", value=self._state_errors)
         alerts = (((outcome,), n) for outcome, n in self._alerts.items())
         yield _counter("runguard_alerts_total", "Webhook alert deliveries.", ("outcome",), alerts)

@@ -21,7 +21,7 @@ class Observer(Protocol):
 
     def state_error(self) -> None: ...
 
-    def parse_error(self, api: str) -> None: ...
+    def parse_error(self, api: str, body: str = "request") -> None: ...
 
 
 class NullObserver:
@@ -39,7 +39,7 @@ class NullObserver:
     def state_error(self) -> None:
         pass
 
-    def parse_error(self, api: str) -> None:
+    def parse_error(self, api: str, body: str = "request") -> None:
         pass
 
 
@@ -68,5 +68,5 @@ class FanOut:
     def state_error(self) -> None:
         self._each("state_error")
 
-    def parse_error(self, api: str) -> None:
-        self._each("parse_error", api)
+    def parse_error(self, api: str, body: str = "request") -> None:
+        self._each("parse_error", api, body)

@@ -95,12 +95,32 @@ async def test_counters_and_histograms_move_and_no_key_or_run_leaks(upstream: Fa
     assert value(found, "runguard_upstream_latency_ms_count", provider="openai", api="chat") == 2
     assert value(found, "runguard_proxy_overhead_ms_count") == 3
     assert value(found, "runguard_detector_faults_total", detector="exploding", hook="check_request") >= 1
-    assert value(found, "runguard_parse_errors_total", api="chat") == 1
+    assert value(found, "runguard_parse_errors_total", api="chat", body="request") == 1
     assert value(found, "runguard_in_flight_requests") == 0
     assert value(found, "runguard_state_degraded") == 0
     key_hash = sink.records[0].key_hash
     for secret in (KEY, key_hash, RUN, "fine"):
         assert secret not in text
+
+
+async def test_an_answer_the_adapter_cannot_read_is_counted_unless_it_is_an_error_page(upstream: FakeUpstream) -> None:
+    """A 200 in a shape no adapter knows means the provider's format moved; a 502 HTML page is just an error."""
+    answers = iter(
+        [Reply(200, b"<html>maintenance</html>", {"Content-Type": "application/json"}), Reply(502, b"<html>")]
+    )
+    upstream.script = lambda _: next(answers)
+    running = await start_proxy(settings_for(upstream.url))
+    try:
+        async with aiohttp.ClientSession() as session:
+            for status in (200, 502):
+                body = orjson.dumps({"model": "gpt-4o-mini", "messages": [{"role": "user", "content": "hi"}]})
+                async with session.post(running.url + "/v1/chat/completions", data=body) as response:
+                    assert response.status == status  # forwarded as they came
+        found = samples(await scrape(running.url))
+    finally:
+        await running.stop()
+    assert value(found, "runguard_parse_errors_total", api="chat", body="response") == 1
+    assert value(found, "runguard_parse_errors_total", api="chat", body="request") == 0
 
 
 async def test_in_flight_gauge_while_a_request_is_served(upstream: FakeUpstream) -> None:
