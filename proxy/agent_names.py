@@ -7,8 +7,10 @@ real name appears is the handoff's acknowledgement, `{"assistant": "Billing
 Agent"}`, which the target agent's first request carries back as the
 transfer's result. That request is named after it, in the handoff tool's
 spelling, so the agent that speaks and the target that was handed work have
-one label; and the fingerprint is remembered with the name (per API key, a
-bounded table in this process), so the agent's later requests keep it.
+one label; and the name is kept in the run's state under the fingerprint
+(`agent.<fingerprint>`), so the agent's later requests keep it whichever
+replica serves them. The op that keeps or reads it back rides in the
+request's own state batch: no round trip of its own.
 
 An agent nobody has handed work to yet (the run's first agent, until it is
 handed back to) keeps its fingerprint label.
@@ -21,9 +23,10 @@ import re
 
 import orjson
 
+from runguard.detectors.ops import Get, Op, OpResult, Put, Scope
 from runguard.proxy.events import TRANSFER_PREFIX, AgentIdentity, RequestInfo, ToolResult
 
-MAX_NAMES = 4096  # (key, fingerprint) pairs remembered; the table starts over when full
+FIELD = "agent."  # run state: "agent.<fingerprint>" holds the name a handoff gave that agent
 _ACK = '{"assistant"'
 _NOT_IN_TOOL_NAMES = re.compile(r"[^a-z0-9_]")
 
@@ -45,26 +48,29 @@ def acknowledged(result: ToolResult) -> str | None:
     return tool_spelling(name) if isinstance(name, str) and name.strip() else None
 
 
-class AgentNames:
-    """Names learned from handoff acknowledgements, by API key and agent fingerprint."""
+def naming(request: RequestInfo) -> tuple[str | None, Op | None]:
+    """The name a handoff gives the request's agent now (None if none), and the op for the request's
+    state batch that keeps that name in the run, or reads back the one an earlier handoff gave.
 
-    def __init__(self, size: int = MAX_NAMES) -> None:
-        self._size = size
-        self._names: dict[tuple[str, str], str] = {}
+    No op when the wire names the agent (`X-Agent-Name`, ADK): nothing is learned then.
+    """
+    agent = request.agent
+    if agent.name is not None:
+        return None, None
+    field = FIELD + agent.fingerprint
+    name = next(filter(None, map(acknowledged, reversed(request.new_results))), None)
+    if name is None:
+        return None, Get(Scope.RUN, field)
+    return name, Put(Scope.RUN, field, name)
 
-    def named(self, key_hash: str, request: RequestInfo) -> RequestInfo:
-        """`request` with its agent named, when the wire gave no name but a handoff did (now or before)."""
-        agent = request.agent
-        if agent.name is not None:
-            return request
-        name = next(filter(None, map(acknowledged, reversed(request.new_results))), None)
-        slot = (key_hash, agent.fingerprint)
-        if name is None:
-            name = self._names.get(slot)
-            if name is None:
-                return request
-        elif self._names.get(slot) != name:
-            if len(self._names) >= self._size:
-                self._names.clear()
-            self._names[slot] = name
-        return dataclasses.replace(request, agent=AgentIdentity(name, agent.fingerprint, learned=True))
+
+def recalled(result: OpResult) -> str | None:
+    """The name the run's state gave back for the agent (the result of `naming`'s Get)."""
+    return result if isinstance(result, str) and result else None
+
+
+def named(request: RequestInfo, name: str | None) -> RequestInfo:
+    """`request` with its agent named `name`, learned from a handoff (unchanged for None)."""
+    if name is None:
+        return request
+    return dataclasses.replace(request, agent=AgentIdentity(name, request.agent.fingerprint, learned=True))

@@ -20,9 +20,8 @@ from collections.abc import Awaitable, Callable, Sequence
 from runguard.config.settings import Settings
 from runguard.detectors.base import RequestSeen, ResponseKind, ResponseSeen
 from runguard.detectors.ops import CompareAndSet, Get, Op, OpResult, Put, Scope
-from runguard.proxy import accounting, breaker, continuation, reporting
+from runguard.proxy import accounting, agent_names, breaker, continuation, reporting
 from runguard.proxy.adapters.base import Adapter, StopNotice, Synthetic
-from runguard.proxy.agent_names import AgentNames
 from runguard.proxy.breaker import BreakerRecord, GateKind
 from runguard.proxy.engine import Engine, Finding
 from runguard.proxy.errors import StateUnavailable
@@ -69,7 +68,6 @@ class Guard:
         self._clock = clock
         self._engine = Engine(self._on_fault, shadow=settings.guard.shadow)
         self._tokens = TokenEstimator()
-        self._agents = AgentNames()
         self.degraded_since: float | None = None
         self._undoing: set[asyncio.Task[None]] = set()  # undos waiting for a lost batch to settle
 
@@ -194,22 +192,31 @@ class Guard:
         """Decide whether the request may go upstream; `ticket.answer` is set if not."""
         now = self._clock()
         run_id, request = await self._resolve_run(header_run, key_hash, request)
-        request = self._agents.named(key_hash, request)
+        # A handoff's acknowledgement names its target now; a name learned before is read back with
+        # the run's state (the last op of the batch), whichever replica learned it.
+        acked, naming = agent_names.naming(request)
+        request = agent_names.named(request, acked)
         model = request.model
         ids = scope_ids(run_id, key_hash, model, now)
         seen = RequestSeen(run_id, key_hash, now, request, self._tables.window(model), digest(body))
         ticket = Ticket(run_id, key_hash, ids, seen, adapter)
         ticket.lineup = self._policy.lineup(key_hash, model, tight)
         batch = self._engine.plan_request(ticket.lineup, seen, accounting.REQUEST_OPS)
-        results = await self._execute(
-            ids, [*accounting.request_ops(now, seen.body_hash), *batch.ops], undo=accounting.release_ops()
-        )
+        ops = [*accounting.request_ops(now, seen.body_hash), *batch.ops]
+        if naming is not None:
+            ops.append(naming)
+        results = await self._execute(ids, ops, undo=accounting.release_ops())
         if results is None:
             if self._settings.state.fail_closed:
                 notice = StopNotice("state_unavailable", run_id, "the shared state backend is unavailable")
                 ticket.answer = self._answer(ticket, notice, ResponseKind.ERROR)
                 ticket.blocked_by = "state_unavailable"
             return ticket
+        if acked is None and naming is not None:
+            name = agent_names.recalled(results[-1])
+            if name is not None:
+                seen = dataclasses.replace(seen, request=agent_names.named(request, name))
+                ticket.seen = seen
         facts, breakers = accounting.facts_from(results)
         ticket.facts = facts
         ticket.carried = accounting.carried_from(results)

@@ -9,6 +9,7 @@ redis-server of its own so it can stop and restart it.
 from __future__ import annotations
 
 import asyncio
+import json
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from pathlib import Path
@@ -20,13 +21,15 @@ import orjson
 import pytest
 import redis.asyncio as aioredis
 import yaml
+from agents import Agent, OpenAIChatCompletionsModel, OpenAIResponsesModel, Runner, function_tool
 
 from tests.e2e import agents, payloads
+from tests.e2e.test_multi_agent import _openai_reply, openai_pair, openai_script, ping_pong, relay, review
 from tests.services import require_redis, unique_name
 from tests.support.processes import ServeProcess, start_serve
 from tests.support.redis_relay import LosingRelay
 from tests.support.redis_server import own_redis
-from tests.support.upstream import FakeUpstream, Reply
+from tests.support.upstream import FakeUpstream, Received, Reply
 
 pytestmark = [pytest.mark.redis, pytest.mark.slow]
 
@@ -257,3 +260,133 @@ async def test_redis_outage_fails_open_reports_degraded_and_detection_resumes(
                 await _alternating_loop([_client(url, "after-outage")])
             assert caught.value.code == "runguard_non_progress"
             assert (await http.get(url + "/runguard/health")).json()["status"] == "ok"
+
+
+# -- openai-agents handoffs across replicas ---------------------------------------------------------
+
+
+class RoundRobin(httpx.AsyncBaseTransport):
+    """Sends each request to the next replica in turn, `start` first: a load balancer without affinity."""
+
+    def __init__(self, urls: list[str], start: int = 0) -> None:
+        self._urls = [httpx.URL(url) for url in urls]
+        self._sent = start
+        self._inner = httpx.AsyncHTTPTransport()
+
+    async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
+        replica = self._urls[self._sent % len(self._urls)]
+        self._sent += 1
+        request.url = request.url.copy_with(host=replica.host, port=replica.port)
+        return await self._inner.handle_async_request(request)
+
+    async def aclose(self) -> None:
+        await self._inner.aclose()
+
+
+def _spread(urls: list[str], run_id: str, start: int) -> openai.AsyncOpenAI:
+    """A client of a run whose requests go to each replica in turn."""
+    return openai.AsyncOpenAI(
+        base_url=urls[0] + "/v1",
+        api_key="sk-replica-agents",
+        default_headers={"X-Run-Id": run_id},
+        http_client=httpx.AsyncClient(transport=RoundRobin(urls, start)),
+        max_retries=0,
+    )
+
+
+def _agents_model(client: openai.AsyncOpenAI, kind: str) -> Any:
+    if kind == "responses":
+        return OpenAIResponsesModel(model="gpt-4o", openai_client=client)
+    return OpenAIChatCompletionsModel(model="gpt-4o", openai_client=client)
+
+
+def _desk_script(upstream: FakeUpstream, kind: str) -> Callable[[Received], Reply]:
+    """A help desk: triage sends each question to billing first, and on to support when billing hands it
+    back; support looks the ticket up before it answers. Every turn names the question it is about."""
+
+    def script(received: Received) -> Reply:
+        body = received.json()
+        items = body["input"] if kind == "responses" else body["messages"]
+        instructions = body["instructions"] if kind == "responses" else items[0]["content"]
+        agent = instructions.split(".")[0].removeprefix("You are ")
+        asked = [item["content"] for item in items if item.get("role") == "user"][-1]
+        question, topic = asked.split()[0], asked.split()[1].rstrip(":")
+        last = str(items[-1].get("output") or items[-1].get("content") or "")
+        seen = len(upstream.received)
+        if agent == "triage":
+            target = "support" if '"assistant"' in last else "billing"  # handed back: billing said no
+            return _openai_reply(kind, (f"routing {question}", target), f"call_{seen}")
+        if agent != topic:
+            return _openai_reply(kind, (f"{question} is not for {agent}", "triage"), f"call_{seen}")
+        if agent == "support" and "ticket of" not in last:
+            call = (f"call_{seen}", "lookup", json.dumps({"question": question}))
+            if kind == "responses":
+                return Reply.json(payloads.response_object(calls=[call]))
+            return Reply.json(payloads.chat_completion(tool_calls=[call]))
+        return _openai_reply(kind, (f"{agent} answers {question}", None), f"call_{seen}")
+
+    return script
+
+
+@function_tool
+def lookup(question: str) -> str:
+    """Look the question's ticket up."""
+    return f"ticket of {question}"
+
+
+@pytest.mark.parametrize("start", [0, 1])
+@pytest.mark.parametrize("kind", ["responses", "chat"])
+async def test_an_openai_agents_routing_session_spread_over_replicas_is_not_stopped(
+    upstream: FakeUpstream, replicas: Replicas, kind: str, start: int
+) -> None:
+    """Triage is named once billing hands a question back to it; each new question starts at triage again,
+    often on the replica that did not see that handoff. The name is the run's, not a replica's: triage's
+    later requests are triage's, and a question handed back is not triage re-entering the chain."""
+    upstream.script = _desk_script(upstream, kind)
+    urls = await replicas()
+    model = _agents_model(_spread(urls, f"desk-{kind}-{start}", start), kind)
+    triage, billing, support = (
+        Agent(name=name.title(), instructions=f"You are {name}. Do your part.", model=model)
+        for name in ("triage", "billing", "support")
+    )
+    triage.handoffs, billing.handoffs, support.handoffs = [billing, support], [triage], [triage]
+    support.tools = [lookup]
+    history: list[Any] = []
+    for i, topic in enumerate(["support", "billing", "support", "billing"], 1):
+        asked = {"role": "user", "content": f"Q{i} {topic}: question {i}"}
+        result = await Runner.run(triage, [*history, asked], max_turns=10)
+        assert result.final_output == f"{topic} answers Q{i}"
+        history = result.to_input_list()
+    assert len(upstream.received) == 14
+
+
+@pytest.mark.parametrize("kind", ["responses", "chat"])
+async def test_openai_agents_handoff_loops_trip_across_replicas_where_they_trip_on_one(
+    upstream: FakeUpstream, replicas: Replicas, kind: str
+) -> None:
+    urls = await replicas()
+    upstream.script = openai_script(upstream, kind, ping_pong)
+    triage = openai_pair(_spread(urls, f"pp-{kind}", 0), kind, "triage", "billing")
+    with pytest.raises(openai.RateLimitError) as caught:
+        await Runner.run(triage, "My invoice is wrong.", max_turns=30)
+    assert caught.value.code == "runguard_handoff_cycle"
+    assert len(upstream.received) == 4  # as on one process (tests/e2e/test_multi_agent.py)
+
+    upstream.received.clear()
+    upstream.script = openai_script(upstream, kind, review(rounds=4))
+    writer = openai_pair(_spread(urls, f"review-{kind}", 1), kind, "writer", "editor")
+    assert (await Runner.run(writer, "Write a poem about a harbour.", max_turns=30)).final_output == "Approved."
+
+    upstream.received.clear()
+    upstream.script = openai_script(upstream, kind, relay(["triage", "billing", "refunds"], back_to="triage"))
+    model = _agents_model(_spread(urls, f"reenter-{kind}", 1), kind)
+    first, second, third = (
+        Agent(name=name.title(), instructions=f"You are {name}. Do your part.", model=model)
+        for name in ("triage", "billing", "refunds")
+    )
+    first.handoffs, second.handoffs, third.handoffs = [second], [third], [first]
+    with pytest.raises(openai.RateLimitError) as caught:
+        await Runner.run(first, "My refund never arrived.", max_turns=30)
+    assert caught.value.code == "runguard_delegation"
+    assert "'triage' is handed work while already in the delegation chain triage -> billing" in caught.value.message
+    assert len(upstream.received) == 4

@@ -1,9 +1,11 @@
-"""AgentNames: agents the wire does not name are named by the handoffs to them."""
+"""Agent names: agents the wire does not name are named by the handoffs to them, kept in the run's state."""
 
 from __future__ import annotations
 
-from runguard.proxy.agent_names import AgentNames, acknowledged, tool_spelling
+from runguard.proxy.agent_names import acknowledged, named, naming, recalled, tool_spelling
 from runguard.proxy.events import AgentIdentity, Api, RequestInfo, ToolResult
+from runguard.proxy.state.base import ScopeIds
+from runguard.proxy.state.memory import MemoryState
 
 FINGERPRINT = "ab" * 8
 
@@ -37,35 +39,37 @@ def test_only_a_transfer_s_acknowledgement_names_an_agent() -> None:
     assert acknowledged(ToolResult(None, "c", '{"assistant": "x"}')) is None
 
 
-def test_the_handed_to_agent_is_named_and_keeps_its_name_for_its_later_requests() -> None:
-    names = AgentNames()
-    first = names.named("k1", request(ack("Billing Agent")))
+async def admitted(state: MemoryState, run: str, seen: RequestInfo) -> RequestInfo:
+    """`seen` named as the guard names it: by its handoff, else by what the run's state kept."""
+    acked, op = naming(seen)
+    if op is None:
+        return seen
+    (result,) = await state.execute(ScopeIds(run, "k", "k|m", "k|d"), [op])
+    return named(seen, acked if acked is not None else recalled(result))
+
+
+async def test_the_handed_to_agent_is_named_and_keeps_its_name_for_its_later_requests() -> None:
+    state = MemoryState()
+    first = await admitted(state, "r1", request(ack("Billing Agent")))
     assert first.agent == AgentIdentity("billing_agent", FINGERPRINT, learned=True)
-    later = names.named("k1", request(ToolResult("lookup", "c2", "{}")))
-    assert later.agent.label == "billing_agent" and later.agent.steady == "agent-abababab"
-    # Another key's agent with the same instructions and tools is not named by it.
-    assert names.named("k2", request()).agent.label == "agent-abababab"
-    # Nor is another agent of the same key.
-    assert names.named("k1", request(fingerprint="cd" * 8)).agent.name is None
+    later = await admitted(state, "r1", request(ToolResult("lookup", "c2", "{}")))
+    assert later.agent.label == "billing_agent" and later.agent.steady == "agent-abababab" and later.agent.learned
+    # Another run's agent with the same instructions and tools is not named by it.
+    assert (await admitted(state, "r2", request())).agent.label == "agent-abababab"
+    # Nor is another agent of the same run.
+    assert (await admitted(state, "r1", request(fingerprint="cd" * 8))).agent.name is None
 
 
-def test_a_name_from_the_wire_is_kept() -> None:
-    names = AgentNames()
-    named = request(ack("Billing"), name="billing-from-header")
-    assert names.named("k", named) is named
-    assert names.named("k", request()).agent.name is None  # and nothing was learned from it
+async def test_a_name_from_the_wire_is_kept() -> None:
+    state = MemoryState()
+    from_header = request(ack("Billing"), name="billing-from-header")
+    assert naming(from_header) == (None, None)  # no op in the request's batch
+    assert await admitted(state, "r", from_header) is from_header
+    assert (await admitted(state, "r", request())).agent.name is None  # and nothing was learned from it
 
 
-def test_the_last_handoff_of_the_tail_names_the_agent_and_a_new_one_renames_it() -> None:
-    names = AgentNames()
-    assert names.named("k", request(ack("Triage"), ack("Billing"))).agent.label == "billing"
-    assert names.named("k", request(ack("Refunds"))).agent.label == "refunds"
-    assert names.named("k", request()).agent.label == "refunds"
-
-
-def test_the_table_is_bounded() -> None:
-    names = AgentNames(size=2)
-    for i in range(5):
-        names.named("k", request(ack(f"agent{i}"), fingerprint=f"{i:016x}"))
-    learned = [names.named("k", request(fingerprint=f"{i:016x}")).agent.name for i in range(5)]
-    assert learned.count(None) >= 3 and learned[-1] == "agent4"
+async def test_the_last_handoff_of_the_tail_names_the_agent_and_a_new_one_renames_it() -> None:
+    state = MemoryState()
+    assert (await admitted(state, "r", request(ack("Triage"), ack("Billing")))).agent.label == "billing"
+    assert (await admitted(state, "r", request(ack("Refunds")))).agent.label == "refunds"
+    assert (await admitted(state, "r", request())).agent.label == "refunds"
