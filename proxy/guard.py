@@ -221,13 +221,39 @@ class Guard:
         ticket.facts = facts
         ticket.carried = accounting.carried_from(results)
         findings, ticket.before = self._engine.check_request(ticket.lineup, batch, results, seen, facts)
+        if not findings and breakers.run is None and breakers.key is None and breakers.key_model is None:
+            return ticket  # nothing to gate, record or answer: the usual request waits on nothing more
+        if self._state.never_waits:
+            await self._decide(ticket, findings, breakers)
+            return ticket
+        deciding = asyncio.ensure_future(self._decide(ticket, findings, breakers))
+        try:
+            await asyncio.shield(deciding)
+        except asyncio.CancelledError:
+            # The client left while the decision waited on the state (a breaker to open, a probe to claim,
+            # the slot of a request answered locally to give back): it is made all the same, and the slot
+            # of a request admitted for nobody is given back.
+            hold(self._undoing, self._abandoned(ticket, deciding))
+            raise
+        return ticket
+
+    async def _abandoned(self, ticket: Ticket, deciding: asyncio.Future[None]) -> None:
+        try:
+            await deciding
+        except Exception:
+            log.exception("admission failed after its client left")
+            return
+        if ticket.answer is None:
+            await self._execute(ticket.ids, [*accounting.release_ops(), *ticket.probe_undo])
+
+    async def _decide(self, ticket: Ticket, findings: list[Finding], breakers: accounting.Breakers) -> None:
+        """Gate on the breakers, act on the request's findings, and answer locally if either says so."""
         await self._gate(ticket, breakers)
         if ticket.answer is None:
             await self._act(ticket, findings, breakers, seen=None)
         if ticket.answer is not None:
             # Answered locally: free the in-flight slot, and give back a probe this request had claimed.
-            await self._execute(ids, [*accounting.release_ops(), *ticket.probe_undo])
-        return ticket
+            await self._execute(ticket.ids, [*accounting.release_ops(), *ticket.probe_undo])
 
     async def _gate(self, ticket: Ticket, breakers: accounting.Breakers) -> None:
         """Answer locally while a breaker is open; admit one probe when its cooldown is over."""

@@ -11,7 +11,8 @@ import openai
 import orjson
 import pytest
 
-from runguard.detectors.ops import Op, OpResult, Scope
+from runguard.detectors.ops import Op, OpResult, Put, Scope
+from runguard.proxy import breaker
 from runguard.proxy.accounting import release_ops, request_ops
 from runguard.proxy.app import create_app
 from runguard.proxy.handlers import CONTEXT
@@ -213,6 +214,60 @@ async def test_a_client_gone_while_its_request_is_being_admitted_gives_its_in_fl
             await asyncio.sleep(0.02)
         assert (await state.read_scope(Scope.RUN, "gone"))["core.inflight"] == 0.0
         assert not upstream.received  # the request never went on
+    finally:
+        await running.stop()
+
+
+class SlowBreakerOpening(MemoryState):
+    """In-memory state whose batch opening a breaker waits for `go`: a Redis round trip still on its way
+    when the client of the request that tripped gives up."""
+
+    never_waits = False
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.opening, self.go = asyncio.Event(), asyncio.Event()
+
+    async def execute(self, ids: ScopeIds, ops: Sequence[Op]) -> list[OpResult]:
+        if any(isinstance(op, Put) and op.field == breaker.FIELD and op.value for op in ops):
+            self.opening.set()
+            await self.go.wait()
+        return await super().execute(ids, ops)
+
+
+async def test_a_client_gone_while_its_request_s_trip_opens_the_breaker_gives_its_slot_back(
+    upstream: FakeUpstream, sink: ListSink
+) -> None:
+    """The request's state batch has run (its slot is taken) and a detector stops it before it goes upstream;
+    the client leaves while the breaker is being opened. The breaker opens all the same, and the slot is given
+    back (it was held until the run expired, counting toward over_spawn)."""
+    upstream.script = lambda _: Reply.json(payloads.chat_completion("done"))
+    state = SlowBreakerOpening()
+    settings = settings_for(upstream.url, guard={"detectors": {"max_requests": {"limit": 1}}})
+    running = await start_proxy(settings, sink=sink, state=state)
+    headers = {"X-Run-Id": "gone-tripping", "Content-Type": "application/json"}
+    try:
+        async with aiohttp.ClientSession() as session:
+            async with session.post(running.url + CHAT, data=_chat(), headers=headers) as first:
+                assert first.status == 200
+            await eventually(lambda: len(requests_of(sink)) == 1)
+            sending = asyncio.create_task(session.post(running.url + CHAT, data=_chat(), headers=headers))
+            await state.opening.wait()  # the 2nd request tripped max_requests: its breaker is being opened
+            sending.cancel()
+            with pytest.raises(asyncio.CancelledError):
+                await sending
+        server = running.runner.server
+        assert server is not None
+        await eventually(lambda: not server.connections)  # the proxy saw the client go
+        state.go.set()
+        for _ in range(50):  # the rest of the admission runs to its end in the background
+            if (await state.read_scope(Scope.RUN, "gone-tripping")).get("core.inflight") == 0.0:
+                break
+            await asyncio.sleep(0.02)
+        run = await state.read_scope(Scope.RUN, "gone-tripping")
+        assert run["core.inflight"] == 0.0
+        assert run[breaker.FIELD]  # the trip's breaker is open: the run's next request is answered locally
+        assert len(upstream.received) == 1
     finally:
         await running.stop()
 
