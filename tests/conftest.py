@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
+from typing import Any
 
 import pytest
 
@@ -20,6 +21,25 @@ async def upstream() -> AsyncIterator[FakeUpstream]:
 @pytest.fixture
 def sink() -> ListSink:
     return ListSink()
+
+
+ProxyFactory = Callable[..., Any]
+
+
+@pytest.fixture
+async def make_proxy(upstream: FakeUpstream, sink: ListSink) -> AsyncIterator[ProxyFactory]:
+    """make_proxy(**sections) -> the URL of a real proxy with extra settings (e.g. guard={...}) in front of
+    `upstream`, its records in `sink`; every proxy made is stopped after the test."""
+    running = []
+
+    async def make(**sections: Any) -> str:
+        proxy = await start_proxy(settings_for(upstream.url, **sections), sink=sink)
+        running.append(proxy)
+        return proxy.url
+
+    yield make
+    for proxy in running:
+        await proxy.stop()
 
 
 @pytest.fixture

@@ -39,27 +39,13 @@ from pydantic import BaseModel
 from tests.e2e import agents as loops
 from tests.e2e import payloads
 from tests.e2e.faults import requests_of
-from tests.support.proxy import ListSink, settings_for, start_proxy
+from tests.support.proxy import ListSink
 from tests.support.upstream import FakeUpstream, Received, Reply
 
 STOP = {"guard": {"detectors": {"non_progress": {"response": "stop"}}}}
 SOFT_ERROR = json.dumps({"status": "partial_parse_error", "data": None})
 
 set_tracing_disabled(True)
-
-
-@pytest.fixture
-async def make_proxy(upstream: FakeUpstream, sink: ListSink) -> AsyncIterator[Callable[..., Any]]:
-    running = []
-
-    async def make(**sections: Any) -> str:
-        proxy = await start_proxy(settings_for(upstream.url, **sections), sink=sink)
-        running.append(proxy)
-        return proxy.url
-
-    yield make
-    for proxy in running:
-        await proxy.stop()
 
 
 def openai_client(proxy_url: str, run_id: str, sent: list[httpx.Request]) -> openai.AsyncOpenAI:

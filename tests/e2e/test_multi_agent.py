@@ -44,20 +44,6 @@ Role = Callable[[str, int], Turn]  # (speaking agent, how many requests upstream
 
 
 @pytest.fixture
-async def make_proxy(upstream: FakeUpstream, sink: ListSink) -> AsyncIterator[Callable[..., Any]]:
-    running = []
-
-    async def make(**sections: Any) -> str:
-        proxy = await start_proxy(settings_for(upstream.url, **sections), sink=sink)
-        running.append(proxy)
-        return proxy.url
-
-    yield make
-    for proxy in running:
-        await proxy.stop()
-
-
-@pytest.fixture
 async def openai_clients() -> AsyncIterator[list[openai.AsyncOpenAI]]:
     """Clients the test makes, closed at its end while the event loop still runs."""
     clients: list[openai.AsyncOpenAI] = []

@@ -8,7 +8,7 @@ before the stop.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Callable
+from collections.abc import Callable
 from typing import Any
 
 import httpx
@@ -19,26 +19,10 @@ from google import genai
 from google.genai import errors as genai_errors
 from google.genai import types
 
+from tests.conftest import ProxyFactory
 from tests.e2e import agents, payloads
-from tests.support.proxy import ListSink, settings_for, start_proxy
+from tests.support.proxy import ListSink
 from tests.support.upstream import FakeUpstream, Received, Reply
-
-ProxyFactory = Callable[..., Any]
-
-
-@pytest.fixture
-async def make_proxy(upstream: FakeUpstream, sink: ListSink) -> AsyncIterator[ProxyFactory]:
-    """Start the real proxy with extra settings, e.g. make_proxy(guard={...})."""
-    running = []
-
-    async def make(**sections: Any) -> str:
-        proxy = await start_proxy(settings_for(upstream.url, **sections), sink=sink)
-        running.append(proxy)
-        return proxy.url
-
-    yield make
-    for proxy in running:
-        await proxy.stop()
 
 
 def counting_client(proxy_url: str, sent: list[httpx.Request], run_id: str, **kwargs: Any) -> openai.AsyncOpenAI:
