@@ -13,6 +13,7 @@ from collections.abc import Callable
 from typing import Any
 
 import openai
+from agents import OpenAIChatCompletionsModel, OpenAIResponsesModel
 from google import genai
 from google.genai import types
 
@@ -20,6 +21,15 @@ from tests.e2e import payloads
 from tests.support.upstream import Received, Reply
 
 Tool = Callable[[str, dict[str, Any]], str]
+
+
+def sdk_model(
+    kind: str, client: openai.AsyncOpenAI, model: str = "gpt-4o"
+) -> OpenAIResponsesModel | OpenAIChatCompletionsModel:
+    """An openai-agents model on `client`: the Responses API for "responses", else Chat Completions."""
+    if kind == "responses":
+        return OpenAIResponsesModel(model=model, openai_client=client)
+    return OpenAIChatCompletionsModel(model=model, openai_client=client)
 
 
 def soft_error_tool(name: str, args: dict[str, Any]) -> str:

@@ -38,6 +38,7 @@ from pydantic import BaseModel
 
 from tests.e2e import agents as loops
 from tests.e2e import payloads
+from tests.e2e.agents import sdk_model
 from tests.e2e.faults import requests_of
 from tests.support.proxy import ListSink
 from tests.support.upstream import FakeUpstream, Received, Reply
@@ -141,9 +142,7 @@ def gemini_script(received: Received) -> Reply:
 
 
 def _model(kind: str, client: openai.AsyncOpenAI) -> OpenAIResponsesModel | OpenAIChatCompletionsModel:
-    if kind == "responses":
-        return OpenAIResponsesModel(model="gpt-4o", openai_client=client)
-    return OpenAIChatCompletionsModel(model="gpt-4o-mini", openai_client=client)
+    return sdk_model(kind, client, "gpt-4o" if kind == "responses" else "gpt-4o-mini")
 
 
 def _agent(kind: str, client: openai.AsyncOpenAI, output_type: type[Any] | None = None) -> Agent[Any]:

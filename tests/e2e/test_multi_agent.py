@@ -23,7 +23,7 @@ from typing import Any
 import httpx
 import openai
 import pytest
-from agents import Agent, OpenAIChatCompletionsModel, OpenAIResponsesModel, Runner, set_tracing_disabled
+from agents import Agent, OpenAIResponsesModel, Runner, set_tracing_disabled
 from google.adk.agents import LlmAgent
 from google.adk.models import Gemini
 from google.adk.runners import Runner as AdkRunner
@@ -32,6 +32,7 @@ from google.genai import errors as genai_errors
 from google.genai import types
 
 from tests.e2e import payloads
+from tests.e2e.agents import sdk_model
 from tests.e2e.faults import requests_of, trips_of
 from tests.support.proxy import ListSink, settings_for, start_proxy
 from tests.support.upstream import FakeUpstream, Received, Reply
@@ -102,11 +103,7 @@ def openai_script(upstream: FakeUpstream, kind: str, role: Role) -> Callable[[Re
 
 def openai_pair(client: openai.AsyncOpenAI, kind: str, first: str, second: str) -> Agent[Any]:
     """Two agents that can hand over to each other; returns the first."""
-    model = (
-        OpenAIResponsesModel(model="gpt-4o", openai_client=client)
-        if kind == "responses"
-        else OpenAIChatCompletionsModel(model="gpt-4o", openai_client=client)
-    )
+    model = sdk_model(kind, client)
     one = Agent(name=first.title(), instructions=f"You are {first}. Do your part.", model=model)
     two = Agent(name=second.title(), instructions=f"You are {second}. Do your part.", model=model)
     one.handoffs = [two]
@@ -368,11 +365,7 @@ async def test_openai_agents_chain_of_handoffs_deeper_than_five_trips_delegation
     names = ["a0", "a1", "a2", "a3", "a4", "a5", "a6"]
     upstream.script = openai_script(upstream, kind, relay(names))
     client = await client_for(make_proxy, f"deep-{kind}", openai_clients)
-    model = (
-        OpenAIResponsesModel(model="gpt-4o", openai_client=client)
-        if kind == "responses"
-        else OpenAIChatCompletionsModel(model="gpt-4o", openai_client=client)
-    )
+    model = sdk_model(kind, client)
     agents: list[Agent[Any]] = []
     for name in reversed(names):
         agents.insert(
@@ -396,11 +389,7 @@ async def test_openai_agents_handoff_back_to_the_first_agent_past_its_parent_tri
     is named by the handoff that re-enters it and caught as the agent already at the chain's root."""
     upstream.script = openai_script(upstream, kind, relay(["triage", "billing", "refunds"], back_to="triage"))
     client = await client_for(make_proxy, f"reenter-{kind}", openai_clients)
-    model = (
-        OpenAIResponsesModel(model="gpt-4o", openai_client=client)
-        if kind == "responses"
-        else OpenAIChatCompletionsModel(model="gpt-4o", openai_client=client)
-    )
+    model = sdk_model(kind, client)
     triage, billing, refunds = (
         Agent(name=name.title(), instructions=f"You are {name}. Do your part.", model=model)
         for name in ("triage", "billing", "refunds")

@@ -21,9 +21,10 @@ import orjson
 import pytest
 import redis.asyncio as aioredis
 import yaml
-from agents import Agent, OpenAIChatCompletionsModel, OpenAIResponsesModel, Runner, function_tool
+from agents import Agent, Runner, function_tool
 
 from tests.e2e import agents, payloads
+from tests.e2e.agents import sdk_model
 from tests.e2e.test_multi_agent import _openai_reply, openai_pair, openai_script, ping_pong, relay, review
 from tests.services import require_redis, unique_name
 from tests.support.processes import ServeProcess, start_serve
@@ -294,12 +295,6 @@ def _spread(urls: list[str], run_id: str, start: int) -> openai.AsyncOpenAI:
     )
 
 
-def _agents_model(client: openai.AsyncOpenAI, kind: str) -> Any:
-    if kind == "responses":
-        return OpenAIResponsesModel(model="gpt-4o", openai_client=client)
-    return OpenAIChatCompletionsModel(model="gpt-4o", openai_client=client)
-
-
 def _desk_script(upstream: FakeUpstream, kind: str) -> Callable[[Received], Reply]:
     """A help desk: triage sends each question to billing first, and on to support when billing hands it
     back; support looks the ticket up before it answers. Every turn names the question it is about."""
@@ -344,7 +339,7 @@ async def test_an_openai_agents_routing_session_spread_over_replicas_is_not_stop
     later requests are triage's, and a question handed back is not triage re-entering the chain."""
     upstream.script = _desk_script(upstream, kind)
     urls = await replicas()
-    model = _agents_model(_spread(urls, f"desk-{kind}-{start}", start), kind)
+    model = sdk_model(kind, _spread(urls, f"desk-{kind}-{start}", start))
     triage, billing, support = (
         Agent(name=name.title(), instructions=f"You are {name}. Do your part.", model=model)
         for name in ("triage", "billing", "support")
@@ -379,7 +374,7 @@ async def test_openai_agents_handoff_loops_trip_across_replicas_where_they_trip_
 
     upstream.received.clear()
     upstream.script = openai_script(upstream, kind, relay(["triage", "billing", "refunds"], back_to="triage"))
-    model = _agents_model(_spread(urls, f"reenter-{kind}", 1), kind)
+    model = sdk_model(kind, _spread(urls, f"reenter-{kind}", 1))
     first, second, third = (
         Agent(name=name.title(), instructions=f"You are {name}. Do your part.", model=model)
         for name in ("triage", "billing", "refunds")
