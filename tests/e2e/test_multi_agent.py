@@ -111,6 +111,14 @@ def openai_pair(client: openai.AsyncOpenAI, kind: str, first: str, second: str) 
     return one
 
 
+def openai_ring(model: Any, names: list[str]) -> Agent[Any]:
+    """Agents that each hand over to the next one, the last to the first; returns the first."""
+    ring = [Agent(name=name.title(), instructions=f"You are {name}. Do your part.", model=model) for name in names]
+    for agent, following in zip(ring, ring[1:] + ring[:1], strict=True):
+        agent.handoffs = [following]
+    return ring[0]
+
+
 async def client_for(
     make_proxy: Callable[..., Any], run_id: str, clients: list[openai.AsyncOpenAI]
 ) -> openai.AsyncOpenAI:
@@ -390,13 +398,8 @@ async def test_openai_agents_handoff_back_to_the_first_agent_past_its_parent_tri
     upstream.script = openai_script(upstream, kind, relay(["triage", "billing", "refunds"], back_to="triage"))
     client = await client_for(make_proxy, f"reenter-{kind}", openai_clients)
     model = sdk_model(kind, client)
-    triage, billing, refunds = (
-        Agent(name=name.title(), instructions=f"You are {name}. Do your part.", model=model)
-        for name in ("triage", "billing", "refunds")
-    )
-    triage.handoffs, billing.handoffs, refunds.handoffs = [billing], [refunds], [triage]
     with pytest.raises(openai.RateLimitError) as caught:
-        await Runner.run(triage, "My refund never arrived.", max_turns=30)
+        await Runner.run(openai_ring(model, ["triage", "billing", "refunds"]), "My refund never arrived.", max_turns=30)
     assert caught.value.code == "runguard_delegation"
     assert (
         "agent 'triage' is handed work while already in the delegation chain triage -> billing -> refunds"

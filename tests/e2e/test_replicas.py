@@ -25,7 +25,15 @@ from agents import Agent, Runner, function_tool
 
 from tests.e2e import agents, payloads
 from tests.e2e.agents import sdk_model
-from tests.e2e.test_multi_agent import _openai_reply, openai_pair, openai_script, ping_pong, relay, review
+from tests.e2e.test_multi_agent import (
+    _openai_reply,
+    openai_pair,
+    openai_ring,
+    openai_script,
+    ping_pong,
+    relay,
+    review,
+)
 from tests.services import require_redis, unique_name
 from tests.support.processes import ServeProcess, start_serve
 from tests.support.redis_relay import LosingRelay
@@ -375,13 +383,8 @@ async def test_openai_agents_handoff_loops_trip_across_replicas_where_they_trip_
     upstream.received.clear()
     upstream.script = openai_script(upstream, kind, relay(["triage", "billing", "refunds"], back_to="triage"))
     model = sdk_model(kind, _spread(urls, f"reenter-{kind}", 1))
-    first, second, third = (
-        Agent(name=name.title(), instructions=f"You are {name}. Do your part.", model=model)
-        for name in ("triage", "billing", "refunds")
-    )
-    first.handoffs, second.handoffs, third.handoffs = [second], [third], [first]
     with pytest.raises(openai.RateLimitError) as caught:
-        await Runner.run(first, "My refund never arrived.", max_turns=30)
+        await Runner.run(openai_ring(model, ["triage", "billing", "refunds"]), "My refund never arrived.", max_turns=30)
     assert caught.value.code == "runguard_delegation"
     assert "'triage' is handed work while already in the delegation chain triage -> billing" in caught.value.message
     assert len(upstream.received) == 4
