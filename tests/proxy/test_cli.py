@@ -15,6 +15,22 @@ from tests.support.processes import console_script, start_serve
 from tests.support.upstream import FakeUpstream, Reply
 
 
+def refused_serve(env: dict[str, str], cwd: Path) -> str:
+    """Run `serve` with `env` over the environment: it must stop with exit 2 and no traceback. Its stderr."""
+    served = subprocess.run(
+        [console_script(), "serve", "--port", "0"],
+        check=False,
+        env={**os.environ, **env},
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert served.returncode == 2, served.stderr
+    assert "Traceback" not in served.stderr
+    return served.stderr
+
+
 @pytest.mark.parametrize(
     ("variable", "value", "key"),
     [
@@ -24,18 +40,8 @@ from tests.support.upstream import FakeUpstream, Reply
     ],
 )
 def test_a_bad_url_stops_serve_naming_the_key(variable: str, value: str, key: str, tmp_path: Path) -> None:
-    served = subprocess.run(
-        [console_script(), "serve", "--port", "0"],
-        check=False,
-        env={**os.environ, variable: value, "RUNGUARD_HOME": str(tmp_path)},
-        cwd=tmp_path,
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
-    assert served.returncode == 2
-    assert f"invalid configuration: {key}" in served.stderr
-    assert "Traceback" not in served.stderr
+    stderr = refused_serve({variable: value, "RUNGUARD_HOME": str(tmp_path)}, tmp_path)
+    assert f"invalid configuration: {key}" in stderr
     assert not list(tmp_path.iterdir())  # nothing created on the way out
 
 
@@ -46,23 +52,12 @@ def test_a_file_that_cannot_be_read_stops_serve_naming_the_setting(unreadable: s
     missing = tmp_path / "missing.yaml"
     config = tmp_path / "runguard.yaml"
     config.write_text(f"pricing_file: {missing}\n")
-    served = subprocess.run(
-        [console_script(), "serve", "--port", "0"],
-        check=False,
-        env={
-            **os.environ,
-            "RUNGUARD_CONFIG": str(missing if unreadable == "RUNGUARD_CONFIG" else config),
-            "RUNGUARD_HOME": str(home),
-            "RUNGUARD_DATABASE_URL": "",
-        },
-        cwd=home,
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
-    assert served.returncode == 2
-    assert f"invalid configuration: {unreadable}: cannot read {missing}" in served.stderr
-    assert "Traceback" not in served.stderr
+    env = {
+        "RUNGUARD_CONFIG": str(missing if unreadable == "RUNGUARD_CONFIG" else config),
+        "RUNGUARD_HOME": str(home),
+        "RUNGUARD_DATABASE_URL": "",
+    }
+    assert f"invalid configuration: {unreadable}: cannot read {missing}" in refused_serve(env, home)
 
 
 async def test_serve_never_logs_the_secret_in_a_webhook_url(upstream: FakeUpstream, tmp_path: Path) -> None:
