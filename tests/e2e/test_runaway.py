@@ -296,6 +296,20 @@ async def test_parallel_over_call_is_replaced_before_the_tools_run(
     assert len(upstream.received) == 1
 
 
+def warnings_client(proxy_url: str, run_id: str, warnings: list[str]) -> openai.AsyncOpenAI:
+    """An SDK client of run `run_id` that appends each answer's x-runguard-warning ("" for none) to `warnings`."""
+
+    async def keep(response: httpx.Response) -> None:
+        warnings.append(response.headers.get("x-runguard-warning", ""))
+
+    return openai.AsyncOpenAI(
+        base_url=proxy_url + "/v1",
+        api_key="sk-test-warnings",
+        default_headers={"X-Run-Id": run_id},
+        http_client=httpx.AsyncClient(event_hooks={"response": [keep]}),
+    )
+
+
 @pytest.mark.parametrize("stream", [False, True])
 async def test_a_warning_found_after_a_response_is_shown_on_the_runs_next_answer(
     upstream: FakeUpstream, make_proxy: ProxyFactory, sink: ListSink, stream: bool
@@ -303,18 +317,8 @@ async def test_a_warning_found_after_a_response_is_shown_on_the_runs_next_answer
     """`consecutive_same_tool` warns (its default) once the run calls one tool 3 times in a row: a
     finding made after the response went out, so the run's next answer carries it."""
     upstream.script = _streaming(agents.chat_script(steps=5)) if stream else agents.chat_script(steps=5)
-    proxy = await make_proxy()
     warnings: list[str] = []
-
-    async def keep(response: httpx.Response) -> None:
-        warnings.append(response.headers.get("x-runguard-warning", ""))
-
-    client = openai.AsyncOpenAI(
-        base_url=proxy + "/v1",
-        api_key="sk-test-carried",
-        default_headers={"X-Run-Id": f"carried-{stream}"},
-        http_client=httpx.AsyncClient(event_hooks={"response": [keep]}),
-    )
+    client = warnings_client(await make_proxy(), f"carried-{stream}", warnings)
     if stream:
         assert await _stream_agent(client, agents.progressing_tool) == "done"
     else:
@@ -332,18 +336,8 @@ async def test_shadow_mode_blocks_nothing_and_says_so(
     upstream: FakeUpstream, make_proxy: ProxyFactory, sink: ListSink
 ) -> None:
     upstream.script = agents.chat_script(steps=6)
-    proxy = await make_proxy(guard={"shadow": True})
     warnings: list[str] = []
-
-    async def keep(response: httpx.Response) -> None:
-        warnings.append(response.headers.get("x-runguard-warning", ""))
-
-    client = openai.AsyncOpenAI(
-        base_url=proxy + "/v1",
-        api_key="sk-test-shadow",
-        default_headers={"X-Run-Id": "shadow-run"},
-        http_client=httpx.AsyncClient(event_hooks={"response": [keep]}),
-    )
+    client = warnings_client(await make_proxy(guard={"shadow": True}), "shadow-run", warnings)
     assert await agents.chat_agent(client, agents.soft_error_tool) == "Done."
     assert len(upstream.received) == 7
     assert any("non_progress" in w for w in warnings)
