@@ -16,6 +16,7 @@ import dataclasses
 import logging
 import time
 from collections.abc import Awaitable, Callable, Sequence
+from typing import TypeVar
 
 from runguard.config.settings import Settings
 from runguard.detectors.base import RequestSeen, ResponseKind, ResponseSeen
@@ -36,6 +37,7 @@ from runguard.proxy.ticket import Ticket, scope_ids
 from runguard.proxy.tokens import TokenEstimator
 
 log = logging.getLogger("runguard.guard")
+T = TypeVar("T")
 
 BREAKER_SCOPES = (Scope.KEY_MODEL, Scope.KEY, Scope.RUN)
 
@@ -88,7 +90,8 @@ class Guard:
         """
         try:
             if undo and not self._state.never_waits:
-                results = await self._cancellable(ids, ops, undo)
+                batch = self._state.execute(ids, ops)
+                results = await self._to_the_end(batch, lambda ran: self._undo_when_run(ids, _ran(ran), undo))
             else:
                 results = await self._state.execute(ids, ops)
         except StateUnavailable as exc:
@@ -108,14 +111,14 @@ class Guard:
             self.degraded_since = None
         return results
 
-    async def _cancellable(self, ids: ScopeIds, ops: Sequence[Op], undo: Sequence[Op]) -> list[OpResult]:
-        """The batch's results; if the caller is cancelled meanwhile, the batch still runs to its end,
-        and what it took is given back once it has run."""
-        batch = asyncio.ensure_future(self._state.execute(ids, ops))
+    async def _to_the_end(self, work: Awaitable[T], if_left: Callable[[asyncio.Future[T]], object]) -> T:
+        """`work`'s result. If the caller is cancelled meanwhile (its client left), `work` still runs to
+        its end, and `if_left` is handed it to give back what it took for nobody."""
+        running = asyncio.ensure_future(work)
         try:
-            return await asyncio.shield(batch)
+            return await asyncio.shield(running)
         except asyncio.CancelledError:
-            self._undo_when_run(ids, _ran(batch), undo)
+            if_left(running)
             raise
 
     def _undo_when_run(self, ids: ScopeIds, pending: Awaitable[Sequence[OpResult] | None], undo: Sequence[Op]) -> None:
@@ -226,15 +229,11 @@ class Guard:
         if self._state.never_waits:
             await self._decide(ticket, findings, breakers)
             return ticket
-        deciding = asyncio.ensure_future(self._decide(ticket, findings, breakers))
-        try:
-            await asyncio.shield(deciding)
-        except asyncio.CancelledError:
-            # The client left while the decision waited on the state (a breaker to open, a probe to claim,
-            # the slot of a request answered locally to give back): it is made all the same, and the slot
-            # of a request admitted for nobody is given back.
-            hold(self._undoing, self._abandoned(ticket, deciding))
-            raise
+        # The client may leave while the decision waits on the state (a breaker to open, a probe to claim,
+        # the slot of a request answered locally to give back): it is made all the same, and the slot of
+        # a request admitted for nobody is given back.
+        decision = self._decide(ticket, findings, breakers)
+        await self._to_the_end(decision, lambda deciding: hold(self._undoing, self._abandoned(ticket, deciding)))
         return ticket
 
     async def _abandoned(self, ticket: Ticket, deciding: asyncio.Future[None]) -> None:
