@@ -24,7 +24,7 @@ import re
 import orjson
 
 from runguard.detectors.ops import Get, Op, OpResult, Put, Scope
-from runguard.proxy.events import TRANSFER_PREFIX, AgentIdentity, RequestInfo, ToolResult
+from runguard.proxy.events import AgentIdentity, RequestInfo, ToolResult, is_transfer
 
 FIELD = "agent."  # run state: "agent.<fingerprint>" holds the name a handoff gave that agent
 _ACK = '{"assistant"'
@@ -38,7 +38,7 @@ def tool_spelling(name: str) -> str:
 
 def acknowledged(result: ToolResult) -> str | None:
     """The agent a handoff's result names (`{"assistant": "<name>"}` after `transfer_to_<name>`), if it is one."""
-    if result.name is None or not result.name.startswith(TRANSFER_PREFIX) or not result.content.startswith(_ACK):
+    if not is_transfer(result.name) or not result.content.startswith(_ACK):
         return None
     try:
         value = orjson.loads(result.content)
