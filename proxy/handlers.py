@@ -141,9 +141,15 @@ def _key_refusal(ctx: ProxyContext, route: Route, key_hash: str) -> web.Response
     )
 
 
+def _carries_gemini_key(request: web.Request) -> bool:
+    """`x-goog-api-key`, or `?key=`: the query is parsed only when its text names a key (an OpenAI request,
+    keyed by its Authorization header, then parses no query)."""
+    return "x-goog-api-key" in request.headers or ("key" in request.query_string and "key" in request.query)
+
+
 async def handle(request: web.Request) -> web.StreamResponse:
     ctx = request.app[CONTEXT]
-    route = resolve(request.path, "x-goog-api-key" in request.headers or "key" in request.query)
+    route = resolve(request.path, _carries_gemini_key(request))
     if route is None:
         return provider_error(None, 404, f"RunGuard: no provider serves {request.path}", "unknown_path")
     key_hash = ctx.hasher.hash(raw_key(request.headers, request.query))
