@@ -21,7 +21,7 @@ from typing import TypeVar
 from runguard.config.settings import Settings
 from runguard.detectors.base import RequestSeen, ResponseKind, ResponseSeen
 from runguard.detectors.ops import CompareAndSet, Get, Op, OpResult, Put, Scope
-from runguard.proxy import accounting, agent_names, breaker, continuation, reporting
+from runguard.proxy import accounting, agent_names, breaker, continuation, nesting, reporting
 from runguard.proxy.adapters.base import Adapter, StopNotice, Synthetic
 from runguard.proxy.breaker import BreakerRecord, GateKind
 from runguard.proxy.engine import Engine, Finding
@@ -178,6 +178,12 @@ class Guard:
                 known_run, calls = continuation.loads(remembered)
                 run_id = run_id or known_run
                 request = continuation.fill_names(request, calls)
+        if not run_id and request.root_hash is not None:
+            # A thread a waiting run's tool call started (its first user message is the call's text).
+            try:
+                run_id = await self._state.recall(nesting.task_key(key_hash, request.root_hash))
+            except StateUnavailable:
+                run_id = None
         if not run_id:
             run_id = "r-" + digest(f"{key_hash}\x00{request.root_hash or 'no-root'}", 10)
         return run_id, request
@@ -202,7 +208,7 @@ class Guard:
         model = request.model
         ids = scope_ids(run_id, key_hash, model, now)
         seen = RequestSeen(run_id, key_hash, now, request, self._tables.window(model), digest(body))
-        ticket = Ticket(run_id, key_hash, ids, seen, adapter)
+        ticket = Ticket(run_id, key_hash, ids, seen, adapter, nests=not header_run)
         ticket.lineup = self._policy.lineup(key_hash, model, tight)
         batch = self._engine.plan_request(ticket.lineup, seen, accounting.REQUEST_OPS)
         ops = [*accounting.request_ops(now, seen.body_hash), *batch.ops]
@@ -400,8 +406,11 @@ class Guard:
             return
         if seen.response.parse_error and seen.status is not None and seen.status < 300:
             self._observer.parse_error(ticket.request.api.value, "response")  # an answer in a shape not known
-        # First, so that a follow-up naming this response finds its run however long the rest takes.
+        # First, so that a follow-up naming this response, or a thread its tool calls start, finds its
+        # run however long the rest takes.
         await self._remember(ticket, seen)
+        if ticket.nests and seen.response.tool_calls:
+            await self._remember_tasks(ticket, seen)
         views = ticket.views_of(seen)
         lineup = ticket.lineup
         # Findings made once the client has its answer's headers (a stream's inspection, and every
@@ -462,6 +471,16 @@ class Guard:
                 continuation.dumps(ticket.run_id, seen.response.tool_calls),
                 self._settings.runs.idle_seconds,
             )
+        except StateUnavailable:
+            self._observer.state_error()
+
+    async def _remember_tasks(self, ticket: Ticket, seen: ResponseSeen) -> None:
+        """Map the texts this response's tool calls may hand to another agent to the run (see `nesting`)."""
+        try:
+            for text in nesting.delegated(seen.response.tool_calls):
+                await self._state.remember(
+                    nesting.task_key(ticket.key_hash, text), ticket.run_id, self._settings.runs.idle_seconds
+                )
         except StateUnavailable:
             self._observer.state_error()
 

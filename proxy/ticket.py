@@ -25,6 +25,7 @@ class Ticket:
     ids: ScopeIds
     seen: RequestSeen
     adapter: Adapter
+    nests: bool = False  # no X-Run-Id: threads its tool calls start join this run (see `nesting`)
     facts: RunFacts | None = None  # None when state was unavailable (detectors skipped)
     lineup: Lineup = NO_DETECTORS
     before: dict[str, Results] = field(default_factory=dict)

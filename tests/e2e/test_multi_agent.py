@@ -28,6 +28,7 @@ from google.adk.agents import LlmAgent
 from google.adk.models import Gemini
 from google.adk.runners import Runner as AdkRunner
 from google.adk.sessions import InMemorySessionService
+from google.adk.tools.agent_tool import AgentTool
 from google.genai import errors as genai_errors
 from google.genai import types
 
@@ -453,24 +454,21 @@ async def eventually_stored(admin: httpx.AsyncClient, run_id: str, requests: int
     raise AssertionError(f"run {run_id} never reached {requests} stored requests")
 
 
-async def test_openai_agents_agent_used_as_a_tool_speaks_as_itself_and_hands_nothing_over(
-    upstream: FakeUpstream, make_proxy: Callable[..., Any], openai_clients: list[openai.AsyncOpenAI], sink: ListSink
-) -> None:
-    """`Agent.as_tool`: the orchestrator calls the translator three times; each call is a nested run of its own."""
+def translating(received: Received) -> Reply:
+    """The orchestrator has three sentences translated by the translator agent, one call each, then answers."""
+    body = received.json()
+    if body["instructions"].startswith("You are translator"):
+        asked = [item["content"] for item in body["input"] if item.get("role") == "user"][-1]
+        return Reply.json(payloads.response_object(f"translated: {asked}"))
+    done = sum(1 for item in body["input"] if item.get("type") == "function_call_output")
+    if done == 3:
+        return Reply.json(payloads.response_object("All translated."))
+    call = (f"call_{done}", "translate", json.dumps({"input": f"the sentence number {done}"}))
+    return Reply.json(payloads.response_object(calls=[call]))
 
-    def script(received: Received) -> Reply:
-        body = received.json()
-        if body["instructions"].startswith("You are translator"):
-            asked = [item["content"] for item in body["input"] if item.get("role") == "user"][-1]
-            return Reply.json(payloads.response_object(f"translated: {asked}"))
-        done = sum(1 for item in body["input"] if item.get("type") == "function_call_output")
-        if done == 3:
-            return Reply.json(payloads.response_object("All translated."))
-        call = (f"call_{done}", "translate", json.dumps({"input": f"sentence {done}"}))
-        return Reply.json(payloads.response_object(calls=[call]))
 
-    upstream.script = script
-    model = OpenAIResponsesModel(model="gpt-4o", openai_client=await client_for(make_proxy, "as-tool", openai_clients))
+async def translate_three(client: openai.AsyncOpenAI) -> None:
+    model = OpenAIResponsesModel(model="gpt-4o", openai_client=client)
     translator = Agent(name="Translator", instructions="You are translator. Translate.", model=model)
     orchestrator = Agent(
         name="Orchestrator",
@@ -480,9 +478,65 @@ async def test_openai_agents_agent_used_as_a_tool_speaks_as_itself_and_hands_not
     )
     result = await Runner.run(orchestrator, "Translate my three sentences.", max_turns=10)
     assert result.final_output == "All translated."
+
+
+async def test_openai_agents_agent_used_as_a_tool_speaks_as_itself_and_hands_nothing_over(
+    upstream: FakeUpstream, make_proxy: Callable[..., Any], openai_clients: list[openai.AsyncOpenAI], sink: ListSink
+) -> None:
+    """`Agent.as_tool`: the orchestrator calls the translator three times; each call is a nested run of its own."""
+    upstream.script = translating
+    await translate_three(await client_for(make_proxy, "as-tool", openai_clients))
     records = requests_of(sink)
     agents = [r.agent for r in records]
     assert len(set(agents)) == 2 and agents == [agents[0], agents[1]] * 3 + [agents[0]]
     assert [r.tool_calls for r in records] == [("translate",), ()] * 3 + [()]
     assert all(r.handoff_to is None and r.blocked_by is None for r in records)
     assert not [t.detector for t in trips_of(sink) if t.action == "block"]
+
+
+async def test_openai_agents_agent_used_as_a_tool_without_a_run_header_is_booked_to_the_caller_s_run(
+    upstream: FakeUpstream, make_proxy: Callable[..., Any], openai_clients: list[openai.AsyncOpenAI], sink: ListSink
+) -> None:
+    """No `X-Run-Id`: each translator thread starts with the text the orchestrator's call handed it, and joins
+    the orchestrator's run, as it would under one header."""
+    upstream.script = translating
+    client = openai.AsyncOpenAI(base_url=await make_proxy() + "/v1", api_key="sk-test-multi")
+    openai_clients.append(client)
+    await translate_three(client)
+    records = requests_of(sink)
+    assert len(records) == 7 and len({r.agent for r in records}) == 2
+    assert len({r.run_id for r in records}) == 1
+
+
+@pytest.mark.usefixtures("google_key")
+async def test_adk_agent_tool_without_a_run_header_is_booked_to_the_caller_s_run(
+    upstream: FakeUpstream, make_proxy: Callable[..., Any], sink: ListSink
+) -> None:
+    """ADK's `AgentTool`: the researcher runs in a session of its own, started with the coordinator's request."""
+    asked = "find the tide tables for the harbour in May"
+
+    def script(received: Received) -> Reply:
+        body = received.json()
+        body_text = json.dumps(body)
+        parts: list[dict[str, Any]]
+        if 'internal name is \\"researcher' in body_text:
+            parts = [{"text": "High tide at 06:10."}]
+        elif "functionResponse" in body_text:
+            parts = [{"text": "Done."}]
+        else:
+            parts = [{"functionCall": {"name": "researcher", "args": {"request": asked}}}]
+        reply = payloads.gemini_response()
+        reply["candidates"][0]["content"]["parts"] = parts
+        return Reply.json(reply)
+
+    upstream.script = script
+    url = await make_proxy()
+    model = Gemini(model="gemini-2.5-flash", base_url=url)
+    researcher = LlmAgent(name="researcher", model=model, instruction="You research.", description="Researches.")
+    coordinator = LlmAgent(
+        name="coordinator", model=model, instruction="You coordinate.", tools=[AgentTool(researcher)]
+    )
+    assert await adk_session(coordinator, "When is high tide?") == ["Done."]  # the tool's session is its own
+    records = requests_of(sink)
+    assert [r.agent for r in records] == ["coordinator", "researcher", "coordinator"]
+    assert len({r.run_id for r in records}) == 1

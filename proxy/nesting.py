@@ -1,0 +1,59 @@
+"""Threads a waiting run started through a tool call are booked to that run (DESIGN: threads and nesting).
+
+An agent that hands a task to another agent through a tool (an Agno team's
+`delegate_task_to_member`, openai-agents' `Agent.as_tool`, ADK's `AgentTool`)
+waits for the tool's result while the other agent works in a conversation of
+its own, whose first user message is the task text. Without `X-Run-Id` that
+conversation is keyed by its first user message like any other, so it became a
+run of its own: the waiting run's budgets did not count its spend, and two
+teams handing out the same task shared one member run.
+
+So for each response of a run without `X-Run-Id`, the proxy remembers the
+free-text string arguments of its tool calls (a digest each, per API key,
+for as long as a run lives). A request without `X-Run-Id` whose conversation
+starts with such a text joins the run whose call carried it, as it would have
+with the header; the sub-agent's own delegations then nest under the same run.
+Only exact texts match: a framework that wraps the task in more text keeps a
+run of its own, as before.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+
+import orjson
+
+from runguard.proxy.events import ToolCall, digest, is_transfer
+
+MAX_TASKS = 8  # texts remembered per response (a batch of parallel delegations)
+MIN_CHARS = 8  # shorter strings are names and values, not tasks
+_SPACE = re.compile(r"\s")
+
+
+def task_key(key_hash: str, text_digest: str) -> str:
+    """The name a task is remembered under: the API key's, since a run id is per key."""
+    return f"task:{key_hash}:{text_digest}"
+
+
+def delegated(calls: Sequence[ToolCall]) -> list[str]:
+    """Digests of the texts these calls may have handed to another agent, as a conversation's root
+    would be digested: each top-level string argument that is free text (holds whitespace)."""
+    found: list[str] = []
+    for call in calls:
+        if is_transfer(call.name):
+            continue  # a transfer continues the same conversation; it starts no thread
+        try:
+            arguments = orjson.loads(call.arguments)
+        except orjson.JSONDecodeError:
+            continue
+        if not isinstance(arguments, dict):
+            continue
+        for value in arguments.values():
+            if isinstance(value, str) and len(value) >= MIN_CHARS and _SPACE.search(value.strip()):
+                text = digest(value)
+                if text not in found:
+                    found.append(text)
+                    if len(found) == MAX_TASKS:
+                        return found
+    return found

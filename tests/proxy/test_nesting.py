@@ -1,0 +1,160 @@
+"""Threads started by a waiting run's tool call join that run (no `X-Run-Id`), seen through the real openai SDK.
+
+An Agno team on the wire (wire-formats E.3): the leader calls
+`delegate_task_to_member(member_id, task)`, and the member's request is a new
+conversation whose user message is the task text.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import AsyncIterator, Callable
+from typing import Any
+
+import openai
+import pytest
+
+from runguard.proxy import nesting
+from runguard.proxy.events import ToolCall, digest
+from tests.e2e import payloads
+from tests.e2e.faults import eventually, requests_of
+from tests.support.proxy import ListSink
+from tests.support.upstream import FakeUpstream, Received, Reply
+
+TASK = "Summarise the Q3 invoices for the board, in three bullet points"
+LEADER = [
+    {"role": "developer", "content": "You lead the finance team. Delegate with delegate_task_to_member."},
+    {"role": "user", "content": "Prepare the board pack"},
+]
+MEMBER = [
+    {"role": "developer", "content": "<your_role>\nHandles billing\n</your_role>\n\nYou do billing."},
+    {"role": "user", "content": TASK},
+]
+DELEGATE = ("call_lead_1", "delegate_task_to_member", json.dumps({"member_id": "billing-agent", "task": TASK}))
+LOOKUP = ("call_member_1", "search_invoices", json.dumps({"quarter": "Q3"}))
+
+
+def test_a_call_s_free_text_arguments_are_digested_as_a_conversation_s_first_message_is() -> None:
+    call = ToolCall("delegate_task_to_member", json.dumps({"member_id": "billing-agent", "task": TASK}))
+    assert nesting.delegated([call]) == [digest(TASK)]
+
+
+def test_names_ids_short_values_transfers_and_unreadable_arguments_are_not_tasks() -> None:
+    calls = [
+        ToolCall("read_file", json.dumps({"path": "src/handlers/users.py", "lines": 40})),
+        ToolCall("lookup", json.dumps({"q": "a b"})),  # under MIN_CHARS
+        ToolCall("transfer_to_billing_agent", json.dumps({"reason": "the user asks about an invoice"})),
+        ToolCall("broken", '{"task": "never closed'),
+        ToolCall("listing", json.dumps(["a list", "of texts"])),
+    ]
+    assert nesting.delegated(calls) == []
+
+
+def test_a_batch_of_delegations_is_remembered_once_per_text_and_at_most_max_tasks() -> None:
+    tasks = [f"research topic number {i} in depth" for i in range(nesting.MAX_TASKS + 3)]
+    calls = [ToolCall("delegate_task_to_member", json.dumps({"task": t})) for t in [tasks[0], *tasks]]
+    assert nesting.delegated(calls) == [digest(t) for t in tasks[: nesting.MAX_TASKS]]
+
+
+def team_script(received: Received) -> Reply:
+    """The leader delegates once, then answers; the member looks the invoices up once, then answers."""
+    messages = received.json()["messages"]
+    results = [m for m in messages if m["role"] == "tool"]
+    if "You do billing." in messages[0]["content"]:
+        calls = None if results else [LOOKUP]
+        return Reply.json(payloads.chat_completion("Three bullets.", tool_calls=calls, usage=(100, 10)))
+    calls = None if results else [DELEGATE]
+    return Reply.json(payloads.chat_completion("Board pack ready.", tool_calls=calls, usage=(100, 10)))
+
+
+async def run_team(client: openai.AsyncOpenAI, member_headers: dict[str, str] | None = None) -> None:
+    """The leader's two requests with the member's two in between, as Agno sends them."""
+    first = await client.chat.completions.create(model="gpt-4o-mini", messages=LEADER)
+    (delegation,) = first.choices[0].message.tool_calls or []
+    member: list[Any] = list(MEMBER)
+    looked_up = await client.chat.completions.create(model="gpt-4o-mini", messages=member, extra_headers=member_headers)
+    member += [looked_up.choices[0].message.model_dump(exclude_none=True)]
+    member.append({"role": "tool", "tool_call_id": LOOKUP[0], "content": '{"total": 1200}'})
+    answer = await client.chat.completions.create(model="gpt-4o-mini", messages=member, extra_headers=member_headers)
+    leader = [*LEADER, first.choices[0].message.model_dump(exclude_none=True)]
+    leader.append({"role": "tool", "tool_call_id": delegation.id, "content": answer.choices[0].message.content})
+    await client.chat.completions.create(model="gpt-4o-mini", messages=leader)
+
+
+@pytest.fixture
+async def client_of(
+    make_proxy: Callable[..., Any],
+) -> AsyncIterator[Callable[..., Any]]:
+    clients: list[openai.AsyncOpenAI] = []
+
+    async def make(headers: dict[str, str] | None = None, **sections: Any) -> openai.AsyncOpenAI:
+        url = await make_proxy(**sections)
+        client = openai.AsyncOpenAI(base_url=url + "/v1", api_key="sk-team", default_headers=headers, max_retries=0)
+        clients.append(client)
+        return client
+
+    yield make
+    for client in clients:
+        await client.close()
+
+
+async def test_a_member_s_thread_is_booked_to_the_leader_s_run(
+    upstream: FakeUpstream, sink: ListSink, client_of: Callable[..., Any]
+) -> None:
+    upstream.script = team_script
+    await run_team(await client_of())
+    await eventually(lambda: len(requests_of(sink)) == 4)
+    records = requests_of(sink)
+    assert len({r.run_id for r in records}) == 1
+    assert [r.tool_calls for r in records] == [("delegate_task_to_member",), ("search_invoices",), (), ()]
+    assert len({r.agent for r in records}) == 2  # leader and member, each speaking as itself
+
+
+async def test_the_leader_s_step_limit_counts_its_members_requests(
+    upstream: FakeUpstream, sink: ListSink, client_of: Callable[..., Any]
+) -> None:
+    upstream.script = team_script
+    client = await client_of(guard={"detectors": {"max_requests": {"limit": 3}}})
+    with pytest.raises(openai.RateLimitError) as caught:
+        await run_team(client)
+    assert caught.value.code == "runguard_max_requests"
+    assert len(upstream.received) == 3  # the leader's last request was answered locally
+
+
+async def test_a_conversation_no_call_started_keeps_a_run_of_its_own(
+    upstream: FakeUpstream, sink: ListSink, client_of: Callable[..., Any]
+) -> None:
+    upstream.script = team_script
+    client = await client_of()
+    await run_team(client)
+    other = [{"role": "user", "content": "Summarise the Q2 invoices for the board, in three bullet points"}]
+    await client.chat.completions.create(model="gpt-4o-mini", messages=other)
+    await eventually(lambda: len(requests_of(sink)) == 5)
+    team, alone = requests_of(sink)[0], requests_of(sink)[4]
+    assert alone.run_id != team.run_id
+
+
+async def test_a_member_naming_its_own_run_keeps_it(
+    upstream: FakeUpstream, sink: ListSink, client_of: Callable[..., Any]
+) -> None:
+    upstream.script = team_script
+    await run_team(await client_of(), member_headers={"X-Run-Id": "billing-own-run"})
+    await eventually(lambda: len(requests_of(sink)) == 4)
+    runs = [r.run_id for r in requests_of(sink)]
+    assert runs[1:3] == ["billing-own-run"] * 2
+    assert runs[0] == runs[3] != "billing-own-run"
+
+
+async def test_a_run_named_by_its_header_lends_its_id_to_no_header_less_thread(
+    upstream: FakeUpstream, sink: ListSink, client_of: Callable[..., Any]
+) -> None:
+    """With `X-Run-Id` the user names the runs: a member sent without it is a run of its own, as before."""
+    upstream.script = team_script
+    client = await client_of()
+    named = client.with_options(default_headers={"X-Run-Id": "team-42"})
+    first = await named.chat.completions.create(model="gpt-4o-mini", messages=LEADER)
+    assert first.choices[0].message.tool_calls
+    await client.chat.completions.create(model="gpt-4o-mini", messages=MEMBER)
+    await eventually(lambda: len(requests_of(sink)) == 2)
+    leader, member = requests_of(sink)
+    assert leader.run_id == "team-42" and member.run_id != "team-42"
