@@ -25,6 +25,7 @@ from agents import Agent, Runner, function_tool
 
 from tests.e2e import agents, payloads
 from tests.e2e.agents import sdk_model
+from tests.e2e.teams import run_team, team_script
 from tests.e2e.test_multi_agent import (
     _openai_reply,
     openai_pair,
@@ -388,3 +389,20 @@ async def test_openai_agents_handoff_loops_trip_across_replicas_where_they_trip_
     assert caught.value.code == "runguard_delegation"
     assert "'triage' is handed work while already in the delegation chain triage -> billing" in caught.value.message
     assert len(upstream.received) == 4
+
+
+async def test_a_member_thread_on_another_replica_is_nested_under_the_leader_s_run(
+    upstream: FakeUpstream, replicas: Replicas
+) -> None:
+    """No `X-Run-Id`: the leader's requests go to one replica, its member's to the other; the member's
+    requests find the run its delegation was remembered under in the shared state, and count there."""
+    upstream.script = team_script
+    leader_url, member_url = await replicas(guard={"detectors": {"max_requests": {"limit": 3}}})
+    leader = openai.AsyncOpenAI(base_url=leader_url + "/v1", api_key="sk-replica-team", max_retries=0)
+    member = openai.AsyncOpenAI(base_url=member_url + "/v1", api_key="sk-replica-team", max_retries=0)
+    with pytest.raises(openai.RateLimitError) as caught:
+        await run_team(leader, member_client=member)
+    await leader.close()
+    await member.close()
+    assert caught.value.code == "runguard_max_requests"
+    assert len(upstream.received) == 3  # the leader's last request was its run's 4th

@@ -16,22 +16,10 @@ import pytest
 
 from runguard.proxy import nesting
 from runguard.proxy.events import ToolCall, digest
-from tests.e2e import payloads
 from tests.e2e.faults import eventually, requests_of
+from tests.e2e.teams import LEADER, MEMBER, TASK, run_team, team_script
 from tests.support.proxy import ListSink
-from tests.support.upstream import FakeUpstream, Received, Reply
-
-TASK = "Summarise the Q3 invoices for the board, in three bullet points"
-LEADER = [
-    {"role": "developer", "content": "You lead the finance team. Delegate with delegate_task_to_member."},
-    {"role": "user", "content": "Prepare the board pack"},
-]
-MEMBER = [
-    {"role": "developer", "content": "<your_role>\nHandles billing\n</your_role>\n\nYou do billing."},
-    {"role": "user", "content": TASK},
-]
-DELEGATE = ("call_lead_1", "delegate_task_to_member", json.dumps({"member_id": "billing-agent", "task": TASK}))
-LOOKUP = ("call_member_1", "search_invoices", json.dumps({"quarter": "Q3"}))
+from tests.support.upstream import FakeUpstream
 
 
 def test_a_call_s_free_text_arguments_are_digested_as_a_conversation_s_first_message_is() -> None:
@@ -54,31 +42,6 @@ def test_a_batch_of_delegations_is_remembered_once_per_text_and_at_most_max_task
     tasks = [f"research topic number {i} in depth" for i in range(nesting.MAX_TASKS + 3)]
     calls = [ToolCall("delegate_task_to_member", json.dumps({"task": t})) for t in [tasks[0], *tasks]]
     assert nesting.delegated(calls) == [digest(t) for t in tasks[: nesting.MAX_TASKS]]
-
-
-def team_script(received: Received) -> Reply:
-    """The leader delegates once, then answers; the member looks the invoices up once, then answers."""
-    messages = received.json()["messages"]
-    results = [m for m in messages if m["role"] == "tool"]
-    if "You do billing." in messages[0]["content"]:
-        calls = None if results else [LOOKUP]
-        return Reply.json(payloads.chat_completion("Three bullets.", tool_calls=calls, usage=(100, 10)))
-    calls = None if results else [DELEGATE]
-    return Reply.json(payloads.chat_completion("Board pack ready.", tool_calls=calls, usage=(100, 10)))
-
-
-async def run_team(client: openai.AsyncOpenAI, member_headers: dict[str, str] | None = None) -> None:
-    """The leader's two requests with the member's two in between, as Agno sends them."""
-    first = await client.chat.completions.create(model="gpt-4o-mini", messages=LEADER)
-    (delegation,) = first.choices[0].message.tool_calls or []
-    member: list[Any] = list(MEMBER)
-    looked_up = await client.chat.completions.create(model="gpt-4o-mini", messages=member, extra_headers=member_headers)
-    member += [looked_up.choices[0].message.model_dump(exclude_none=True)]
-    member.append({"role": "tool", "tool_call_id": LOOKUP[0], "content": '{"total": 1200}'})
-    answer = await client.chat.completions.create(model="gpt-4o-mini", messages=member, extra_headers=member_headers)
-    leader = [*LEADER, first.choices[0].message.model_dump(exclude_none=True)]
-    leader.append({"role": "tool", "tool_call_id": delegation.id, "content": answer.choices[0].message.content})
-    await client.chat.completions.create(model="gpt-4o-mini", messages=leader)
 
 
 @pytest.fixture

@@ -1,0 +1,60 @@
+"""An Agno team on the wire (wire-formats E.3), sent with the openai SDK.
+
+The leader calls `delegate_task_to_member(member_id, task)`; the member's
+requests are a conversation of their own whose user message is the task text.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import openai
+
+from tests.e2e import payloads
+from tests.support.upstream import Received, Reply
+
+TASK = "Summarise the Q3 invoices for the board, in three bullet points"
+LEADER = [
+    {"role": "developer", "content": "You lead the finance team. Delegate with delegate_task_to_member."},
+    {"role": "user", "content": "Prepare the board pack"},
+]
+MEMBER = [
+    {"role": "developer", "content": "<your_role>\nHandles billing\n</your_role>\n\nYou do billing."},
+    {"role": "user", "content": TASK},
+]
+DELEGATE = ("call_lead_1", "delegate_task_to_member", json.dumps({"member_id": "billing-agent", "task": TASK}))
+LOOKUP = ("call_member_1", "search_invoices", json.dumps({"quarter": "Q3"}))
+
+
+def team_script(received: Received) -> Reply:
+    """The leader delegates once, then answers; the member looks the invoices up once, then answers."""
+    messages = received.json()["messages"]
+    results = [m for m in messages if m["role"] == "tool"]
+    if "You do billing." in messages[0]["content"]:
+        calls = None if results else [LOOKUP]
+        return Reply.json(payloads.chat_completion("Three bullets.", tool_calls=calls, usage=(100, 10)))
+    calls = None if results else [DELEGATE]
+    return Reply.json(payloads.chat_completion("Board pack ready.", tool_calls=calls, usage=(100, 10)))
+
+
+async def run_team(
+    client: openai.AsyncOpenAI,
+    member_headers: dict[str, str] | None = None,
+    member_client: openai.AsyncOpenAI | None = None,
+) -> None:
+    """The leader's two requests with the member's two in between, as Agno sends them (the member's
+    through `member_client` when given)."""
+    first = await client.chat.completions.create(model="gpt-4o-mini", messages=LEADER)
+    (delegation,) = first.choices[0].message.tool_calls or []
+    members = member_client or client
+    member: list[Any] = list(MEMBER)
+    looked_up = await members.chat.completions.create(
+        model="gpt-4o-mini", messages=member, extra_headers=member_headers
+    )
+    member += [looked_up.choices[0].message.model_dump(exclude_none=True)]
+    member.append({"role": "tool", "tool_call_id": LOOKUP[0], "content": '{"total": 1200}'})
+    answer = await members.chat.completions.create(model="gpt-4o-mini", messages=member, extra_headers=member_headers)
+    leader = [*LEADER, first.choices[0].message.model_dump(exclude_none=True)]
+    leader.append({"role": "tool", "tool_call_id": delegation.id, "content": answer.choices[0].message.content})
+    await client.chat.completions.create(model="gpt-4o-mini", messages=leader)
