@@ -476,11 +476,12 @@ class Guard:
 
     async def _remember_tasks(self, ticket: Ticket, seen: ResponseSeen) -> None:
         """Map the texts this response's tool calls may hand to another agent to the run (see `nesting`)."""
+        ttl = self._settings.runs.idle_seconds
+        texts = nesting.delegated(seen.response.tool_calls)
         try:
-            for text in nesting.delegated(seen.response.tool_calls):
-                await self._state.remember(
-                    nesting.task_key(ticket.key_hash, text), ticket.run_id, self._settings.runs.idle_seconds
-                )
+            await asyncio.gather(
+                *(self._state.remember(nesting.task_key(ticket.key_hash, text), ticket.run_id, ttl) for text in texts)
+            )
         except StateUnavailable:
             self._observer.state_error()
 
