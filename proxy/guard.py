@@ -477,11 +477,17 @@ class Guard:
     async def _remember_tasks(self, ticket: Ticket, seen: ResponseSeen) -> None:
         """Map the texts this response's tool calls may hand to another agent to the run (see `nesting`)."""
         ttl = self._settings.runs.idle_seconds
-        texts = nesting.delegated(seen.response.tool_calls)
+        names = [nesting.task_key(ticket.key_hash, text) for text in nesting.delegated(seen.response.tool_calls)]
         try:
-            await asyncio.gather(
-                *(self._state.remember(nesting.task_key(ticket.key_hash, text), ticket.run_id, ttl) for text in texts)
-            )
+            if self._state.never_waits:
+                # No gather: its tasks would hand the loop over once, and a state that never waits must not.
+                # The server cancels the handler when the client leaves (as it may once it has its answer),
+                # and with that state the accounting is not shielded (`ProxyContext.settle`): it would end
+                # here, without the response's usage, its record, or the in-flight slot given back.
+                for name in names:
+                    await self._state.remember(name, ticket.run_id, ttl)
+            else:
+                await asyncio.gather(*(self._state.remember(name, ticket.run_id, ttl) for name in names))
         except StateUnavailable:
             self._observer.state_error()
 

@@ -7,19 +7,24 @@ conversation whose user message is the task text.
 
 from __future__ import annotations
 
+import asyncio
 import json
+import time
 from collections.abc import AsyncIterator, Callable
 from typing import Any
 
 import openai
 import pytest
 
+from runguard.detectors.ops import Scope
 from runguard.proxy import nesting
 from runguard.proxy.events import ToolCall, digest
+from runguard.proxy.state.memory import MemoryState
+from tests.e2e import payloads
 from tests.e2e.faults import eventually, requests_of
 from tests.e2e.teams import LEADER, MEMBER, TASK, run_team, team_script
-from tests.support.proxy import ListSink
-from tests.support.upstream import FakeUpstream
+from tests.support.proxy import ListSink, settings_for, start_proxy
+from tests.support.upstream import FakeUpstream, Reply
 
 
 def test_a_call_s_free_text_arguments_are_digested_as_a_conversation_s_first_message_is() -> None:
@@ -121,3 +126,41 @@ async def test_a_run_named_by_its_header_lends_its_id_to_no_header_less_thread(
     await eventually(lambda: len(requests_of(sink)) == 2)
     leader, member = requests_of(sink)
     assert leader.run_id == "team-42" and member.run_id != "team-42"
+
+
+class _SlowToRemember(MemoryState):
+    """In-memory state (it never waits) that takes a while to map a response id to its run: long
+    enough for a client that closes its connection the moment it has its answer to be gone by then."""
+
+    async def remember(self, name: str, value: str, ttl: float) -> None:
+        if name.startswith("resp:"):
+            time.sleep(0.2)  # noqa: ASYNC251 (blocking on purpose: the client leaves meanwhile)
+        await super().remember(name, value, ttl)
+
+
+async def test_a_delegation_is_accounted_when_its_client_leaves_with_the_answer(
+    upstream: FakeUpstream, sink: ListSink
+) -> None:
+    """The client closes its connection once it has the delegation (as Agno's member runs do), while the
+    proxy still accounts for the response: with a state that never waits, nothing after the answer is sent
+    waits on the event loop, so the server's cancellation of the handler lands after the accounting, which
+    writes the record, adds the usage, gives the in-flight slot back and remembers the delegated text."""
+    call = ("call_lead_1", "delegate_task_to_member", json.dumps({"member_id": "billing-agent", "task": TASK}))
+    upstream.script = lambda received: Reply.json(payloads.response_object("", calls=[call]))
+    state = _SlowToRemember()
+    proxy = await start_proxy(settings_for(upstream.url), sink=sink, state=state)
+
+    def delegate_and_leave() -> None:
+        with openai.OpenAI(base_url=proxy.url + "/v1", api_key="sk-team", max_retries=0) as client:
+            client.responses.create(model="gpt-4o-mini", input="Prepare the board pack")
+
+    try:
+        await asyncio.to_thread(delegate_and_leave)
+        await eventually(lambda: len(requests_of(sink)) == 1)
+        (leader,) = requests_of(sink)
+        counters = await state.read_scope(Scope.RUN, leader.run_id)
+        assert counters.get("core.inflight") == 0
+        assert counters.get("core.out") is not None
+        assert await state.recall(nesting.task_key(leader.key_hash, digest(TASK))) == leader.run_id
+    finally:
+        await proxy.stop()
