@@ -26,7 +26,7 @@ import orjson
 
 from runguard.proxy.events import ToolCall, digest, is_transfer
 
-MAX_TASKS = 8  # texts remembered per response (a batch of parallel delegations)
+MAX_TASKS = 16  # texts remembered per response (a batch of parallel delegations, or of tasks created)
 MIN_CHARS = 8  # shorter strings are names and values, not tasks
 _SPACE = re.compile(r"\s")
 
@@ -38,8 +38,12 @@ def task_key(key_hash: str, text_digest: str) -> str:
 
 def delegated(calls: Sequence[ToolCall]) -> list[str]:
     """Digests of the texts these calls may have handed to another agent, as a conversation's root
-    would be digested: each top-level string argument that is free text (holds whitespace)."""
-    found: list[str] = []
+    would be digested: each top-level string argument that is free text (holds whitespace).
+
+    Each call's longest text comes first, then each call's next one: a batch of calls with a short text
+    each besides the task (Agno's `create_task(title, description)` in TeamMode.tasks, five of them in
+    one response) has every task remembered before any second text counts against MAX_TASKS."""
+    per_call: list[list[str]] = []
     for call in calls:
         if is_transfer(call.name):
             continue  # a transfer continues the same conversation; it starts no thread
@@ -49,9 +53,17 @@ def delegated(calls: Sequence[ToolCall]) -> list[str]:
             continue
         if not isinstance(arguments, dict):
             continue
-        for value in arguments.values():
-            if isinstance(value, str) and len(value) >= MIN_CHARS and _SPACE.search(value.strip()):
-                text = digest(value)
+        texts = [
+            value
+            for value in arguments.values()
+            if isinstance(value, str) and len(value) >= MIN_CHARS and _SPACE.search(value.strip())
+        ]
+        per_call.append(sorted(texts, key=len, reverse=True))
+    found: list[str] = []
+    for rank in range(max(map(len, per_call), default=0)):
+        for texts in per_call:
+            if rank < len(texts):
+                text = digest(texts[rank])
                 if text not in found:
                     found.append(text)
                     if len(found) == MAX_TASKS:

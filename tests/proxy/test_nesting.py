@@ -164,3 +164,34 @@ async def test_a_delegation_is_accounted_when_its_client_leaves_with_the_answer(
         assert await state.recall(nesting.task_key(leader.key_hash, digest(TASK))) == leader.run_id
     finally:
         await proxy.stop()
+
+
+async def test_every_task_of_a_batch_created_with_titles_is_nested_under_the_run(
+    upstream: FakeUpstream, sink: ListSink, client_of: Callable[..., Any]
+) -> None:
+    """Agno's TeamMode.tasks: the leader creates its tasks in one response, `create_task(title, description,
+    assignee)` each, and runs them later; a member's conversation starts with its task's description."""
+    work = [
+        "audit the payroll ledger and flag anomalies",
+        "draft a memo about the vendor contract renewals",
+        "compare cloud hosting costs across regions",
+        "collect customer churn numbers by segment",
+        "review overdue receivables older than ninety days",
+    ]
+    calls = [
+        (
+            f"call_{i}",
+            "create_task",
+            json.dumps({"title": f"Job {i} {w.split()[0]}", "description": w, "assignee": "x"}),
+        )
+        for i, w in enumerate(work)
+    ]
+    upstream.script = lambda received: Reply.json(
+        payloads.chat_completion("Done.", tool_calls=calls if len(received.json()["messages"]) > 1 else None)
+    )
+    client = await client_of()
+    await client.chat.completions.create(model="gpt-4o-mini", messages=LEADER)
+    for description in work:
+        await client.chat.completions.create(model="gpt-4o-mini", messages=[{"role": "user", "content": description}])
+    await eventually(lambda: len(requests_of(sink)) == 1 + len(work))
+    assert len({r.run_id for r in requests_of(sink)}) == 1
