@@ -133,6 +133,10 @@ class Detector(Generic[C]):
 
     name: ClassVar[str]
     Config: ClassVar[type[DetectorConfig]]
+    # Judges one conversation (a tool loop, its context): in a thread nested in the run (a sub-agent
+    # started through a tool call), its run state is that thread's own. Caps and multi-agent
+    # detectors judge the whole run.
+    per_thread: ClassVar[bool] = False
 
     def plan_request(self, seen: RequestSeen, cfg: C) -> Plan:
         return {}

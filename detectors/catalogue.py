@@ -36,10 +36,18 @@ def _default(info: FieldInfo) -> str:
     return f"`{json.dumps(value, default=str)}`"
 
 
+_PER_THREAD = (
+    " Judges each conversation on its own: a thread nested in a run (a sub-agent a tool call started,"
+    " without `X-Run-Id`) keeps its own state for it, while the run's caps count every thread."
+)
+
+
 def _section(cls: type[Detector[Any]]) -> str:
     module = inspect.getmodule(cls)
     doc = inspect.cleandoc(module.__doc__ or "") if module else ""
     summary = doc.split("\n\n")[0].replace("\n", " ")
+    if cls.per_thread:
+        summary += _PER_THREAD
     lines = [f"## `{cls.name}`", "", summary, "", "| setting | default | |", "|---|---|---|"]
     for name, info in cls.Config.model_fields.items():
         extra = info.json_schema_extra if isinstance(info.json_schema_extra, dict) else {}

@@ -39,6 +39,7 @@ class ConsecutiveSameTool(Detector[ConsecutiveSameToolConfig]):
     """After each response with tool calls: push the turn's set of tools, flag a full window of one tool."""
 
     name = "consecutive_same_tool"
+    per_thread = True
     Config = ConsecutiveSameToolConfig
 
     def plan_response(self, seen: ResponseSeen, cfg: ConsecutiveSameToolConfig) -> Plan:

@@ -74,6 +74,7 @@ class ContextGrowth(Detector[ContextGrowthConfig]):
     """After each response with usage: its input tokens join a "first" (kept once full) and a "recent" window."""
 
     name = "context_growth"
+    per_thread = True
     Config = ContextGrowthConfig
 
     def plan_response(self, seen: ResponseSeen, cfg: ContextGrowthConfig) -> Plan:

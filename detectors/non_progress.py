@@ -50,6 +50,7 @@ class NonProgress(Detector[NonProgressConfig]):
     """Pre-flight, from the tool results the request sends back."""
 
     name = "non_progress"
+    per_thread = True
     Config = NonProgressConfig
 
     def _items(self, request: RequestInfo, cfg: NonProgressConfig) -> list[str]:

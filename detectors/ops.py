@@ -8,6 +8,9 @@ operation sees the effects of the ones before it.
 
 Scopes:
   RUN        one run (X-Run-Id or inferred), expires when the run is idle
+  THREAD     one conversation of a run: the run itself, unless the conversation is nested in it
+             (a sub-agent's thread, see runguard.proxy.nesting); the guard moves the RUN ops of a
+             detector that judges one conversation (`Detector.per_thread`) here
   KEY        one API key (salted hash)
   KEY_MODEL  one API key and model (upstream health)
   KEY_DAY    one API key and UTC day (daily spend)
@@ -31,6 +34,7 @@ from runguard.detectors.frozen import frozen
 
 class Scope(StrEnum):
     RUN = "run"
+    THREAD = "thread"
     KEY = "key"
     KEY_MODEL = "key_model"
     KEY_DAY = "key_day"

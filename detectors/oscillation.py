@@ -33,6 +33,7 @@ class Oscillation(Detector[OscillationConfig]):
     """Pre-flight: the previous turn's action joins a window; a full window with few distinct actions trips."""
 
     name = "oscillation"
+    per_thread = True
     Config = OscillationConfig
 
     def plan_request(self, seen: RequestSeen, cfg: OscillationConfig) -> Plan:

@@ -68,6 +68,7 @@ class ParallelCalls(Detector[ParallelCallsConfig]):
     """Reads the previous batch before the request, judges the response, stores its batch after."""
 
     name = "parallel_calls"
+    per_thread = True
     Config = ParallelCallsConfig
 
     def plan_request(self, seen: RequestSeen, cfg: ParallelCallsConfig) -> Plan:

@@ -56,6 +56,7 @@ class RepeatCall(Detector[RepeatCallConfig]):
     """Pre-flight, from the calls the previous response made and the results sent back for them."""
 
     name = "repeat_call"
+    per_thread = True
     Config = RepeatCallConfig
 
     def plan_request(self, seen: RequestSeen, cfg: RepeatCallConfig) -> Plan:

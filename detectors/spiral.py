@@ -80,6 +80,7 @@ class Spiral(Detector[SpiralConfig]):
     """After each response: add its calls to their tool's window and count similar pairs there."""
 
     name = "spiral"
+    per_thread = True
     Config = SpiralConfig
 
     def plan_request(self, seen: RequestSeen, cfg: SpiralConfig) -> Plan:

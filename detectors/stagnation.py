@@ -30,6 +30,7 @@ class Stagnation(Detector[StagnationConfig]):
     """Pre-flight: the previous turn's action joins a window; a full window of one action trips."""
 
     name = "stagnation"
+    per_thread = True
     Config = StagnationConfig
 
     def plan_request(self, seen: RequestSeen, cfg: StagnationConfig) -> Plan:

@@ -46,6 +46,7 @@ class StructuredOutput(Detector[StructuredOutputConfig]):
     """After each final answer to a schema-demanding request: record pass or fail, judge the rate."""
 
     name = "structured_output"
+    per_thread = True
     Config = StructuredOutputConfig
 
     def plan_response(self, seen: ResponseSeen, cfg: StructuredOutputConfig) -> Plan:

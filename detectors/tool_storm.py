@@ -46,6 +46,7 @@ class ToolStorm(Detector[ToolStormConfig]):
     """After each response: add its calls to per-tool counters."""
 
     name = "tool_storm"
+    per_thread = True
     Config = ToolStormConfig
 
     def plan_request(self, seen: RequestSeen, cfg: ToolStormConfig) -> Plan:

@@ -14,6 +14,7 @@ builds the per-detector view of a response once for all three response hooks.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import field
 from types import MappingProxyType
@@ -32,7 +33,7 @@ from runguard.detectors.base import (
     Verdict,
 )
 from runguard.detectors.frozen import frozen
-from runguard.detectors.ops import Op, OpResult
+from runguard.detectors.ops import Op, OpResult, Scope
 
 FaultHandler = Callable[[str, str, BaseException], None]  # detector, hook, exception
 MAX_NAMES = 1024  # state field names kept per detector (some fields are named after tools, which vary)
@@ -86,6 +87,7 @@ class Lineup:
     checks_response: tuple[Armed, ...]
     configs: Mapping[str, DetectorConfig]
     responders: frozenset[str] = frozenset()  # detectors with a response hook (the ones that need a view)
+    per_thread: frozenset[str] = frozenset()  # detectors judging one conversation (`Detector.per_thread`)
 
     @classmethod
     def of(cls, armed: Iterable[Armed]) -> Lineup:
@@ -104,10 +106,16 @@ class Lineup:
             checks,
             {a.name: a.config for a in every},
             frozenset(a.name for a in (*inspects, *plans, *checks)),
+            frozenset(a.name for a in every if a.detector.per_thread),
         )
 
 
 NO_DETECTORS = Lineup.of(())
+
+
+def _in_thread(op: Op) -> Op:
+    """A run-scope op moved to the thread scope (other scopes stay)."""
+    return dataclasses.replace(op, scope=Scope.THREAD) if op.scope is Scope.RUN else op
 
 
 @frozen
@@ -200,11 +208,14 @@ class Engine:
         hook: str,
         shared: RequestSeen | ResponseSeen,
         own: Mapping[str, ResponseSeen] = NO_VIEWS,
+        threaded: frozenset[str] = frozenset(),
     ) -> Batch:
         """Call `hook(seen, config)` of every planner, `seen` being its own view in `own`, else `shared`.
 
         The hook is looked up by name and each op renamed in a plain loop: a lambda per
         planner and a comprehension per plan were two more Python calls per detector.
+        `threaded`: the planners whose run-scope ops go to the thread scope (the request is in a
+        conversation nested in its run).
         """
         ops: list[Op] = []
         slices: list[tuple[str, tuple[str, ...], int]] = []
@@ -219,6 +230,8 @@ class Engine:
                 for op in plan.values():  # a malformed plan raises here
                     local = op.field
                     ops.append(op.renamed(names.get(local) or one.state_name(local)))
+                if threaded and one.name in threaded:
+                    ops[start:] = [_in_thread(op) for op in ops[start:]]
             except Exception as exc:
                 del ops[start:]
                 self._on_fault(one.name, hook, exc)
@@ -227,8 +240,10 @@ class Engine:
             slices.append((one.name, tuple(plan), offset + start))
         return Batch(ops, slices, frozenset(failed))
 
-    def plan_request(self, lineup: Lineup, seen: RequestSeen, offset: int) -> Batch:
-        return self._batch(lineup.plans_request, offset, "plan_request", seen)
+    def plan_request(self, lineup: Lineup, seen: RequestSeen, offset: int, nested: bool = False) -> Batch:
+        """`nested`: the request is in a thread nested in its run (per-thread detectors keep that thread's state)."""
+        threaded = lineup.per_thread if nested else frozenset()
+        return self._batch(lineup.plans_request, offset, "plan_request", seen, threaded=threaded)
 
     def check_request(
         self, lineup: Lineup, batch: Batch, results: Sequence[OpResult], seen: RequestSeen, facts: RunFacts
@@ -259,8 +274,9 @@ class Engine:
                 self._on_fault(one.name, "inspect_response", exc)
         return findings
 
-    def plan_response(self, lineup: Lineup, views: Views, offset: int) -> Batch:
-        return self._batch(lineup.plans_response, offset, "plan_response", views.seen, views.own)
+    def plan_response(self, lineup: Lineup, views: Views, offset: int, nested: bool = False) -> Batch:
+        threaded = lineup.per_thread if nested else frozenset()
+        return self._batch(lineup.plans_response, offset, "plan_response", views.seen, views.own, threaded)
 
     def check_response(self, lineup: Lineup, batch: Batch, results: Sequence[OpResult], views: Views) -> list[Finding]:
         got_by = batch.split(results)

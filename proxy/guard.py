@@ -166,8 +166,9 @@ class Guard:
 
     async def _resolve_run(
         self, header_run: str | None, key_hash: str, request: RequestInfo
-    ) -> tuple[str, RequestInfo]:
-        """The run id, and the request with tool-result names filled from a previous response."""
+    ) -> tuple[str, RequestInfo, bool]:
+        """The run id, the request with tool-result names filled from a previous response, and whether
+        the request's conversation is a thread nested in that run."""
         run_id = header_run
         if request.previous_response_id:
             try:
@@ -181,12 +182,14 @@ class Guard:
         if not run_id and request.root_hash is not None:
             # A thread a waiting run's tool call started (its first user message is the call's text).
             try:
-                run_id = await self._state.recall(nesting.task_key(key_hash, request.root_hash))
+                parent = await self._state.recall(nesting.task_key(key_hash, request.root_hash))
             except StateUnavailable:
-                run_id = None
+                parent = None
+            if parent:
+                return parent, request, True
         if not run_id:
             run_id = "r-" + digest(f"{key_hash}\x00{request.root_hash or 'no-root'}", 10)
-        return run_id, request
+        return run_id, request, False
 
     async def admit(
         self,
@@ -200,17 +203,17 @@ class Guard:
     ) -> Ticket:
         """Decide whether the request may go upstream; `ticket.answer` is set if not."""
         now = self._clock()
-        run_id, request = await self._resolve_run(header_run, key_hash, request)
+        run_id, request, nested = await self._resolve_run(header_run, key_hash, request)
         # A handoff's acknowledgement names its target now; a name learned before is read back with
         # the run's state (the last op of the batch), whichever replica learned it.
         acked, naming = agent_names.naming(request)
         request = agent_names.named(request, acked)
         model = request.model
-        ids = scope_ids(run_id, key_hash, model, now)
+        ids = scope_ids(run_id, key_hash, model, now, nesting.thread_id(run_id, request.root_hash) if nested else "")
         seen = RequestSeen(run_id, key_hash, now, request, self._tables.window(model), digest(body))
-        ticket = Ticket(run_id, key_hash, ids, seen, adapter, nests=not header_run)
+        ticket = Ticket(run_id, key_hash, ids, seen, adapter, nests=not header_run, nested=nested)
         ticket.lineup = self._policy.lineup(key_hash, model, tight)
-        batch = self._engine.plan_request(ticket.lineup, seen, accounting.REQUEST_OPS)
+        batch = self._engine.plan_request(ticket.lineup, seen, accounting.REQUEST_OPS, nested)
         ops = [*accounting.request_ops(now, seen.body_hash), *batch.ops]
         if naming is not None:
             ops.append(naming)
@@ -421,7 +424,7 @@ class Guard:
             findings = self._engine.inspect_response(lineup, views)
             late = list(findings)
         base = accounting.response_ops(seen.response.usage, seen.usd)
-        batch = self._engine.plan_response(lineup, views, len(base))
+        batch = self._engine.plan_response(lineup, views, len(base), ticket.nested)
         results = await self._execute(ticket.ids, [*base, *batch.ops])
         if results is not None:
             checked = self._engine.check_response(lineup, batch, results, views)

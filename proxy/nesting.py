@@ -36,6 +36,11 @@ def task_key(key_hash: str, text_digest: str) -> str:
     return f"task:{key_hash}:{text_digest}"
 
 
+def thread_id(run_id: str, root_hash: str | None) -> str:
+    """The state id of a nested thread: its run's, and the digest of its first user message."""
+    return f"{run_id}/{root_hash}"
+
+
 def delegated(calls: Sequence[ToolCall]) -> list[str]:
     """Digests of the texts these calls may have handed to another agent, as a conversation's root
     would be digested: each top-level string argument that is free text (holds whitespace).

@@ -26,6 +26,7 @@ class Ticket:
     seen: RequestSeen
     adapter: Adapter
     nests: bool = False  # no X-Run-Id: threads its tool calls start join this run (see `nesting`)
+    nested: bool = False  # a thread nested in the run: per-thread detectors keep its own state
     facts: RunFacts | None = None  # None when state was unavailable (detectors skipped)
     lineup: Lineup = NO_DETECTORS
     before: dict[str, Results] = field(default_factory=dict)
@@ -77,6 +78,13 @@ class Ticket:
         return f"Reset with: runguard-proxy reset --key {self.ids.key}"
 
 
-def scope_ids(run_id: str, key_hash: str, model: str, now: float) -> ScopeIds:
+def scope_ids(run_id: str, key_hash: str, model: str, now: float, thread: str = "") -> ScopeIds:
+    """`thread`: the id of the conversation nested in the run that the request belongs to, if any."""
     day = time.strftime("%Y-%m-%d", time.gmtime(now))
-    return ScopeIds(run=run_id, key=key_hash, key_model=f"{key_hash}|{model}", key_day=f"{key_hash}|{day}")
+    return ScopeIds(
+        run=run_id,
+        key=key_hash,
+        key_model=f"{key_hash}|{model}",
+        key_day=f"{key_hash}|{day}",
+        thread=thread or run_id,
+    )

@@ -34,6 +34,7 @@ class ScopeIds:
     key: str
     key_model: str
     key_day: str
+    thread: str = ""  # a nested conversation's id (see runguard.proxy.nesting); the run's when not nested
 
     def of(self, scope: Scope) -> str:
         return str(getattr(self, scope))  # a Scope is its value (StrEnum), read without the enum's descriptor
@@ -44,6 +45,7 @@ class ScopeTtls:
     """Seconds of inactivity after which a scope's state is forgotten."""
 
     run: float = 3600.0
+    thread: float = 3600.0
     key: float = 86400.0
     key_model: float = 86400.0
     key_day: float = 2 * 86400.0

@@ -175,7 +175,11 @@ class Replayer:
     def __init__(self, settings: Settings, detectors: list[Detector[Any]]) -> None:
         self.report = ReplayReport()
         self._clock = _Clock()
-        state = MemoryState(ScopeTtls(run=settings.runs.idle_seconds), settings.runs.max_runs, clock=self._clock)
+        state = MemoryState(
+            ScopeTtls(run=settings.runs.idle_seconds, thread=settings.runs.idle_seconds),
+            settings.runs.max_runs,
+            clock=self._clock,
+        )
         self._tables = ModelTables(settings.pricing_file, settings.models_file)
         policy = Policy(detectors, settings.guard)
         sink = _Trips(self.report.trips)

@@ -7,6 +7,8 @@ requests are a conversation of their own whose user message is the task text.
 from __future__ import annotations
 
 import json
+import zlib
+from collections.abc import Callable
 from typing import Any
 
 import openai
@@ -58,3 +60,57 @@ async def run_team(
     leader = [*LEADER, first.choices[0].message.model_dump(exclude_none=True)]
     leader.append({"role": "tool", "tool_call_id": delegation.id, "content": answer.choices[0].message.content})
     await client.chat.completions.create(model="gpt-4o-mini", messages=leader)
+
+
+ANALYST = "<your_role>\nAnalyses data\n</your_role>\n\nYou analyse data."
+QUESTIONS = [
+    "Which region grew sales fastest last quarter?",
+    "What share of costs went to cloud hosting this year?",
+    "How did churn move in the enterprise segment?",
+    "Which product line has the thinnest margin now?",
+    "Where did support tickets pile up in October?",
+    "Which suppliers raised their prices this quarter?",
+]
+
+
+def analyst_script(member_call: tuple[str, str], rounds: int = 1) -> Callable[[Received], Reply]:
+    """The leader hands each of QUESTIONS to one of two analysts in turn, then answers. An analyst makes
+    `member_call` (tool, arguments) `rounds` times, then answers."""
+
+    def script(received: Received) -> Reply:
+        messages = received.json()["messages"]
+        done = sum(1 for m in messages if m["role"] == "tool")
+        if messages[0]["content"] == ANALYST:
+            if done < rounds:
+                call = (f"call_m{done}_{zlib.crc32(messages[1]['content'].encode())}", *member_call)  # ids differ
+                return Reply.json(payloads.chat_completion(tool_calls=[call], usage=(100, 10)))
+            return Reply.json(payloads.chat_completion(f"Answer to: {messages[1]['content']}", usage=(100, 10)))
+        if done < len(QUESTIONS):
+            # Two analysts take turns: three tasks each stay under handoff_cycle's limit per pair of agents.
+            args = json.dumps({"member_id": f"analyst-{'ab'[done % 2]}", "task": QUESTIONS[done]})
+            call = (f"call_l{done}", "delegate_task_to_member", args)
+            return Reply.json(payloads.chat_completion(tool_calls=[call], usage=(100, 10)))
+        return Reply.json(payloads.chat_completion("All answered.", usage=(100, 10)))
+
+    return script
+
+
+async def run_analyst_team(client: openai.AsyncOpenAI, tool_result: str) -> str:
+    """The leader's loop over its delegations, each member thread running its own tool loop; every tool
+    result of the analyst's is `tool_result`. Returns the leader's answer."""
+    leader: list[Any] = list(LEADER)
+    while True:
+        step = (await client.chat.completions.create(model="gpt-4o-mini", messages=leader)).choices[0].message
+        if not step.tool_calls:
+            return step.content or ""
+        leader.append(step.model_dump(exclude_none=True))
+        for delegation in step.tool_calls:
+            task = json.loads(delegation.function.arguments)["task"]
+            member: list[Any] = [{"role": "developer", "content": ANALYST}, {"role": "user", "content": task}]
+            while True:
+                said = (await client.chat.completions.create(model="gpt-4o-mini", messages=member)).choices[0].message
+                if not said.tool_calls:
+                    break
+                member.append(said.model_dump(exclude_none=True))
+                member += [{"role": "tool", "tool_call_id": c.id, "content": tool_result} for c in said.tool_calls]
+            leader.append({"role": "tool", "tool_call_id": delegation.id, "content": said.content})

@@ -21,8 +21,8 @@ from runguard.proxy import nesting
 from runguard.proxy.events import ToolCall, digest
 from runguard.proxy.state.memory import MemoryState
 from tests.e2e import payloads
-from tests.e2e.faults import eventually, requests_of
-from tests.e2e.teams import LEADER, MEMBER, TASK, run_team, team_script
+from tests.e2e.faults import eventually, requests_of, trips_of
+from tests.e2e.teams import LEADER, MEMBER, TASK, analyst_script, run_analyst_team, run_team, team_script
 from tests.support.proxy import ListSink, settings_for, start_proxy
 from tests.support.upstream import FakeUpstream, Reply
 
@@ -195,3 +195,33 @@ async def test_every_task_of_a_batch_created_with_titles_is_nested_under_the_run
         await client.chat.completions.create(model="gpt-4o-mini", messages=[{"role": "user", "content": description}])
     await eventually(lambda: len(requests_of(sink)) == 1 + len(work))
     assert len({r.run_id for r in requests_of(sink)}) == 1
+
+
+async def test_member_threads_that_each_start_with_the_same_lookup_do_not_trip_the_loop_detectors(
+    upstream: FakeUpstream, sink: ListSink, client_of: Callable[..., Any]
+) -> None:
+    """The analyst begins each of six questions with `list_tables()` and gets the same answer: six
+    conversations doing one step each, not one agent repeating itself. The loop detectors judge each
+    nested thread on its own, as they judge runs; the run's caps still count every request."""
+    upstream.script = analyst_script(("list_tables", "{}"))
+    answer = await run_analyst_team(await client_of(), '{"tables": ["sales", "costs", "churn"]}')
+    assert answer == "All answered."
+    await eventually(lambda: len(requests_of(sink)) == 19)
+    records = requests_of(sink)
+    assert len({r.run_id for r in records}) == 1
+    assert [t.detector for t in trips_of(sink) if t.action == "block"] == []
+    assert not [t for t in trips_of(sink) if t.detector in ("repeat_call", "non_progress", "stagnation")]
+
+
+async def test_a_member_looping_on_a_failing_tool_is_stopped_and_stops_its_run(
+    upstream: FakeUpstream, sink: ListSink, client_of: Callable[..., Any]
+) -> None:
+    upstream.script = analyst_script(("run_sql", json.dumps({"sql": "select region, sum(x) from sales"})), rounds=99)
+    client = await client_of()
+    with pytest.raises(openai.RateLimitError) as caught:
+        await run_analyst_team(client, '{"error": "relation sales is locked, try again"}')
+    assert caught.value.code == "runguard_non_progress"
+    with pytest.raises(openai.RateLimitError):  # the leader's run is stopped with it
+        await client.chat.completions.create(model="gpt-4o-mini", messages=LEADER)
+    blocked = [r for r in requests_of(sink) if r.blocked_by]
+    assert {r.run_id for r in blocked} == {requests_of(sink)[0].run_id}
