@@ -11,4 +11,4 @@ def register(app: typer.Typer) -> None:
         """Print every detector, what it catches, and its settings with defaults."""
         from runguard.detectors.catalogue import render
 
-        typer.echo(render())
+        typer.echo(render(), nl=False)  # render() ends with its newline: the output is docs/detectors.md
