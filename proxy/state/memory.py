@@ -161,6 +161,16 @@ class MemoryState:
         return self._slots.pop(name, None) is not None
 
     async def remember(self, name: str, value: str, ttl: float) -> None:
+        self._keep(name, value, ttl)
+
+    async def claim(self, name: str, ttl: float) -> bool:
+        entry = self._plain.get(name)
+        if entry is not None and entry[0] > self._clock():
+            return False
+        self._keep(name, "1", ttl)  # no await in between: atomic under asyncio
+        return True
+
+    def _keep(self, name: str, value: str, ttl: float) -> None:
         now = self._clock()
         self._plain[name] = (now + ttl, value)
         self._plain.move_to_end(name)

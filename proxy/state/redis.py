@@ -265,6 +265,12 @@ class RedisState:
         except _FAILURES as exc:
             raise StateUnavailable(f"redis: {exc}") from exc
 
+    async def claim(self, name: str, ttl: float) -> bool:
+        try:
+            return bool(await self._client.set(self._plain_key(name), "1", px=_millis(ttl), nx=True))
+        except _FAILURES as exc:
+            raise StateUnavailable(f"redis: {exc}") from exc
+
     async def recall(self, name: str) -> str | None:
         try:
             raw = cast(bytes | None, await self._client.get(self._plain_key(name)))

@@ -232,6 +232,17 @@ async def test_remember_and_recall(make: Make) -> None:
     assert await state.recall("resp:1") == "run-9"
 
 
+async def test_claim_is_taken_once_until_it_expires(make: Make) -> None:
+    state = make()
+    outcomes = await asyncio.gather(*(state.claim("polled:resp_1", 0.3) for _ in range(10)))  # Redis: 10 connections
+    assert outcomes.count(True) == 1
+    assert await state.claim("polled:resp_2", 30.0) is True  # another name: a claim of its own
+    await asyncio.sleep(0.45)
+    assert await state.claim("polled:resp_1", 0.3) is True  # expired: taken again
+    assert await state.claim("polled:resp_2", 30.0) is False
+    assert await state.recall("resp_1") is None  # a claim is no remembered value of another name
+
+
 async def test_ping(make: Make) -> None:
     assert await make().ping() is True
 
