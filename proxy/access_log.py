@@ -22,35 +22,35 @@ from runguard.proxy.records import RequestRecord
 
 
 def access_line(record: RequestRecord) -> bytes:
-    """The JSON object logged for `record`."""
-    return orjson.dumps(
-        {
-            "ts": datetime.datetime.fromtimestamp(record.at, datetime.UTC),  # orjson writes RFC 3339, fast
-            "run_id": record.run_id,
-            "key_hash": record.key_hash,
-            "index": record.index,
-            "agent": record.agent,
-            "model": record.model,
-            "provider": record.provider,
-            "api": record.api,
-            "streamed": record.streamed,
-            "status": record.status,
-            "tokens": {
-                "input": record.input_tokens,
-                "output": record.output_tokens,
-                "cached": record.cached_tokens,
-                "reasoning": record.reasoning_tokens,
-                "estimated": record.usage_estimated,
-            },
-            "usd": round(record.usd, 6),
-            "upstream_ms": round(record.upstream_ms, 2) if record.upstream_ms is not None else None,
-            "overhead_ms": round(record.overhead_ms, 3),
-            "blocked_by": record.blocked_by,
-            "warnings": [v.detector for v in record.verdicts if v.action == "warn"],
-            "error": record.error,
+    """The JSON object logged for `record` (`"polled": true` only on a background response's poll)."""
+    line = {
+        "ts": datetime.datetime.fromtimestamp(record.at, datetime.UTC),  # orjson writes RFC 3339, fast
+        "run_id": record.run_id,
+        "key_hash": record.key_hash,
+        "index": record.index,
+        "agent": record.agent,
+        "model": record.model,
+        "provider": record.provider,
+        "api": record.api,
+        "streamed": record.streamed,
+        "status": record.status,
+        "tokens": {
+            "input": record.input_tokens,
+            "output": record.output_tokens,
+            "cached": record.cached_tokens,
+            "reasoning": record.reasoning_tokens,
+            "estimated": record.usage_estimated,
         },
-        option=orjson.OPT_UTC_Z,
-    )
+        "usd": round(record.usd, 6),
+        "upstream_ms": round(record.upstream_ms, 2) if record.upstream_ms is not None else None,
+        "overhead_ms": round(record.overhead_ms, 3),
+        "blocked_by": record.blocked_by,
+        "warnings": [v.detector for v in record.verdicts if v.action == "warn"],
+        "error": record.error,
+    }
+    if record.polled:
+        line["polled"] = True
+    return orjson.dumps(line, option=orjson.OPT_UTC_Z)
 
 
 class AccessLog(NullObserver):

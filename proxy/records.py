@@ -62,6 +62,9 @@ class RequestRecord:
     error: str | None = None  # upstream failure or client disconnect, as a short code
     verdicts: tuple[VerdictRecord, ...] = ()
     body: RecordedBody | None = None
+    # A background response's result, found finished by a poll (`background`): `index` is the request that
+    # started it. Its tokens and cost count in the run's totals; it is no request of its own.
+    polled: bool = False
 
 
 @frozen

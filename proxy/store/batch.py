@@ -46,6 +46,8 @@ ADDED_UP = (
 )
 INT64 = 2**63 - 1
 TEXT_LIMIT = 4096  # characters kept of a client-supplied text
+# A background response's status when its request is answered: it is polled until it is finished.
+_UNFINISHED = frozenset({"queued", "in_progress"})
 
 
 def run_conflict(smaller: str, larger: str) -> str:
@@ -114,7 +116,7 @@ def outcome(record: RequestRecord) -> str | None:
         return f"tripped:{blocking}"
     if record.error or record.status is None or record.status >= 400:
         return "error"
-    if not record.tool_calls and record.finish_reason is not None:
+    if not record.tool_calls and record.finish_reason is not None and record.finish_reason not in _UNFINISHED:
         return "completed"
     return None
 
@@ -289,7 +291,8 @@ def deltas_of(batch: Batch, new_requests: Collection[str], new_trips: Collection
     for row, r in batch.requests:
         if row["id"] in new_requests:
             d = delta(row["run_id"], r.key_hash, row["at"])
-            d.requests += 1
+            if not r.polled:  # a poll's record finishes a request counted already (`background`)
+                d.requests += 1
             d.input_tokens += row["input_tokens"]
             d.output_tokens += row["output_tokens"]
             d.cached_tokens += row["cached_tokens"]

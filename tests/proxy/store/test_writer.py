@@ -45,6 +45,29 @@ async def test_batches_add_up_to_the_records(make_sink: SinkFactory, store_url: 
     assert run0["first_seen"] == factory.T0 + 3 and run0["last_seen"] == factory.T0 + 41
 
 
+async def test_a_polled_background_response_adds_its_cost_to_its_run_not_a_request(
+    make_sink: SinkFactory, store_url: str
+) -> None:
+    """A background response: its request is answered queued (nothing spent yet, the run still running); the
+    poll that finds it finished is recorded under the same index, with its usage and cost."""
+    sink = make_sink()
+    queued = {"api": "responses", "tool_calls": (), "finish_reason": "queued", "usd": 0.0}
+    sink.submit(factory.request("bg", 1, at=factory.T0 + 1, input_tokens=0, output_tokens=0, cached_tokens=0, **queued))
+    await sink.flush()
+    reader = StoreReader(sink.engine, clock=lambda: factory.T0 + 2)
+    assert (await reader.run("bg") or {})["status"] == "running"  # queued: not completed
+    done = {"api": "responses", "tool_calls": (), "finish_reason": "completed", "usd": 0.45, "polled": True}
+    sink.submit(factory.request("bg", 1, at=factory.T0 + 9, input_tokens=5000, output_tokens=700, **done))
+    await sink.flush()
+    run = await reader.run("bg")
+    assert run is not None and run["requests"] == 1 and run["status"] == "completed"
+    assert (run["input_tokens"], run["output_tokens"], run["usd"]) == (5000, 700, pytest.approx(0.45))
+    assert await count(store_url, "requests") == 2
+    timeline = await reader.run_timeline("bg") or []
+    rows = [(r["index"], r["finish_reason"], r["usd"]) for r in timeline]
+    assert rows == [(1, "queued", 0.0), (1, "completed", 0.45)]
+
+
 async def test_close_flushes_everything_queued(make_sink: SinkFactory, store_url: str) -> None:
     sink = make_sink(flush_interval=30.0, batch_size=1000)  # nothing would be written for 30 s
     await sink.migrated.wait()
