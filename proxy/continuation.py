@@ -3,6 +3,10 @@
 With `previous_response_id` a request carries only the new items, so the
 proxy remembers, per response id it forwarded, the run and the tool calls
 made (call id -> name and arguments) and fills them into the next request.
+
+A background response (`background: true`) is answered before it is done:
+its entry then also says who asked (`Pending`), so that the poll that finds
+it finished can count its usage in that request's run (`background`).
 """
 
 from __future__ import annotations
@@ -12,14 +16,29 @@ from collections.abc import Sequence
 
 import orjson
 
+from runguard.detectors.frozen import frozen
 from runguard.proxy.events import RequestInfo, ToolCall
 
 Calls = dict[str, tuple[str, str]]  # call id -> (name, arguments)
 
 
-def dumps(run_id: str, calls: Sequence[ToolCall]) -> str:
+@frozen
+class Pending:
+    """The request that started a background response, as its poll accounts for it (no content)."""
+
+    key_hash: str
+    model: str
+    agent: str  # the agent's label in the records
+    index: int  # the request's position in its run
+    nests: bool  # no X-Run-Id: threads the response's tool calls start join the run (see `nesting`)
+
+
+def dumps(run_id: str, calls: Sequence[ToolCall], pending: Pending | None = None) -> str:
     table = {c.call_id: [c.name, c.arguments[:2000]] for c in calls if c.call_id}
-    return orjson.dumps({"run": run_id, "calls": table}).decode()
+    entry: dict[str, object] = {"run": run_id, "calls": table}
+    if pending is not None:
+        entry["pending"] = [pending.key_hash, pending.model, pending.agent, pending.index, pending.nests]
+    return orjson.dumps(entry).decode()
 
 
 def loads(raw: str) -> tuple[str | None, Calls]:
@@ -29,6 +48,19 @@ def loads(raw: str) -> tuple[str | None, Calls]:
         return (str(data["run"]) if data.get("run") else None), calls
     except (orjson.JSONDecodeError, AttributeError, IndexError, TypeError):
         return None, {}
+
+
+def pending_of(raw: str) -> tuple[str, Pending] | None:
+    """The run and the request of a background response not accounted for yet; None for any other entry."""
+    try:
+        data = orjson.loads(raw)
+        key_hash, model, agent, index, nests = data["pending"]
+        run_id = data["run"]
+    except (orjson.JSONDecodeError, KeyError, TypeError, ValueError):
+        return None
+    if not isinstance(run_id, str) or not run_id:
+        return None
+    return run_id, Pending(str(key_hash), str(model), str(agent), int(index), bool(nests))
 
 
 def fill_names(request: RequestInfo, calls: Calls) -> RequestInfo:

@@ -190,6 +190,8 @@ class RequestInfo:
     assistant_turns: int = 0
     output_schema: OutputSchema | None = None
     previous_response_id: str | None = None
+    # Responses `background: true`: the answer is queued; its usage comes when it is polled (`background`).
+    background: bool = False
     include_usage: bool | None = None  # Chat streaming: stream_options.include_usage
     json_array_stream: bool = False  # Gemini streaming without alt=sse: one JSON array, not SSE
     parse_error: str | None = None  # set when the body could not be parsed (forwarded anyway)

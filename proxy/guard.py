@@ -23,6 +23,7 @@ from runguard.detectors.base import RequestSeen, ResponseKind, ResponseSeen
 from runguard.detectors.ops import CompareAndSet, Get, Op, OpResult, Put, Scope
 from runguard.proxy import accounting, agent_names, breaker, continuation, nesting, reporting
 from runguard.proxy.adapters.base import Adapter, StopNotice, Synthetic
+from runguard.proxy.background import BackgroundCosts
 from runguard.proxy.breaker import BreakerRecord, GateKind
 from runguard.proxy.engine import Engine, Finding
 from runguard.proxy.errors import StateUnavailable
@@ -72,6 +73,8 @@ class Guard:
         self._tokens = TokenEstimator()
         self.degraded_since: float | None = None
         self._undoing: set[asyncio.Task[None]] = set()  # undos waiting for a lost batch to settle
+        # Background responses, accounted for when a poll finds them finished.
+        self.background = BackgroundCosts(state, tables, sink, observer, settings.runs.idle_seconds, clock)
 
     # -- helpers ---------------------------------------------------------------------------
 
@@ -343,8 +346,8 @@ class Guard:
     def _usage(self, ticket: Ticket, info: ResponseInfo, status: int | None) -> Usage | None:
         if info.usage is not None:
             return info.usage
-        if status is None or status >= 300:
-            return None
+        if status is None or status >= 300 or ticket.request.background:
+            return None  # a background response's usage is counted when it is polled (`background`)
         # Streamed Chat without include_usage carries no usage: estimate, never count zero.
         said = info.text + "".join(call.name + call.arguments for call in info.tool_calls)
         output = self._tokens.count(said, ticket.request.model)
@@ -464,14 +467,20 @@ class Guard:
         return accounting.Breakers(records[Scope.RUN], records[Scope.KEY], records[Scope.KEY_MODEL])
 
     async def _remember(self, ticket: Ticket, seen: ResponseSeen) -> None:
-        """Responses API: map the response id to its run, so `previous_response_id` finds it."""
+        """Responses API: map the response id to its run, so `previous_response_id` finds it (and, for a
+        background response not finished yet, to the request, so that its poll is accounted for)."""
         response_id = seen.response.response_id
         if response_id is None or ticket.request.api.value != "responses":
             return
+        pending = None
+        if ticket.request.background and seen.response.usage is None:
+            index = ticket.facts.request_index if ticket.facts else 0
+            request = ticket.request
+            pending = continuation.Pending(ticket.key_hash, request.model, request.agent.label, index, ticket.nests)
         try:
             await self._state.remember(
                 f"resp:{response_id}",
-                continuation.dumps(ticket.run_id, seen.response.tool_calls),
+                continuation.dumps(ticket.run_id, seen.response.tool_calls, pending),
                 self._settings.runs.idle_seconds,
             )
         except StateUnavailable:

@@ -3,7 +3,9 @@
 Every blocking decision is made before the client response is prepared;
 after that only an in-stream error event can end it. Requests the adapters
 do not model (GETs, embeddings, files, countTokens) are forwarded untouched
-and only counted.
+and only counted; of them, a Responses API poll (`GET /v1/responses/{id}`)
+is also read once it is relayed, so a background response's cost is
+counted when it is found finished (`background`).
 """
 
 from __future__ import annotations
@@ -25,6 +27,9 @@ from runguard.detectors.frozen import frozen
 from runguard.proxy.adapters import adapter_for
 from runguard.proxy.adapters.base import Adapter, RequestContext, Synthetic
 from runguard.proxy.adapters.history import HistoryCache, HistorySlot
+from runguard.proxy.adapters.jsonish import load_object
+from runguard.proxy.adapters.openai_responses import ResponsesStreamParser, response_info
+from runguard.proxy.background import polled_id
 from runguard.proxy.codec import BodyTooLarge, decode_body
 from runguard.proxy.errors import UpstreamError, UpstreamTimeout
 from runguard.proxy.events import Api, Provider, ResponseInfo
@@ -170,6 +175,8 @@ async def handle(request: web.Request) -> web.StreamResponse:
         ctx.reading.discard(task)
     adapter = adapter_for(route.api) if request.method == "POST" else None
     if adapter is None:
+        if request.method == "GET" and route.provider is Provider.OPENAI and polled_id(route.upstream_path):
+            return await _poll(request, ctx, route, body)
         return await _passthrough(request, ctx, route, body)
     return await _guarded(request, ctx, route, adapter, body, key_hash)
 
@@ -189,6 +196,70 @@ async def _passthrough(request: web.Request, ctx: ProxyContext, route: Route, bo
         except UpstreamError as exc:
             return _upstream_failed(route.provider, exc)
         return whole_response(upstream, raw, CIMultiDict())
+
+
+async def _poll(request: web.Request, ctx: ProxyContext, route: Route, body: bytes) -> web.StreamResponse:
+    """`GET /v1/responses/{id}`, whole or a resumed stream: forwarded as `_passthrough` does, then read.
+
+    What the client gets is what `_passthrough` gives it, byte for byte; the
+    answer is read once it is sent (a stream: as it passes, as any stream),
+    and one that finishes a background response is accounted for.
+    """
+    began = time.perf_counter()
+    headers = upstream_request_headers(request.headers, _own_headers(ctx.settings))
+    try:
+        upstream = await ctx.upstreams[route.provider].send(request.method, _raw_target(request, route), headers, body)
+    except UpstreamError as exc:
+        return _upstream_failed(route.provider, exc)
+    sent = time.perf_counter()
+    background = ctx.guard.background
+    async with upstream:
+        status = upstream.status
+        if is_stream(upstream, route.stream):
+            parser = ResponsesStreamParser()
+
+            def account() -> Coroutine[Any, Any, None]:
+                latency = time.perf_counter() - sent
+                return background.polled(parser.close(), streamed=True, status=status, latency=latency, began=began)
+
+            try:
+                out, _ = await relay_stream(request, upstream, parser, CIMultiDict(), None)
+            except (asyncio.CancelledError, ConnectionResetError):
+                ctx.spawn(account())  # the client left: what passed may have finished the response
+                raise
+            await ctx.settle(account())
+            return out
+        try:
+            raw = await read_whole(upstream)
+        except UpstreamError as exc:
+            return _upstream_failed(route.provider, exc)
+        latency = time.perf_counter() - sent
+        encoding = upstream.headers.get("Content-Encoding")
+
+        async def account_whole() -> None:
+            info = _poll_answer(raw, encoding) if status == 200 else None
+            if info is not None:
+                await background.polled(info, streamed=False, status=status, latency=latency, began=began)
+
+        reply = whole_response(upstream, raw, CIMultiDict())
+        try:
+            await reply.prepare(request)
+            await reply.write_eof()
+        except (asyncio.CancelledError, ConnectionResetError):
+            ctx.spawn(account_whole())  # the response is finished upstream whether or not the client has it
+            raise
+        await ctx.settle(account_whole())
+        return reply
+
+
+def _poll_answer(raw: bytes, encoding: str | None) -> ResponseInfo | None:
+    """A poll's JSON answer as a Response object; None if it is not one (read after the client has it)."""
+    try:
+        parsed = decode_body(raw, encoding, 1 << 30)
+    except BodyTooLarge:
+        return None
+    data = load_object(parsed)[0] if parsed is not None else None
+    return response_info(data) if data is not None else None
 
 
 def _own_headers(settings: Settings) -> tuple[str, ...]:

@@ -5,7 +5,9 @@ from __future__ import annotations
 import time
 
 from runguard.detectors.base import ResponseSeen
+from runguard.proxy.continuation import Pending
 from runguard.proxy.engine import Finding
+from runguard.proxy.events import ResponseInfo
 from runguard.proxy.records import RecordedBody, RequestRecord, TripRecord, VerdictRecord
 from runguard.proxy.ticket import Ticket
 
@@ -73,4 +75,45 @@ def request_record(
         error=error or (response.error[:200] if response and response.error else None),
         verdicts=tuple(VerdictRecord(t.detector, t.action, t.reason) for t in ticket.trips),
         body=body,
+    )
+
+
+def polled_record(
+    run_id: str,
+    pending: Pending,
+    response: ResponseInfo,
+    *,
+    at: float,
+    usd: float,
+    streamed: bool,
+    status: int,
+    latency: float,
+    began: float,
+) -> RequestRecord:
+    """The record of the poll that found a background response finished: its usage, cost and tool calls,
+    under the index of the request that started it (`polled`: no request of its own in the run's totals)."""
+    usage = response.usage
+    return RequestRecord(
+        run_id=run_id,
+        key_hash=pending.key_hash,
+        index=pending.index,
+        at=at,
+        agent=pending.agent,
+        model=pending.model,
+        provider="openai",
+        api="responses",
+        streamed=streamed,
+        status=status,
+        input_tokens=usage.input_tokens if usage else 0,
+        output_tokens=usage.output_tokens if usage else 0,
+        cached_tokens=usage.cached_tokens if usage else 0,
+        reasoning_tokens=usage.reasoning_tokens if usage else 0,
+        usd=usd,
+        upstream_ms=latency * 1000,
+        overhead_ms=max(0.0, (time.perf_counter() - began - latency) * 1000),
+        tool_calls=tuple(c.name for c in response.tool_calls),
+        handoff_to=response.handoffs[0].target if response.handoffs else None,
+        finish_reason=response.finish_reason,
+        error=response.error[:200] if response.error else None,
+        polled=True,
     )

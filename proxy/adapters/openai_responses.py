@@ -55,6 +55,8 @@ _OUTPUT_ITEMS = frozenset(
     }
 )
 _TERMINAL = frozenset({"response.completed", "response.failed", "response.incomplete"})
+# A Response object's `status` once it will change no more (a background response is polled until then).
+FINAL_STATUSES = frozenset({"completed", "incomplete", "failed", "cancelled"})
 
 
 def _arguments(item: dict[str, Any]) -> Any:
@@ -408,6 +410,8 @@ class ResponsesAdapter:
             output_schema=_output_schema(data.get("text")),
             previous_response_id=previous if isinstance(previous, str) and previous else None,
         )
+        if data.get("background") is True:
+            info = dataclasses.replace(info, background=True)
         conversation = _conversation_id(data.get("conversation"))
         if conversation is None:
             return info

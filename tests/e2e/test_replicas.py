@@ -23,7 +23,7 @@ import redis.asyncio as aioredis
 import yaml
 from agents import Agent, Runner, function_tool
 
-from tests.e2e import agents, payloads
+from tests.e2e import agents, payloads, test_background
 from tests.e2e.agents import sdk_model
 from tests.e2e.teams import run_team, team_script
 from tests.e2e.test_multi_agent import (
@@ -135,6 +135,30 @@ async def test_a_loop_alternating_between_replicas_trips_at_the_same_request(
                 model="gpt-4o-mini", messages=[{"role": "user", "content": "again"}]
             )
     assert len(upstream.received) == 3
+
+
+async def test_a_background_response_polled_on_both_replicas_at_once_counts_once_and_trips_the_budget(
+    upstream: FakeUpstream, replicas: Replicas
+) -> None:
+    upstream.script = test_background.BackgroundUpstream()
+    urls = await replicas(guard={"detectors": {"budget": {"run_usd": test_background.USD * 0.9}}})
+    clients = [_client(url, "bg-across-replicas") for url in urls]
+    queued = await clients[0].responses.create(model=test_background.MODEL, input="deep research", background=True)
+    assert (await clients[1].responses.retrieve(queued.id)).status == "in_progress"
+    finished = await asyncio.gather(*(client.responses.retrieve(queued.id) for client in clients * 3))
+    assert {response.status for response in finished} == {"completed"}
+    deadline = time.monotonic() + 2.0  # the poll is accounted for once its answer is sent
+    while "core.usd" not in (counters := await _counters(urls[1], "bg-across-replicas")):
+        assert time.monotonic() < deadline, counters
+        await asyncio.sleep(0.02)
+    await asyncio.sleep(0.2)  # time for a second count, were there one
+    counters = await _counters(urls[1], "bg-across-replicas")
+    assert counters["core.usd"] == pytest.approx(test_background.USD) and counters["core.out"] == 700_000
+    with pytest.raises(openai.RateLimitError) as stopped:
+        await clients[1].responses.create(model=test_background.MODEL, input="write it up")
+    assert stopped.value.code == "runguard_budget"
+    for client in clients:
+        await client.close()
 
 
 async def test_in_flight_limit_holds_across_replicas_and_no_count_is_lost(
