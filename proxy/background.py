@@ -21,7 +21,6 @@ forwarded and counted nowhere. Failures of the state are counted, never raised.
 
 from __future__ import annotations
 
-import asyncio
 import logging
 import re
 import time
@@ -72,6 +71,13 @@ class BackgroundCosts:
         self._ttl = ttl
         self._clock = clock
 
+    async def _quietly(self, step: Awaitable[object]) -> None:
+        """One step of the accounting: a failure of the state is counted, and the next step still runs."""
+        try:
+            await step
+        except StateUnavailable:
+            self._observer.state_error()
+
     async def polled(self, info: ResponseInfo, *, streamed: bool, status: int, latency: float, began: float) -> None:
         """A poll's answer, sent to the client already: account for it if it finishes a pending response.
 
@@ -101,19 +107,14 @@ class BackgroundCosts:
         usd = self._tables.cost(pending.model, info.usage)
         ops = accounting.usage_ops(info.usage, usd)
         finished = continuation.dumps(run_id, info.tool_calls)  # no longer pending: later polls stop at `recall`
-        waits: list[Awaitable[object]] = [self._state.remember(f"resp:{response_id}", finished, self._ttl)]
+        # One after the other: a gather's tasks would hand the loop over, and with a state that never
+        # waits nothing here is shielded from the handler's cancellation (`ProxyContext.settle`).
+        await self._quietly(self._state.remember(f"resp:{response_id}", finished, self._ttl))
         if ops:
-            waits.append(self._state.execute(scope_ids(run_id, pending.key_hash, pending.model, now), ops))
+            await self._quietly(self._state.execute(scope_ids(run_id, pending.key_hash, pending.model, now), ops))
         if pending.nests:
-            key = pending.key_hash
-            texts = nesting.delegated(info.tool_calls)
-            waits += [self._state.remember(nesting.task_key(key, text), run_id, self._ttl) for text in texts]
-        outcomes = await asyncio.gather(*waits, return_exceptions=True)
-        for outcome in outcomes:
-            if isinstance(outcome, StateUnavailable):
-                self._observer.state_error()
-            elif isinstance(outcome, BaseException):
-                raise outcome
+            for text in nesting.delegated(info.tool_calls):
+                await self._quietly(self._state.remember(nesting.task_key(pending.key_hash, text), run_id, self._ttl))
         record = reporting.polled_record(
             run_id, pending, info, at=now, usd=usd, streamed=streamed, status=status, latency=latency, began=began
         )
