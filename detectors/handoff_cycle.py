@@ -8,6 +8,13 @@ calls and results, and the user text since the last turn, such as the next
 question of a session), and the same pair with the same payload twice within
 the window means nothing changed between rounds. Past a hard number of repeats of one
 pair the run stops whatever the payloads.
+
+A delegation is not a transfer: the delegating agent waits for the member's
+answer as a tool result (Agno's `delegate_task_to_member`), and a leader
+handing one member task after task is a fan-out, not a ping-pong. Its hard
+limit counts each pair and task (the delegation's arguments) apart, so the
+same task handed over again and again still stops the run, whatever the
+member answered each time.
 """
 
 from __future__ import annotations
@@ -18,7 +25,7 @@ from runguard.detectors import tally
 from runguard.detectors.base import Detector, DetectorConfig, Plan, RequestSeen, ResponseSeen, Results, Verdict
 from runguard.detectors.normalize import call_args_digest, clip, result_digest_of, tag
 from runguard.detectors.ops import Add, Op, Push, Scope
-from runguard.proxy.events import Handoff, digest
+from runguard.proxy.events import Handoff, HandoffKind, digest
 
 MAX_PAIRS = 32  # distinct agent pairs counted per run
 LABEL_CHARS = 32  # agent labels are clipped in state
@@ -36,7 +43,8 @@ class HandoffCycleConfig(DetectorConfig):
         4,
         ge=1,
         description="Handoffs from one agent to another that a run may make; one more stops it, "
-        "whatever was handed over. A review loop of a few rounds stays under it.",
+        "whatever was handed over. A review loop of a few rounds stays under it. Delegations (the "
+        "delegating agent waits for the answer: Agno's delegate_task_to_member) count per task.",
         json_schema_extra={"tighten": "lower"},
     )
     allowed_pairs: list[tuple[str, str]] = Field(
@@ -58,30 +66,27 @@ class HandoffCycle(Detector[HandoffCycleConfig]):
         """(handoff, "<from>><to>") for each handoff of the response not on the allowed list.
 
         The source is the agent's steady label: an agent named only once handed work (openai-agents)
-        counts its handoffs from before and after as one pair.
+        counts its handoffs from before and after as one pair. A delegation's pair ends with the digest
+        of what it handed over, so its hard limit counts each task apart (see the module's doc).
         """
         if not seen.response.handoffs:
             return []
         agent = seen.request.agent
         source, steady = agent.label, clip(agent.steady, LABEL_CHARS)
         allowed = {(a, b) for a, b in cfg.allowed_pairs}
-        return [
-            (handoff, f"{steady}>{clip(handoff.target, LABEL_CHARS)}")
-            for handoff in seen.response.handoffs
-            if (source, handoff.target) not in allowed
-        ]
+        pairs = []
+        for handoff in seen.response.handoffs:
+            if (source, handoff.target) in allowed:
+                continue
+            pair = f"{steady}>{clip(handoff.target, LABEL_CHARS)}"
+            if handoff.kind is HandoffKind.DELEGATE:
+                pair += "+" + digest(_handed(seen, handoff), 4)
+            pairs.append((handoff, pair))
+        return pairs
 
     def _payload(self, seen: ResponseSeen, handoff: Handoff, brought: str) -> str:
         """What was handed over and answered: the handoff's arguments, the response text, what was brought."""
-        handed = next(
-            (
-                call.arguments
-                for call in seen.response.tool_calls
-                if (call.call_id == handoff.call_id if handoff.call_id else call.name == handoff.tool)
-            ),
-            "",
-        )
-        return digest("\x00".join((handed, seen.response.text, brought)), 4)
+        return digest("\x00".join((_handed(seen, handoff), seen.response.text, brought)), 4)
 
     def plan_response(self, seen: ResponseSeen, cfg: HandoffCycleConfig) -> Plan:
         pairs = self._pairs(seen, cfg)
@@ -125,11 +130,24 @@ class HandoffCycle(Detector[HandoffCycleConfig]):
                 )
             count = got.get(f"n.{tag(pair)}")
             if isinstance(count, float) and count > cfg.max_pair_repeats:
+                what = "of the same task " if handoff.kind is HandoffKind.DELEGATE else ""
                 return self.verdict(
-                    f"handoff {source} -> {handoff.target} happened {int(count)} times in this run, "
+                    f"handoff {source} -> {handoff.target} {what}happened {int(count)} times in this run, "
                     f"over the limit of {cfg.max_pair_repeats}",
                     pair=[source, handoff.target],
                     repeats=int(count),
                     limit=cfg.max_pair_repeats,
                 )
         return None
+
+
+def _handed(seen: ResponseSeen, handoff: Handoff) -> str:
+    """The arguments of the call that made `handoff` ("" if it is not among the response's calls)."""
+    return next(
+        (
+            call.arguments
+            for call in seen.response.tool_calls
+            if (call.call_id == handoff.call_id if handoff.call_id else call.name == handoff.tool)
+        ),
+        "",
+    )

@@ -6,7 +6,7 @@ import dataclasses
 from itertools import pairwise
 
 from runguard.detectors.handoff_cycle import HandoffCycle, HandoffCycleConfig
-from runguard.proxy.events import AgentIdentity
+from runguard.proxy.events import AgentIdentity, HandoffKind
 from tests.detectors.harness import RunSimulator, Step, call, first_trip, handoff, request, response, result
 
 
@@ -116,3 +116,29 @@ async def test_a_session_routing_each_new_question_passes_and_the_same_question_
     assert first_trip(await RunSimulator([HandoffCycle()]).run(session)) is None
     again = [back_home("Q1 support"), routed("Q2 billing"), back_home("Q1 support")]
     assert first_trip(await RunSimulator([HandoffCycle()]).run(again)) == 3
+
+
+def delegating(task: str, answer: str, number: int) -> Step:
+    """An Agno leader hands `task` to the analyst, having been answered `answer` for the task before."""
+    delegation = call("delegate_task_to_member", {"member_id": "analyst", "task": task}, f"call-{number}")
+    brought = [result("delegate_task_to_member", answer, f"call-{number - 1}")] if number else []
+    return Step(
+        request(agent_name="leader", new_results=brought),
+        response(
+            tool_calls=[delegation], handoffs=[handoff("analyst", HandoffKind.DELEGATE, call_id=delegation.call_id)]
+        ),
+    )
+
+
+async def test_a_leader_handing_one_member_many_different_tasks_passes() -> None:
+    """A fan-out: the leader waits for each answer, and each task is new."""
+    steps = [delegating(f"analyse quarter {n} of the sales ledger", f"answer {n - 1}", n) for n in range(10)]
+    assert first_trip(await RunSimulator([HandoffCycle()]).run(steps)) is None
+
+
+async def test_the_same_task_delegated_past_the_hard_limit_trips_whatever_the_member_answered() -> None:
+    steps = [delegating("fix the failing build", f"tried approach {n - 1}, still failing", n) for n in range(6)]
+    results = await RunSimulator([HandoffCycle()]).run(steps)
+    assert first_trip(results) == 5
+    reason = results[4].one("handoff_cycle").verdict.reason
+    assert "leader -> analyst of the same task happened 5 times in this run, over the limit of 4" in reason

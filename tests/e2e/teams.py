@@ -74,7 +74,7 @@ QUESTIONS = [
 
 
 def analyst_script(member_call: tuple[str, str], rounds: int = 1) -> Callable[[Received], Reply]:
-    """The leader hands each of QUESTIONS to one of two analysts in turn, then answers. An analyst makes
+    """The leader hands each of QUESTIONS to the analyst in turn, then answers. The analyst makes
     `member_call` (tool, arguments) `rounds` times, then answers."""
 
     def script(received: Received) -> Reply:
@@ -86,8 +86,7 @@ def analyst_script(member_call: tuple[str, str], rounds: int = 1) -> Callable[[R
                 return Reply.json(payloads.chat_completion(tool_calls=[call], usage=(100, 10)))
             return Reply.json(payloads.chat_completion(f"Answer to: {messages[1]['content']}", usage=(100, 10)))
         if done < len(QUESTIONS):
-            # Two analysts take turns: three tasks each stay under handoff_cycle's limit per pair of agents.
-            args = json.dumps({"member_id": f"analyst-{'ab'[done % 2]}", "task": QUESTIONS[done]})
+            args = json.dumps({"member_id": "analyst", "task": QUESTIONS[done]})
             call = (f"call_l{done}", "delegate_task_to_member", args)
             return Reply.json(payloads.chat_completion(tool_calls=[call], usage=(100, 10)))
         return Reply.json(payloads.chat_completion("All answered.", usage=(100, 10)))
