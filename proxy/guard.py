@@ -212,7 +212,8 @@ class Guard:
         acked, naming = agent_names.naming(request)
         request = agent_names.named(request, acked)
         model = request.model
-        ids = scope_ids(run_id, key_hash, model, now, nesting.thread_id(run_id, request.root_hash) if nested else "")
+        thread = nesting.thread_id(run_id, request.root_hash, request.agent.fingerprint) if nested else ""
+        ids = scope_ids(run_id, key_hash, model, now, thread)
         seen = RequestSeen(run_id, key_hash, now, request, self._tables.window(model), digest(body))
         ticket = Ticket(run_id, key_hash, ids, seen, adapter, nests=not header_run, nested=nested)
         ticket.lineup = self._policy.lineup(key_hash, model, tight)

@@ -36,9 +36,10 @@ def task_key(key_hash: str, text_digest: str) -> str:
     return f"task:{key_hash}:{text_digest}"
 
 
-def thread_id(run_id: str, root_hash: str | None) -> str:
-    """The state id of a nested thread: its run's, and the digest of its first user message."""
-    return f"{run_id}/{root_hash}"
+def thread_id(run_id: str, root_hash: str | None, fingerprint: str) -> str:
+    """The state id of a nested thread: its run's, the digest of its first user message and the agent's
+    fingerprint (a broadcast hands every member the same task: each member's conversation is its own)."""
+    return f"{run_id}/{root_hash}/{fingerprint}"
 
 
 def delegated(calls: Sequence[ToolCall]) -> list[str]:

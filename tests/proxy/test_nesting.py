@@ -24,7 +24,7 @@ from tests.e2e import payloads
 from tests.e2e.faults import eventually, requests_of, trips_of
 from tests.e2e.teams import LEADER, MEMBER, TASK, analyst_script, run_analyst_team, run_team, team_script
 from tests.support.proxy import ListSink, settings_for, start_proxy
-from tests.support.upstream import FakeUpstream, Reply
+from tests.support.upstream import FakeUpstream, Received, Reply
 
 
 def test_a_call_s_free_text_arguments_are_digested_as_a_conversation_s_first_message_is() -> None:
@@ -225,3 +225,34 @@ async def test_a_member_looping_on_a_failing_tool_is_stopped_and_stops_its_run(
         await client.chat.completions.create(model="gpt-4o-mini", messages=LEADER)
     blocked = [r for r in requests_of(sink) if r.blocked_by]
     assert {r.run_id for r in blocked} == {requests_of(sink)[0].run_id}
+
+
+async def test_a_task_broadcast_to_every_member_gives_each_member_a_thread_of_its_own(
+    upstream: FakeUpstream, sink: ListSink, client_of: Callable[..., Any]
+) -> None:
+    """Agno's broadcast (`delegate_task_to_members`): every member gets the same task text, and each one
+    begins with the same lookup; three conversations, not one repeating itself."""
+    task = "Review the vendor contract for risks in your area"
+    lookup = ("get_contract", json.dumps({"contract_id": "V-1009"}))
+
+    def script(received: Received) -> Reply:
+        messages = received.json()["messages"]
+        if messages[0]["content"] == LEADER[0]["content"]:
+            broadcast = ("call_all", "delegate_task_to_members", json.dumps({"task": task}))
+            return Reply.json(payloads.chat_completion(tool_calls=[broadcast]))
+        looked = any(m["role"] == "tool" for m in messages)
+        call = (f"call_{len(upstream.received)}", *lookup)  # call ids differ, as a model's do
+        return Reply.json(payloads.chat_completion(f"{messages[0]['content']}: fine", None if looked else [call]))
+
+    upstream.script = script
+    client = await client_of()
+    await client.chat.completions.create(model="gpt-4o-mini", messages=LEADER)
+    for area in ("legal", "finance", "security"):
+        member: list[Any] = [{"role": "developer", "content": f"You review {area}."}, {"role": "user", "content": task}]
+        said = (await client.chat.completions.create(model="gpt-4o-mini", messages=member)).choices[0].message
+        (looked_up,) = said.tool_calls or []
+        member += [said.model_dump(exclude_none=True), {"role": "tool", "tool_call_id": looked_up.id, "content": "{}"}]
+        await client.chat.completions.create(model="gpt-4o-mini", messages=member)
+    await eventually(lambda: len(requests_of(sink)) == 7)
+    assert len({r.run_id for r in requests_of(sink)}) == 1
+    assert [t.detector for t in trips_of(sink)] == []
