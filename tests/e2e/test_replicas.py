@@ -25,7 +25,7 @@ from agents import Agent, Runner, function_tool
 
 from tests.e2e import agents, payloads, test_background
 from tests.e2e.agents import sdk_model
-from tests.e2e.teams import run_team, team_script
+from tests.e2e.teams import analyst_script, run_analyst_team, run_team, team_script
 from tests.e2e.test_multi_agent import (
     _openai_reply,
     openai_pair,
@@ -430,3 +430,25 @@ async def test_a_member_thread_on_another_replica_is_nested_under_the_leader_s_r
     await member.close()
     assert caught.value.code == "runguard_max_requests"
     assert len(upstream.received) == 3  # the leader's last request was its run's 4th
+
+
+async def test_member_threads_spread_over_replicas_are_judged_each_on_its_own(
+    upstream: FakeUpstream, replicas: Replicas
+) -> None:
+    """No `X-Run-Id`, round-robin: the analyst's six threads each begin with the same lookup. Their state
+    lives in thread scopes of the shared state, so no replica sees one agent repeating itself; a thread
+    that does loop is still stopped, whichever replica its requests reach."""
+    urls = await replicas()
+    upstream.script = analyst_script(("list_tables", "{}"))
+    client = openai.AsyncOpenAI(
+        base_url=urls[0] + "/v1",
+        api_key="sk-replica-team",
+        http_client=httpx.AsyncClient(transport=RoundRobin(urls)),
+        max_retries=0,
+    )
+    assert await run_analyst_team(client, '{"tables": ["sales", "costs"]}') == "All answered."
+    upstream.script = analyst_script(("run_sql", json.dumps({"sql": "select 1 from sales"})), rounds=99)
+    with pytest.raises(openai.RateLimitError) as caught:  # another key: another run
+        await run_analyst_team(client.with_options(api_key="sk-replica-team-2"), '{"error": "relation is locked"}')
+    await client.close()
+    assert caught.value.code == "runguard_non_progress"
