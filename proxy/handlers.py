@@ -27,8 +27,7 @@ from runguard.detectors.frozen import frozen
 from runguard.proxy.adapters import adapter_for
 from runguard.proxy.adapters.base import Adapter, RequestContext, Synthetic
 from runguard.proxy.adapters.history import HistoryCache, HistorySlot
-from runguard.proxy.adapters.jsonish import load_object
-from runguard.proxy.adapters.openai_responses import ResponsesStreamParser, response_info
+from runguard.proxy.adapters.openai_responses import ResponsesAdapter
 from runguard.proxy.background import polled_id
 from runguard.proxy.codec import BodyTooLarge, decode_body
 from runguard.proxy.errors import UpstreamError, UpstreamTimeout
@@ -181,10 +180,15 @@ async def handle(request: web.Request) -> web.StreamResponse:
     return await _guarded(request, ctx, route, adapter, body, key_hash)
 
 
-async def _passthrough(request: web.Request, ctx: ProxyContext, route: Route, body: bytes) -> web.StreamResponse:
+async def _send_untouched(request: web.Request, ctx: ProxyContext, route: Route, body: bytes) -> aiohttp.ClientResponse:
+    """The request upstream as the client sent it (less hop-by-hop and RunGuard's own headers)."""
     headers = upstream_request_headers(request.headers, _own_headers(ctx.settings))
+    return await ctx.upstreams[route.provider].send(request.method, _raw_target(request, route), headers, body)
+
+
+async def _passthrough(request: web.Request, ctx: ProxyContext, route: Route, body: bytes) -> web.StreamResponse:
     try:
-        upstream = await ctx.upstreams[route.provider].send(request.method, _raw_target(request, route), headers, body)
+        upstream = await _send_untouched(request, ctx, route, body)
     except UpstreamError as exc:
         return _upstream_failed(route.provider, exc)
     async with upstream:
@@ -206,17 +210,17 @@ async def _poll(request: web.Request, ctx: ProxyContext, route: Route, body: byt
     and one that finishes a background response is accounted for.
     """
     began = time.perf_counter()
-    headers = upstream_request_headers(request.headers, _own_headers(ctx.settings))
     try:
-        upstream = await ctx.upstreams[route.provider].send(request.method, _raw_target(request, route), headers, body)
+        upstream = await _send_untouched(request, ctx, route, body)
     except UpstreamError as exc:
         return _upstream_failed(route.provider, exc)
     sent = time.perf_counter()
     background = ctx.guard.background
+    responses = ResponsesAdapter()
     async with upstream:
         status = upstream.status
         if is_stream(upstream, route.stream):
-            parser = ResponsesStreamParser()
+            parser = responses.stream_parser()
 
             def account() -> Coroutine[Any, Any, None]:
                 latency = time.perf_counter() - sent
@@ -237,7 +241,7 @@ async def _poll(request: web.Request, ctx: ProxyContext, route: Route, body: byt
         encoding = upstream.headers.get("Content-Encoding")
 
         async def account_whole() -> None:
-            info = _poll_answer(raw, encoding) if status == 200 else None
+            info = _poll_answer(responses, raw, encoding) if status == 200 else None
             if info is not None:
                 await background.polled(info, streamed=False, status=status, latency=latency, began=began)
 
@@ -252,14 +256,13 @@ async def _poll(request: web.Request, ctx: ProxyContext, route: Route, body: byt
         return reply
 
 
-def _poll_answer(raw: bytes, encoding: str | None) -> ResponseInfo | None:
-    """A poll's JSON answer as a Response object; None if it is not one (read after the client has it)."""
+def _poll_answer(responses: ResponsesAdapter, raw: bytes, encoding: str | None) -> ResponseInfo | None:
+    """A poll's answer read as a Responses body (read after the client has it); None if it cannot be decoded."""
     try:
         parsed = decode_body(raw, encoding, 1 << 30)
     except BodyTooLarge:
         return None
-    data = load_object(parsed)[0] if parsed is not None else None
-    return response_info(data) if data is not None else None
+    return responses.parse_response(parsed) if parsed is not None else None
 
 
 def _own_headers(settings: Settings) -> tuple[str, ...]:
