@@ -161,9 +161,14 @@ def call_asks_in_words(call: ToolCall) -> bool:
     return found
 
 
+def is_free_text(value: str) -> bool:
+    """Words, not a name, an id or a path: the text holds whitespace between its ends."""
+    return _SPACE.search(value.strip()) is not None
+
+
 def _has_free_text(value: Any, depth: int = 0) -> bool:
     if isinstance(value, str):
-        return _SPACE.search(value.strip()) is not None
+        return is_free_text(value)
     if depth > MAX_DEPTH:
         return False
     if isinstance(value, dict):

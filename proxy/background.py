@@ -113,8 +113,7 @@ class BackgroundCosts:
         if ops:
             await self._quietly(self._state.execute(scope_ids(run_id, pending.key_hash, pending.model, now), ops))
         if pending.nests:
-            for text in nesting.delegated(info.tool_calls):
-                await self._quietly(self._state.remember(nesting.task_key(pending.key_hash, text), run_id, self._ttl))
+            await self._quietly(nesting.remember(self._state, pending.key_hash, run_id, info.tool_calls, self._ttl))
         record = reporting.polled_record(
             run_id, pending, info, at=now, usd=usd, streamed=streamed, status=status, latency=latency, began=began
         )

@@ -489,18 +489,9 @@ class Guard:
 
     async def _remember_tasks(self, ticket: Ticket, seen: ResponseSeen) -> None:
         """Map the texts this response's tool calls may hand to another agent to the run (see `nesting`)."""
-        ttl = self._settings.runs.idle_seconds
-        names = [nesting.task_key(ticket.key_hash, text) for text in nesting.delegated(seen.response.tool_calls)]
         try:
-            if self._state.never_waits:
-                # No gather: its tasks would hand the loop over once, and a state that never waits must not.
-                # The server cancels the handler when the client leaves (as it may once it has its answer),
-                # and with that state the accounting is not shielded (`ProxyContext.settle`): it would end
-                # here, without the response's usage, its record, or the in-flight slot given back.
-                for name in names:
-                    await self._state.remember(name, ticket.run_id, ttl)
-            else:
-                await asyncio.gather(*(self._state.remember(name, ticket.run_id, ttl) for name in names))
+            calls = seen.response.tool_calls
+            await nesting.remember(self._state, ticket.key_hash, ticket.run_id, calls, self._settings.runs.idle_seconds)
         except StateUnavailable:
             self._observer.state_error()
 

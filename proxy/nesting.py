@@ -19,16 +19,17 @@ run of its own, as before.
 
 from __future__ import annotations
 
-import re
+import asyncio
 from collections.abc import Sequence
 
 import orjson
 
+from runguard.detectors.normalize import is_free_text
 from runguard.proxy.events import ToolCall, digest, is_transfer
+from runguard.proxy.state.base import StateBackend
 
 MAX_TASKS = 16  # texts remembered per response (a batch of parallel delegations, or of tasks created)
 MIN_CHARS = 8  # shorter strings are names and values, not tasks
-_SPACE = re.compile(r"\s")
 
 
 def task_key(key_hash: str, text_digest: str) -> str:
@@ -62,7 +63,7 @@ def delegated(calls: Sequence[ToolCall]) -> list[str]:
         texts = [
             value
             for value in arguments.values()
-            if isinstance(value, str) and len(value) >= MIN_CHARS and _SPACE.search(value.strip())
+            if isinstance(value, str) and len(value) >= MIN_CHARS and is_free_text(value)
         ]
         per_call.append(sorted(texts, key=len, reverse=True))
     found: list[str] = []
@@ -75,3 +76,18 @@ def delegated(calls: Sequence[ToolCall]) -> list[str]:
                     if len(found) == MAX_TASKS:
                         return found
     return found
+
+
+async def remember(state: StateBackend, key_hash: str, run_id: str, calls: Sequence[ToolCall], ttl: float) -> None:
+    """Map the texts `calls` may hand to another agent (`delegated`) to `run_id`, for `ttl` seconds.
+
+    With a state that never waits, one after the other: a gather's tasks would hand the loop over, and
+    there nothing shields the accounting from the handler's cancellation when the client leaves with its
+    answer (`ProxyContext.settle`). Raises `StateUnavailable`.
+    """
+    names = [task_key(key_hash, text) for text in delegated(calls)]
+    if state.never_waits:
+        for name in names:
+            await state.remember(name, run_id, ttl)
+    else:
+        await asyncio.gather(*(state.remember(name, run_id, ttl) for name in names))
