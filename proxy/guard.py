@@ -215,7 +215,7 @@ class Guard:
         thread = nesting.thread_id(run_id, request.root_hash, request.agent.fingerprint) if nested else ""
         ids = scope_ids(run_id, key_hash, model, now, thread)
         seen = RequestSeen(run_id, key_hash, now, request, self._tables.window(model), digest(body))
-        ticket = Ticket(run_id, key_hash, ids, seen, adapter, nests=not header_run, nested=nested)
+        ticket = Ticket(run_id, key_hash, ids, seen, adapter, nests=not header_run)
         ticket.lineup = self._policy.lineup(key_hash, model, tight)
         batch = self._engine.plan_request(ticket.lineup, seen, accounting.REQUEST_OPS, nested)
         ops = [*accounting.request_ops(now, seen.body_hash), *batch.ops]

@@ -26,7 +26,6 @@ class Ticket:
     seen: RequestSeen
     adapter: Adapter
     nests: bool = False  # no X-Run-Id: threads its tool calls start join this run (see `nesting`)
-    nested: bool = False  # a thread nested in the run: per-thread detectors keep its own state
     facts: RunFacts | None = None  # None when state was unavailable (detectors skipped)
     lineup: Lineup = NO_DETECTORS
     before: dict[str, Results] = field(default_factory=dict)
@@ -50,6 +49,11 @@ class Ticket:
     @property
     def request(self) -> RequestInfo:
         return self.seen.request
+
+    @property
+    def nested(self) -> bool:
+        """The request is in a thread nested in its run: per-thread detectors keep that thread's state."""
+        return self.ids.thread != self.ids.run
 
     def views_of(self, seen: ResponseSeen) -> Views:
         """The per-detector views of `seen`, built on first use (inspect and complete share them)."""
