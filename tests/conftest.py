@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import AsyncIterator, Callable
 from typing import Any
 
+import openai
 import pytest
 
 from tests.support.proxy import ListSink, settings_for, start_proxy
@@ -48,3 +49,22 @@ async def proxy_url(upstream: FakeUpstream, sink: ListSink) -> AsyncIterator[str
     running = await start_proxy(settings_for(upstream.url), sink=sink)
     yield running.url
     await running.stop()
+
+
+SdkClient = Callable[..., openai.AsyncOpenAI]
+
+
+@pytest.fixture
+async def sdk_client() -> AsyncIterator[SdkClient]:
+    """sdk_client(proxy_url, api_key, headers=None) -> the openai SDK's AsyncOpenAI on a proxy, with no
+    retries; every client made is closed after the test."""
+    clients: list[openai.AsyncOpenAI] = []
+
+    def make(url: str, api_key: str, headers: dict[str, str] | None = None) -> openai.AsyncOpenAI:
+        client = openai.AsyncOpenAI(base_url=url + "/v1", api_key=api_key, default_headers=headers, max_retries=0)
+        clients.append(client)
+        return client
+
+    yield make
+    for client in clients:
+        await client.close()

@@ -10,7 +10,7 @@ progress, then completed with usage and a function call.
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import AsyncIterator, Callable
+from collections.abc import Callable
 from typing import Any
 
 import aiohttp
@@ -19,7 +19,7 @@ import orjson
 import pytest
 
 from runguard.proxy.records import RequestRecord
-from tests.conftest import ProxyFactory
+from tests.conftest import ProxyFactory, SdkClient
 from tests.e2e import payloads
 from tests.e2e.faults import eventually, requests_of
 from tests.support.proxy import ListSink
@@ -106,19 +106,13 @@ def background(upstream: FakeUpstream) -> BackgroundUpstream:
 
 
 @pytest.fixture
-async def sdk_for(make_proxy: ProxyFactory) -> AsyncIterator[Callable[..., Any]]:
+def sdk_for(sdk_client: SdkClient) -> Callable[..., openai.AsyncOpenAI]:
     """sdk_for(url, run_id=None) -> an AsyncOpenAI client on the proxy (closed after the test)."""
-    clients: list[openai.AsyncOpenAI] = []
 
     def make(url: str, run_id: str | None = None) -> openai.AsyncOpenAI:
-        headers = {"X-Run-Id": run_id} if run_id else {}
-        client = openai.AsyncOpenAI(base_url=url + "/v1", api_key="sk-bg", default_headers=headers, max_retries=0)
-        clients.append(client)
-        return client
+        return sdk_client(url, "sk-bg", {"X-Run-Id": run_id} if run_id else {})
 
-    yield make
-    for client in clients:
-        await client.close()
+    return make
 
 
 async def _until_finished(client: openai.AsyncOpenAI, response_id: str) -> Any:

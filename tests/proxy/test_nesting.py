@@ -10,7 +10,7 @@ from __future__ import annotations
 import asyncio
 import json
 import time
-from collections.abc import AsyncIterator, Callable
+from collections.abc import Callable
 from typing import Any
 
 import openai
@@ -20,6 +20,7 @@ from runguard.detectors.ops import Scope
 from runguard.proxy import nesting
 from runguard.proxy.events import ToolCall, digest
 from runguard.proxy.state.memory import MemoryState
+from tests.conftest import ProxyFactory, SdkClient
 from tests.e2e import payloads
 from tests.e2e.faults import eventually, requests_of, trips_of
 from tests.e2e.teams import LEADER, MEMBER, TASK, analyst_script, run_analyst_team, run_team, team_script
@@ -50,20 +51,13 @@ def test_a_batch_of_delegations_is_remembered_once_per_text_and_at_most_max_task
 
 
 @pytest.fixture
-async def client_of(
-    make_proxy: Callable[..., Any],
-) -> AsyncIterator[Callable[..., Any]]:
-    clients: list[openai.AsyncOpenAI] = []
+def client_of(make_proxy: ProxyFactory, sdk_client: SdkClient) -> Callable[..., Any]:
+    """client_of(headers=None, **sections) -> an openai SDK client of a new proxy with those settings."""
 
     async def make(headers: dict[str, str] | None = None, **sections: Any) -> openai.AsyncOpenAI:
-        url = await make_proxy(**sections)
-        client = openai.AsyncOpenAI(base_url=url + "/v1", api_key="sk-team", default_headers=headers, max_retries=0)
-        clients.append(client)
-        return client
+        return sdk_client(await make_proxy(**sections), "sk-team", headers)
 
-    yield make
-    for client in clients:
-        await client.close()
+    return make
 
 
 async def test_a_member_s_thread_is_booked_to_the_leader_s_run(
