@@ -82,7 +82,11 @@ class RunSettings(_Section):
     agent_header: str = Field("X-Agent-Name", min_length=1, description="Request header that names the agent speaking.")
     idle_seconds: float = Field(3600.0, gt=0, description="A run with no request for this long is forgotten.")
     inferred_idle_seconds: float = Field(
-        600.0, gt=0, description="Idle time after which a run inferred without a header starts afresh."
+        600.0,
+        gt=0,
+        description="A conversation without the run header that starts over (no assistant turn yet) after its "
+        "run has been idle this long, with no request in flight, is a new run (a scheduled agent's next "
+        "invocation).",
     )
     max_runs: int = Field(100_000, gt=0, description="In-memory state keeps at most this many runs (LRU).")
     key_salt: SecretStr | None = Field(

@@ -76,6 +76,7 @@ def request_ops(now: float, body_hash: str) -> list[Op]:
         Push(Scope.RUN, "core.body", (body_hash,), keep=2),
         *_BREAKERS,
         _TAKE_CARRIED,
+        Put(Scope.RUN, "core.seen", repr(now)),  # its result: when the run's previous request came
     ]
 
 
@@ -96,6 +97,7 @@ def facts_from(results: Sequence[OpResult]) -> tuple[RunFacts, Breakers]:
         key_day_usd=_num(results[6]),
         last_input_tokens=int(_num(results[7])),
         duplicate=duplicate,
+        last_seen=_num(results[13]),
     )
     breakers = Breakers(
         BreakerRecord.loads(results[9]), BreakerRecord.loads(results[10]), BreakerRecord.loads(results[11])

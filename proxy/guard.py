@@ -19,19 +19,20 @@ from collections.abc import Awaitable, Callable, Sequence
 from typing import TypeVar
 
 from runguard.config.settings import Settings
-from runguard.detectors.base import RequestSeen, ResponseKind, ResponseSeen
+from runguard.detectors.base import RequestSeen, ResponseKind, ResponseSeen, RunFacts
 from runguard.detectors.ops import CompareAndSet, Get, Op, OpResult, Put, Scope
-from runguard.proxy import accounting, agent_names, breaker, continuation, nesting, reporting
+from runguard.proxy import accounting, agent_names, breaker, continuation, nesting, reporting, roots
 from runguard.proxy.adapters.base import Adapter, StopNotice, Synthetic
 from runguard.proxy.background import BackgroundCosts
 from runguard.proxy.breaker import BreakerRecord, GateKind
-from runguard.proxy.engine import Engine, Finding
+from runguard.proxy.engine import Batch, Engine, Finding
 from runguard.proxy.errors import StateUnavailable
 from runguard.proxy.events import RequestInfo, ResponseInfo, Usage, digest
 from runguard.proxy.observe import Observer
 from runguard.proxy.policy import Policy, Tightening
 from runguard.proxy.pricing import ModelTables
 from runguard.proxy.records import RecordedBody, RecordSink, TripRecord
+from runguard.proxy.roots import Owner
 from runguard.proxy.state.base import ScopeIds, StateBackend
 from runguard.proxy.tasks import hold
 from runguard.proxy.ticket import Ticket, scope_ids
@@ -72,6 +73,7 @@ class Guard:
         self._engine = Engine(self._on_fault, shadow=settings.guard.shadow)
         self._tokens = TokenEstimator()
         self.degraded_since: float | None = None
+        self._owner_ttl = settings.runs.idle_seconds * roots.OWNER_TTL_RUNS
         self._undoing: set[asyncio.Task[None]] = set()  # undos waiting for a lost batch to settle
         # Background responses, accounted for when a poll finds them finished.
         self.background = BackgroundCosts(state, tables, sink, observer, settings.runs.idle_seconds, clock)
@@ -168,10 +170,10 @@ class Guard:
     # -- before the request goes upstream -----------------------------------------------------
 
     async def _resolve_run(
-        self, header_run: str | None, key_hash: str, request: RequestInfo
-    ) -> tuple[str, RequestInfo, bool]:
-        """The run id, the request with tool-result names filled from a previous response, and whether
-        the request's conversation is a thread nested in that run."""
+        self, header_run: str | None, key_hash: str, request: RequestInfo, now: float
+    ) -> tuple[str, RequestInfo, Owner | None]:
+        """The run id, the request with tool-result names filled from a previous response, and the
+        root's owner when the run was found by the conversation's root (see `roots`)."""
         run_id = header_run
         if request.previous_response_id:
             try:
@@ -182,17 +184,47 @@ class Guard:
                 known_run, calls = continuation.loads(remembered)
                 run_id = run_id or known_run
                 request = continuation.fill_names(request, calls)
-        if not run_id and request.root_hash is not None:
-            # A thread a waiting run's tool call started (its first user message is the call's text).
-            try:
-                parent = await self._state.recall(nesting.task_key(key_hash, request.root_hash))
-            except StateUnavailable:
-                parent = None
-            if parent:
-                return parent, request, True
-        if not run_id:
-            run_id = "r-" + digest(f"{key_hash}\x00{request.root_hash or 'no-root'}", 10)
-        return run_id, request, False
+        if run_id:
+            return run_id, request, None
+        owner = await self._owner(key_hash, request.root_hash, now)
+        if owner is None:  # the state does not answer: the root's own id, as good as any while it is down
+            return "r-" + digest(f"{key_hash}\x00{request.root_hash or 'no-root'}", 10), request, None
+        return owner.run_id, request, owner
+
+    async def _owner(self, key_hash: str, root_hash: str | None, now: float) -> Owner | None:
+        """The run the root belongs to; a new one if it belongs to none (None: the state failed)."""
+        name = roots.key(key_hash, root_hash)
+        try:
+            found = await self._state.recall(name)
+            if found is None:
+                owner = roots.new_run(key_hash, root_hash, now)
+                if await self._state.claim(name, self._owner_ttl, roots.dumps(owner)):
+                    return owner
+                found = await self._state.recall(name)  # a concurrent first request took it
+        except StateUnavailable:
+            self._observer.state_error()
+            return None
+        return roots.loads(found) if found is not None else None
+
+    async def _rewrite_owner(self, ticket: Ticket, owner: Owner) -> bool:
+        name = roots.key(ticket.key_hash, ticket.request.root_hash)
+        try:
+            await self._state.remember(name, roots.dumps(owner), self._owner_ttl)
+        except StateUnavailable:
+            self._observer.state_error()
+            return False
+        return True
+
+    def _starts_over(self, ticket: Ticket, facts: RunFacts) -> bool:
+        """The root's conversation starts again (no assistant turn yet) after the run it owns has been idle
+        for `runs.inferred_idle_seconds` with nothing in flight: a new invocation, not the same run's retry."""
+        idle = self._settings.runs.inferred_idle_seconds
+        return (
+            ticket.request.assistant_turns == 0
+            and facts.in_flight == 1
+            and facts.last_seen > 0
+            and ticket.seen.now - facts.last_seen > idle
+        )
 
     async def admit(
         self,
@@ -206,25 +238,29 @@ class Guard:
     ) -> Ticket:
         """Decide whether the request may go upstream; `ticket.answer` is set if not."""
         now = self._clock()
-        run_id, request, nested = await self._resolve_run(header_run, key_hash, request)
+        run_id, request, owner = await self._resolve_run(header_run, key_hash, request, now)
         # A handoff's acknowledgement names its target now; a name learned before is read back with
         # the run's state (the last op of the batch), whichever replica learned it.
         acked, naming = agent_names.naming(request)
         request = agent_names.named(request, acked)
-        model = request.model
-        thread = nesting.thread_id(run_id, request.root_hash, request.agent.fingerprint) if nested else ""
-        ids = scope_ids(run_id, key_hash, model, now, thread)
-        seen = RequestSeen(run_id, key_hash, now, request, self._tables.window(model), digest(body))
-        ticket = Ticket(run_id, key_hash, ids, seen, adapter, nests=not header_run)
-        ticket.lineup = self._policy.lineup(key_hash, model, tight)
-        batch = self._engine.plan_request(ticket.lineup, seen, accounting.REQUEST_OPS, nested)
-        ops = [*accounting.request_ops(now, seen.body_hash), *batch.ops]
-        if naming is not None:
-            ops.append(naming)
-        results = await self._execute(ids, ops, undo=accounting.release_ops())
+        nested = owner is not None and owner.nested
+        seen = RequestSeen(run_id, key_hash, now, request, self._tables.window(request.model), digest(body))
+        ticket, batch, results = await self._enter(seen, adapter, header_run, nested, naming, tight)
+        if results is not None and owner is not None and not nested:
+            facts, _ = accounting.facts_from(results)
+            if self._starts_over(ticket, facts):
+                fresh = roots.new_run(key_hash, request.root_hash, now)
+                if await self._rewrite_owner(ticket, fresh):
+                    idle = now - facts.last_seen
+                    log.info("run %s was idle %.0f s: its root starts run %s", run_id, idle, fresh.run_id)
+                    await self._execute(ticket.ids, accounting.release_ops())
+                    seen = dataclasses.replace(seen, run_id=fresh.run_id)
+                    ticket, batch, results = await self._enter(seen, adapter, header_run, nested, naming, tight)
+            elif owner.due(now, self._settings.runs.idle_seconds):
+                await self._rewrite_owner(ticket, roots.Owner(run_id, since=now))
         if results is None:
             if self._settings.state.fail_closed:
-                notice = StopNotice("state_unavailable", run_id, "the shared state backend is unavailable")
+                notice = StopNotice("state_unavailable", ticket.run_id, "the shared state backend is unavailable")
                 ticket.answer = self._answer(ticket, notice, ResponseKind.ERROR)
                 ticket.blocked_by = "state_unavailable"
             return ticket
@@ -248,6 +284,28 @@ class Guard:
         decision = self._decide(ticket, findings, breakers)
         await self._to_the_end(decision, lambda deciding: hold(self._undoing, self._abandoned(ticket, deciding)))
         return ticket
+
+    async def _enter(
+        self,
+        seen: RequestSeen,
+        adapter: Adapter,
+        header_run: str | None,
+        nested: bool,
+        naming: Op | None,
+        tight: Tightening,
+    ) -> tuple[Ticket, Batch, list[OpResult] | None]:
+        """The request's ticket in its run, and its first batch: the guard's counters, every detector's
+        request plan and the agent's `naming` op (last), run (None: the state failed)."""
+        run_id, key_hash, request = seen.run_id, seen.key_hash, seen.request
+        thread = nesting.thread_id(run_id, request.root_hash, request.agent.fingerprint) if nested else ""
+        ids = scope_ids(run_id, key_hash, request.model, seen.now, thread)
+        ticket = Ticket(run_id, key_hash, ids, seen, adapter, nests=not header_run)
+        ticket.lineup = self._policy.lineup(key_hash, request.model, tight)
+        batch = self._engine.plan_request(ticket.lineup, seen, accounting.REQUEST_OPS, nested)
+        ops = [*accounting.request_ops(seen.now, seen.body_hash), *batch.ops]
+        if naming is not None:
+            ops.append(naming)
+        return ticket, batch, await self._execute(ids, ops, undo=accounting.release_ops())
 
     async def _abandoned(self, ticket: Ticket, deciding: asyncio.Future[None]) -> None:
         try:

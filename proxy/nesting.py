@@ -10,9 +10,10 @@ teams handing out the same task shared one member run.
 
 So for each response of a run without `X-Run-Id`, the proxy remembers the
 free-text string arguments of its tool calls (a digest each, per API key,
-for as long as a run lives). A request without `X-Run-Id` whose conversation
-starts with such a text joins the run whose call carried it, as it would have
-with the header; the sub-agent's own delegations then nest under the same run.
+for as long as a run lives) as the owner of the conversations they start
+(`roots`). A request without `X-Run-Id` whose conversation starts with such a
+text joins the run whose call carried it, as it would have with the header;
+the sub-agent's own delegations then nest under the same run.
 Only exact texts match: a framework that wraps the task in more text keeps a
 run of its own, as before.
 """
@@ -25,16 +26,12 @@ from collections.abc import Sequence
 import orjson
 
 from runguard.detectors.normalize import is_free_text
+from runguard.proxy import roots
 from runguard.proxy.events import ToolCall, digest, is_transfer
 from runguard.proxy.state.base import StateBackend
 
 MAX_TASKS = 16  # texts remembered per response (a batch of parallel delegations, or of tasks created)
 MIN_CHARS = 8  # shorter strings are names and values, not tasks
-
-
-def task_key(key_hash: str, text_digest: str) -> str:
-    """The name a task is remembered under: the API key's, since a run id is per key."""
-    return f"task:{key_hash}:{text_digest}"
 
 
 def thread_id(run_id: str, root_hash: str | None, fingerprint: str) -> str:
@@ -85,9 +82,10 @@ async def remember(state: StateBackend, key_hash: str, run_id: str, calls: Seque
     there nothing shields the accounting from the handler's cancellation when the client leaves with its
     answer (`ProxyContext.settle`). Raises `StateUnavailable`.
     """
-    names = [task_key(key_hash, text) for text in delegated(calls)]
+    names = [roots.key(key_hash, text) for text in delegated(calls)]
+    owner = roots.dumps(roots.Owner(run_id, nested=True))
     if state.never_waits:
         for name in names:
-            await state.remember(name, run_id, ttl)
+            await state.remember(name, owner, ttl)
     else:
-        await asyncio.gather(*(state.remember(name, run_id, ttl) for name in names))
+        await asyncio.gather(*(state.remember(name, owner, ttl) for name in names))

@@ -77,9 +77,9 @@ class StateBackend(Protocol):
 
     async def recall(self, name: str) -> str | None: ...
 
-    async def claim(self, name: str, ttl: float) -> bool:
-        """Take the plain key `name` for `ttl` seconds: True for the one caller (of all replicas) that
-        took it, False while it is taken (e.g. to account for a background response once)."""
+    async def claim(self, name: str, ttl: float, value: str = "1") -> bool:
+        """Take the plain key `name` for `ttl` seconds, holding `value`: True for the one caller (of all
+        replicas) that took it, False while it is taken (e.g. to account for a background response once)."""
         ...
 
     async def ping(self) -> bool:

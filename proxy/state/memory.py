@@ -163,11 +163,11 @@ class MemoryState:
     async def remember(self, name: str, value: str, ttl: float) -> None:
         self._keep(name, value, ttl)
 
-    async def claim(self, name: str, ttl: float) -> bool:
+    async def claim(self, name: str, ttl: float, value: str = "1") -> bool:
         entry = self._plain.get(name)
         if entry is not None and entry[0] > self._clock():
             return False
-        self._keep(name, "1", ttl)  # no await in between: atomic under asyncio
+        self._keep(name, value, ttl)  # no await in between: atomic under asyncio
         return True
 
     def _keep(self, name: str, value: str, ttl: float) -> None:

@@ -265,9 +265,9 @@ class RedisState:
         except _FAILURES as exc:
             raise StateUnavailable(f"redis: {exc}") from exc
 
-    async def claim(self, name: str, ttl: float) -> bool:
+    async def claim(self, name: str, ttl: float, value: str = "1") -> bool:
         try:
-            return bool(await self._client.set(self._plain_key(name), "1", px=_millis(ttl), nx=True))
+            return bool(await self._client.set(self._plain_key(name), value, px=_millis(ttl), nx=True))
         except _FAILURES as exc:
             raise StateUnavailable(f"redis: {exc}") from exc
 

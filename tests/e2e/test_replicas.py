@@ -35,6 +35,7 @@ from tests.e2e.test_multi_agent import (
     relay,
     review,
 )
+from tests.proxy import test_roots
 from tests.services import require_redis, unique_name
 from tests.support.processes import ServeProcess, start_serve
 from tests.support.redis_relay import LosingRelay
@@ -46,10 +47,12 @@ pytestmark = [pytest.mark.redis, pytest.mark.slow]
 Replicas = Callable[..., Awaitable[list[str]]]
 
 
-def _config(path: Path, upstream: str, state_url: str, prefix: str, guard: dict[str, Any] | None) -> Path:
+def _config(
+    path: Path, upstream: str, state_url: str, prefix: str, guard: dict[str, Any] | None, runs: dict[str, Any]
+) -> Path:
     settings = {
         "upstreams": {"openai": upstream, "gemini": upstream},
-        "runs": {"key_salt": "replica-test-salt"},
+        "runs": {"key_salt": "replica-test-salt", **runs},
         "state": {"url": state_url, "key_prefix": prefix, "timeout": 0.5},
         "store": {"database_url": ""},
         "guard": guard or {},
@@ -60,13 +63,17 @@ def _config(path: Path, upstream: str, state_url: str, prefix: str, guard: dict[
 
 @pytest.fixture
 async def replicas(upstream: FakeUpstream, tmp_path: Path) -> AsyncIterator[Replicas]:
-    """make(guard={...}, count=2, state_url=...) -> the replicas' URLs; all stopped and their keys deleted after."""
+    """make(guard={...}, count=2, state_url=..., runs={...}) -> the replicas' URLs; all stopped and their keys
+    deleted after."""
     url = require_redis()
     prefix = unique_name("rgtest")
     started: list[ServeProcess] = []
 
-    async def make(guard: dict[str, Any] | None = None, count: int = 2, state_url: str = url) -> list[str]:
-        config = _config(tmp_path / f"replicas-{len(started)}.yaml", upstream.url, state_url, prefix, guard)
+    async def make(
+        guard: dict[str, Any] | None = None, count: int = 2, state_url: str = url, runs: dict[str, Any] | None = None
+    ) -> list[str]:
+        path = tmp_path / f"replicas-{len(started)}.yaml"
+        config = _config(path, upstream.url, state_url, prefix, guard, runs or {})
         group = await asyncio.gather(*(start_serve({}, tmp_path, "--config", str(config)) for _ in range(count)))
         started.extend(group)
         return [served.url for served in group]
@@ -452,3 +459,27 @@ async def test_member_threads_spread_over_replicas_are_judged_each_on_its_own(
         await run_analyst_team(client.with_options(api_key="sk-replica-team-2"), '{"error": "relation is locked"}')
     await client.close()
     assert caught.value.code == "runguard_non_progress"
+
+
+async def test_a_scheduled_agent_s_invocations_spread_over_replicas_are_a_run_each(
+    upstream: FakeUpstream, replicas: Replicas
+) -> None:
+    """No `X-Run-Id`: a new root's concurrent first requests, sent to both replicas, agree on one run in the
+    shared state; its next invocation after the idle time is a new run, whichever replica it reaches."""
+    urls = await replicas(runs={"inferred_idle_seconds": test_roots.IDLE})
+    upstream.script = test_roots.agent_step
+    clients = [openai.AsyncOpenAI(base_url=url + "/v1", api_key="sk-scheduled", max_retries=0) for url in urls]
+
+    async def run_of(client: openai.AsyncOpenAI, messages: list[Any]) -> str:
+        raw = await client.chat.completions.with_raw_response.create(model="gpt-4o-mini", messages=messages)
+        return raw.headers["x-runguard-run-id"]
+
+    first = await asyncio.gather(*(run_of(clients[i % 2], test_roots.PROMPT) for i in range(3)))
+    await asyncio.sleep(test_roots.IDLE * 2)
+    await test_roots.invoke(clients[1])
+    after = await run_of(clients[0], test_roots.PROMPT)  # no pause: the same run as the invocation's
+    for client in clients:
+        await client.close()
+    assert len(set(first)) == 1
+    assert after != first[0]
+    assert [r.json()["messages"][0]["role"] for r in upstream.received] == ["system"] * 6

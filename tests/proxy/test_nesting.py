@@ -17,7 +17,7 @@ import openai
 import pytest
 
 from runguard.detectors.ops import Scope
-from runguard.proxy import nesting
+from runguard.proxy import nesting, roots
 from runguard.proxy.events import ToolCall, digest
 from runguard.proxy.state.memory import MemoryState
 from tests.conftest import ProxyFactory, SdkClient
@@ -155,7 +155,8 @@ async def test_a_delegation_is_accounted_when_its_client_leaves_with_the_answer(
         counters = await state.read_scope(Scope.RUN, leader.run_id)
         assert counters.get("core.inflight") == 0
         assert counters.get("core.out") is not None
-        assert await state.recall(nesting.task_key(leader.key_hash, digest(TASK))) == leader.run_id
+        owner = await state.recall(roots.key(leader.key_hash, digest(TASK)))
+        assert owner is not None and roots.loads(owner) == roots.Owner(leader.run_id, nested=True)
     finally:
         await proxy.stop()
 

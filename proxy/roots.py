@@ -1,0 +1,65 @@
+"""Which run a conversation without `X-Run-Id` belongs to, by its API key and root.
+
+Without the header, a conversation is known by its API key and its root (the
+first user message). One state entry per key and root names the run that
+conversation belongs to now:
+
+- a run of its own. The root's first request creates it with `claim`, so
+  concurrent first requests agree on one id on any replica. A root that starts
+  over (no assistant turn yet) after its run has been idle for
+  `runs.inferred_idle_seconds`, with nothing in flight, gets a new run: a
+  scheduled agent's next invocation is a run of its own, not more steps of the
+  last one (`Guard`). The entry is rewritten while its run goes on, so it
+  outlives the run's state (`OWNER_TTL_RUNS` times the run's idle time).
+- or a run waiting on a tool call that handed this exact text to another agent
+  (`nested`: see `nesting`).
+
+A run's id carries the time it began, so a root that comes back after its run
+was forgotten starts a run with a new id instead of adding to the old run's
+records.
+"""
+
+from __future__ import annotations
+
+from runguard.detectors.frozen import frozen
+from runguard.proxy.events import digest
+
+OWNER_TTL_RUNS = 2.0  # an own run's entry lives this many times the run's idle time after it is written
+
+
+@frozen
+class Owner:
+    """The run a conversation root belongs to."""
+
+    run_id: str
+    nested: bool = False  # a thread started by a tool call of `run_id` (see `nesting`)
+    since: float = 0.0  # when the entry was written (epoch seconds)
+
+    def due(self, now: float, idle_seconds: float) -> bool:
+        """A run's entry is written again once it is half a run's idle time old."""
+        return not self.nested and now - self.since > idle_seconds / 2
+
+
+def key(key_hash: str, root_hash: str | None) -> str:
+    return f"root:{key_hash}:{root_hash or 'no-root'}"
+
+
+def new_run(key_hash: str, root_hash: str | None, now: float) -> Owner:
+    """A run of its own for a root, begun at `now`."""
+    return Owner("r-" + digest(f"{key_hash}\x00{root_hash or 'no-root'}\x00{now!r}", 10), since=now)
+
+
+def dumps(owner: Owner) -> str:
+    return f"{'n' if owner.nested else 'r'}{owner.since!r}\x00{owner.run_id}"
+
+
+def loads(value: str) -> Owner | None:
+    """The entry `dumps` wrote, or None for anything else."""
+    head, sep, run_id = value.partition("\x00")
+    if not sep or not run_id or head[:1] not in ("n", "r"):
+        return None
+    try:
+        since = float(head[1:])
+    except ValueError:
+        return None
+    return Owner(run_id, nested=head[0] == "n", since=since)
