@@ -77,7 +77,6 @@ class RunFacts:
     key_day_usd: float  # spent today (UTC) by this API key
     last_input_tokens: int = 0  # input tokens of the run's previous response (0 if none)
     duplicate: bool = False  # the same body as the run's previous request (a client-side retry)
-    last_seen: float = 0.0  # epoch seconds of the run's previous request (0 for its first)
 
 
 @frozen

@@ -76,7 +76,6 @@ def request_ops(now: float, body_hash: str) -> list[Op]:
         Push(Scope.RUN, "core.body", (body_hash,), keep=2),
         *_BREAKERS,
         _TAKE_CARRIED,
-        Put(Scope.RUN, "core.seen", repr(now)),  # its result: when the run's previous request came
     ]
 
 
@@ -97,12 +96,22 @@ def facts_from(results: Sequence[OpResult]) -> tuple[RunFacts, Breakers]:
         key_day_usd=_num(results[6]),
         last_input_tokens=int(_num(results[7])),
         duplicate=duplicate,
-        last_seen=_num(results[13]),
     )
     breakers = Breakers(
         BreakerRecord.loads(results[9]), BreakerRecord.loads(results[10]), BreakerRecord.loads(results[11])
     )
     return facts, breakers
+
+
+def seen_op(now: float) -> Op:
+    """Note the time of the run's request; its result is the time of the one before (for runs found by
+    their root, which start over after an idle time: `roots`)."""
+    return Put(Scope.RUN, "core.seen", repr(now))
+
+
+def last_seen_from(result: OpResult) -> float:
+    """When the run's previous request came (epoch seconds; 0 for its first), from `seen_op`'s result."""
+    return _num(result)
 
 
 def carried_from(results: Sequence[OpResult]) -> str | None:

@@ -13,13 +13,14 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import functools
 import logging
 import time
 from collections.abc import Awaitable, Callable, Sequence
 from typing import TypeVar
 
 from runguard.config.settings import Settings
-from runguard.detectors.base import RequestSeen, ResponseKind, ResponseSeen, RunFacts
+from runguard.detectors.base import RequestSeen, ResponseKind, ResponseSeen
 from runguard.detectors.ops import CompareAndSet, Get, Op, OpResult, Put, Scope
 from runguard.proxy import accounting, agent_names, breaker, continuation, nesting, reporting, roots
 from runguard.proxy.adapters.base import Adapter, StopNotice, Synthetic
@@ -215,16 +216,31 @@ class Guard:
             return False
         return True
 
-    def _starts_over(self, ticket: Ticket, facts: RunFacts) -> bool:
-        """The root's conversation starts again (no assistant turn yet) after the run it owns has been idle
-        for `runs.inferred_idle_seconds` with nothing in flight: a new invocation, not the same run's retry."""
-        idle = self._settings.runs.inferred_idle_seconds
-        return (
+    async def _over_or_kept(
+        self, ticket: Ticket, results: Sequence[OpResult], seen_result: OpResult, owner: Owner
+    ) -> str | None:
+        """For a run found by its root: the id of the new run the request starts, if its conversation starts
+        again (no assistant turn yet) after the run has been idle for `runs.inferred_idle_seconds` with
+        nothing in flight (a new invocation, not the same run's retry or its user back from a pause); else
+        None, the root's entry written again if it is due (`roots`)."""
+        now = ticket.seen.now
+        last_seen = accounting.last_seen_from(seen_result)
+        facts, _ = accounting.facts_from(results)
+        idle = now - last_seen
+        if (
             ticket.request.assistant_turns == 0
             and facts.in_flight == 1
-            and facts.last_seen > 0
-            and ticket.seen.now - facts.last_seen > idle
-        )
+            and last_seen > 0
+            and idle > self._settings.runs.inferred_idle_seconds
+        ):
+            fresh = roots.new_run(ticket.key_hash, ticket.request.root_hash, now)
+            if await self._rewrite_owner(ticket, fresh):
+                log.info("run %s was idle %.0f s: its root starts run %s", ticket.run_id, idle, fresh.run_id)
+                await self._execute(ticket.ids, accounting.release_ops())
+                return fresh.run_id
+        elif owner.due(now, self._settings.runs.idle_seconds):
+            await self._rewrite_owner(ticket, roots.Owner(ticket.run_id, since=now))
+        return None
 
     async def admit(
         self,
@@ -244,20 +260,17 @@ class Guard:
         acked, naming = agent_names.naming(request)
         request = agent_names.named(request, acked)
         nested = owner is not None and owner.nested
+        own = owner is not None and not nested  # a run found by its root, which may start over (`roots`)
+        enter = functools.partial(
+            self._enter, adapter=adapter, header_run=header_run, nested=nested, naming=naming, tight=tight, timed=own
+        )
         seen = RequestSeen(run_id, key_hash, now, request, self._tables.window(request.model), digest(body))
-        ticket, batch, results = await self._enter(seen, adapter, header_run, nested, naming, tight)
-        if results is not None and owner is not None and not nested:
-            facts, _ = accounting.facts_from(results)
-            if self._starts_over(ticket, facts):
-                fresh = roots.new_run(key_hash, request.root_hash, now)
-                if await self._rewrite_owner(ticket, fresh):
-                    idle = now - facts.last_seen
-                    log.info("run %s was idle %.0f s: its root starts run %s", run_id, idle, fresh.run_id)
-                    await self._execute(ticket.ids, accounting.release_ops())
-                    seen = dataclasses.replace(seen, run_id=fresh.run_id)
-                    ticket, batch, results = await self._enter(seen, adapter, header_run, nested, naming, tight)
-            elif owner.due(now, self._settings.runs.idle_seconds):
-                await self._rewrite_owner(ticket, roots.Owner(run_id, since=now))
+        ticket, batch, results = await enter(seen)
+        if owner is not None and own and results is not None:
+            fresh = await self._over_or_kept(ticket, results, results[accounting.REQUEST_OPS + len(batch.ops)], owner)
+            if fresh is not None:
+                seen = dataclasses.replace(seen, run_id=fresh)
+                ticket, batch, results = await enter(seen)
         if results is None:
             if self._settings.state.fail_closed:
                 notice = StopNotice("state_unavailable", ticket.run_id, "the shared state backend is unavailable")
@@ -288,14 +301,17 @@ class Guard:
     async def _enter(
         self,
         seen: RequestSeen,
+        *,
         adapter: Adapter,
         header_run: str | None,
         nested: bool,
         naming: Op | None,
         tight: Tightening,
+        timed: bool,
     ) -> tuple[Ticket, Batch, list[OpResult] | None]:
-        """The request's ticket in its run, and its first batch: the guard's counters, every detector's
-        request plan and the agent's `naming` op (last), run (None: the state failed)."""
+        """The request's ticket in its run, and its first batch run (None: the state failed): the guard's
+        counters, every detector's request plan, if `timed` the run's last time seen (`seen_op`), and the
+        agent's `naming` op (last)."""
         run_id, key_hash, request = seen.run_id, seen.key_hash, seen.request
         thread = nesting.thread_id(run_id, request.root_hash, request.agent.fingerprint) if nested else ""
         ids = scope_ids(run_id, key_hash, request.model, seen.now, thread)
@@ -303,6 +319,8 @@ class Guard:
         ticket.lineup = self._policy.lineup(key_hash, request.model, tight)
         batch = self._engine.plan_request(ticket.lineup, seen, accounting.REQUEST_OPS, nested)
         ops = [*accounting.request_ops(seen.now, seen.body_hash), *batch.ops]
+        if timed:
+            ops.append(accounting.seen_op(seen.now))
         if naming is not None:
             ops.append(naming)
         return ticket, batch, await self._execute(ids, ops, undo=accounting.release_ops())
