@@ -14,12 +14,16 @@ from typing import Any
 
 import openai
 import pytest
+from agents import Agent, Runner, function_tool, set_tracing_disabled
+from google import genai
+from google.genai import types
 
 from runguard.detectors.ops import Scope
 from runguard.proxy import roots
 from runguard.proxy.state.memory import MemoryState
 from tests.conftest import ProxyFactory, SdkClient
 from tests.e2e import payloads
+from tests.e2e.agents import sdk_model
 from tests.e2e.faults import eventually, requests_of, trips_of
 from tests.support.proxy import ListSink, settings_for, start_proxy
 from tests.support.upstream import FakeUpstream, Received, Reply
@@ -30,6 +34,12 @@ PROMPT: list[Any] = [
     {"role": "user", "content": "Triage the new tickets in the inbox"},
 ]
 CALL = ("call_inbox", "list_tickets", '{"status": "new"}')
+LIMITED: dict[str, Any] = {
+    "runs": {"inferred_idle_seconds": IDLE},
+    "guard": {"detectors": {"max_requests": {"limit": 3}}},
+}
+
+set_tracing_disabled(True)
 
 
 def agent_step(received: Received) -> Reply:
@@ -161,3 +171,47 @@ async def test_a_run_that_outlives_its_root_entry_s_first_ttl_keeps_its_id(
     finally:
         await client.close()
         await running.stop()
+
+
+@function_tool
+def list_tickets(status: str) -> str:
+    """The inbox's tickets with this status."""
+    return "2 new tickets"
+
+
+def responses_step(received: Received) -> Reply:
+    if received.json()["input"][-1].get("type") != "function_call_output":
+        return Reply.json(payloads.response_object(calls=[CALL]))
+    return Reply.json(payloads.response_object("Two tickets, both billing: routed."))
+
+
+async def test_an_openai_agents_job_run_again_later_is_a_run_of_its_own(
+    make_proxy: ProxyFactory, sdk_client: SdkClient, upstream: FakeUpstream, sink: ListSink
+) -> None:
+    upstream.script = responses_step
+    client = sdk_client(await make_proxy(**LIMITED), "sk-agents-job")
+    agent = Agent(name="triage", instructions="You triage the inbox.", tools=[list_tickets])
+    agent.model = sdk_model("responses", client)
+    for _ in range(3):
+        result = await Runner.run(agent, "Triage the new tickets in the inbox")
+        assert result.final_output == "Two tickets, both billing: routed."
+        await asyncio.sleep(IDLE * 2)
+    await eventually(lambda: len(requests_of(sink)) == 6)
+    assert [r.index for r in requests_of(sink)] == [1, 2] * 3
+    assert len({r.run_id for r in requests_of(sink)}) == 3
+
+
+async def test_a_google_genai_prompt_sent_again_later_is_a_run_of_its_own(
+    make_proxy: ProxyFactory, upstream: FakeUpstream, sink: ListSink
+) -> None:
+    upstream.script = lambda _: Reply.json(payloads.gemini_response("Nothing new in the inbox."))
+    url = await make_proxy(**LIMITED)
+    client = genai.Client(api_key="gemini-scheduled", http_options=types.HttpOptions(base_url=url))
+    for pause in (0.0, IDLE * 2, 0.0, IDLE * 2):
+        await asyncio.sleep(pause)
+        answer = await client.aio.models.generate_content(model="gemini-2.5-flash", contents="Check the inbox")
+        assert answer.text == "Nothing new in the inbox."
+    await eventually(lambda: len(requests_of(sink)) == 4)
+    runs = [r.run_id for r in requests_of(sink)]
+    assert [r.index for r in requests_of(sink)] == [1, 1, 2, 1]  # after a pause, and then again at once
+    assert len(set(runs)) == 3 and runs[1] == runs[2]
