@@ -9,9 +9,8 @@ from __future__ import annotations
 from pydantic import Field
 
 from runguard.detectors.base import Action, Detector, DetectorConfig, Plan, ResponseSeen, Results, Verdict
-from runguard.detectors.normalize import tag
+from runguard.detectors.normalize import tag, tool_work
 from runguard.detectors.ops import Push, Scope
-from runguard.proxy.events import ToolCall, is_transfer
 
 
 class ConsecutiveSameToolConfig(DetectorConfig):
@@ -25,14 +24,10 @@ class ConsecutiveSameToolConfig(DetectorConfig):
         ge=2,
         le=32,
         description="Consecutive model turns with tool calls that all call the same one tool, and only it, "
-        "at which the run is flagged.",
+        "at which the run is flagged. Calls handing work to another agent (transfers, delegations) are "
+        "left out.",
         json_schema_extra={"tighten": "lower"},
     )
-
-
-def _tools(calls: tuple[ToolCall, ...]) -> list[ToolCall]:
-    """The calls that use a tool: a transfer to another agent is a handoff, `handoff_cycle`'s to judge."""
-    return [call for call in calls if not is_transfer(call.name)]
 
 
 class ConsecutiveSameTool(Detector[ConsecutiveSameToolConfig]):
@@ -43,7 +38,7 @@ class ConsecutiveSameTool(Detector[ConsecutiveSameToolConfig]):
     Config = ConsecutiveSameToolConfig
 
     def plan_response(self, seen: ResponseSeen, cfg: ConsecutiveSameToolConfig) -> Plan:
-        names = sorted({call.name for call in _tools(seen.response.tool_calls)})
+        names = sorted({call.name for call in tool_work(seen.response)})
         if not names:
             return {}
         # A turn mixing tools is pushed too: it breaks the streak. So does a new question from the
@@ -58,7 +53,7 @@ class ConsecutiveSameTool(Detector[ConsecutiveSameToolConfig]):
             return None
         if turns[0].startswith("+"):
             return None
-        tool = _tools(seen.response.tool_calls)[0].name
+        tool = tool_work(seen.response)[0].name
         return self.verdict(
             f"tool '{tool}' was the only tool called in {len(turns)} consecutive model turns",
             tool=tool,

@@ -35,7 +35,7 @@ from typing import Any, TypeVar
 import orjson
 import xxhash
 
-from runguard.proxy.events import RequestInfo, ToolCall, ToolResult, digest, is_transfer
+from runguard.proxy.events import HandoffKind, RequestInfo, ResponseInfo, ToolCall, ToolResult, digest, is_transfer
 
 MAX_TOKENS = 48  # tokens kept per argument set: bounds state and pairwise work
 TOKEN_HEX = 4  # hex characters per token hash
@@ -459,6 +459,17 @@ def paired_results(request: RequestInfo) -> list[tuple[ToolCall | None, ToolResu
 def result_uniq(request: RequestInfo, result: ToolResult, position: int) -> str:
     """Identifies one tool result across re-sends: its call id, or (Gemini) where it sits in the conversation."""
     return tag(result.call_id or f"{request.message_count}.{position}")
+
+
+def tool_work(response: ResponseInfo) -> list[ToolCall]:
+    """The response's calls that use a tool: not a transfer to another agent (`is_transfer`), nor a
+    delegation (Agno's `delegate_task_to_member`: a leader's work is handing out tasks). `handoff_cycle`
+    judges both; the detectors that count how often a tool is used leave them out."""
+    calls = response.tool_calls
+    if not response.handoffs:
+        return [call for call in calls if not is_transfer(call.name)]
+    delegated = {h.call_id or h.tool for h in response.handoffs if h.kind is HandoffKind.DELEGATE}
+    return [call for call in calls if not is_transfer(call.name) and (call.call_id or call.name) not in delegated]
 
 
 def turn_signature(request: RequestInfo) -> tuple[str, str] | None:

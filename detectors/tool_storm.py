@@ -20,9 +20,8 @@ from runguard.detectors.base import (
     Results,
     Verdict,
 )
-from runguard.detectors.normalize import call_tag
+from runguard.detectors.normalize import call_tag, tool_work
 from runguard.detectors.ops import Add, Op, Scope
-from runguard.proxy.events import is_transfer
 
 MAX_TOOLS = 64  # distinct tools counted per run; calls of further tools are not counted
 
@@ -37,7 +36,7 @@ class ToolStormConfig(DetectorConfig):
         8,
         ge=1,
         description=f"Calls of one tool within a run at which it is flagged (the first {MAX_TOOLS} "
-        f"distinct tools of a run are counted).",
+        f"distinct tools of a run are counted; calls handing work to another agent are not).",
         json_schema_extra={"tighten": "lower"},
     )
 
@@ -54,9 +53,7 @@ class ToolStorm(Detector[ToolStormConfig]):
 
     def plan_response(self, seen: ResponseSeen, cfg: ToolStormConfig) -> Plan:
         calls: dict[str, int] = {}
-        for call in seen.response.tool_calls:
-            if is_transfer(call.name):
-                continue  # handing over to another agent: `handoff_cycle` counts those
+        for call in tool_work(seen.response):  # handing work to another agent: `handoff_cycle` counts those
             tool = call_tag(call)
             calls[tool] = calls.get(tool, 0) + 1
         if not calls:

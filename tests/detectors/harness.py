@@ -23,6 +23,7 @@ from typing import Any
 from runguard.detectors.base import Detector, DetectorConfig, RequestSeen, ResponseSeen, Results, RunFacts
 from runguard.detectors.ops import Scope
 from runguard.proxy import accounting
+from runguard.proxy.adapters.handoffs import handoffs_of
 from runguard.proxy.engine import Armed, Engine, Finding, Lineup, Views
 from runguard.proxy.events import (
     AgentIdentity,
@@ -159,6 +160,26 @@ def agent_loop(
         results = [result(c.name, content, c.call_id) for c, (_, _, content) in zip(prior, turns[i], strict=True)]
         steps.append(Step(req, response(tool_calls=prior)))
     return steps
+
+
+def with_handoffs(steps: Sequence[Step]) -> list[Step]:
+    """`steps` with each response's handoffs read from its calls, as the adapters read them."""
+    return [
+        dataclasses.replace(s, response=dataclasses.replace(s.response, handoffs=handoffs_of(s.response.tool_calls)))
+        if s.response is not None
+        else s
+        for s in steps
+    ]
+
+
+def delegations(count: int, *, also: tuple[str, Any, Any] | None = None) -> list[Step]:
+    """An Agno leader handing `count` different tasks to its analyst, one a turn (each turn with the
+    call `also` besides, if given), as `agent_loop` steps with their handoffs."""
+    turns: list[Turn] = []
+    for i in range(count):
+        task = ("delegate_task_to_member", {"member_id": "analyst", "task": f"answer question {i}"}, f"answer {i}")
+        turns.append([task, also] if also is not None else [task])
+    return with_handoffs(agent_loop(turns, agent_name="leader"))
 
 
 def review_transfers(rounds: int, *, adk: bool = True) -> list[Turn]:

@@ -8,6 +8,7 @@ from tests.detectors.harness import (
     Step,
     agent_loop,
     call,
+    delegations,
     first_trip,
     request,
     response,
@@ -49,6 +50,13 @@ async def test_turns_without_tool_calls_are_not_turns_of_the_streak() -> None:
 async def test_agents_transferring_turn_after_turn_are_not_flagged() -> None:
     turns = review_transfers(3)
     assert first_trip(await RunSimulator([ConsecutiveSameTool()]).run(agent_loop(turns))) is None
+
+
+async def test_a_leader_delegating_turn_after_turn_is_not_flagged() -> None:
+    """Handing tasks to a member is the leader's work; `handoff_cycle` judges delegations."""
+    assert first_trip(await RunSimulator([ConsecutiveSameTool()]).run(delegations(6))) is None
+    searching = delegations(6, also=("search", {"q": "status"}, "r"))  # its own tool, alone but for them
+    assert first_trip(await RunSimulator([ConsecutiveSameTool()]).run(searching)) == 3
 
 
 async def test_a_new_question_from_the_user_starts_the_streak_again() -> None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from runguard.detectors.base import Action
 from runguard.detectors.ops import Scope
 from runguard.detectors.tool_storm import MAX_TOOLS, ToolStorm
-from tests.detectors.harness import RunSimulator, Turn, agent_loop, first_trip, review_transfers
+from tests.detectors.harness import RunSimulator, Turn, agent_loop, delegations, first_trip, review_transfers
 
 
 async def test_the_eighth_call_of_one_tool_is_flagged_as_a_warning() -> None:
@@ -39,3 +39,10 @@ async def test_counters_are_kept_for_a_bounded_number_of_tools() -> None:
 async def test_handoffs_are_not_counted_as_tool_calls() -> None:
     turns = review_transfers(6)
     assert first_trip(await RunSimulator([ToolStorm()]).run(agent_loop(turns))) is None
+
+
+async def test_a_leader_s_delegations_are_not_counted_but_its_own_tool_calls_are() -> None:
+    """Handing tasks to a member is the leader's work; `handoff_cycle` judges delegations."""
+    assert first_trip(await RunSimulator([ToolStorm()]).run(delegations(12))) is None
+    searching = delegations(12, also=("search", {"q": "status"}, "r"))
+    assert first_trip(await RunSimulator([ToolStorm()]).run(searching)) == 8

@@ -197,15 +197,16 @@ async def test_member_threads_that_each_start_with_the_same_lookup_do_not_trip_t
 ) -> None:
     """The analyst begins each of six questions with `list_tables()` and gets the same answer: six
     conversations doing one step each, not one agent repeating itself. The loop detectors judge each
-    nested thread on its own, as they judge runs; the run's caps still count every request."""
+    nested thread on its own, as they judge runs; the run's caps still count every request. Nor is the
+    leader warned for handing out six tasks turn after turn: that is its work, and `handoff_cycle` is
+    the one to judge it."""
     upstream.script = analyst_script(("list_tables", "{}"))
     answer = await run_analyst_team(await client_of(), '{"tables": ["sales", "costs", "churn"]}')
     assert answer == "All answered."
     await eventually(lambda: len(requests_of(sink)) == 19)
     records = requests_of(sink)
     assert len({r.run_id for r in records}) == 1
-    assert [t.detector for t in trips_of(sink) if t.action == "block"] == []  # six tasks for one member: a fan-out
-    assert not [t for t in trips_of(sink) if t.detector in ("repeat_call", "non_progress", "stagnation")]
+    assert [t.detector for t in trips_of(sink)] == []  # six tasks for one member: a fan-out, warned of by nothing
 
 
 async def test_a_member_looping_on_a_failing_tool_is_stopped_and_stops_its_run(
