@@ -7,7 +7,10 @@ call's arguments, the response's text, and what the request brought: the tool
 calls and results, and the user text since the last turn, such as the next
 question of a session), and the same pair with the same payload twice within
 the window means nothing changed between rounds. Past a hard number of repeats of one
-pair the run stops whatever the payloads.
+pair within one question of the user's the run stops whatever the payloads: a loop
+between agents goes round without the user, while a help desk's session routes
+question after question to the same specialist. A new question (the user's own
+message, not ADK's quote of other agents' turns) starts the counts again.
 
 A delegation is not a transfer: the delegating agent waits for the member's
 answer as a tool result (Agno's `delegate_task_to_member`), and a leader
@@ -24,7 +27,7 @@ from pydantic import Field
 from runguard.detectors import tally
 from runguard.detectors.base import Detector, DetectorConfig, Plan, RequestSeen, ResponseSeen, Results, Verdict
 from runguard.detectors.normalize import call_args_digest, clip, result_digest_of, tag
-from runguard.detectors.ops import Add, Op, Push, Scope
+from runguard.detectors.ops import Add, Get, Op, Push, Put, Scope
 from runguard.proxy.events import Handoff, HandoffKind, digest
 
 MAX_PAIRS = 32  # distinct agent pairs counted per run
@@ -42,9 +45,10 @@ class HandoffCycleConfig(DetectorConfig):
     max_pair_repeats: int = Field(
         4,
         ge=1,
-        description="Handoffs from one agent to another that a run may make; one more stops it, "
-        "whatever was handed over. A review loop of a few rounds stays under it. Delegations (the "
-        "delegating agent waits for the answer: Agno's delegate_task_to_member) count per task.",
+        description="Handoffs from one agent to another that a run may make for one question of the user's; "
+        "one more stops it, whatever was handed over. A review loop of a few rounds stays under it. "
+        "Delegations (the delegating agent waits for the answer: Agno's delegate_task_to_member) count "
+        "per task.",
         json_schema_extra={"tighten": "lower"},
     )
     allowed_pairs: list[tuple[str, str]] = Field(
@@ -60,7 +64,7 @@ class HandoffCycle(Detector[HandoffCycleConfig]):
     Config = HandoffCycleConfig
 
     def plan_request(self, seen: RequestSeen, cfg: HandoffCycleConfig) -> Plan:
-        return {"pairs": tally.fetch("pairs")}
+        return {"pairs": tally.fetch("pairs"), "asked": Get(Scope.RUN, "asked")}
 
     def _pairs(self, seen: ResponseSeen, cfg: HandoffCycleConfig) -> list[tuple[Handoff, str]]:
         """(handoff, "<from>><to>") for each handoff of the response not on the allowed list.
@@ -90,8 +94,11 @@ class HandoffCycle(Detector[HandoffCycleConfig]):
 
     def plan_response(self, seen: ResponseSeen, cfg: HandoffCycleConfig) -> Plan:
         pairs = self._pairs(seen, cfg)
-        if not pairs:
-            return {}
+        question = seen.request.question_hash
+        asked = question is not None and question != seen.before.get("asked")
+        if not pairs:  # a run that never handed off has no count to start again
+            return _new_question(seen, question) if asked and seen.before.get("pairs") else {}
+        plan: dict[str, Op] = _new_question(seen, question) if asked else {}
         # What the request brought: the last turn's calls (a draft saved by a tool), their results, and
         # the user text since (a new question; ADK quotes the other agents' turns as user text).
         brought = "".join(
@@ -100,7 +107,7 @@ class HandoffCycle(Detector[HandoffCycleConfig]):
             + [seen.request.new_user_hash or ""]
         )
         items = tuple(f"{pair}#{self._payload(seen, handoff, brought)}" for handoff, pair in pairs)
-        plan: dict[str, Op] = {"recent": Push(Scope.RUN, "recent", items, keep=cfg.window)}
+        plan["recent"] = Push(Scope.RUN, "recent", items, keep=cfg.window)
         counts: dict[str, int] = {}
         for _, pair in pairs:
             counts[tag(pair)] = counts.get(tag(pair), 0) + 1
@@ -132,13 +139,22 @@ class HandoffCycle(Detector[HandoffCycleConfig]):
             if isinstance(count, float) and count > cfg.max_pair_repeats:
                 what = "of the same task " if handoff.kind is HandoffKind.DELEGATE else ""
                 return self.verdict(
-                    f"handoff {source} -> {handoff.target} {what}happened {int(count)} times in this run, "
-                    f"over the limit of {cfg.max_pair_repeats}",
+                    f"handoff {source} -> {handoff.target} {what}happened {int(count)} times since the "
+                    f"user's last question, over the limit of {cfg.max_pair_repeats}",
                     pair=[source, handoff.target],
                     repeats=int(count),
                     limit=cfg.max_pair_repeats,
                 )
         return None
+
+
+def _new_question(seen: ResponseSeen, question: str | None) -> dict[str, Op]:
+    """The user asked something new: note it, and count every pair's handoffs from zero again."""
+    roster = seen.before.get("pairs")
+    plan: dict[str, Op] = {"asked": Put(Scope.RUN, "asked", question)}
+    for pair in roster if isinstance(roster, tuple) else ():
+        plan[f"reset.{pair}"] = Put(Scope.RUN, f"n.{pair}", None)
+    return plan
 
 
 def _handed(seen: ResponseSeen, handoff: Handoff) -> str:

@@ -187,6 +187,8 @@ class RequestInfo:
     new_user_turn: bool = False  # the tail holds a user message (not only tool results)
     # Hash of the tail's user text: a new question, or (ADK) the other agents' turns quoted as user text.
     new_user_hash: str | None = None
+    # Hash of the tail's last user message that the user asked (not an ADK quote of other agents' turns).
+    question_hash: str | None = None
     assistant_turns: int = 0
     output_schema: OutputSchema | None = None
     previous_response_id: str | None = None

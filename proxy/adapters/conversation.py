@@ -31,6 +31,11 @@ def last_index(items: list[Any], is_turn: Callable[[Any], bool]) -> int:
     return -1
 
 
+# How Google ADK opens the user-role text it quotes other agents' turns in, after a transfer (wire-formats D):
+# the framework's, not a question of the user's.
+QUOTE = "For context:"
+
+
 class Conversation:
     """Accumulates what a request's conversation says; `info()` freezes it."""
 
@@ -44,6 +49,7 @@ class Conversation:
         self._tail_results: list[ToolResult] = []
         self._tail_user = False
         self._tail_texts: list[str] = []  # the user text after the last assistant turn
+        self._tail_question: str | None = None  # the last of it that the user asked (`QUOTE`s are not)
         self._in_assistant = False
         self._names: dict[str, str] = {}
 
@@ -59,6 +65,7 @@ class Conversation:
         other._tail_results = self._tail_results.copy()
         other._tail_user = self._tail_user
         other._tail_texts = self._tail_texts.copy()
+        other._tail_question = self._tail_question
         other._in_assistant = self._in_assistant
         other._names = self._names.copy()
         return other
@@ -87,6 +94,8 @@ class Conversation:
             self._root = text
         if text:
             self._tail_texts.append(text)
+            if not text.startswith(QUOTE):
+                self._tail_question = text
         self._tail_user = True
         self._in_assistant = False
 
@@ -103,7 +112,7 @@ class Conversation:
             return
         self._assistant_turns += 1
         self._last_calls = calls
-        self._tail_results, self._tail_texts = [], []
+        self._tail_results, self._tail_texts, self._tail_question = [], [], None
         self._tail_user = False
         self._in_assistant = True
 
@@ -127,7 +136,7 @@ class Conversation:
         if continues and self._in_assistant:
             return
         self._assistant_turns += 1
-        self._last_calls, self._tail_results, self._tail_texts = [], [], []
+        self._last_calls, self._tail_results, self._tail_texts, self._tail_question = [], [], [], None
         self._tail_user = False
         self._in_assistant = True
 
@@ -150,7 +159,7 @@ class Conversation:
         self._chars += chars
         self._assistant_turns += assistant_turns
         self._names.update(names)
-        self._tail_texts = []  # user text reported before these counts came before the last turn
+        self._tail_texts, self._tail_question = [], None  # user text reported before these counts came before it
         if in_assistant is not None:
             self._in_assistant = in_assistant
 
@@ -213,6 +222,7 @@ class Conversation:
             new_results=tuple(self._tail_results),
             new_user_turn=self._tail_user,
             new_user_hash=digest("\x00".join(self._tail_texts)) if self._tail_texts else None,
+            question_hash=digest(self._tail_question) if self._tail_question is not None else None,
             assistant_turns=self._assistant_turns,
             output_schema=output_schema,
             previous_response_id=previous_response_id,

@@ -74,6 +74,7 @@ def request(
     output_schema: dict[str, Any] | None = None,
     model: str = MODEL,
     user_text: str | None = None,
+    question: str | None = None,
 ) -> RequestInfo:
     return RequestInfo(
         api=Api.CHAT,
@@ -87,6 +88,7 @@ def request(
         new_results=tuple(new_results),
         new_user_turn=not new_results,
         new_user_hash=digest(user_text) if user_text else None,
+        question_hash=digest(question) if question else None,
         assistant_turns=assistant_turns,
         output_schema=OutputSchema(output_schema) if output_schema is not None else None,
     )

@@ -47,7 +47,10 @@ async def test_a_pair_repeating_past_the_hard_limit_trips_whatever_the_payload()
     results = await RunSimulator([HandoffCycle()]).run(steps)
     # The 5th writer -> editor handoff is step 9; the 4th (step 7) is still allowed.
     assert first_trip(results) == 9
-    assert "happened 5 times in this run, over the limit of 4" in results[8].one("handoff_cycle").verdict.reason
+    assert (
+        "happened 5 times since the user's last question, over the limit of 4"
+        in results[8].one("handoff_cycle").verdict.reason
+    )
 
 
 async def test_an_agent_named_only_once_handed_work_counts_its_handoffs_as_one_pair() -> None:
@@ -141,4 +144,37 @@ async def test_the_same_task_delegated_past_the_hard_limit_trips_whatever_the_me
     results = await RunSimulator([HandoffCycle()]).run(steps)
     assert first_trip(results) == 5
     reason = results[4].one("handoff_cycle").verdict.reason
-    assert "leader -> analyst of the same task happened 5 times in this run, over the limit of 4" in reason
+    assert (
+        "leader -> analyst of the same task happened 5 times since the user's last question, over the limit of 4"
+        in reason
+    )
+
+
+def routed(question: str | None, n: int) -> list[Step]:
+    """Triage routes a question to billing, who answers it (`question`: the user's own message, or None
+    when the request brings none, as in a loop between agents)."""
+    ask = handing("triage", "billing", text=f"routing {n}")
+    ask = dataclasses.replace(ask, request=request(agent_name="triage", user_text=f"q {n}", question=question))
+    return [ask, Step(request(agent_name="billing"), response(text=f"answer {n}"))]
+
+
+async def test_a_session_routing_each_new_question_to_one_specialist_passes() -> None:
+    steps = [step for n in range(8) for step in routed(f"question {n}", n)]
+    assert first_trip(await RunSimulator([HandoffCycle()]).run(steps)) is None
+    # The same handoffs with no question of the user's between them (one task): the 5th trips.
+    steps = [step for n in range(8) for step in routed(None, n)]
+    assert first_trip(await RunSimulator([HandoffCycle()]).run(steps)) == 9
+
+
+async def test_a_loop_within_one_question_trips_after_a_session_of_questions() -> None:
+    steps = [step for n in range(6) for step in routed(f"question {n}", n)]
+    steps.append(routed("question 6", 6)[0])
+    for round_ in range(4):  # billing hands it back, triage hands it over again: 5 handoffs in question 6
+        steps.append(handing("billing", "triage", text=f"not mine {round_}"))
+        steps.append(handing("triage", "billing", text=f"yours {round_}"))
+    results = await RunSimulator([HandoffCycle()]).run(steps)
+    assert first_trip(results) == len(steps)  # the 5th triage -> billing handoff since question 6
+    assert (
+        "triage -> billing happened 5 times since the user's last question"
+        in results[-1].one("handoff_cycle").verdict.reason
+    )

@@ -23,7 +23,7 @@ from typing import Any
 import httpx
 import openai
 import pytest
-from agents import Agent, OpenAIResponsesModel, Runner, set_tracing_disabled
+from agents import Agent, OpenAIResponsesModel, Runner, function_tool, set_tracing_disabled
 from google.adk.agents import LlmAgent
 from google.adk.models import Gemini
 from google.adk.runners import Runner as AdkRunner
@@ -132,6 +132,61 @@ async def client_for(
 KINDS = ["responses", "chat"]
 
 
+def desk_script(upstream: FakeUpstream, kind: str) -> Callable[[Received], Reply]:
+    """A help desk: triage sends each question to billing first, and on to support when billing hands it
+    back; support looks the ticket up before it answers. Every turn names the question it is about."""
+
+    def script(received: Received) -> Reply:
+        body = received.json()
+        items = body["input"] if kind == "responses" else body["messages"]
+        instructions = body["instructions"] if kind == "responses" else items[0]["content"]
+        agent = instructions.split(".")[0].removeprefix("You are ")
+        asked = [item["content"] for item in items if item.get("role") == "user"][-1]
+        question, topic = asked.split()[0], asked.split()[1].rstrip(":")
+        last = str(items[-1].get("output") or items[-1].get("content") or "")
+        seen = len(upstream.received)
+        if agent == "triage":
+            target = "support" if '"assistant"' in last else "billing"  # handed back: billing said no
+            return _openai_reply(kind, (f"routing {question}", target), f"call_{seen}")
+        if agent != topic:
+            return _openai_reply(kind, (f"{question} is not for {agent}", "triage"), f"call_{seen}")
+        if agent == "support" and "ticket of" not in last:
+            call = (f"call_{seen}", "lookup", json.dumps({"question": question}))
+            if kind == "responses":
+                return Reply.json(payloads.response_object(calls=[call]))
+            return Reply.json(payloads.chat_completion(tool_calls=[call]))
+        return _openai_reply(kind, (f"{agent} answers {question}", None), f"call_{seen}")
+
+    return script
+
+
+@function_tool
+def lookup(question: str) -> str:
+    """Look the question's ticket up."""
+    return f"ticket of {question}"
+
+
+def desk(model: Any) -> Agent[Any]:
+    """The help desk's agents on `model`: triage hands to billing or support, each hands back to triage."""
+    triage, billing, support = (
+        Agent(name=name.title(), instructions=f"You are {name}. Do your part.", model=model)
+        for name in ("triage", "billing", "support")
+    )
+    triage.handoffs, billing.handoffs, support.handoffs = [billing, support], [triage], [triage]
+    support.tools = [lookup]
+    return triage
+
+
+async def ask_desk(triage: Agent[Any], topics: list[str]) -> None:
+    """One session: each question starts at triage, with the session so far."""
+    history: list[Any] = []
+    for i, topic in enumerate(topics, 1):
+        asked = {"role": "user", "content": f"Q{i} {topic}: question {i}"}
+        result = await Runner.run(triage, [*history, asked], max_turns=10)
+        assert result.final_output == f"{topic} answers Q{i}"
+        history = result.to_input_list()
+
+
 @pytest.mark.parametrize("kind", KINDS)
 async def test_openai_agents_handoff_ping_pong_trips_handoff_cycle(
     upstream: FakeUpstream,
@@ -156,6 +211,22 @@ async def test_openai_agents_handoff_ping_pong_trips_handoff_cycle(
     assert records[-1].blocked_by == "handoff_cycle"
     (trip,) = trips_of(sink)
     assert trip.evidence["pair"] == ["billing", "triage"]
+
+
+@pytest.mark.parametrize("kind", KINDS)
+async def test_an_openai_agents_help_desk_session_routing_question_after_question_to_billing_is_not_stopped(
+    upstream: FakeUpstream, make_proxy: Callable[..., Any], sink: ListSink, kind: str
+) -> None:
+    """Seven questions, each routed triage -> billing in one session (one run): seven handoffs of one pair,
+    each for a new question of the user's. `handoff_cycle`'s hard limit (4) counts per question."""
+    upstream.script = desk_script(upstream, kind)
+    client = openai.AsyncOpenAI(base_url=await make_proxy() + "/v1", api_key="sk-test-desk", max_retries=0)
+    await ask_desk(desk(sdk_model(kind, client)), ["billing"] * 7)
+    await client.close()
+    records = requests_of(sink)
+    assert len({r.run_id for r in records}) == 1
+    assert [r.handoff_to for r in records] == ["billing", None] * 7
+    assert [t.detector for t in trips_of(sink)] == []
 
 
 @pytest.mark.parametrize("kind", KINDS)
@@ -185,7 +256,7 @@ async def test_openai_agents_review_loop_past_the_hard_limit_trips_handoff_cycle
     with pytest.raises(openai.RateLimitError) as caught:
         await Runner.run(writer, "Write a poem about a harbour.", max_turns=30)
     assert caught.value.code == "runguard_handoff_cycle"
-    assert "-> editor happened 5 times in this run, over the limit of 4" in caught.value.message
+    assert "-> editor happened 5 times since the user's last question, over the limit of 4" in caught.value.message
     assert len(upstream.received) == 9  # the 5th writer -> editor handoff trips
 
 
@@ -280,7 +351,9 @@ async def test_adk_review_loop_past_the_hard_limit_trips_handoff_cycle(
     writer = adk_agent(url, "adk-endless", "writer", [adk_agent(url, "adk-endless", "editor")])
     with pytest.raises(genai_errors.ClientError) as caught:
         await adk_session(writer, "Write a poem about a harbour.")
-    assert "handoff writer -> editor happened 5 times in this run, over the limit of 4" in (caught.value.message or "")
+    assert "handoff writer -> editor happened 5 times since the user's last question, over the limit of 4" in (
+        caught.value.message or ""
+    )
     assert len(upstream.received) == 9
 
 
@@ -328,6 +401,26 @@ def relay(order: list[str], back_to: str | None = None) -> Role:
         return ("", following[0]) if following[0] else ("Done.", None)
 
     return role
+
+
+@pytest.mark.usefixtures("google_key")
+async def test_adk_coordinator_routing_a_long_session_of_questions_is_not_stopped(
+    upstream: FakeUpstream, make_proxy: Callable[..., Any], sink: ListSink
+) -> None:
+    """Ten questions alternating billing and support: every pair of agents hands over five times or more in
+    the session, once per question. ADK's quotes of the other agents' turns are no questions of the user's."""
+    upstream.script = adk_script(
+        upstream, lambda agent, seen: routing(agent, seen, last_question(upstream.received[-1]))
+    )
+    url = await make_proxy()
+    specialists = [adk_agent(url, "adk-long-desk", "billing"), adk_agent(url, "adk-long-desk", "support")]
+    coordinator = adk_agent(url, "adk-long-desk", "coordinator", specialists)
+    topics = ["billing", "support"] * 5
+    texts = await adk_session(coordinator, *[f"Q{i} {topic}: question {i}" for i, topic in enumerate(topics, 1)])
+    assert texts == [f"{topic} answers Q{i} {topic}: question {i}" for i, topic in enumerate(topics, 1)]
+    handoffs = [(r.agent, r.handoff_to) for r in requests_of(sink) if r.handoff_to]
+    assert handoffs.count(("coordinator", "billing")) >= 5
+    assert [t.detector for t in trips_of(sink) if t.action == "block"] == []
 
 
 @pytest.mark.usefixtures("google_key")

@@ -21,13 +21,15 @@ import orjson
 import pytest
 import redis.asyncio as aioredis
 import yaml
-from agents import Agent, Runner, function_tool
+from agents import Runner
 
 from tests.e2e import agents, payloads, test_background
 from tests.e2e.agents import sdk_model
 from tests.e2e.teams import analyst_script, run_analyst_team, run_team, team_script
 from tests.e2e.test_multi_agent import (
-    _openai_reply,
+    ask_desk,
+    desk,
+    desk_script,
     openai_pair,
     openai_ring,
     openai_script,
@@ -40,7 +42,7 @@ from tests.services import require_redis, unique_name
 from tests.support.processes import ServeProcess, start_serve
 from tests.support.redis_relay import LosingRelay
 from tests.support.redis_server import own_redis
-from tests.support.upstream import FakeUpstream, Received, Reply
+from tests.support.upstream import FakeUpstream, Reply
 
 pytestmark = [pytest.mark.redis, pytest.mark.slow]
 
@@ -335,40 +337,6 @@ def _spread(urls: list[str], run_id: str, start: int) -> openai.AsyncOpenAI:
     )
 
 
-def _desk_script(upstream: FakeUpstream, kind: str) -> Callable[[Received], Reply]:
-    """A help desk: triage sends each question to billing first, and on to support when billing hands it
-    back; support looks the ticket up before it answers. Every turn names the question it is about."""
-
-    def script(received: Received) -> Reply:
-        body = received.json()
-        items = body["input"] if kind == "responses" else body["messages"]
-        instructions = body["instructions"] if kind == "responses" else items[0]["content"]
-        agent = instructions.split(".")[0].removeprefix("You are ")
-        asked = [item["content"] for item in items if item.get("role") == "user"][-1]
-        question, topic = asked.split()[0], asked.split()[1].rstrip(":")
-        last = str(items[-1].get("output") or items[-1].get("content") or "")
-        seen = len(upstream.received)
-        if agent == "triage":
-            target = "support" if '"assistant"' in last else "billing"  # handed back: billing said no
-            return _openai_reply(kind, (f"routing {question}", target), f"call_{seen}")
-        if agent != topic:
-            return _openai_reply(kind, (f"{question} is not for {agent}", "triage"), f"call_{seen}")
-        if agent == "support" and "ticket of" not in last:
-            call = (f"call_{seen}", "lookup", json.dumps({"question": question}))
-            if kind == "responses":
-                return Reply.json(payloads.response_object(calls=[call]))
-            return Reply.json(payloads.chat_completion(tool_calls=[call]))
-        return _openai_reply(kind, (f"{agent} answers {question}", None), f"call_{seen}")
-
-    return script
-
-
-@function_tool
-def lookup(question: str) -> str:
-    """Look the question's ticket up."""
-    return f"ticket of {question}"
-
-
 @pytest.mark.parametrize("start", [0, 1])
 @pytest.mark.parametrize("kind", ["responses", "chat"])
 async def test_an_openai_agents_routing_session_spread_over_replicas_is_not_stopped(
@@ -377,21 +345,10 @@ async def test_an_openai_agents_routing_session_spread_over_replicas_is_not_stop
     """Triage is named once billing hands a question back to it; each new question starts at triage again,
     often on the replica that did not see that handoff. The name is the run's, not a replica's: triage's
     later requests are triage's, and a question handed back is not triage re-entering the chain."""
-    upstream.script = _desk_script(upstream, kind)
+    upstream.script = desk_script(upstream, kind)
     urls = await replicas()
-    model = sdk_model(kind, _spread(urls, f"desk-{kind}-{start}", start))
-    triage, billing, support = (
-        Agent(name=name.title(), instructions=f"You are {name}. Do your part.", model=model)
-        for name in ("triage", "billing", "support")
-    )
-    triage.handoffs, billing.handoffs, support.handoffs = [billing, support], [triage], [triage]
-    support.tools = [lookup]
-    history: list[Any] = []
-    for i, topic in enumerate(["support", "billing", "support", "billing"], 1):
-        asked = {"role": "user", "content": f"Q{i} {topic}: question {i}"}
-        result = await Runner.run(triage, [*history, asked], max_turns=10)
-        assert result.final_output == f"{topic} answers Q{i}"
-        history = result.to_input_list()
+    triage = desk(sdk_model(kind, _spread(urls, f"desk-{kind}-{start}", start)))
+    await ask_desk(triage, ["support", "billing", "support", "billing"])
     assert len(upstream.received) == 14
 
 

@@ -57,3 +57,35 @@ def test_adk_quoting_another_agents_turn_is_user_text_of_the_step() -> None:
 
     assert after_transfer("Tighten stanza 1").new_user_hash == after_transfer("Tighten stanza 1").new_user_hash
     assert after_transfer("Tighten stanza 1").new_user_hash != after_transfer("Tighten stanza 2").new_user_hash
+
+
+def test_the_question_is_the_last_message_the_user_asked_since_the_last_turn() -> None:
+    assert asked("Q1", "Q2").question_hash == asked("Q0", "Q2").question_hash != asked("Q1", "Q3").question_hash
+    call = {"id": "c1", "type": "function", "function": {"name": "lookup", "arguments": "{}"}}
+    results_only = chat(
+        {"role": "user", "content": "Q1"},
+        {"role": "assistant", "tool_calls": [call]},
+        {"role": "tool", "tool_call_id": "c1", "content": "x"},
+    )
+    assert results_only.question_hash is None  # the same question goes on
+
+
+def test_adk_s_quotes_of_other_agents_are_no_question_of_the_user_s() -> None:
+    """A specialist's first request after a transfer: the user's question, then ADK's quotes of the
+    coordinator's turns. Its question is the user's, as in the coordinator's own request."""
+    quote = {"role": "user", "parts": [{"text": QUOTED.format(agent="coordinator", text="transfer_to_agent")}]}
+    asked_first = gemini({"role": "user", "parts": [{"text": "Q2 billing: my invoice"}]})
+    specialist = gemini(
+        {"role": "user", "parts": [{"text": "Q1 support: my login"}]},
+        quote,
+        {"role": "user", "parts": [{"text": "Q2 billing: my invoice"}]},
+        quote,
+    )
+    assert specialist.question_hash is not None
+    assert specialist.question_hash == asked_first.question_hash
+    only_quotes = gemini(
+        {"role": "user", "parts": [{"text": "Write a poem."}]},
+        {"role": "model", "parts": [{"text": "Draft v0"}]},
+        quote,
+    )
+    assert only_quotes.question_hash is None and only_quotes.new_user_hash is not None
