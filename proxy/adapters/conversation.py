@@ -175,14 +175,24 @@ class Conversation:
         self._in_assistant = False
 
     def result(
-        self, call_id: str | None, name: str | None, content: str, value: dict[str, Any] | list[Any] | None = None
+        self,
+        call_id: str | None,
+        name: str | None,
+        content: str,
+        value: dict[str, Any] | list[Any] | None = None,
+        chars: int | None = None,
     ) -> None:
-        """A tool result in the last turn; `value`: the object or array `content` was dumped from, if any."""
+        """A tool result in the last turn; `value`: the object or array `content` was dumped from, if any;
+        `chars`: what it weighs in the input estimate, if not its length (it held media)."""
         self._messages += 1
-        self._chars += len(content)
+        self._chars += len(content) if chars is None else chars
         known = name or (self._names.get(call_id) if call_id else None)
         self._tail_results.append(ToolResult(known, call_id, content, value))
         self._in_assistant = False
+
+    def weigh(self, chars: int) -> None:
+        """Characters a message's parts weigh in the input estimate beyond its text (images, files)."""
+        self._chars += chars
 
     def other(self, chars: int = 0) -> None:
         """An item the proxy does not model (reasoning, images, built-in tools): counted only."""

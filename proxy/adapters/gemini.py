@@ -14,7 +14,7 @@ from typing import Any
 
 import orjson
 
-from runguard.proxy.adapters import gemini_replies
+from runguard.proxy.adapters import gemini_replies, media
 from runguard.proxy.adapters.base import RequestContext, StopNotice, Synthetic
 from runguard.proxy.adapters.conversation import Conversation, failed_request, last_index
 from runguard.proxy.adapters.handoffs import handoffs_of
@@ -102,7 +102,7 @@ def _count_earlier(talk: Conversation, listed: list[Any], start: int, stop: int)
             continue
         results, results_chars, text = _count_user_turn(parts)
         count += results
-        chars += results_chars
+        chars += results_chars + media.inline_parts(parts) * media.MEDIA_CHARS
         if text or not results:
             talk.user(text)
     talk.earlier_turns(count, chars, turns, names)  # all zero when there is no earlier turn
@@ -179,6 +179,7 @@ def _read_content(talk: Conversation, raw: Any, *, earlier: bool) -> None:
     text = _text(parts, thoughts=True)
     if text or not answered:
         talk.user(text)
+    talk.weigh(media.inline_parts(parts) * media.MEDIA_CHARS)
 
 
 def _tool_names(tools: Any) -> tuple[str, ...]:

@@ -12,7 +12,7 @@ from typing import Any
 
 import orjson
 
-from runguard.proxy.adapters import openai_replies
+from runguard.proxy.adapters import media, openai_replies
 from runguard.proxy.adapters.base import RequestContext, StopNotice, Synthetic
 from runguard.proxy.adapters.conversation import Conversation, failed_request, last_index
 from runguard.proxy.adapters.handoffs import handoffs_of
@@ -280,6 +280,7 @@ def _read_message(talk: Conversation, message: dict[str, Any], role: Any, conten
         talk.system(text_of(content))
     elif role == "user":
         talk.user(text_of(content))
+        talk.weigh(media.parts(content) * media.MEDIA_CHARS)
     elif role == "assistant":
         talk.assistant(len(text_of(content)), _calls(message.get("tool_calls")))
     elif role in ("tool", "function"):

@@ -15,7 +15,7 @@ from typing import Any
 
 import orjson
 
-from runguard.proxy.adapters import openai_replies
+from runguard.proxy.adapters import media, openai_replies
 from runguard.proxy.adapters.base import RequestContext, StopNotice, Synthetic
 from runguard.proxy.adapters.conversation import Conversation, failed_request, last_index
 from runguard.proxy.adapters.handoffs import handoffs_of
@@ -223,26 +223,45 @@ def _read_item(talk: Conversation, raw: Any, *, earlier: bool) -> None:
     if not isinstance(kind, str):
         talk.other()
     elif kind == "message":
-        role, text = item.get("role"), text_of(item.get("content"))
+        content = item.get("content")
+        role, text = item.get("role"), text_of(content)
         if role in ("system", "developer"):
             talk.system(text)
         elif role == "assistant":
             talk.assistant(len(text), continues=True)
         else:
             talk.user(text)
+            talk.weigh(media.parts(content) * media.MEDIA_CHARS)
     elif kind in _ASSISTANT_ITEMS:
         calls = [_call(item, 0)] if kind != "reasoning" else []
         talk.assistant(len(dumps_text(item.get("summary", ""))) if not calls else 0, calls, continues=True)
     elif kind in _OUTPUT_ITEMS:
-        output = item.get("output")
-        text = text_of(output) or dumps_text(output)
+        text, chars = _output(item.get("output"))
         if earlier:
-            talk.earlier_result(len(text))
+            talk.earlier_result(chars)
         else:
             # A local shell output names its call by `id` (its API type); openai-agents sends `call_id`.
-            talk.result(opt_str(item.get("call_id")) or opt_str(item.get("id")), None, text)
+            talk.result(opt_str(item.get("call_id")) or opt_str(item.get("id")), None, text, chars=chars)
+    elif kind != "item_reference":
+        light, inline = media.shed(item)  # a computer-use screenshot, a generated image
+        talk.other(len(dumps_text(light)) + inline * media.MEDIA_CHARS)
     else:
-        talk.other(len(dumps_text(item)) if kind != "item_reference" else 0)
+        talk.other()
+
+
+def _output(output: Any) -> tuple[str, int]:
+    """A tool output as the detectors read it, and what it weighs in the input estimate: a list of
+    content parts with media (a screenshot tool's `input_image`) reads as its parts, each payload as
+    its digest, and each media part weighs `media.MEDIA_CHARS`."""
+    if isinstance(output, str):
+        return output, len(output)
+    light, inline = media.shed(output)
+    listed = media.parts(output)
+    if not (inline or listed):
+        text = text_of(output) or dumps_text(output)
+        return text, len(text)
+    text = dumps_text(light)
+    return text, len(text) + max(inline, listed) * media.MEDIA_CHARS
 
 
 def _conversation_id(value: Any) -> str | None:
