@@ -64,6 +64,8 @@ class HandoffCycle(Detector[HandoffCycleConfig]):
     Config = HandoffCycleConfig
 
     def plan_request(self, seen: RequestSeen, cfg: HandoffCycleConfig) -> Plan:
+        if seen.request.question_hash is None:  # the same question goes on: no count starts again
+            return {"pairs": tally.fetch("pairs")}
         return {"pairs": tally.fetch("pairs"), "asked": Get(Scope.RUN, "asked")}
 
     def _pairs(self, seen: ResponseSeen, cfg: HandoffCycleConfig) -> list[tuple[Handoff, str]]:
