@@ -188,8 +188,8 @@ class Guard:
         if run_id:
             return run_id, request, None
         owner = await self._owner(key_hash, request.root_hash, now)
-        if owner is None:  # the state does not answer: the root's own id, as good as any while it is down
-            return "r-" + digest(f"{key_hash}\x00{request.root_hash or 'no-root'}", 10), request, None
+        if owner is None:  # the state does not answer
+            return roots.fallback_run(key_hash, request.root_hash), request, None
         return owner.run_id, request, owner
 
     async def _owner(self, key_hash: str, root_hash: str | None, now: float) -> Owner | None:
@@ -260,14 +260,20 @@ class Guard:
         acked, naming = agent_names.naming(request)
         request = agent_names.named(request, acked)
         nested = owner is not None and owner.nested
-        own = owner is not None and not nested  # a run found by its root, which may start over (`roots`)
+        own = None if nested else owner  # a run found by its root, which may start over (`roots`)
         enter = functools.partial(
-            self._enter, adapter=adapter, header_run=header_run, nested=nested, naming=naming, tight=tight, timed=own
+            self._enter,
+            adapter=adapter,
+            header_run=header_run,
+            nested=nested,
+            naming=naming,
+            tight=tight,
+            timed=own is not None,
         )
         seen = RequestSeen(run_id, key_hash, now, request, self._tables.window(request.model), digest(body))
         ticket, batch, results = await enter(seen)
-        if owner is not None and own and results is not None:
-            fresh = await self._over_or_kept(ticket, results, results[accounting.REQUEST_OPS + len(batch.ops)], owner)
+        if own is not None and results is not None:
+            fresh = await self._over_or_kept(ticket, results, results[accounting.REQUEST_OPS + len(batch.ops)], own)
             if fresh is not None:
                 seen = dataclasses.replace(seen, run_id=fresh)
                 ticket, batch, results = await enter(seen)

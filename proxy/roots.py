@@ -46,7 +46,17 @@ def key(key_hash: str, root_hash: str | None) -> str:
 
 def new_run(key_hash: str, root_hash: str | None, now: float) -> Owner:
     """A run of its own for a root, begun at `now`."""
-    return Owner("r-" + digest(f"{key_hash}\x00{root_hash or 'no-root'}\x00{now!r}", 10), since=now)
+    return Owner(_run_id(key_hash, root_hash, repr(now)), since=now)
+
+
+def fallback_run(key_hash: str, root_hash: str | None) -> str:
+    """A root's run id when its entry cannot be read (the state does not answer): the same on every
+    replica, as good as any while the state is down."""
+    return _run_id(key_hash, root_hash)
+
+
+def _run_id(key_hash: str, root_hash: str | None, *more: str) -> str:
+    return "r-" + digest("\x00".join((key_hash, root_hash or "no-root", *more)), 10)
 
 
 def dumps(owner: Owner) -> str:

@@ -20,6 +20,7 @@ from google.genai import types
 
 from runguard.detectors.ops import Scope
 from runguard.proxy import roots
+from runguard.proxy.errors import StateUnavailable
 from runguard.proxy.state.memory import MemoryState
 from tests.conftest import ProxyFactory, SdkClient
 from tests.e2e import payloads
@@ -215,3 +216,30 @@ async def test_a_google_genai_prompt_sent_again_later_is_a_run_of_its_own(
     runs = [r.run_id for r in requests_of(sink)]
     assert [r.index for r in requests_of(sink)] == [1, 1, 2, 1]  # after a pause, and then again at once
     assert len(set(runs)) == 3 and runs[1] == runs[2]
+
+
+class NoPlainKeys(MemoryState):
+    """A state whose plain keys (where roots' entries live) fail as they do while Redis is down."""
+
+    async def recall(self, name: str) -> str | None:
+        raise StateUnavailable("state backend down (test)")
+
+    async def claim(self, name: str, ttl: float, value: str = "1") -> bool:
+        raise StateUnavailable("state backend down (test)")
+
+
+async def test_when_a_root_s_entry_cannot_be_read_its_requests_share_the_root_s_own_run(
+    upstream: FakeUpstream, sink: ListSink
+) -> None:
+    upstream.script = agent_step
+    running = await start_proxy(settings_for(upstream.url), sink=sink, state=NoPlainKeys())
+    client = openai.AsyncOpenAI(base_url=running.url + "/v1", api_key="sk-degraded", max_retries=0)
+    try:
+        await invoke(client)
+        await invoke(client)
+    finally:
+        await client.close()
+        await running.stop()
+    await eventually(lambda: len(requests_of(sink)) == 4)
+    assert len({r.run_id for r in requests_of(sink)}) == 1  # the same on every replica while it lasts
+    assert [r.index for r in requests_of(sink)] == [1, 2, 3, 4]
