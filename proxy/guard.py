@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
-import functools
 import logging
 import time
 from collections.abc import Awaitable, Callable, Sequence
@@ -261,22 +260,14 @@ class Guard:
         request = agent_names.named(request, acked)
         nested = owner is not None and owner.nested
         own = None if nested else owner  # a run found by its root, which may start over (`roots`)
-        enter = functools.partial(
-            self._enter,
-            adapter=adapter,
-            header_run=header_run,
-            nested=nested,
-            naming=naming,
-            tight=tight,
-            timed=own is not None,
-        )
         seen = RequestSeen(run_id, key_hash, now, request, self._tables.window(request.model), digest(body))
-        ticket, batch, results = await enter(seen)
+        timed = own is not None
+        ticket, batch, results = await self._enter(seen, adapter, header_run, nested, naming, tight, timed)
         if own is not None and results is not None:
             fresh = await self._over_or_kept(ticket, results, results[accounting.REQUEST_OPS + len(batch.ops)], own)
             if fresh is not None:
                 seen = dataclasses.replace(seen, run_id=fresh)
-                ticket, batch, results = await enter(seen)
+                ticket, batch, results = await self._enter(seen, adapter, header_run, nested, naming, tight, timed)
         if results is None:
             if self._settings.state.fail_closed:
                 notice = StopNotice("state_unavailable", ticket.run_id, "the shared state backend is unavailable")
@@ -307,7 +298,6 @@ class Guard:
     async def _enter(
         self,
         seen: RequestSeen,
-        *,
         adapter: Adapter,
         header_run: str | None,
         nested: bool,
