@@ -6,7 +6,10 @@ rephrasings ("agent cost control 2026", "agent cost control best practices
 enough pairs among a tool's last few calls are similar (Jaccard over the
 arguments they do not share), the tool is spiralling.
 Identical arguments are left to `repeat_call` and `stagnation`, and calls that
-differ in their page or cursor are a listing, not a spiral.
+differ in their page or cursor are a listing, not a spiral. Calls handing work
+to another agent are left out: a leader giving its members similar tasks
+("analyse the North region's sales", "... the South region's ...") fans out,
+and the same task handed over again is `handoff_cycle`'s.
 """
 
 from __future__ import annotations
@@ -25,6 +28,7 @@ from runguard.detectors.normalize import (
     keyed_values_digest,
     lowered,
     sketch_similarity,
+    tool_work,
 )
 from runguard.detectors.ops import Op, Push, Scope
 from runguard.proxy.events import ToolCall
@@ -93,7 +97,7 @@ class Spiral(Detector[SpiralConfig]):
 
     def plan_response(self, seen: ResponseSeen, cfg: SpiralConfig) -> Plan:
         entries: dict[str, list[str]] = {}
-        for call in seen.response.tool_calls:
+        for call in tool_work(seen.response):  # a leader's similar tasks for its members are a fan-out
             entries.setdefault(call_tag(call), []).append(self._entry(call, cfg))
         if not entries:
             return {}

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from runguard.detectors.ops import Scope
 from runguard.detectors.spiral import MAX_TOOLS, Spiral, SpiralConfig
-from tests.detectors.harness import RunSimulator, agent_loop, first_trip
+from tests.detectors.harness import RunSimulator, agent_loop, first_trip, with_handoffs
 
 BASE = "ai agent cost control production budget enforcement guide for teams"
 WORDS = ["2026", "pricing", "examples", "overview", "tutorial", "checklist"]
@@ -95,3 +95,13 @@ async def test_rephrasings_with_fixed_options_still_trip() -> None:
     options = {"max_results": 5, "search_depth": "advanced"}
     turns = [[(name, {**args, **options}, out) for name, args, out in turn] for turn in rephrasings(5)]
     assert first_trip(await RunSimulator([Spiral()]).run(agent_loop(turns))) == 3
+
+
+async def test_a_leader_handing_its_members_similar_tasks_is_not_a_spiral() -> None:
+    """An Agno leader fanning out one analysis per region: similar texts, each another agent's work."""
+    regions = ["North", "South", "East", "West", "Central"]
+    tasks = [f"Analyse the sales data for the {region} region and report its growth" for region in regions]
+    handed = [[("delegate_task_to_member", {"member_id": "analyst", "task": task}, "done")] for task in tasks]
+    assert first_trip(await RunSimulator([Spiral()]).run(with_handoffs(agent_loop(handed)))) is None
+    searched = [[("search", {"query": task}, "no hits")] for task in tasks]  # as queries: a spiral
+    assert first_trip(await RunSimulator([Spiral()]).run(agent_loop(searched))) == 3
