@@ -4,7 +4,10 @@ A tool stuck in a soft failure (a "partial_parse_error" status, an empty
 result set, "retry later") answers the same whatever the model asks; the model
 keeps rephrasing and calling. Results are compared by a normalized hash with
 volatile keys (ids, timestamps) dropped, over the run's whole sequence of tool
-results, so a tool whose answer changes every time never counts.
+results, so a tool whose answer changes every time never counts. Nor does a
+result that only acknowledges that the call was done (`normalize.acknowledges`:
+"ok", "File written successfully."): a tool that writes three files answers the
+same three times, and each time it did what it was asked.
 """
 
 from __future__ import annotations
@@ -14,7 +17,14 @@ from functools import cached_property
 from pydantic import Field
 
 from runguard.detectors.base import Detector, DetectorConfig, Plan, RequestSeen, Results, RunFacts, Verdict
-from runguard.detectors.normalize import DEFAULT_VOLATILE_KEYS, lowered, result_digest_of, result_uniq, tag
+from runguard.detectors.normalize import (
+    DEFAULT_VOLATILE_KEYS,
+    acknowledges,
+    lowered,
+    result_digest_of,
+    result_uniq,
+    tag,
+)
 from runguard.detectors.ops import Push, Scope
 from runguard.proxy.events import RequestInfo, is_transfer
 
@@ -34,6 +44,12 @@ class NonProgressConfig(DetectorConfig):
         default_factory=lambda: list(DEFAULT_VOLATILE_KEYS),
         description="JSON keys ignored (at any depth, any letter case) when comparing tool results: "
         "values that change on every call without changing the answer.",
+    )
+    acknowledgements_progress: bool = Field(
+        True,
+        description='A short result that only says the call was done ("ok", "File written successfully.", '
+        '{"status": "sent"}: a word of success, none of failure or delay) is progress: it breaks a streak and '
+        "never counts in one. Off: it counts like any other result.",
     )
     volatile_keys_by_tool: dict[str, list[str]] = Field(
         default_factory=dict,
@@ -60,10 +76,14 @@ class NonProgress(Detector[NonProgressConfig]):
         for position, result in enumerate(request.new_results):
             if result.name is None or is_transfer(result.name):
                 continue  # not attributable to a tool, or a handoff's acknowledgement (`handoff_cycle`'s)
+            uniq = result_uniq(request, result, position)
+            if cfg.acknowledgements_progress and acknowledges(result):
+                keys.setdefault(f"{tag(result.name)}:done-{uniq}", uniq)  # matches no other: it breaks a streak
+                continue
             extra = cfg.volatile_keys_by_tool.get(result.name)
             volatile = common | lowered(extra) if extra else common
             key = f"{tag(result.name)}:{result_digest_of(result, volatile)}"
-            keys.setdefault(key, result_uniq(request, result, position))
+            keys.setdefault(key, uniq)
         return [f"{key}:{uniq}" for key, uniq in keys.items()]
 
     def plan_request(self, seen: RequestSeen, cfg: NonProgressConfig) -> Plan:

@@ -60,6 +60,16 @@ DEFAULT_VOLATILE_KEYS = (
     "uuid",
 )
 _WORD = re.compile(r"[a-z0-9]+")
+ACK_CHARS = 200  # a longer result says more than that it was done
+_DONE = re.compile(
+    r"\b(?:ok|okay|success|successful|successfully|succeeded|done|saved|written|wrote|sent|created|updated"
+    r"|deleted|removed|applied|completed|stored|uploaded|true)\b"
+)
+_NOT_DONE = re.compile(
+    r"error|fail|invalid|denied|not found|unable|cannot|can't|could not|couldn't|timeout|timed out|retry|try again"
+    r"|unavailable|partial|exception|refused|forbidden|unauthori|missing|empty|no results|not allowed|rejected"
+    r"|conflict|too many|rate limit|null|none|false|pending|queued|later"
+)
 _SPACE = re.compile(r"\s")
 Sketch = tuple[tuple[str, tuple[str, ...]], ...]  # (argument tag, its token hashes) per top-level argument
 T = TypeVar("T")
@@ -459,6 +469,17 @@ def paired_results(request: RequestInfo) -> list[tuple[ToolCall | None, ToolResu
 def result_uniq(request: RequestInfo, result: ToolResult, position: int) -> str:
     """Identifies one tool result across re-sends: its call id, or (Gemini) where it sits in the conversation."""
     return tag(result.call_id or f"{request.message_count}.{position}")
+
+
+def acknowledges(result: ToolResult) -> bool:
+    """Whether a tool result only says that what was asked was done ("ok", "File written successfully.",
+    `{"status": "sent"}`): a short text with a word of success and none of failure or delay. A tool that
+    writes, sends or saves answers so every time it works: the same answer is progress there."""
+    content = result.content
+    if len(content) > ACK_CHARS:
+        return False
+    text = content.lower()
+    return _DONE.search(text) is not None and _NOT_DONE.search(text) is None
 
 
 def tool_work(response: ResponseInfo) -> list[ToolCall]:

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 from runguard.detectors.non_progress import NonProgress, NonProgressConfig
+from runguard.detectors.normalize import ACK_CHARS, acknowledges
+from runguard.proxy.events import ToolResult
 from tests.detectors.harness import RunSimulator, Step, agent_loop, first_trip, review_transfers
 
 STUCK = {"status": "partial_parse_error", "data": None}
@@ -79,3 +81,48 @@ async def test_handoff_acknowledgements_are_not_tool_results() -> None:
     """ADK answers every `transfer_to_agent` with `{"result": null}`: a review loop is `handoff_cycle`'s to judge."""
     turns = review_transfers(4)
     assert first_trip(await RunSimulator([NonProgress()]).run(agent_loop(turns, ids=False))) is None
+
+
+def writes(result: object, n: int = 5) -> list[Step]:
+    """A coding agent writing `n` files one after the other; the tool answers `result` every time."""
+    return agent_loop([[("write_file", {"path": f"src/m{i}.py", "content": f"x = {i}"}, result)] for i in range(n)])
+
+
+async def test_a_tool_acknowledging_each_call_the_same_way_is_making_progress() -> None:
+    for done in ("File written successfully.", {"status": "sent"}, {"ok": True}, "Done"):
+        assert first_trip(await RunSimulator([NonProgress()]).run(writes(done))) is None, done
+
+
+async def test_acknowledgements_count_when_configured_to() -> None:
+    config = NonProgressConfig(acknowledgements_progress=False)
+    results = await RunSimulator([(NonProgress(), config)]).run(writes("ok"))
+    assert first_trip(results) == 4
+
+
+async def test_an_acknowledgement_breaks_a_streak_and_soft_errors_still_trip() -> None:
+    turns = [[("parse_document", {"hint": f"try {i}"}, STUCK)] for i in range(2)]
+    turns.append([("parse_document", {"hint": "try 2"}, "Parsed successfully")])
+    turns += [[("parse_document", {"hint": f"try {i}"}, STUCK)] for i in range(3, 6)]
+    results = await RunSimulator([NonProgress()]).run(agent_loop(turns))
+    assert first_trip(results) == 7  # the streak starts again after the success: results 4, 5 and 6
+
+
+def test_what_reads_as_an_acknowledgement() -> None:
+    def acked(content: str) -> bool:
+        return acknowledges(ToolResult("tool", "c1", content))
+
+    assert all(map(acked, ["ok", "File written successfully.", '{"status": "sent"}', '{"success": true}']))
+    assert not any(
+        map(
+            acked,
+            [
+                '{"status": "partial_parse_error", "data": null}',
+                "Error: file not found",
+                '{"success": false}',
+                "Job queued, try again later",
+                "No results found",
+                "[]",
+                "Saved. " + "x" * ACK_CHARS,
+            ],
+        )
+    )

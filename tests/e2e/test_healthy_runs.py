@@ -267,6 +267,24 @@ async def test_a_coding_agent_rereads_after_editing_and_reruns_tests(
     assert healthy.warnings(sink) <= {"consecutive_same_tool", "tool_storm"}
 
 
+@pytest.mark.parametrize("api", APIS)
+async def test_a_coding_agent_scaffolding_files_one_after_the_other_passes(
+    api: str, proxy: str, upstream: FakeUpstream, sink: ListSink
+) -> None:
+    """Five files written in a row, each answered "File written successfully.": the same result five
+    times, and progress every time (`non_progress` leaves acknowledgements out)."""
+    files = ["pyproject.toml", "src/app/__init__.py", "src/app/main.py", "tests/test_main.py", "README.md"]
+    plan: list[list[healthy.Call]] = [[("write_file", {"path": f, "content": f"# {f}\n"})] for f in files]
+    plan.append([("run_tests", {"path": "tests/"})])
+
+    def tools(name: str, args: dict[str, Any]) -> str:
+        return "File written successfully." if name == "write_file" else "1 passed"
+
+    assert await run(api, proxy, upstream, plan, tools, f"scaffold-{api}") == healthy.ANSWER
+    assert len(upstream.received) == len(plan) + 1
+    assert healthy.blocks(sink) == set()
+
+
 @pytest.mark.parametrize("stream", [False, True])
 async def test_one_upstream_500_retried_by_the_sdk_passes(
     stream: bool, proxy: str, upstream: FakeUpstream, sink: ListSink
