@@ -179,6 +179,8 @@ class RequestInfo:
     agent: AgentIdentity
     tool_names: tuple[str, ...] = ()
     root_hash: str | None = None  # hash of the first user message: groups a run without a header
+    # Hash of the task an Agno member's first message wraps in the team's context (`nesting.wrapped_task`).
+    task_hash: str | None = None
     message_count: int = 0
     history_chars: int = 0  # characters of conversation text in the request
     estimated_input_tokens: int = 0

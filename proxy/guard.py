@@ -186,16 +186,22 @@ class Guard:
                 request = continuation.fill_names(request, calls)
         if run_id:
             return run_id, request, None
-        owner = await self._owner(key_hash, request.root_hash, now)
+        owner = await self._owner(key_hash, request, now)
         if owner is None:  # the state does not answer
             return roots.fallback_run(key_hash, request.root_hash), request, None
         return owner.run_id, request, owner
 
-    async def _owner(self, key_hash: str, root_hash: str | None, now: float) -> Owner | None:
-        """The run the root belongs to; a new one if it belongs to none (None: the state failed)."""
+    async def _owner(self, key_hash: str, request: RequestInfo, now: float) -> Owner | None:
+        """The run the request's root belongs to; a new one if it belongs to none (None: the state failed)."""
+        root_hash = request.root_hash
         name = roots.key(key_hash, root_hash)
         try:
             found = await self._state.recall(name)
+            if found is None and request.task_hash is not None:  # an Agno member's task in the team's context
+                handed = await self._state.recall(roots.key(key_hash, request.task_hash))
+                owner = roots.loads(handed) if handed is not None else None
+                if owner is not None and owner.nested:
+                    return owner
             if found is None:
                 owner = roots.new_run(key_hash, root_hash, now)
                 if await self._state.claim(name, self._owner_ttl, roots.dumps(owner)):

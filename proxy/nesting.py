@@ -14,8 +14,10 @@ for as long as a run lives) as the owner of the conversations they start
 (`roots`). A request without `X-Run-Id` whose conversation starts with such a
 text joins the run whose call carried it, as it would have with the header;
 the sub-agent's own delegations then nest under the same run.
-Only exact texts match: a framework that wraps the task in more text keeps a
-run of its own, as before.
+Only exact texts match, and Agno's own wrapping: a team that shares its history
+or its members' interactions puts that context before the task, and the task
+after it is matched (`RequestInfo.task_hash`). A framework that wraps the task
+in other text keeps a run of its own, as before.
 """
 
 from __future__ import annotations

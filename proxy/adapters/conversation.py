@@ -225,6 +225,7 @@ class Conversation:
             agent=identify(self.instructions, tool_names, ctx.agent_header),
             tool_names=tool_names,
             root_hash=digest(self._root) if self._root is not None else None,
+            task_hash=_wrapped_task_hash(self._root),
             message_count=self._messages,
             history_chars=chars,
             estimated_input_tokens=math.ceil(chars / CHARS_PER_TOKEN) + 3 * self._messages,
@@ -239,6 +240,21 @@ class Conversation:
             include_usage=include_usage,
             json_array_stream=json_array_stream,
         )
+
+
+# Agno hands a member its task after the team's context when a team shares it (`share_member_interactions`,
+# `add_team_history_to_members`): "<member_interaction_context>...</member_interaction_context>\n\n\n<task>".
+_TEAM_CONTEXTS = ("<member_interaction_context>", "<team_history_context>")
+_CONTEXT_ENDS = ("</member_interaction_context>", "</team_history_context>")
+
+
+def _wrapped_task_hash(root: str | None) -> str | None:
+    """The digest of the task an Agno member's first message carries after the team's context, if it does."""
+    if root is None or not root.startswith(_TEAM_CONTEXTS):
+        return None
+    end = max(root.rfind(tag) + len(tag) if tag in root else -1 for tag in _CONTEXT_ENDS)
+    task = root[end:].lstrip("\n") if end > 0 else ""
+    return digest(task) if task else None
 
 
 def identify(instructions: str, tool_names: Iterable[str], header: str | None) -> AgentIdentity:

@@ -40,17 +40,26 @@ def team_script(received: Received) -> Reply:
     return Reply.json(payloads.chat_completion("Board pack ready.", tool_calls=calls, usage=(100, 10)))
 
 
+def in_team_context(task: str) -> str:
+    """The member's message when the team shares its members' interactions (Agno 3.x
+    `share_member_interactions`): the context first, then the task."""
+    shared = "<member_interaction_context>\nSee below interactions with other team members.\n"
+    shared += "Member: research-agent\nTask: Find the Q3 figures\nResponse: Q3 revenue was 4.2M\n"
+    return shared + "</member_interaction_context>\n" + "\n\n" + task
+
+
 async def run_team(
     client: openai.AsyncOpenAI,
     member_headers: dict[str, str] | None = None,
     member_client: openai.AsyncOpenAI | None = None,
+    member_task: Callable[[str], str] = lambda task: task,
 ) -> None:
     """The leader's two requests with the member's two in between, as Agno sends them (the member's
-    through `member_client` when given)."""
+    through `member_client` when given, its message `member_task` of the task)."""
     first = await client.chat.completions.create(model="gpt-4o-mini", messages=LEADER)
     (delegation,) = first.choices[0].message.tool_calls or []
     members = member_client or client
-    member: list[Any] = list(MEMBER)
+    member: list[Any] = [MEMBER[0], {"role": "user", "content": member_task(TASK)}]
     looked_up = await members.chat.completions.create(
         model="gpt-4o-mini", messages=member, extra_headers=member_headers
     )

@@ -23,7 +23,16 @@ from runguard.proxy.state.memory import MemoryState
 from tests.conftest import ProxyFactory, SdkClient
 from tests.e2e import payloads
 from tests.e2e.faults import eventually, requests_of, trips_of
-from tests.e2e.teams import LEADER, MEMBER, TASK, analyst_script, run_analyst_team, run_team, team_script
+from tests.e2e.teams import (
+    LEADER,
+    MEMBER,
+    TASK,
+    analyst_script,
+    in_team_context,
+    run_analyst_team,
+    run_team,
+    team_script,
+)
 from tests.support.proxy import ListSink, settings_for, start_proxy
 from tests.support.upstream import FakeUpstream, Received, Reply
 
@@ -70,6 +79,16 @@ async def test_a_member_s_thread_is_booked_to_the_leader_s_run(
     assert len({r.run_id for r in records}) == 1
     assert [r.tool_calls for r in records] == [("delegate_task_to_member",), ("search_invoices",), (), ()]
     assert len({r.agent for r in records}) == 2  # leader and member, each speaking as itself
+
+
+async def test_a_member_whose_task_follows_the_team_s_shared_context_is_booked_to_the_leader_s_run(
+    upstream: FakeUpstream, sink: ListSink, client_of: Callable[..., Any]
+) -> None:
+    """Agno's `share_member_interactions`: the member's message is the team's context, then the task."""
+    upstream.script = team_script
+    await run_team(await client_of(), member_task=in_team_context)
+    await eventually(lambda: len(requests_of(sink)) == 4)
+    assert len({r.run_id for r in requests_of(sink)}) == 1
 
 
 async def test_the_leader_s_step_limit_counts_its_members_requests(

@@ -8,7 +8,7 @@ import orjson
 
 from runguard.proxy.adapters import ChatAdapter, GeminiAdapter
 from runguard.proxy.adapters.base import RequestContext
-from runguard.proxy.events import RequestInfo
+from runguard.proxy.events import RequestInfo, digest
 
 QUOTED = "For context: [{agent}] said:\n<<<BEGIN_QUOTED_AGENT_CONTENT>>>\n{text}\n<<<END_QUOTED_AGENT_CONTENT>>>"
 
@@ -89,3 +89,14 @@ def test_adk_s_quotes_of_other_agents_are_no_question_of_the_user_s() -> None:
         quote,
     )
     assert only_quotes.question_hash is None and only_quotes.new_user_hash is not None
+
+
+def test_the_task_an_agno_member_gets_after_the_team_s_context_is_hashed_as_the_task() -> None:
+    task = "Summarise the Q3 invoices for the board"
+    interactions = "<member_interaction_context>\nMember: a\nTask: b\nResponse: c\n</member_interaction_context>\n"
+    history = "<team_history_context>\n[run-1]\ninput: hi\nresponse: hello\n\n</team_history_context>\n"
+    for context in (interactions, history, interactions + "\n\n" + history):
+        info = chat({"role": "user", "content": context + "\n\n" + task})
+        assert info.task_hash == digest(task) and info.root_hash != digest(task)
+    assert chat({"role": "user", "content": task}).task_hash is None
+    assert chat({"role": "user", "content": interactions}).task_hash is None  # no task after it
