@@ -76,14 +76,10 @@ class NonProgress(Detector[NonProgressConfig]):
         for position, result in enumerate(request.new_results):
             if result.name is None or is_transfer(result.name):
                 continue  # not attributable to a tool, or a handoff's acknowledgement (`handoff_cycle`'s)
-            uniq = result_uniq(request, result, position)
-            if cfg.acknowledgements_progress and acknowledges(result):
-                keys.setdefault(f"{tag(result.name)}:done-{uniq}", uniq)  # matches no other: it breaks a streak
-                continue
             extra = cfg.volatile_keys_by_tool.get(result.name)
             volatile = common | lowered(extra) if extra else common
             key = f"{tag(result.name)}:{result_digest_of(result, volatile)}"
-            keys.setdefault(key, uniq)
+            keys.setdefault(key, result_uniq(request, result, position))
         return [f"{key}:{uniq}" for key, uniq in keys.items()]
 
     def plan_request(self, seen: RequestSeen, cfg: NonProgressConfig) -> Plan:
@@ -97,15 +93,18 @@ class NonProgress(Detector[NonProgressConfig]):
         if not isinstance(window, tuple):
             return None
         request = seen.request
-        mine = {result_uniq(request, r, i) for i, r in enumerate(request.new_results)}
+        mine = {result_uniq(request, r, i): r for i, r in enumerate(request.new_results)}
         keys = [item.rpartition(":")[0] for item in window]
         for end in range(len(window) - 1, -1, -1):
-            if window[end].rpartition(":")[2] not in mine:
+            result = mine.get(window[end].rpartition(":")[2])
+            if result is None:
                 continue
             run = 1
             while end - run >= 0 and keys[end - run] == keys[end]:
                 run += 1
-            if run >= cfg.threshold:
+            # The same acknowledgement each time (judged only here, where it would trip: a result of the
+            # same key says the same) is a tool doing what it was asked, each time.
+            if run >= cfg.threshold and not (cfg.acknowledgements_progress and acknowledges(result)):
                 return self._verdict(request, keys[end], run)
         return None
 
