@@ -198,7 +198,9 @@ def arg_sketch(arguments: str) -> Sketch:
     Words are the lowercase [a-z0-9] runs of the keys and of strings with spaces
     (free text: a query's words are what a rephrasing keeps); a string without
     spaces (a path, an id, a URL) and any other scalar is one word, so two
-    sibling files or two ids are different words, not a shared path. Only the
+    sibling files or two ids are different words, not a shared path. An argument
+    that is a list of objects has no words: it is data the call writes (a to-do
+    list rewritten at every step with one status changed), not a question. Only the
     `MAX_TOKENS` smallest hashes of the whole call are kept (a bottom-k sketch);
     arguments past the first `MAX_ARGS` share one group.
     """
@@ -211,6 +213,9 @@ def arg_sketch(arguments: str) -> Sketch:
             items = [*items[: MAX_ARGS - 1], ("", dict(items[MAX_ARGS - 1 :]))]
         groups = []
         for key, item in items:
+            if _is_records(item):  # data the call writes (a plan's steps, rows), not words it asks with
+                groups.append((_tag(f"{key}\x00{_dump(item)}"), []))
+                continue
             words = _WORD.findall(key.lower())
             if isinstance(item, str):  # most arguments: `_words` and the tag's dump, written out
                 text = item.strip().lower()
@@ -235,6 +240,11 @@ def arg_sketch(arguments: str) -> Sketch:
         kept = set(sorted(every)[:MAX_TOKENS])
         hashed = [(tag, hashes & kept) for tag, hashes in hashed]
     return tuple((tag, tuple(["%04x" % h for h in sorted(hashes)])) for tag, hashes in hashed)  # noqa: UP031
+
+
+def _is_records(value: Any) -> bool:
+    """A list of objects: a to-do list or plan rewritten whole at every step, rows to insert."""
+    return type(value) is list and bool(value) and all(type(item) is dict for item in value)
 
 
 def _tag(text: str) -> str:

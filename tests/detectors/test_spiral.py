@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from runguard.detectors.ops import Scope
 from runguard.detectors.spiral import MAX_TOOLS, Spiral, SpiralConfig
-from tests.detectors.harness import RunSimulator, agent_loop, first_trip, with_handoffs
+from tests.detectors.harness import RunSimulator, Turn, agent_loop, first_trip, with_handoffs
 
 BASE = "ai agent cost control production budget enforcement guide for teams"
 WORDS = ["2026", "pricing", "examples", "overview", "tutorial", "checklist"]
@@ -105,3 +105,21 @@ async def test_a_leader_handing_its_members_similar_tasks_is_not_a_spiral() -> N
     assert first_trip(await RunSimulator([Spiral()]).run(with_handoffs(agent_loop(handed)))) is None
     searched = [[("search", {"query": task}, "no hits")] for task in tasks]  # as queries: a spiral
     assert first_trip(await RunSimulator([Spiral()]).run(agent_loop(searched))) == 3
+
+
+STEPS = ["Read the failing test", "Find the bug in the parser", "Fix the off-by-one error", "Run the test suite"]
+
+
+def todo_list(done: int) -> list[dict[str, str]]:
+    """The agent's to-do list after `done` steps, as coding agents rewrite it whole at every step."""
+    status = ["completed"] * done + ["in_progress"] + ["pending"] * len(STEPS)
+    return [{"content": step, "status": status[i]} for i, step in enumerate(STEPS)]
+
+
+async def test_a_to_do_list_rewritten_at_every_step_is_not_a_spiral() -> None:
+    """Claude Code's TodoWrite, deepagents' write_todos, Codex's update_plan: one status changes a call."""
+    turns: list[Turn] = []
+    for done in range(len(STEPS)):
+        turns.append([("write_todos", {"todos": todo_list(done)}, "Updated todo list")])
+        turns.append([("update_plan", {"plan": [{"step": s, "status": "pending"} for s in STEPS[done:]]}, "ok")])
+    assert first_trip(await RunSimulator([Spiral()]).run(agent_loop(turns))) is None

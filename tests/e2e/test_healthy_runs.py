@@ -285,6 +285,27 @@ async def test_a_coding_agent_scaffolding_files_one_after_the_other_passes(
     assert healthy.blocks(sink) == set()
 
 
+@pytest.mark.parametrize("api", APIS)
+async def test_a_coding_agent_keeping_a_to_do_list_passes(
+    api: str, proxy: str, upstream: FakeUpstream, sink: ListSink
+) -> None:
+    """The list is rewritten whole after every step with one status changed (Claude Code's TodoWrite,
+    deepagents' write_todos): near-identical arguments, and no search spiralling."""
+    steps = ["Read the failing test", "Find the bug in the parser", "Fix the off-by-one error", "Run the tests"]
+    plan: list[list[healthy.Call]] = []
+    for done, step in enumerate(steps):
+        status = ["completed"] * done + ["in_progress"] + ["pending"] * len(steps)
+        todos = [{"content": s, "status": status[i]} for i, s in enumerate(steps)]
+        plan += [[("write_todos", {"todos": todos})], [("work_on", {"step": step})]]
+
+    def tools(name: str, args: dict[str, Any]) -> str:
+        return "Updated todo list" if name == "write_todos" else f"finished: {args['step']}"
+
+    assert await run(api, proxy, upstream, plan, tools, f"todos-{api}") == healthy.ANSWER
+    assert len(upstream.received) == len(plan) + 1
+    assert healthy.blocks(sink) == set()
+
+
 @pytest.mark.parametrize("stream", [False, True])
 async def test_one_upstream_500_retried_by_the_sdk_passes(
     stream: bool, proxy: str, upstream: FakeUpstream, sink: ListSink
