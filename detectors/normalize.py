@@ -71,6 +71,7 @@ _NOT_DONE = re.compile(
     r"|conflict|too many|rate limit|null|none|false|pending|queued|later"
 )
 _SPACE = re.compile(r"\s")
+_AROUND = "'\"`()[]{}<>,;:!?"  # quotes and punctuation around a word of free text
 Sketch = tuple[tuple[str, tuple[str, ...]], ...]  # (argument tag, its token hashes) per top-level argument
 T = TypeVar("T")
 _MISSING = object()
@@ -220,7 +221,7 @@ def arg_sketch(arguments: str) -> Sketch:
             if isinstance(item, str):  # most arguments: `_words` and the tag's dump, written out
                 text = item.strip().lower()
                 if _SPACE.search(text):
-                    words += _WORD.findall(text)
+                    words += _text_words(text)
                 elif text:
                     words.append(text)
                 groups.append((_tag(f"{key}\x00\x01{item}"), words))
@@ -240,6 +241,20 @@ def arg_sketch(arguments: str) -> Sketch:
         kept = set(sorted(every)[:MAX_TOKENS])
         hashed = [(tag, hashes & kept) for tag, hashes in hashed]
     return tuple((tag, tuple(["%04x" % h for h in sorted(hashes)])) for tag, hashes in hashed)  # noqa: UP031
+
+
+def _text_words(text: str) -> list[str]:
+    """The words of lowercase free text: its [a-z0-9] runs, but a path, a file or a dotted name in it
+    ("tests/test_parser.py", "asyncio.gather") is one word, as it is on its own: a shell command run on
+    another file is another command, not a rephrasing."""
+    words: list[str] = []
+    for chunk in text.split():
+        name = chunk.strip(_AROUND)
+        if "/" in name or "." in name.rstrip("."):
+            words.append(name)
+        else:
+            words += _WORD.findall(chunk)
+    return words
 
 
 def _is_records(value: Any) -> bool:
@@ -266,7 +281,7 @@ def _words(value: Any, out: list[str], depth: int = 0) -> None:
     elif isinstance(value, str):
         text = value.strip().lower()
         if _SPACE.search(text):
-            out.extend(_WORD.findall(text))
+            out.extend(_text_words(text))
         elif text:
             out.append(text)
     else:
@@ -343,6 +358,39 @@ def _walk_pairs(value: Any, keys: Collection[str], out: list[tuple[str, Any]], d
     elif isinstance(value, list):
         for item in value:
             _walk_pairs(item, keys, out, depth + 1)
+
+
+_FILE = re.compile(r"\.[a-z0-9]{1,5}$")  # a file name's extension (or a version's minor number)
+
+
+def call_targets(call: ToolCall) -> str:
+    """A 4-hex hash of the paths and file names a call's free-text arguments name ("-" if none): a shell
+    command run on another file is other work, however alike the rest of it. Computed once per call."""
+    found: str | None = call.derived.get("targets")
+    return found if found is not None else _keep(call.derived, "targets", _targets(call_canonical(call)))
+
+
+def _targets(arguments: str) -> str:
+    value = _parse(arguments)
+    names: set[str] = set()
+    if value is not _MISSING:
+        _named_in_text(value, names)
+    return digest("\x00".join(sorted(names)), TOKEN_HEX // 2) if names else "-"
+
+
+def _named_in_text(value: Any, out: set[str], depth: int = 0) -> None:
+    if isinstance(value, str):
+        if _SPACE.search(value):
+            for chunk in value.lower().split():
+                name = chunk.strip(_AROUND)
+                if "/" in name or _FILE.search(name):
+                    out.add(name)
+    elif depth <= MAX_DEPTH and isinstance(value, dict):
+        for item in value.values():
+            _named_in_text(item, out, depth + 1)
+    elif depth <= MAX_DEPTH and isinstance(value, list):
+        for item in value:
+            _named_in_text(item, out, depth + 1)
 
 
 def keyed_values_digest(arguments: str, keys: Collection[str]) -> str:

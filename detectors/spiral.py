@@ -5,8 +5,9 @@ rephrasings ("agent cost control 2026", "agent cost control best practices
 2026", ...). Each call's arguments become a small token set per argument; when
 enough pairs among a tool's last few calls are similar (Jaccard over the
 arguments they do not share), the tool is spiralling.
-Identical arguments are left to `repeat_call` and `stagnation`, and calls that
-differ in their page or cursor are a listing, not a spiral. Calls handing work
+Identical arguments are left to `repeat_call` and `stagnation`, calls that
+differ in their page or cursor are a listing, not a spiral, and so are calls
+whose text names other files (`pytest tests/test_a.py -x`, then `test_b.py`). Calls handing work
 to another agent are left out: a leader giving its members similar tasks
 ("analyse the North region's sales", "... the South region's ...") fans out,
 and the same task handed over again is `handoff_cycle`'s.
@@ -24,6 +25,7 @@ from runguard.detectors.base import Detector, DetectorConfig, Plan, RequestSeen,
 from runguard.detectors.normalize import (
     call_sketch_packed,
     call_tag,
+    call_targets,
     decode_sketch,
     keyed_values_digest,
     lowered,
@@ -91,9 +93,10 @@ class Spiral(Detector[SpiralConfig]):
         return {"tools": tally.fetch("tools")}
 
     def _entry(self, call: ToolCall, cfg: SpiralConfig) -> str:
-        """One call as "<hash of its page values>|<its packed argument sketch>"."""
+        """One call as "<hash of its page values><hash of the files its text names>|<its packed argument
+        sketch>": calls on other pages, or naming other files, are never a pair."""
         pages = keyed_values_digest(call.arguments, cfg.pagination)
-        return f"{pages}|{call_sketch_packed(call)}"
+        return f"{pages}{call_targets(call)}|{call_sketch_packed(call)}"
 
     def plan_response(self, seen: ResponseSeen, cfg: SpiralConfig) -> Plan:
         entries: dict[str, list[str]] = {}
@@ -133,7 +136,7 @@ class Spiral(Detector[SpiralConfig]):
         found = []
         for (i, (pages_a, a)), (j, (pages_b, b)) in combinations(enumerate(parsed), 2):
             if pages_a != pages_b:
-                continue  # another page of the same listing
+                continue  # another page of the same listing, or other files
             similarity = sketch_similarity(a, b)
             if cfg.threshold <= similarity < 1.0:
                 found.append((i, j, round(similarity, 3)))

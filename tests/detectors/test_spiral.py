@@ -123,3 +123,16 @@ async def test_a_to_do_list_rewritten_at_every_step_is_not_a_spiral() -> None:
         turns.append([("write_todos", {"todos": todo_list(done)}, "Updated todo list")])
         turns.append([("update_plan", {"plan": [{"step": s, "status": "pending"} for s in STEPS[done:]]}, "ok")])
     assert first_trip(await RunSimulator([Spiral()]).run(agent_loop(turns))) is None
+
+
+async def test_shell_commands_on_other_files_are_not_a_spiral() -> None:
+    """A coding agent running one test file after another, or reading them: the same command line but
+    for the file it names. The same command on the same files, reworded, still is one."""
+    files = ["parser", "lexer", "printer", "ast"]
+    runs = [
+        [("bash", {"command": f"python -m pytest tests/test_{f}.py -x -q"}, f"{i} passed")] for i, f in enumerate(files)
+    ]
+    assert first_trip(await RunSimulator([Spiral()]).run(agent_loop(runs))) is None
+    flags = ["-x -q", "-x -q --tb=short", "-x -q -vv", "-x -q --lf"]
+    reruns = [[("bash", {"command": f"python -m pytest tests/test_parser.py {f}"}, "1 failed")] for f in flags]
+    assert first_trip(await RunSimulator([Spiral()]).run(agent_loop(reruns))) is not None

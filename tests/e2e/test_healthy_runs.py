@@ -306,6 +306,24 @@ async def test_a_coding_agent_keeping_a_to_do_list_passes(
     assert healthy.blocks(sink) == set()
 
 
+@pytest.mark.parametrize("api", APIS)
+async def test_a_coding_agent_running_test_files_one_by_one_in_a_shell_passes(
+    api: str, proxy: str, upstream: FakeUpstream, sink: ListSink
+) -> None:
+    """The same command line but for the file it names: other work each time, not a spiral."""
+    files = ["parser", "lexer", "printer", "ast", "cli"]
+    plan: list[list[healthy.Call]] = [
+        [("shell", {"command": f"python -m pytest tests/test_{name}.py -x -q"})] for name in files
+    ]
+
+    def tools(name: str, args: dict[str, Any]) -> str:
+        return f"{len(args['command'])} passed in 0.4s"
+
+    assert await run(api, proxy, upstream, plan, tools, f"shell-{api}") == healthy.ANSWER
+    assert len(upstream.received) == len(plan) + 1
+    assert healthy.blocks(sink) == set()
+
+
 @pytest.mark.parametrize("stream", [False, True])
 async def test_one_upstream_500_retried_by_the_sdk_passes(
     stream: bool, proxy: str, upstream: FakeUpstream, sink: ListSink
