@@ -361,11 +361,13 @@ def _walk_pairs(value: Any, keys: Collection[str], out: list[tuple[str, Any]], d
 
 
 _FILE = re.compile(r"\.[a-z0-9]{1,5}$")  # a file name's extension (or a version's minor number)
+_DIGITS = re.compile(r"\d+")
 
 
 def call_targets(call: ToolCall) -> str:
-    """A 4-hex hash of the paths and file names a call's free-text arguments name ("-" if none): a shell
-    command run on another file is other work, however alike the rest of it. Computed once per call."""
+    """A 4-hex hash of the paths, file names and numbers a call's free-text arguments name ("-" if none):
+    a shell command run on another file, or a query for another year or order, is other work however
+    alike the rest of it. Computed once per call."""
     found: str | None = call.derived.get("targets")
     return found if found is not None else _keep(call.derived, "targets", _targets(call_canonical(call)))
 
@@ -385,6 +387,8 @@ def _named_in_text(value: Any, out: set[str], depth: int = 0) -> None:
                 name = chunk.strip(_AROUND)
                 if "/" in name or _FILE.search(name):
                     out.add(name)
+                else:
+                    out.update(_DIGITS.findall(name))
     elif depth <= MAX_DEPTH and isinstance(value, dict):
         for item in value.values():
             _named_in_text(item, out, depth + 1)

@@ -7,7 +7,9 @@ enough pairs among a tool's last few calls are similar (Jaccard over the
 arguments they do not share), the tool is spiralling.
 Identical arguments are left to `repeat_call` and `stagnation`, calls that
 differ in their page or cursor are a listing, not a spiral, and so are calls
-whose text names other files (`pytest tests/test_a.py -x`, then `test_b.py`). Calls handing work
+whose text names other files or numbers (`pytest tests/test_a.py -x`, then
+`test_b.py`; a query for 2021, then for 2022; an email about order 1041, then
+one about order 1042). Calls handing work
 to another agent are left out: a leader giving its members similar tasks
 ("analyse the North region's sales", "... the South region's ...") fans out,
 and the same task handed over again is `handoff_cycle`'s.
@@ -35,6 +37,7 @@ from runguard.detectors.normalize import (
 from runguard.detectors.ops import Op, Push, Scope
 from runguard.proxy.events import ToolCall
 
+_UNNAMED = ("-", "")  # a call whose text names no file or number (or an entry from before they were kept)
 MAX_TOOLS = 6  # tools tracked per run (the first ones called): each keeps up to `window` token sets
 PAGINATION_KEYS = (
     "page",
@@ -93,10 +96,10 @@ class Spiral(Detector[SpiralConfig]):
         return {"tools": tally.fetch("tools")}
 
     def _entry(self, call: ToolCall, cfg: SpiralConfig) -> str:
-        """One call as "<hash of its page values><hash of the files its text names>|<its packed argument
-        sketch>": calls on other pages, or naming other files, are never a pair."""
+        """One call as "<hash of its page values>/<hash of the files and numbers its text names>|<its packed
+        argument sketch>": calls on other pages, or naming other files or numbers, are never a pair."""
         pages = keyed_values_digest(call.arguments, cfg.pagination)
-        return f"{pages}{call_targets(call)}|{call_sketch_packed(call)}"
+        return f"{pages}/{call_targets(call)}|{call_sketch_packed(call)}"
 
     def plan_response(self, seen: ResponseSeen, cfg: SpiralConfig) -> Plan:
         entries: dict[str, list[str]] = {}
@@ -132,11 +135,15 @@ class Spiral(Detector[SpiralConfig]):
         return None
 
     def _similar_pairs(self, window: tuple[str, ...], cfg: SpiralConfig) -> list[tuple[int, int, float]]:
-        parsed = [(pages, decode_sketch(sketch)) for pages, _, sketch in (e.partition("|") for e in window)]
+        parsed = [
+            (marks.partition("/"), decode_sketch(sketch)) for marks, _, sketch in (e.partition("|") for e in window)
+        ]
         found = []
-        for (i, (pages_a, a)), (j, (pages_b, b)) in combinations(enumerate(parsed), 2):
+        for (i, ((pages_a, _, named_a), a)), (j, ((pages_b, _, named_b), b)) in combinations(enumerate(parsed), 2):
             if pages_a != pages_b:
-                continue  # another page of the same listing, or other files
+                continue  # another page of the same listing
+            if named_a != named_b and named_a not in _UNNAMED and named_b not in _UNNAMED:
+                continue  # other files or numbers (a query that only adds a year may still be a rephrasing)
             similarity = sketch_similarity(a, b)
             if cfg.threshold <= similarity < 1.0:
                 found.append((i, j, round(similarity, 3)))

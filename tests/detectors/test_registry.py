@@ -127,5 +127,5 @@ async def test_run_state_stays_bounded_whatever_the_run() -> None:
         )
         await sim.step(step)
         prev = calls
-    # Every window and roster full: about 11 KB (a typical run holds 1-2 KB).
-    assert await sim.run_state_bytes() < 12 * 1024
+    # Every window and roster full: about 12 KB (a typical run holds 1-2 KB; the target is under 16 KB).
+    assert await sim.run_state_bytes() < 13 * 1024

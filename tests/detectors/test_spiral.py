@@ -136,3 +136,13 @@ async def test_shell_commands_on_other_files_are_not_a_spiral() -> None:
     flags = ["-x -q", "-x -q --tb=short", "-x -q -vv", "-x -q --lf"]
     reruns = [[("bash", {"command": f"python -m pytest tests/test_parser.py {f}"}, "1 failed")] for f in flags]
     assert first_trip(await RunSimulator([Spiral()]).run(agent_loop(reruns))) is not None
+
+
+async def test_queries_for_other_years_or_orders_are_not_a_spiral() -> None:
+    """A data agent asking the same question of each year, a mail merge: the numbers are what changes."""
+    sql = "SELECT region, SUM(amount) AS total FROM orders WHERE year = {} GROUP BY region ORDER BY total DESC"
+    years = [[("run_sql", {"sql": sql.format(year)}, f"rows {year}")] for year in range(2019, 2024)]
+    assert first_trip(await RunSimulator([Spiral()]).run(agent_loop(years))) is None
+    body = "Hi, your order {} has shipped today and should arrive within three to five working days."
+    mails = [[("send_email", {"to": "ann@example.com", "body": body.format(n)}, "sent")] for n in range(1041, 1046)]
+    assert first_trip(await RunSimulator([Spiral()]).run(agent_loop(mails))) is None
