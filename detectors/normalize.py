@@ -62,13 +62,17 @@ DEFAULT_VOLATILE_KEYS = (
 _WORD = re.compile(r"[a-z0-9]+")
 ACK_CHARS = 200  # a longer result says more than that it was done
 _DONE = re.compile(
-    r"\b(?:ok|okay|success|successful|successfully|succeeded|done|saved|written|wrote|sent|created|updated"
-    r"|deleted|removed|applied|completed|stored|uploaded|true)\b"
+    r"\b(?:ok|okay|success|successful|successfully|succeeded|done|true|saved|written|wrote|sent|created"
+    r"|updated|deleted|removed|applied|completed|stored|uploaded|edited|modified|changed|replaced|inserted"
+    r"|added|appended|moved|renamed|copied|patched|posted|published|scheduled|booked|cancelled|canceled"
+    r"|archived|marked|assigned|closed|merged|committed|pushed|deployed|installed|recorded|logged|noted"
+    r"|confirmed|accepted|approved|enabled|disabled|set)\b"
 )
 _NOT_DONE = re.compile(
     r"error|fail|invalid|denied|not found|unable|cannot|can't|could not|couldn't|timeout|timed out|retry|try again"
     r"|unavailable|partial|exception|refused|forbidden|unauthori|missing|empty|no results|not allowed|rejected"
-    r"|conflict|too many|rate limit|null|none|false|pending|queued|later"
+    r"|conflict|too many|rate limit|null|none|false|pending|queued|later|\bnot\b|\bno\b|nothing|unchanged"
+    r"|skipped|ignored|already"
 )
 _SPACE = re.compile(r"\s")
 _AROUND = "'\"`()[]{}<>,;:!?"  # quotes and punctuation around a word of free text

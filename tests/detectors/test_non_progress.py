@@ -89,7 +89,7 @@ def writes(result: object, n: int = 5) -> list[Step]:
 
 
 async def test_a_tool_acknowledging_each_call_the_same_way_is_making_progress() -> None:
-    for done in ("File written successfully.", {"status": "sent"}, {"ok": True}, "Done"):
+    for done in ("File written successfully.", {"status": "sent"}, {"ok": True}, "Done", "Edited src/app.py"):
         assert first_trip(await RunSimulator([NonProgress()]).run(writes(done))) is None, done
 
 
@@ -123,6 +123,9 @@ def test_what_reads_as_an_acknowledgement() -> None:
                 "No results found",
                 "[]",
                 "Saved. " + "x" * ACK_CHARS,
+                "Value not set",
+                "Nothing changed",
+                "File already exists",
             ],
         )
     )
