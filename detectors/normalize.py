@@ -537,6 +537,18 @@ def result_uniq(request: RequestInfo, result: ToolResult, position: int) -> str:
     return tag(result.call_id or f"{request.message_count}.{position}")
 
 
+_WAITS = ("wait", "sleep", "pause", "delay")
+
+
+def is_wait(call: ToolCall) -> bool:
+    """A call that only lets time pass (`wait(seconds=10)`, `sleep(ms=500)`): a poll makes the same one, with
+    the same answer, each round; what the poll finds is what tells progress."""
+    if not call.name.lower().startswith(_WAITS):
+        return False
+    value = _parse(call_canonical(call))
+    return isinstance(value, dict) and all(type(item) in (int, float) for item in value.values())
+
+
 def acknowledges(result: ToolResult) -> bool:
     """Whether a tool result only says that what was asked was done ("ok", "File written successfully.",
     `{"status": "sent"}`): a short text with a word of success and none of failure or delay. A tool that

@@ -2,7 +2,8 @@
 
 An agent retrying a call that keeps failing the same way (a 403 page, a
 "not found") learns nothing new from each retry. Polling is not a repeat: its
-result changes, so the (tool, arguments, result) triple changes too.
+result changes, so the (tool, arguments, result) triple changes too; nor is the
+wait between two polls (`wait(seconds=10)`: `normalize.is_wait`).
 """
 
 from __future__ import annotations
@@ -10,7 +11,7 @@ from __future__ import annotations
 from pydantic import Field
 
 from runguard.detectors.base import Detector, DetectorConfig, Plan, RequestSeen, Results, RunFacts, Verdict
-from runguard.detectors.normalize import call_args_digest, paired_results, result_digest_of, result_uniq
+from runguard.detectors.normalize import call_args_digest, is_wait, paired_results, result_digest_of, result_uniq
 from runguard.detectors.ops import Push, Scope
 from runguard.proxy.events import RequestInfo, ToolCall, ToolResult, digest, is_transfer
 
@@ -74,16 +75,16 @@ class RepeatCall(Detector[RepeatCallConfig]):
             triple = item.partition(":")[0]
             counts[triple] = counts.get(triple, 0) + 1
         # This request's items are known by their uniq part: no need to hash the results again.
-        mine = {
-            result_uniq(seen.request, result, position): call.name for position, call, result in _counted(seen.request)
-        }
+        mine = {result_uniq(seen.request, result, position): call for position, call, result in _counted(seen.request)}
         for item in window:
             triple, _, uniq = item.partition(":")
-            if uniq in mine and counts[triple] >= cfg.threshold:
+            call = mine.get(uniq)
+            # A wait between polls is the same call and answer every round (judged only where it would trip).
+            if call is not None and counts[triple] >= cfg.threshold and not is_wait(call):
                 return self.verdict(
-                    f"tool '{mine[uniq]}' was called {counts[triple]} times with identical arguments "
+                    f"tool '{call.name}' was called {counts[triple]} times with identical arguments "
                     f"and returned the same result each time",
-                    tool=mine[uniq],
+                    tool=call.name,
                     triple_hash=triple,
                     repeats=counts[triple],
                 )

@@ -54,3 +54,18 @@ async def test_handing_over_to_the_same_agent_again_is_not_a_repeated_call() -> 
     for adk in (True, False):
         turns = review_transfers(5, adk=adk)
         assert first_trip(await RunSimulator([RepeatCall()]).run(agent_loop(turns))) is None
+
+
+def polls(progress: list[int]) -> list[Turn]:
+    """An agent waiting for a job: wait 10 s, then check it, round after round."""
+    turns: list[Turn] = []
+    for done in progress:
+        turns.append([("wait", {"seconds": 10}, "Waited 10 seconds")])
+        turns.append([("check_job", {"job_id": "j-42"}, {"status": "running", "progress": done})])
+    return turns
+
+
+async def test_the_wait_between_polls_is_not_a_repeat() -> None:
+    assert first_trip(await RunSimulator([RepeatCall()]).run(agent_loop(polls([0, 20, 40, 60, 80])))) is None
+    # A poll finding the same thing every round still is one.
+    assert first_trip(await RunSimulator([RepeatCall()]).run(agent_loop(polls([20] * 5)))) == 9
