@@ -156,9 +156,14 @@ def arg_tokens(arguments: str) -> tuple[str, ...]:
 
 
 def call_sketch(call: ToolCall) -> Sketch:
-    """`arg_sketch` of a call's arguments (read from their canonical form), computed once per call."""
+    """`arg_sketch` of a call's arguments (read from their canonical form), computed once per call (with
+    `call_targets`, read in the same pass)."""
     found: Sketch | None = call.derived.get("sketch")
-    return found if found is not None else _keep(call.derived, "sketch", arg_sketch(call_canonical(call)))
+    if found is None:
+        names: set[str] = set()
+        found = _keep(call.derived, "sketch", _sketch(call_canonical(call), names))
+        call.derived["targets"] = digest("\x00".join(sorted(names)), TOKEN_HEX // 2) if names else "-"
+    return found
 
 
 def call_sketch_packed(call: ToolCall) -> str:
@@ -209,6 +214,11 @@ def arg_sketch(arguments: str) -> Sketch:
     `MAX_TOKENS` smallest hashes of the whole call are kept (a bottom-k sketch);
     arguments past the first `MAX_ARGS` share one group.
     """
+    return _sketch(arguments, set())
+
+
+def _sketch(arguments: str, names: set[str]) -> Sketch:
+    """`arg_sketch`, adding the files and numbers its free text names to `names` (`call_targets`)."""
     value = _parse(arguments)
     if value is _MISSING:
         groups = [(_tag(_squash(arguments)), _WORD.findall(arguments.lower()))]
@@ -218,23 +228,23 @@ def arg_sketch(arguments: str) -> Sketch:
             items = [*items[: MAX_ARGS - 1], ("", dict(items[MAX_ARGS - 1 :]))]
         groups = []
         for key, item in items:
-            if _is_records(item):  # data the call writes (a plan's steps, rows), not words it asks with
+            if type(item) is list and _is_records(item):  # data the call writes (a plan, rows), not words
                 groups.append((_tag(f"{key}\x00{_dump(item)}"), []))
                 continue
             words = _WORD.findall(key.lower())
             if isinstance(item, str):  # most arguments: `_words` and the tag's dump, written out
                 text = item.strip().lower()
                 if _SPACE.search(text):
-                    words += _text_words(text)
+                    words += _text_words(text, names)
                 elif text:
                     words.append(text)
                 groups.append((_tag(f"{key}\x00\x01{item}"), words))
             else:
-                _words(item, words)
+                _words(item, words, names)
                 groups.append((_tag(f"{key}\x00{_dump(item)}"), words))
     else:
         words = []
-        _words(value, words)
+        _words(value, words, names)
         groups = [(_tag(_dump(value)), words)]
     hash64 = xxhash.xxh3_64_intdigest
     hashed = [
@@ -247,17 +257,25 @@ def arg_sketch(arguments: str) -> Sketch:
     return tuple((tag, tuple(["%04x" % h for h in sorted(hashes)])) for tag, hashes in hashed)  # noqa: UP031
 
 
-def _text_words(text: str) -> list[str]:
+def _text_words(text: str, names: set[str]) -> list[str]:
     """The words of lowercase free text: its [a-z0-9] runs, but a path, a file or a dotted name in it
     ("tests/test_parser.py", "asyncio.gather") is one word, as it is on its own: a shell command run on
-    another file is another command, not a rephrasing."""
+    another file is another command, not a rephrasing. The paths, file names and numbers it names are
+    added to `names`."""
+    if "/" not in text and "." not in text:  # most text: one pass each
+        names.update(_DIGITS.findall(text))
+        return _WORD.findall(text)
     words: list[str] = []
     for chunk in text.split():
         name = chunk.strip(_AROUND)
         if "/" in name or "." in name.rstrip("."):
             words.append(name)
+            if "/" in name or _FILE.search(name):
+                names.add(name)
+                continue
         else:
             words += _WORD.findall(chunk)
+        names.update(_DIGITS.findall(name))
     return words
 
 
@@ -271,21 +289,21 @@ def _tag(text: str) -> str:
     return "%08x" % (xxhash.xxh3_64_intdigest(text.encode("utf-8", "surrogatepass")) & 0xFFFFFFFF)
 
 
-def _words(value: Any, out: list[str], depth: int = 0) -> None:
+def _words(value: Any, out: list[str], names: set[str], depth: int = 0) -> None:
     """Append the words of an argument value to `out` (see `arg_sketch`)."""
     if depth > MAX_DEPTH:
         return
     if isinstance(value, dict):
         for key, item in value.items():
             out.extend(_WORD.findall(str(key).lower()))
-            _words(item, out, depth + 1)
+            _words(item, out, names, depth + 1)
     elif isinstance(value, list):
         for item in value:
-            _words(item, out, depth + 1)
+            _words(item, out, names, depth + 1)
     elif isinstance(value, str):
         text = value.strip().lower()
         if _SPACE.search(text):
-            out.extend(_text_words(text))
+            out.extend(_text_words(text, names))
         elif text:
             out.append(text)
     else:
@@ -371,34 +389,12 @@ _DIGITS = re.compile(r"\d+")
 def call_targets(call: ToolCall) -> str:
     """A 4-hex hash of the paths, file names and numbers a call's free-text arguments name ("-" if none):
     a shell command run on another file, or a query for another year or order, is other work however
-    alike the rest of it. Computed once per call."""
+    alike the rest of it. Computed once per call, with its sketch."""
     found: str | None = call.derived.get("targets")
-    return found if found is not None else _keep(call.derived, "targets", _targets(call_canonical(call)))
-
-
-def _targets(arguments: str) -> str:
-    value = _parse(arguments)
-    names: set[str] = set()
-    if value is not _MISSING:
-        _named_in_text(value, names)
-    return digest("\x00".join(sorted(names)), TOKEN_HEX // 2) if names else "-"
-
-
-def _named_in_text(value: Any, out: set[str], depth: int = 0) -> None:
-    if isinstance(value, str):
-        if _SPACE.search(value):
-            for chunk in value.lower().split():
-                name = chunk.strip(_AROUND)
-                if "/" in name or _FILE.search(name):
-                    out.add(name)
-                else:
-                    out.update(_DIGITS.findall(name))
-    elif depth <= MAX_DEPTH and isinstance(value, dict):
-        for item in value.values():
-            _named_in_text(item, out, depth + 1)
-    elif depth <= MAX_DEPTH and isinstance(value, list):
-        for item in value:
-            _named_in_text(item, out, depth + 1)
+    if found is None:
+        call_sketch(call)
+        found = call.derived["targets"]
+    return found
 
 
 def keyed_values_digest(arguments: str, keys: Collection[str]) -> str:

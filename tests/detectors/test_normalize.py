@@ -20,6 +20,7 @@ from runguard.detectors.normalize import (
     call_canonical,
     call_sketch,
     call_tag,
+    call_targets,
     canonical,
     decode_tokens,
     encode_tokens,
@@ -223,7 +224,7 @@ def test_call_memos_return_what_the_plain_functions_return(arguments: str) -> No
 def test_call_memos_are_computed_once_and_kept_on_the_call() -> None:
     c = call("web_search", {"query": "site reliability engineering on-call handbook"}, "c1")
     assert c.derived == {}
-    memos = (call_canonical, call_args_digest, call_sketch, call_tag)
+    memos = (call_canonical, call_args_digest, call_sketch, call_targets, call_tag)
     first = [memo(c) for memo in memos]
     assert [memo(c) for memo in memos] == first
     for memo, value in zip(memos, first, strict=True):
