@@ -162,7 +162,7 @@ def call_sketch(call: ToolCall) -> Sketch:
     if found is None:
         names: set[str] = set()
         found = _keep(call.derived, "sketch", _sketch(call_canonical(call), names))
-        call.derived["targets"] = digest("\x00".join(sorted(names)), TOKEN_HEX // 2) if names else "-"
+        call.derived["targets"] = _named(names)
     return found
 
 
@@ -233,11 +233,11 @@ def _sketch(arguments: str, names: set[str]) -> Sketch:
                 continue
             words = _WORD.findall(key.lower())
             if isinstance(item, str):  # most arguments: `_words` and the tag's dump, written out
-                text = item.strip().lower()
+                text = item.strip()
                 if _SPACE.search(text):
                     words += _text_words(text, names)
                 elif text:
-                    words.append(text)
+                    words.append(text.lower())
                 groups.append((_tag(f"{key}\x00\x01{item}"), words))
             else:
                 _words(item, words, names)
@@ -257,11 +257,14 @@ def _sketch(arguments: str, names: set[str]) -> Sketch:
     return tuple((tag, tuple(["%04x" % h for h in sorted(hashes)])) for tag, hashes in hashed)  # noqa: UP031
 
 
-def _text_words(text: str, names: set[str]) -> list[str]:
-    """The words of lowercase free text: its [a-z0-9] runs, but a path, a file or a dotted name in it
+def _text_words(original: str, names: set[str]) -> list[str]:
+    """The words of free text, lowercase: its [a-z0-9] runs, but a path, a file or a dotted name in it
     ("tests/test_parser.py", "asyncio.gather") is one word, as it is on its own: a shell command run on
-    another file is another command, not a rephrasing. The paths, file names and numbers it names are
-    added to `names`."""
+    another file is another command, not a rephrasing. The paths, file names, numbers and names (a
+    capitalised word inside a sentence: "weather for Paris", then "for Lyon") it names are added to
+    `names`."""
+    names.update(name.lower() for name in _NAME.findall(original))
+    text = original.lower()
     if "/" not in text and "." not in text:  # most text: one pass each
         names.update(_DIGITS.findall(text))
         return _WORD.findall(text)
@@ -301,11 +304,11 @@ def _words(value: Any, out: list[str], names: set[str], depth: int = 0) -> None:
         for item in value:
             _words(item, out, names, depth + 1)
     elif isinstance(value, str):
-        text = value.strip().lower()
+        text = value.strip()
         if _SPACE.search(text):
             out.extend(_text_words(text, names))
         elif text:
-            out.append(text)
+            out.append(text.lower())
     else:
         out.append(_dump(value))
 
@@ -384,12 +387,32 @@ def _walk_pairs(value: Any, keys: Collection[str], out: list[tuple[str, Any]], d
 
 _FILE = re.compile(r"\.[a-z0-9]{1,5}$")  # a file name's extension (or a version's minor number)
 _DIGITS = re.compile(r"\d+")
+_NAME = re.compile(r"(?<=[\w,;)'\"] )[A-Z][\w-]*")  # a capitalised word inside a sentence (not its first)
+
+
+MAX_NAMED = 6  # names kept per call by `call_targets`
+
+
+def _named(names: set[str]) -> str:
+    """Up to `MAX_NAMED` names as 2-hex hashes, sorted and concatenated ("-" for none)."""
+    if not names:
+        return "-"
+    return "".join(sorted({digest(name, 1) for name in names})[:MAX_NAMED])
+
+
+def named_apart(a: str, b: str) -> bool:
+    """Whether two `call_targets` name other things: each names something, and neither names all that
+    the other does (a rephrasing that adds a year to its words still asks the same)."""
+    if a == b or a in ("-", "") or b in ("-", ""):
+        return False
+    first, second = {a[i : i + 2] for i in range(0, len(a), 2)}, {b[i : i + 2] for i in range(0, len(b), 2)}
+    return not (first <= second or second <= first)
 
 
 def call_targets(call: ToolCall) -> str:
-    """A 4-hex hash of the paths, file names and numbers a call's free-text arguments name ("-" if none):
-    a shell command run on another file, or a query for another year or order, is other work however
-    alike the rest of it. Computed once per call, with its sketch."""
+    """The paths, file names, numbers and names a call's free-text arguments name, as `_named` keeps them
+    (see `named_apart`): a shell command run on another file, a query for another year, order or city is
+    other work however alike the rest of it. Computed once per call, with its sketch."""
     found: str | None = call.derived.get("targets")
     if found is None:
         call_sketch(call)

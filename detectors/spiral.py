@@ -7,9 +7,10 @@ enough pairs among a tool's last few calls are similar (Jaccard over the
 arguments they do not share), the tool is spiralling.
 Identical arguments are left to `repeat_call` and `stagnation`, calls that
 differ in their page or cursor are a listing, not a spiral, and so are calls
-whose text names other files or numbers (`pytest tests/test_a.py -x`, then
-`test_b.py`; a query for 2021, then for 2022; an email about order 1041, then
-one about order 1042). Calls handing work
+whose text names other files, numbers or names (`pytest tests/test_a.py -x`,
+then `test_b.py`; a query for 2021, then for 2022; the weather for Paris, then
+for Lyon), unless one names all that the other does (a rephrasing that adds a
+year still asks the same). Calls handing work
 to another agent are left out: a leader giving its members similar tasks
 ("analyse the North region's sales", "... the South region's ...") fans out,
 and the same task handed over again is `handoff_cycle`'s.
@@ -31,13 +32,13 @@ from runguard.detectors.normalize import (
     decode_sketch,
     keyed_values_digest,
     lowered,
+    named_apart,
     sketch_similarity,
     tool_work,
 )
 from runguard.detectors.ops import Op, Push, Scope
 from runguard.proxy.events import ToolCall
 
-_UNNAMED = ("-", "")  # a call whose text names no file or number (or an entry from before they were kept)
 MAX_TOOLS = 6  # tools tracked per run (the first ones called): each keeps up to `window` token sets
 PAGINATION_KEYS = (
     "page",
@@ -142,8 +143,8 @@ class Spiral(Detector[SpiralConfig]):
         for (i, ((pages_a, _, named_a), a)), (j, ((pages_b, _, named_b), b)) in combinations(enumerate(parsed), 2):
             if pages_a != pages_b:
                 continue  # another page of the same listing
-            if named_a != named_b and named_a not in _UNNAMED and named_b not in _UNNAMED:
-                continue  # other files or numbers (a query that only adds a year may still be a rephrasing)
+            if named_apart(named_a, named_b):
+                continue  # other files, numbers or names
             similarity = sketch_similarity(a, b)
             if cfg.threshold <= similarity < 1.0:
                 found.append((i, j, round(similarity, 3)))

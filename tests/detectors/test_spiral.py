@@ -103,7 +103,8 @@ async def test_a_leader_handing_its_members_similar_tasks_is_not_a_spiral() -> N
     tasks = [f"Analyse the sales data for the {region} region and report its growth" for region in regions]
     handed = [[("delegate_task_to_member", {"member_id": "analyst", "task": task}, "done")] for task in tasks]
     assert first_trip(await RunSimulator([Spiral()]).run(with_handoffs(agent_loop(handed)))) is None
-    searched = [[("search", {"query": task}, "no hits")] for task in tasks]  # as queries: a spiral
+    # The same texts without the names' capitals (nothing tells them apart but a word), as queries: a spiral.
+    searched = [[("search", {"query": task.lower()}, "no hits")] for task in tasks]
     assert first_trip(await RunSimulator([Spiral()]).run(agent_loop(searched))) == 3
 
 
@@ -146,3 +147,14 @@ async def test_queries_for_other_years_or_orders_are_not_a_spiral() -> None:
     body = "Hi, your order {} has shipped today and should arrive within three to five working days."
     mails = [[("send_email", {"to": "ann@example.com", "body": body.format(n)}, "sent")] for n in range(1041, 1046)]
     assert first_trip(await RunSimulator([Spiral()]).run(agent_loop(mails))) is None
+
+
+async def test_the_same_question_about_other_named_things_is_not_a_spiral() -> None:
+    """The weather for one city after another: a capitalised word inside the text names what is asked about."""
+    cities = ["Paris", "Lyon", "Marseille", "Toulouse"]
+    asked = [[("web_search", {"query": f"weather forecast for {city} this weekend"}, city)] for city in cities]
+    assert first_trip(await RunSimulator([Spiral()]).run(agent_loop(asked))) is None
+    # Rephrasings that keep their names, and add a year, are still compared.
+    rephrased = [f"{BASE} on Kubernetes {' '.join(WORDS[:i])}" for i in range(5)]
+    queries = [[("web_search", {"query": query}, "no luck")] for query in rephrased]
+    assert first_trip(await RunSimulator([Spiral()]).run(agent_loop(queries))) == 3
