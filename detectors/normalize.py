@@ -10,7 +10,10 @@ bytes, in time linear in that text (never in the conversation).
   compares two calls by `jaccard` over the words of the arguments they do not
   share (exact while both hold fewer than 48 tokens, an estimate beyond).
   A string with spaces contributes its words; one without (a path, an id, a
-  URL) is one word. `arg_tokens` is all of a sketch's tokens.
+  URL) is one word, and so is a path or file name inside text; a list of
+  objects (a to-do list, rows) has none. `arg_tokens` is all of a sketch's
+  tokens. `call_targets` / `named_apart`: the files, numbers and names a call's
+  text names, read in the same pass, and whether two calls name other things.
 - `result_digest`: a result's hash with volatile keys (ids, timestamps)
   dropped, so the same answer re-sent with a fresh request id hashes the same;
   `result_digest_of` computes it once per result and key set (several
@@ -20,6 +23,9 @@ bytes, in time linear in that text (never in the conversation).
   `keyed_values_digest`: a hash of only the values under some keys (page, cursor).
 - `paired_results` / `turn_signature`: the last assistant turn's calls with
   the results the request sends back for them.
+- `acknowledges` / `is_wait` / `tool_work`: a result that only says the call was
+  done, a call that only lets time pass, and a response's calls less those
+  handing work to another agent.
 - `call_*`: the same values for one `ToolCall`, kept on it: several detectors
   read the same call in one request.
 - `tag` / `clip`: short stand-ins for tool and agent names in state.
@@ -218,7 +224,7 @@ def arg_sketch(arguments: str) -> Sketch:
 
 
 def _sketch(arguments: str, names: set[str]) -> Sketch:
-    """`arg_sketch`, adding the files and numbers its free text names to `names` (`call_targets`)."""
+    """`arg_sketch`, adding the files, numbers and names its free text names to `names` (`call_targets`)."""
     value = _parse(arguments)
     if value is _MISSING:
         groups = [(_tag(_squash(arguments)), _WORD.findall(arguments.lower()))]
