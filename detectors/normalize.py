@@ -12,7 +12,7 @@ bytes, in time linear in that text (never in the conversation).
   A string with spaces contributes its words; one without (a path, an id, a
   URL) is one word, and so is a path or file name inside text; a list of
   objects (a to-do list, rows) has none. `arg_tokens` is all of a sketch's
-  tokens. `call_targets` / `named_apart`: the files, numbers and names a call's
+  tokens. `call_targets` / `named_apart`: the files, numbers, names and literals a call's
   text names, read in the same pass, and whether two calls name other things.
 - `result_digest`: a result's hash with volatile keys (ids, timestamps)
   dropped, so the same answer re-sent with a fresh request id hashes the same;
@@ -267,9 +267,10 @@ def _text_words(original: str, names: set[str]) -> list[str]:
     """The words of free text, lowercase: its [a-z0-9] runs, but a path, a file or a dotted name in it
     ("tests/test_parser.py", "asyncio.gather") is one word, as it is on its own: a shell command run on
     another file is another command, not a rephrasing. The paths, file names, numbers and names (a
-    capitalised word inside a sentence: "weather for Paris", then "for Lyon") it names are added to
-    `names`."""
+    capitalised word inside a sentence: "weather for Paris", then "for Lyon"; a quoted literal: a
+    column in code, a value in SQL) it names are added to `names`."""
     names.update(name.lower() for name in _NAME.findall(original))
+    names.update(literal.lower() for _, literal in _QUOTED.findall(original))
     text = original.lower()
     if "/" not in text and "." not in text:  # most text: one pass each
         names.update(_DIGITS.findall(text))
@@ -394,6 +395,7 @@ def _walk_pairs(value: Any, keys: Collection[str], out: list[tuple[str, Any]], d
 _FILE = re.compile(r"\.[a-z0-9]{1,5}$")  # a file name's extension (or a version's minor number)
 _DIGITS = re.compile(r"\d+")
 _NAME = re.compile(r"(?<=[\w,;)'\"] )[A-Z][\w-]*")  # a capitalised word inside a sentence (not its first)
+_QUOTED = re.compile(r"""(['"])([^'"\s]{1,64})\1""")  # a quoted literal: a column, a value in code or SQL
 
 
 MAX_NAMED = 6  # names kept per call by `call_targets`

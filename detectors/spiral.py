@@ -7,10 +7,11 @@ enough pairs among a tool's last few calls are similar (Jaccard over the
 arguments they do not share), the tool is spiralling.
 Identical arguments are left to `repeat_call` and `stagnation`, calls that
 differ in their page or cursor are a listing, not a spiral, and so are calls
-whose text names other files, numbers or names (`pytest tests/test_a.py -x`,
-then `test_b.py`; a query for 2021, then for 2022; the weather for Paris, then
-for Lyon), unless one names all that the other does (a rephrasing that adds a
-year still asks the same). Calls handing work
+whose text names other files, numbers, names or quoted literals (`pytest
+tests/test_a.py -x`, then `test_b.py`; a query for 2021, then for 2022; the
+weather for Paris, then for Lyon; `df.groupby('region')`, then `'product'`),
+unless one names all that the other does (a rephrasing that adds a year still
+asks the same). Calls handing work
 to another agent are left out: a leader giving its members similar tasks
 ("analyse the North region's sales", "... the South region's ...") fans out,
 and the same task handed over again is `handoff_cycle`'s.

@@ -158,3 +158,14 @@ async def test_the_same_question_about_other_named_things_is_not_a_spiral() -> N
     rephrased = [f"{BASE} on Kubernetes {' '.join(WORDS[:i])}" for i in range(5)]
     queries = [[("web_search", {"query": query}, "no luck")] for query in rephrased]
     assert first_trip(await RunSimulator([Spiral()]).run(agent_loop(queries))) == 3
+
+
+async def test_code_or_sql_on_other_quoted_literals_is_not_a_spiral() -> None:
+    """A data agent grouping by one column after another, or querying one region after another."""
+    code = "import pandas as pd\ndf = pd.read_csv('sales.csv')\nprint(df.groupby('{}')['revenue'].sum().head(10))"
+    columns = ["region", "product", "channel", "segment"]
+    runs = [[("run_python", {"code": code.format(column)}, f"by {column}")] for column in columns]
+    assert first_trip(await RunSimulator([Spiral()]).run(agent_loop(runs))) is None
+    sql = "SELECT product, SUM(amount) FROM orders WHERE region = '{}' GROUP BY product ORDER BY 2 DESC"
+    queries = [[("run_sql", {"sql": sql.format(region)}, region)] for region in ["north", "south", "east", "west"]]
+    assert first_trip(await RunSimulator([Spiral()]).run(agent_loop(queries))) is None

@@ -324,6 +324,23 @@ async def test_a_coding_agent_running_test_files_one_by_one_in_a_shell_passes(
     assert healthy.blocks(sink) == set()
 
 
+@pytest.mark.parametrize("api", APIS)
+async def test_a_data_agent_grouping_by_one_column_after_another_passes(
+    api: str, proxy: str, upstream: FakeUpstream, sink: ListSink
+) -> None:
+    """The same snippet but for the quoted column it groups by: other questions, not a spiral."""
+    code = "import pandas as pd\ndf = pd.read_csv('sales.csv')\nprint(df.groupby('{}')['revenue'].sum().head(10))"
+    columns = ["region", "product", "channel", "segment", "month"]
+    plan: list[list[healthy.Call]] = [[("run_python", {"code": code.format(column)})] for column in columns]
+
+    def tools(name: str, args: dict[str, Any]) -> str:
+        return f"{args['code'].count('e')} rows"
+
+    assert await run(api, proxy, upstream, plan, tools, f"pandas-{api}") == healthy.ANSWER
+    assert len(upstream.received) == len(plan) + 1
+    assert healthy.blocks(sink) == set()
+
+
 @pytest.mark.parametrize("stream", [False, True])
 async def test_one_upstream_500_retried_by_the_sdk_passes(
     stream: bool, proxy: str, upstream: FakeUpstream, sink: ListSink
