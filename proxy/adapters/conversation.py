@@ -175,17 +175,11 @@ class Conversation:
         self._in_assistant = False
 
     def result(
-        self,
-        call_id: str | None,
-        name: str | None,
-        content: str,
-        value: dict[str, Any] | list[Any] | None = None,
-        chars: int | None = None,
+        self, call_id: str | None, name: str | None, content: str, value: dict[str, Any] | list[Any] | None = None
     ) -> None:
-        """A tool result in the last turn; `value`: the object or array `content` was dumped from, if any;
-        `chars`: what it weighs in the input estimate, if not its length (it held media)."""
+        """A tool result in the last turn; `value`: the object or array `content` was dumped from, if any."""
         self._messages += 1
-        self._chars += len(content) if chars is None else chars
+        self._chars += len(content)
         known = name or (self._names.get(call_id) if call_id else None)
         self._tail_results.append(ToolResult(known, call_id, content, value))
         self._in_assistant = False
@@ -252,8 +246,8 @@ def _wrapped_task_hash(root: str | None) -> str | None:
     """The digest of the task an Agno member's first message carries after the team's context, if it does."""
     if root is None or not root.startswith(_TEAM_CONTEXTS):
         return None
-    end = max(root.rfind(tag) + len(tag) if tag in root else -1 for tag in _CONTEXT_ENDS)
-    task = root[end:].lstrip("\n") if end > 0 else ""
+    ends = [at + len(tag) for tag in _CONTEXT_ENDS if (at := root.rfind(tag)) >= 0]
+    task = root[max(ends) :].lstrip("\n") if ends else ""
     return digest(task) if task else None
 
 

@@ -236,12 +236,13 @@ def _read_item(talk: Conversation, raw: Any, *, earlier: bool) -> None:
         calls = [_call(item, 0)] if kind != "reasoning" else []
         talk.assistant(len(dumps_text(item.get("summary", ""))) if not calls else 0, calls, continues=True)
     elif kind in _OUTPUT_ITEMS:
-        text, chars = _output(item.get("output"))
+        text, weight = _output(item.get("output"))
         if earlier:
-            talk.earlier_result(chars)
+            talk.earlier_result(len(text) + weight)
         else:
             # A local shell output names its call by `id` (its API type); openai-agents sends `call_id`.
-            talk.result(opt_str(item.get("call_id")) or opt_str(item.get("id")), None, text, chars=chars)
+            talk.result(opt_str(item.get("call_id")) or opt_str(item.get("id")), None, text)
+            talk.weigh(weight)
     elif kind != "item_reference":
         light, inline = media.shed(item)  # a computer-use screenshot, a generated image
         talk.other(len(dumps_text(light)) + inline * media.MEDIA_CHARS)
@@ -250,18 +251,16 @@ def _read_item(talk: Conversation, raw: Any, *, earlier: bool) -> None:
 
 
 def _output(output: Any) -> tuple[str, int]:
-    """A tool output as the detectors read it, and what it weighs in the input estimate: a list of
-    content parts with media (a screenshot tool's `input_image`) reads as its parts, each payload as
-    its digest, and each media part weighs `media.MEDIA_CHARS`."""
+    """A tool output as the detectors read it, and what its media weigh in the input estimate beyond that
+    text: a list of content parts with media (a screenshot tool's `input_image`) reads as its parts, each
+    payload as its digest, and each media part weighs `media.MEDIA_CHARS`."""
     if isinstance(output, str):
-        return output, len(output)
+        return output, 0
     light, inline = media.shed(output)
     listed = media.parts(output)
     if not (inline or listed):
-        text = text_of(output) or dumps_text(output)
-        return text, len(text)
-    text = dumps_text(light)
-    return text, len(text) + max(inline, listed) * media.MEDIA_CHARS
+        return text_of(output) or dumps_text(output), 0
+    return dumps_text(light), max(inline, listed) * media.MEDIA_CHARS
 
 
 def _conversation_id(value: Any) -> str | None:
