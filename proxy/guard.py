@@ -230,13 +230,12 @@ class Guard:
         None, the root's entry written again if it is due (`roots`)."""
         now = ticket.seen.now
         last_seen = accounting.last_seen_from(seen_result)
-        facts, _ = accounting.facts_from(results)
         idle = now - last_seen
         if (
             ticket.request.assistant_turns == 0
-            and facts.in_flight == 1
             and last_seen > 0
             and idle > self._settings.runs.inferred_idle_seconds
+            and accounting.facts_from(results)[0].in_flight == 1  # read last: admit reads the facts anyway
         ):
             fresh = roots.new_run(ticket.key_hash, ticket.request.root_hash, now)
             if await self._rewrite_owner(ticket, fresh):
