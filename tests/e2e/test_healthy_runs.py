@@ -63,6 +63,15 @@ async def run(
     return await healthy.responses_agent(openai_client, tools, names, task, stream=bool(streamed))
 
 
+async def runs_clean(
+    api: str, proxy: str, upstream: FakeUpstream, sink: ListSink, plan: healthy.Plan, tools: healthy.Tools, run_id: str
+) -> None:
+    """`run` reaches its answer with every request forwarded and nothing stopped."""
+    assert await run(api, proxy, upstream, plan, tools, run_id) == healthy.ANSWER
+    assert len(upstream.received) == len(plan) + 1
+    assert healthy.blocks(sink) == set()
+
+
 def openai_response_format(model: type[BaseModel]) -> Any:
     """The `response_format` openai-python sends for a pydantic model (as `parse()` does)."""
     schema = to_strict_json_schema(model)
@@ -86,9 +95,7 @@ async def test_paginated_listing(api: str, proxy: str, upstream: FakeUpstream, s
         page = args["page"]
         return json.dumps({"issues": [{"number": page * 100 + i, "title": f"issue {page}.{i}"} for i in range(3)]})
 
-    assert await run(api, proxy, upstream, plan, tools, f"pages-{api}") == healthy.ANSWER
-    assert len(upstream.received) == len(plan) + 1
-    assert healthy.blocks(sink) == set()
+    await runs_clean(api, proxy, upstream, sink, plan, tools, f"pages-{api}")
     assert healthy.warnings(sink) <= {"consecutive_same_tool", "tool_storm"}
 
 
@@ -113,9 +120,7 @@ async def test_paginated_listing_key_styles(
         first = args[page_key]
         return json.dumps({"issues": [{"key": f"API-{first + i}"} for i in range(3)], "total": 300})
 
-    assert await run("chat", proxy, upstream, plan, tools, f"pagekeys-{page_key}") == healthy.ANSWER
-    assert len(upstream.received) == len(plan) + 1
-    assert healthy.blocks(sink) == set()
+    await runs_clean("chat", proxy, upstream, sink, plan, tools, f"pagekeys-{page_key}")
 
 
 @pytest.mark.parametrize("api", APIS)
@@ -128,9 +133,7 @@ async def test_polling_a_job_until_done(api: str, proxy: str, upstream: FakeUpst
         status, progress = next(polls)
         return json.dumps({"job_id": args["job_id"], "status": status, "progress": progress})
 
-    assert await run(api, proxy, upstream, plan, tools, f"poll-{api}") == healthy.ANSWER
-    assert len(upstream.received) == len(plan) + 1
-    assert healthy.blocks(sink) == set()
+    await runs_clean(api, proxy, upstream, sink, plan, tools, f"poll-{api}")
     assert healthy.warnings(sink) <= {"consecutive_same_tool", "tool_storm"}
 
 
@@ -175,9 +178,7 @@ async def test_a_long_plan_of_distinct_steps(api: str, proxy: str, upstream: Fak
     def tools(name: str, args: dict[str, Any]) -> str:
         return f"{args['path']}\n" + "x = 1\n" * (next(sizes) // 6)
 
-    assert await run(api, proxy, upstream, plan, tools, f"plan-{api}") == healthy.ANSWER
-    assert len(upstream.received) == len(plan) + 1
-    assert healthy.blocks(sink) == set()
+    await runs_clean(api, proxy, upstream, sink, plan, tools, f"plan-{api}")
     assert healthy.warnings(sink) <= {"consecutive_same_tool", "tool_storm"}
 
 
@@ -204,9 +205,7 @@ async def test_a_research_agent_searching_facets_of_one_subject(
     def tools(name: str, args: dict[str, Any]) -> str:
         return json.dumps({"results": [{"title": args["query"], "url": f"https://example.com/{len(args['query'])}"}]})
 
-    assert await run(api, proxy, upstream, plan, tools, f"research-{api}-{len(extra)}") == healthy.ANSWER
-    assert len(upstream.received) == len(plan) + 1
-    assert healthy.blocks(sink) == set()
+    await runs_clean(api, proxy, upstream, sink, plan, tools, f"research-{api}-{len(extra)}")
 
 
 TICKERS = ["AAPL", "MSFT", "NVDA", "GOOGL", "AMZN"]
@@ -261,9 +260,7 @@ async def test_a_coding_agent_rereads_after_editing_and_reruns_tests(
         left = next(failing)
         return f"{left} failed, {12 - left} passed" if left else "12 passed"
 
-    assert await run(api, proxy, upstream, plan, tools, f"coding-{api}") == healthy.ANSWER
-    assert len(upstream.received) == len(plan) + 1
-    assert healthy.blocks(sink) == set()
+    await runs_clean(api, proxy, upstream, sink, plan, tools, f"coding-{api}")
     assert healthy.warnings(sink) <= {"consecutive_same_tool", "tool_storm"}
 
 
@@ -280,9 +277,7 @@ async def test_a_coding_agent_scaffolding_files_one_after_the_other_passes(
     def tools(name: str, args: dict[str, Any]) -> str:
         return "File written successfully." if name == "write_file" else "1 passed"
 
-    assert await run(api, proxy, upstream, plan, tools, f"scaffold-{api}") == healthy.ANSWER
-    assert len(upstream.received) == len(plan) + 1
-    assert healthy.blocks(sink) == set()
+    await runs_clean(api, proxy, upstream, sink, plan, tools, f"scaffold-{api}")
 
 
 @pytest.mark.parametrize("api", APIS)
@@ -301,9 +296,7 @@ async def test_a_coding_agent_keeping_a_to_do_list_passes(
     def tools(name: str, args: dict[str, Any]) -> str:
         return "Updated todo list" if name == "write_todos" else f"finished: {args['step']}"
 
-    assert await run(api, proxy, upstream, plan, tools, f"todos-{api}") == healthy.ANSWER
-    assert len(upstream.received) == len(plan) + 1
-    assert healthy.blocks(sink) == set()
+    await runs_clean(api, proxy, upstream, sink, plan, tools, f"todos-{api}")
 
 
 @pytest.mark.parametrize("api", APIS)
@@ -319,9 +312,7 @@ async def test_a_coding_agent_running_test_files_one_by_one_in_a_shell_passes(
     def tools(name: str, args: dict[str, Any]) -> str:
         return f"{len(args['command'])} passed in 0.4s"
 
-    assert await run(api, proxy, upstream, plan, tools, f"shell-{api}") == healthy.ANSWER
-    assert len(upstream.received) == len(plan) + 1
-    assert healthy.blocks(sink) == set()
+    await runs_clean(api, proxy, upstream, sink, plan, tools, f"shell-{api}")
 
 
 @pytest.mark.parametrize("api", APIS)
@@ -336,9 +327,7 @@ async def test_a_data_agent_grouping_by_one_column_after_another_passes(
     def tools(name: str, args: dict[str, Any]) -> str:
         return f"{args['code'].count('e')} rows"
 
-    assert await run(api, proxy, upstream, plan, tools, f"pandas-{api}") == healthy.ANSWER
-    assert len(upstream.received) == len(plan) + 1
-    assert healthy.blocks(sink) == set()
+    await runs_clean(api, proxy, upstream, sink, plan, tools, f"pandas-{api}")
 
 
 @pytest.mark.parametrize("stream", [False, True])

@@ -370,21 +370,25 @@ def last_question(received: Received) -> str:
     return [text for text in texts if text.startswith("Q")][-1]
 
 
+async def ask_adk_desk(upstream: FakeUpstream, url: str, run_id: str, topics: list[str]) -> None:
+    """An ADK coordinator with a billing and a support specialist, asked a question of each topic in turn
+    in one session (run `run_id`): each question is answered by its specialist."""
+    upstream.script = adk_script(
+        upstream, lambda agent, seen: routing(agent, seen, last_question(upstream.received[-1]))
+    )
+    specialists = [adk_agent(url, run_id, "billing"), adk_agent(url, run_id, "support")]
+    coordinator = adk_agent(url, run_id, "coordinator", specialists)
+    texts = await adk_session(coordinator, *[f"Q{i} {topic}: question {i}" for i, topic in enumerate(topics, 1)])
+    assert texts == [f"{topic} answers Q{i} {topic}: question {i}" for i, topic in enumerate(topics, 1)]
+
+
 @pytest.mark.usefixtures("google_key")
 async def test_adk_coordinator_routing_a_session_of_questions_is_not_stopped(
     upstream: FakeUpstream, make_proxy: Callable[..., Any], sink: ListSink
 ) -> None:
     """ADK's coordinator/specialist pattern: each question is transferred to its specialist, who answers;
     a question for the other specialist goes back to the parent first. Every handoff is the same call."""
-    upstream.script = adk_script(
-        upstream, lambda agent, seen: routing(agent, seen, last_question(upstream.received[-1]))
-    )
-    url = await make_proxy()
-    specialists = [adk_agent(url, "adk-desk", "billing"), adk_agent(url, "adk-desk", "support")]
-    coordinator = adk_agent(url, "adk-desk", "coordinator", specialists)
-    topics = ["billing", "support"] * 3
-    texts = await adk_session(coordinator, *[f"Q{i} {topic}: question {i}" for i, topic in enumerate(topics, 1)])
-    assert texts == [f"{topic} answers Q{i} {topic}: question {i}" for i, topic in enumerate(topics, 1)]
+    await ask_adk_desk(upstream, await make_proxy(), "adk-desk", ["billing", "support"] * 3)
     assert not [t.detector for t in trips_of(sink) if t.action == "block"]
     assert [r.agent for r in requests_of(sink)[:3]] == ["coordinator", "billing", "billing"]
     assert [r.handoff_to for r in requests_of(sink)[:4]] == ["billing", None, "coordinator", "support"]
@@ -409,15 +413,7 @@ async def test_adk_coordinator_routing_a_long_session_of_questions_is_not_stoppe
 ) -> None:
     """Ten questions alternating billing and support: every pair of agents hands over five times or more in
     the session, once per question. ADK's quotes of the other agents' turns are no questions of the user's."""
-    upstream.script = adk_script(
-        upstream, lambda agent, seen: routing(agent, seen, last_question(upstream.received[-1]))
-    )
-    url = await make_proxy()
-    specialists = [adk_agent(url, "adk-long-desk", "billing"), adk_agent(url, "adk-long-desk", "support")]
-    coordinator = adk_agent(url, "adk-long-desk", "coordinator", specialists)
-    topics = ["billing", "support"] * 5
-    texts = await adk_session(coordinator, *[f"Q{i} {topic}: question {i}" for i, topic in enumerate(topics, 1)])
-    assert texts == [f"{topic} answers Q{i} {topic}: question {i}" for i, topic in enumerate(topics, 1)]
+    await ask_adk_desk(upstream, await make_proxy(), "adk-long-desk", ["billing", "support"] * 5)
     handoffs = [(r.agent, r.handoff_to) for r in requests_of(sink) if r.handoff_to]
     assert handoffs.count(("coordinator", "billing")) >= 5
     assert [t.detector for t in trips_of(sink) if t.action == "block"] == []
