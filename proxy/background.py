@@ -26,7 +26,7 @@ import re
 import time
 from collections.abc import Awaitable, Callable
 
-from runguard.proxy import accounting, continuation, nesting, reporting
+from runguard.proxy import accounting, continuation, nesting, reporting, roots
 from runguard.proxy.adapters.openai_responses import FINAL_STATUSES
 from runguard.proxy.errors import StateUnavailable
 from runguard.proxy.events import ResponseInfo
@@ -113,7 +113,8 @@ class BackgroundCosts:
         if ops:
             await self._quietly(self._state.execute(scope_ids(run_id, pending.key_hash, pending.model, now), ops))
         if pending.nests:
-            await self._quietly(nesting.remember(self._state, pending.key_hash, run_id, info.tool_calls, self._ttl))
+            scope = roots.scope(pending.key_hash, pending.end_user)
+            await self._quietly(nesting.remember(self._state, scope, run_id, info.tool_calls, self._ttl))
         record = reporting.polled_record(
             run_id, pending, info, at=now, usd=usd, streamed=streamed, status=status, latency=latency, began=began
         )

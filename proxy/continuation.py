@@ -31,13 +31,21 @@ class Pending:
     agent: str  # the agent's label in the records
     index: int  # the request's position in its run
     nests: bool  # no X-Run-Id: threads the response's tool calls start join the run (see `nesting`)
+    end_user: str | None = None  # the request's `RequestInfo.end_user`: where those threads are looked up
 
 
 def dumps(run_id: str, calls: Sequence[ToolCall], pending: Pending | None = None) -> str:
     table = {c.call_id: [c.name, c.arguments[:2000]] for c in calls if c.call_id}
     entry: dict[str, object] = {"run": run_id, "calls": table}
     if pending is not None:
-        entry["pending"] = [pending.key_hash, pending.model, pending.agent, pending.index, pending.nests]
+        entry["pending"] = [
+            pending.key_hash,
+            pending.model,
+            pending.agent,
+            pending.index,
+            pending.nests,
+            pending.end_user,
+        ]
     return orjson.dumps(entry).decode()
 
 
@@ -54,13 +62,14 @@ def pending_of(raw: str) -> tuple[str, Pending] | None:
     """The run and the request of a background response not accounted for yet; None for any other entry."""
     try:
         data = orjson.loads(raw)
-        key_hash, model, agent, index, nests = data["pending"]
+        key_hash, model, agent, index, nests, *rest = data["pending"]  # older entries end at `nests`
         run_id = data["run"]
     except (orjson.JSONDecodeError, KeyError, TypeError, ValueError):
         return None
     if not isinstance(run_id, str) or not run_id:
         return None
-    return run_id, Pending(str(key_hash), str(model), str(agent), int(index), bool(nests))
+    end_user = rest[0] if rest and isinstance(rest[0], str) else None
+    return run_id, Pending(str(key_hash), str(model), str(agent), int(index), bool(nests), end_user)
 
 
 def fill_names(request: RequestInfo, calls: Calls) -> RequestInfo:

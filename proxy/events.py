@@ -181,6 +181,9 @@ class RequestInfo:
     root_hash: str | None = None  # hash of the first user message: groups a run without a header
     # Hash of the task an Agno member's first message wraps in the team's context (`nesting.wrapped_task`).
     task_hash: str | None = None
+    # Hash of the end user the request names (OpenAI's `safety_identifier`, else `user`): without a header,
+    # runs are grouped per end user too, so a chatbot's users whose chats open alike are runs of their own.
+    end_user: str | None = None
     message_count: int = 0
     history_chars: int = 0  # characters of conversation text in the request
     estimated_input_tokens: int = 0

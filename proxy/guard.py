@@ -186,24 +186,26 @@ class Guard:
                 request = continuation.fill_names(request, calls)
         if run_id:
             return run_id, request, None
-        owner = await self._owner(key_hash, request, now)
+        scope = roots.scope(key_hash, request.end_user)
+        owner = await self._owner(scope, request, now)
         if owner is None:  # the state does not answer
-            return roots.fallback_run(key_hash, request.root_hash), request, None
+            return roots.fallback_run(scope, request.root_hash), request, None
         return owner.run_id, request, owner
 
-    async def _owner(self, key_hash: str, request: RequestInfo, now: float) -> Owner | None:
-        """The run the request's root belongs to; a new one if it belongs to none (None: the state failed)."""
+    async def _owner(self, scope: str, request: RequestInfo, now: float) -> Owner | None:
+        """The run the request's root belongs to in its `roots.scope`; a new one if it belongs to none
+        (None: the state failed)."""
         root_hash = request.root_hash
-        name = roots.key(key_hash, root_hash)
+        name = roots.key(scope, root_hash)
         try:
             found = await self._state.recall(name)
             if found is None and request.task_hash is not None:  # an Agno member's task in the team's context
-                handed = await self._state.recall(roots.key(key_hash, request.task_hash))
+                handed = await self._state.recall(roots.key(scope, request.task_hash))
                 owner = roots.loads(handed) if handed is not None else None
                 if owner is not None and owner.nested:
                     return owner
             if found is None:
-                owner = roots.new_run(key_hash, root_hash, now)
+                owner = roots.new_run(scope, root_hash, now)
                 if await self._state.claim(name, self._owner_ttl, roots.dumps(owner)):
                     return owner
                 found = await self._state.recall(name)  # a concurrent first request took it
@@ -213,7 +215,7 @@ class Guard:
         return roots.loads(found) if found is not None else None
 
     async def _rewrite_owner(self, ticket: Ticket, owner: Owner) -> bool:
-        name = roots.key(ticket.key_hash, ticket.request.root_hash)
+        name = roots.key(roots.scope(ticket.key_hash, ticket.request.end_user), ticket.request.root_hash)
         try:
             await self._state.remember(name, roots.dumps(owner), self._owner_ttl)
         except StateUnavailable:
@@ -237,7 +239,7 @@ class Guard:
             and idle > self._settings.runs.inferred_idle_seconds
             and accounting.facts_from(results)[0].in_flight == 1  # read last: admit reads the facts anyway
         ):
-            fresh = roots.new_run(ticket.key_hash, ticket.request.root_hash, now)
+            fresh = roots.new_run(roots.scope(ticket.key_hash, ticket.request.end_user), ticket.request.root_hash, now)
             if await self._rewrite_owner(ticket, fresh):
                 log.info("run %s was idle %.0f s: its root starts run %s", ticket.run_id, idle, fresh.run_id)
                 await self._execute(ticket.ids, accounting.release_ops())
@@ -554,7 +556,9 @@ class Guard:
         if ticket.request.background and seen.response.usage is None:
             index = ticket.facts.request_index if ticket.facts else 0
             request = ticket.request
-            pending = continuation.Pending(ticket.key_hash, request.model, request.agent.label, index, ticket.nests)
+            pending = continuation.Pending(
+                ticket.key_hash, request.model, request.agent.label, index, ticket.nests, request.end_user
+            )
         try:
             await self._state.remember(
                 f"resp:{response_id}",
@@ -567,8 +571,9 @@ class Guard:
     async def _remember_tasks(self, ticket: Ticket, seen: ResponseSeen) -> None:
         """Map the texts this response's tool calls may hand to another agent to the run (see `nesting`)."""
         try:
-            calls = seen.response.tool_calls
-            await nesting.remember(self._state, ticket.key_hash, ticket.run_id, calls, self._settings.runs.idle_seconds)
+            calls, ttl = seen.response.tool_calls, self._settings.runs.idle_seconds
+            scope = roots.scope(ticket.key_hash, ticket.request.end_user)
+            await nesting.remember(self._state, scope, ticket.run_id, calls, ttl)
         except StateUnavailable:
             self._observer.state_error()
 

@@ -77,14 +77,15 @@ def delegated(calls: Sequence[ToolCall]) -> list[str]:
     return found
 
 
-async def remember(state: StateBackend, key_hash: str, run_id: str, calls: Sequence[ToolCall], ttl: float) -> None:
-    """Map the texts `calls` may hand to another agent (`delegated`) to `run_id`, for `ttl` seconds.
+async def remember(state: StateBackend, scope: str, run_id: str, calls: Sequence[ToolCall], ttl: float) -> None:
+    """Map the texts `calls` may hand to another agent (`delegated`) to `run_id` in the `roots.scope` of the
+    request they answered, for `ttl` seconds.
 
     With a state that never waits, one after the other: a gather's tasks would hand the loop over, and
     there nothing shields the accounting from the handler's cancellation when the client leaves with its
     answer (`ProxyContext.settle`). Raises `StateUnavailable`.
     """
-    names = [roots.key(key_hash, text) for text in delegated(calls)]
+    names = [roots.key(scope, text) for text in delegated(calls)]
     owner = roots.dumps(roots.Owner(run_id, nested=True))
     if state.never_waits:
         for name in names:

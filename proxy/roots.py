@@ -14,6 +14,11 @@ conversation belongs to now:
 - or a run waiting on a tool call that handed this exact text to another agent
   (`nested`: see `nesting`).
 
+A request that names its end user (`RequestInfo.end_user`) looks its root up
+under that user (`scope`): a chatbot whose users' chats open with the same
+message is a run per user, while one user's agent started again and again
+stays one run until it pauses.
+
 A run's id carries the time it began, so a root that comes back after its run
 was forgotten starts a run with a new id instead of adding to the old run's
 records.
@@ -40,23 +45,29 @@ class Owner:
         return not self.nested and now - self.since > idle_seconds / 2
 
 
-def key(key_hash: str, root_hash: str | None) -> str:
-    return f"root:{key_hash}:{root_hash or 'no-root'}"
+def scope(key_hash: str, end_user: str | None) -> str:
+    """Where a request's roots live: its API key's, or the end user's under that key if it names one."""
+    return key_hash if end_user is None else f"{key_hash}~{end_user}"
 
 
-def new_run(key_hash: str, root_hash: str | None, now: float) -> Owner:
+def key(scope: str, root_hash: str | None) -> str:
+    """The state entry of a root in a `scope`."""
+    return f"root:{scope}:{root_hash or 'no-root'}"
+
+
+def new_run(scope: str, root_hash: str | None, now: float) -> Owner:
     """A run of its own for a root, begun at `now`."""
-    return Owner(_run_id(key_hash, root_hash, repr(now)), since=now)
+    return Owner(_run_id(scope, root_hash, repr(now)), since=now)
 
 
-def fallback_run(key_hash: str, root_hash: str | None) -> str:
+def fallback_run(scope: str, root_hash: str | None) -> str:
     """A root's run id when its entry cannot be read (the state does not answer): the same on every
     replica, as good as any while the state is down."""
-    return _run_id(key_hash, root_hash)
+    return _run_id(scope, root_hash)
 
 
-def _run_id(key_hash: str, root_hash: str | None, *more: str) -> str:
-    return "r-" + digest("\x00".join((key_hash, root_hash or "no-root", *more)), 10)
+def _run_id(scope: str, root_hash: str | None, *more: str) -> str:
+    return "r-" + digest("\x00".join((scope, root_hash or "no-root", *more)), 10)
 
 
 def dumps(owner: Owner) -> str:

@@ -210,6 +210,7 @@ class Conversation:
         include_usage: bool | None = None,
         json_array_stream: bool = False,
         extra_chars: int = 0,
+        end_user: str | None = None,
     ) -> RequestInfo:
         chars = self._chars + extra_chars
         return RequestInfo(
@@ -220,6 +221,7 @@ class Conversation:
             tool_names=tool_names,
             root_hash=digest(self._root) if self._root is not None else None,
             task_hash=_wrapped_task_hash(self._root),
+            end_user=digest("user\x00" + end_user) if end_user else None,
             message_count=self._messages,
             history_chars=chars,
             estimated_input_tokens=math.ceil(chars / CHARS_PER_TOKEN) + 3 * self._messages,
@@ -262,6 +264,12 @@ def identify(instructions: str, tool_names: Iterable[str], header: str | None) -
         return AgentIdentity(header.strip()[:128], fingerprint)
     found = _ADK_NAME.search(instructions)
     return AgentIdentity(found.group(1) if found else None, fingerprint)
+
+
+def end_user_of(data: dict[str, Any]) -> str | None:
+    """The end user an OpenAI request names, if any: `safety_identifier`, else the older `user`."""
+    named = data.get("safety_identifier") or data.get("user")
+    return named if isinstance(named, str) and named else None
 
 
 def failed_request(api: Api, problem: str | None) -> RequestInfo:

@@ -14,7 +14,7 @@ import orjson
 
 from runguard.proxy.adapters import media, openai_replies
 from runguard.proxy.adapters.base import RequestContext, StopNotice, Synthetic
-from runguard.proxy.adapters.conversation import Conversation, failed_request, last_index
+from runguard.proxy.adapters.conversation import Conversation, end_user_of, failed_request, last_index
 from runguard.proxy.adapters.handoffs import handoffs_of
 from runguard.proxy.adapters.history import keep_turns, read_conversation
 from runguard.proxy.adapters.jsonish import (
@@ -308,6 +308,7 @@ class ChatAdapter:
             tool_names=_tool_names(data.get("tools")),
             output_schema=_output_schema(data.get("response_format")),
             include_usage=include_usage is True if stream else None,
+            end_user=end_user_of(data),
         )
 
     def parse_response(self, body: bytes) -> ResponseInfo:

@@ -17,7 +17,7 @@ import orjson
 
 from runguard.proxy.adapters import media, openai_replies
 from runguard.proxy.adapters.base import RequestContext, StopNotice, Synthetic
-from runguard.proxy.adapters.conversation import Conversation, failed_request, last_index
+from runguard.proxy.adapters.conversation import Conversation, end_user_of, failed_request, last_index
 from runguard.proxy.adapters.handoffs import handoffs_of
 from runguard.proxy.adapters.history import read_conversation
 from runguard.proxy.adapters.jsonish import (
@@ -427,6 +427,7 @@ class ResponsesAdapter:
             tool_names=_tool_names(data.get("tools")),
             output_schema=_output_schema(data.get("text")),
             previous_response_id=previous if isinstance(previous, str) and previous else None,
+            end_user=end_user_of(data),
         )
         if data.get("background") is True:
             info = dataclasses.replace(info, background=True)

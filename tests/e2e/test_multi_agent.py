@@ -23,7 +23,7 @@ from typing import Any
 import httpx
 import openai
 import pytest
-from agents import Agent, OpenAIResponsesModel, Runner, function_tool, set_tracing_disabled
+from agents import Agent, ModelSettings, OpenAIResponsesModel, Runner, function_tool, set_tracing_disabled
 from google.adk.agents import LlmAgent
 from google.adk.models import Gemini
 from google.adk.runners import Runner as AdkRunner
@@ -556,13 +556,17 @@ def translating(received: Received) -> Reply:
     return Reply.json(payloads.response_object(calls=[call]))
 
 
-async def translate_three(client: openai.AsyncOpenAI) -> None:
+async def translate_three(client: openai.AsyncOpenAI, settings: ModelSettings | None = None) -> None:
     model = OpenAIResponsesModel(model="gpt-4o", openai_client=client)
-    translator = Agent(name="Translator", instructions="You are translator. Translate.", model=model)
+    settings = settings or ModelSettings()
+    translator = Agent(
+        name="Translator", instructions="You are translator. Translate.", model=model, model_settings=settings
+    )
     orchestrator = Agent(
         name="Orchestrator",
         instructions="You are orchestrator. Translate every sentence.",
         model=model,
+        model_settings=settings,
         tools=[translator.as_tool(tool_name="translate", tool_description="Translate a sentence.")],
     )
     result = await Runner.run(orchestrator, "Translate my three sentences.", max_turns=10)
@@ -583,18 +587,24 @@ async def test_openai_agents_agent_used_as_a_tool_speaks_as_itself_and_hands_not
     assert not [t.detector for t in trips_of(sink) if t.action == "block"]
 
 
+@pytest.mark.parametrize("end_user", [None, "user-4711"])
 async def test_openai_agents_agent_used_as_a_tool_without_a_run_header_is_booked_to_the_caller_s_run(
-    upstream: FakeUpstream, make_proxy: Callable[..., Any], openai_clients: list[openai.AsyncOpenAI], sink: ListSink
+    upstream: FakeUpstream,
+    make_proxy: Callable[..., Any],
+    openai_clients: list[openai.AsyncOpenAI],
+    sink: ListSink,
+    end_user: str | None,
 ) -> None:
     """No `X-Run-Id`: each translator thread starts with the text the orchestrator's call handed it, and joins
-    the orchestrator's run, as it would under one header."""
+    the orchestrator's run, as it would under one header; also when every request names its end user."""
     upstream.script = translating
     client = openai.AsyncOpenAI(base_url=await make_proxy() + "/v1", api_key="sk-test-multi")
     openai_clients.append(client)
-    await translate_three(client)
+    await translate_three(client, ModelSettings(extra_args={"safety_identifier": end_user}) if end_user else None)
     records = requests_of(sink)
     assert len(records) == 7 and len({r.agent for r in records}) == 2
     assert len({r.run_id for r in records}) == 1
+    assert {r.json().get("safety_identifier") for r in upstream.received} == {end_user}
 
 
 @pytest.mark.usefixtures("google_key")

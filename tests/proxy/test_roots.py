@@ -50,14 +50,15 @@ def agent_step(received: Received) -> Reply:
     return Reply.json(payloads.chat_completion("Two tickets, both billing: routed."))
 
 
-async def invoke(client: openai.AsyncOpenAI) -> list[Any]:
-    """One invocation of the scheduled agent: a tool call and its answer. Returns the conversation."""
-    first = await client.chat.completions.create(model="gpt-4o-mini", messages=PROMPT)
+async def invoke(client: openai.AsyncOpenAI, **fields: Any) -> list[Any]:
+    """One invocation of the scheduled agent: a tool call and its answer, with these `fields` in both
+    requests' bodies. Returns the conversation."""
+    first = await client.chat.completions.create(model="gpt-4o-mini", messages=PROMPT, **fields)
     call = first.choices[0].message
     assert call.tool_calls
     messages = [*PROMPT, call.model_dump(exclude_none=True)]
     messages.append({"role": "tool", "tool_call_id": call.tool_calls[0].id, "content": "2 new tickets"})
-    last = await client.chat.completions.create(model="gpt-4o-mini", messages=messages)
+    last = await client.chat.completions.create(model="gpt-4o-mini", messages=messages, **fields)
     return [*messages, last.choices[0].message.model_dump(exclude_none=True)]
 
 
@@ -98,6 +99,29 @@ async def test_the_same_prompt_within_the_idle_time_stays_in_the_run(
         await invoke(client)  # no pause: the same run, whose 4th request passes the limit of 3
     assert caught.value.code == "runguard_max_requests"
     assert len({r.run_id for r in requests_of(sink)}) == 1
+
+
+@pytest.mark.parametrize("field", ["safety_identifier", "user"])
+async def test_end_users_whose_conversations_open_alike_are_runs_of_their_own(
+    client: openai.AsyncOpenAI, sink: ListSink, upstream: FakeUpstream, field: str
+) -> None:
+    """A chatbot under one key, with no pause between its users: merged, their four requests would pass
+    the step limit of 3. Each names its end user, as OpenAI asks apps to."""
+    await asyncio.gather(invoke(client, **{field: "user-4711"}), invoke(client, **{field: "user-0815"}))
+    await eventually(lambda: len(requests_of(sink)) == 4)
+    assert trips_of(sink) == []
+    assert len({r.run_id for r in requests_of(sink)}) == 2
+    assert sorted(r.index for r in requests_of(sink)) == [1, 1, 2, 2]
+    assert {received.json()[field] for received in upstream.received} == {"user-4711", "user-0815"}
+
+
+async def test_one_end_user_s_agent_started_again_at_once_stays_in_its_run(
+    client: openai.AsyncOpenAI, sink: ListSink
+) -> None:
+    await invoke(client, safety_identifier="user-4711")
+    with pytest.raises(openai.RateLimitError) as caught:
+        await invoke(client, safety_identifier="user-4711")
+    assert caught.value.code == "runguard_max_requests"
 
 
 async def test_a_conversation_that_goes_on_after_a_pause_stays_in_its_run(

@@ -6,7 +6,7 @@ from typing import Any
 
 import orjson
 
-from runguard.proxy.adapters import ChatAdapter, GeminiAdapter
+from runguard.proxy.adapters import ChatAdapter, GeminiAdapter, ResponsesAdapter
 from runguard.proxy.adapters.base import RequestContext
 from runguard.proxy.events import RequestInfo, digest
 
@@ -100,3 +100,17 @@ def test_the_task_an_agno_member_gets_after_the_team_s_context_is_hashed_as_the_
         assert info.task_hash == digest(task) and info.root_hash != digest(task)
     assert chat({"role": "user", "content": task}).task_hash is None
     assert chat({"role": "user", "content": interactions}).task_hash is None  # no task after it
+
+
+def test_the_end_user_an_openai_request_names_is_hashed_safety_identifier_first() -> None:
+    def end_user(adapter: ChatAdapter | ResponsesAdapter, array: str, **fields: Any) -> str | None:
+        body = {"model": "m", array: [{"role": "user", "content": "hi"}], **fields}
+        return adapter.parse_request(orjson.dumps(body), RequestContext()).end_user
+
+    for adapter, array in ((ChatAdapter(), "messages"), (ResponsesAdapter(), "input")):
+        alice = end_user(adapter, array, user="alice")
+        assert alice is not None and "alice" not in alice  # a digest, never the id itself
+        assert end_user(adapter, array, safety_identifier="alice") == alice
+        assert end_user(adapter, array, safety_identifier="bob", user="alice") not in (alice, None)
+        assert end_user(adapter, array) is None
+        assert end_user(adapter, array, user="") is None and end_user(adapter, array, user=["alice"]) is None
