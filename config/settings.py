@@ -88,6 +88,13 @@ class RunSettings(_Section):
         "run has been idle this long, with no request in flight, is a new run (a scheduled agent's next "
         "invocation).",
     )
+    remember_seconds: float = Field(
+        7 * 86400.0,
+        gt=0,
+        description="How long a run's trace outlives its last request: a run with a long conversation named again "
+        "after it was forgotten (idle) within this time is resumed, not a new run opening with an earlier "
+        "session's history (session_bloat).",
+    )
     max_runs: int = Field(100_000, gt=0, description="In-memory state keeps at most this many runs (LRU).")
     key_salt: SecretStr | None = Field(
         None, description="Salt for API-key hashes. Unset: one is created in RUNGUARD_HOME/salt on first start."

@@ -14,6 +14,8 @@ Scopes:
   KEY        one API key (salted hash)
   KEY_MODEL  one API key and model (upstream health)
   KEY_DAY    one API key and UTC day (daily spend)
+  RUN_TRACE  one run, remembered for days after its state was forgotten (`runs.remember_seconds`):
+             the little that must outlive an idle pause, such as that the run was seen at all
 
 Values are strings or floats; windows are bounded lists of short strings
 (hashes, signatures), oldest first. Per-run state stays small because every
@@ -38,6 +40,7 @@ class Scope(StrEnum):
     KEY = "key"
     KEY_MODEL = "key_model"
     KEY_DAY = "key_day"
+    RUN_TRACE = "run_trace"
 
 
 @frozen

@@ -46,7 +46,7 @@ class DiscardSink:
 
 
 def build_state(settings: Settings) -> StateBackend:
-    ttls = ScopeTtls(run=settings.runs.idle_seconds, thread=settings.runs.idle_seconds)
+    ttls = ScopeTtls.of_runs(settings.runs.idle_seconds, settings.runs.remember_seconds)
     if settings.state.url:
         from runguard.proxy.state.redis import RedisState
 

@@ -36,6 +36,10 @@ class ScopeIds:
     key_day: str
     thread: str = ""  # a nested conversation's id (see runguard.proxy.nesting); the run's when not nested
 
+    @property
+    def run_trace(self) -> str:
+        return self.run
+
     def of(self, scope: Scope) -> str:
         return str(getattr(self, scope))  # a Scope is its value (StrEnum), read without the enum's descriptor
 
@@ -49,6 +53,13 @@ class ScopeTtls:
     key: float = 86400.0
     key_model: float = 86400.0
     key_day: float = 2 * 86400.0
+    run_trace: float = 7 * 86400.0
+
+    @classmethod
+    def of_runs(cls, idle_seconds: float, remember_seconds: float) -> ScopeTtls:
+        """A run's and its threads' state lives `idle_seconds` after its last request, its trace
+        `remember_seconds`."""
+        return cls(run=idle_seconds, thread=idle_seconds, run_trace=remember_seconds)
 
     def of(self, scope: Scope) -> float:
         return float(getattr(self, scope))

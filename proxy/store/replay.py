@@ -176,7 +176,7 @@ class Replayer:
         self.report = ReplayReport()
         self._clock = _Clock()
         state = MemoryState(
-            ScopeTtls(run=settings.runs.idle_seconds, thread=settings.runs.idle_seconds),
+            ScopeTtls.of_runs(settings.runs.idle_seconds, settings.runs.remember_seconds),
             settings.runs.max_runs,
             clock=self._clock,
         )

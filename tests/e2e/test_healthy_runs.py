@@ -10,6 +10,7 @@ default configuration records on the way.
 
 from __future__ import annotations
 
+import asyncio
 import json
 from collections.abc import AsyncIterator, Callable
 from typing import Any
@@ -22,6 +23,7 @@ from openai.lib._pydantic import to_strict_json_schema
 from pydantic import BaseModel, ValidationError
 
 from tests.e2e import healthy
+from tests.e2e.faults import eventually, requests_of
 from tests.support.proxy import ListSink, settings_for, start_proxy
 from tests.support.upstream import FakeUpstream, Received, Reply, Script
 
@@ -456,6 +458,43 @@ async def test_a_long_conversation_resumed_under_the_history_limit_then_continue
     assert len(upstream.received) == 9
     assert healthy.blocks(sink) == set()
     assert healthy.warnings(sink) == set()
+
+
+async def test_a_long_chat_named_by_its_id_goes_on_after_the_proxy_forgot_its_run(
+    upstream: FakeUpstream, sink: ListSink
+) -> None:
+    """A chat app naming each conversation by its id: the user comes back after the run's idle time, when the
+    proxy has forgotten the run's state. The same history under a run id never seen is an earlier session
+    loaded into a new run, and is stopped."""
+    upstream.script = healthy.chat_model([])
+    running = await start_proxy(settings_for(upstream.url, runs={"idle_seconds": 0.3}), sink=sink)
+    client = openai.AsyncOpenAI(base_url=running.url + "/v1", api_key="sk-test-chat", max_retries=0)
+    messages = conversation(50_000)
+    try:
+        for turn in range(4):  # over the limit of 60,000 characters by the last
+            completion = await client.chat.completions.create(
+                model="gpt-4o-mini", messages=messages, extra_headers={"X-Run-Id": "conversation-1"}
+            )
+            messages += [
+                {"role": "assistant", "content": (completion.choices[0].message.content or "") + " detail" * 600},
+                {"role": "user", "content": f"And point {turn}?"},
+            ]
+        await asyncio.sleep(0.6)
+        await client.chat.completions.create(
+            model="gpt-4o-mini", messages=messages, extra_headers={"X-Run-Id": "conversation-1"}
+        )
+        with pytest.raises(openai.RateLimitError) as caught:
+            await client.chat.completions.create(
+                model="gpt-4o-mini", messages=messages, extra_headers={"X-Run-Id": "job-of-today"}
+            )
+    finally:
+        await client.close()
+        await running.stop()
+    assert caught.value.code == "runguard_session_bloat"
+    assert len(upstream.received) == 5
+    await eventually(lambda: len(requests_of(sink)) == 6)
+    resumed = [r for r in requests_of(sink) if r.run_id == "conversation-1"]
+    assert [r.index for r in resumed] == [1, 2, 3, 4, 1]  # the last after the run was forgotten
 
 
 def reported_usage(input_tokens: int, output_tokens: int) -> Callable[[Script], Script]:

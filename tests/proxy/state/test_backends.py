@@ -218,6 +218,14 @@ async def test_a_scope_expires_after_its_ttl_of_inactivity(make: Make) -> None:
     assert await run(state, Get(RUN, "n"), Get(KEY, "n")) == [None, 1.0]
 
 
+async def test_a_run_s_trace_outlives_its_state_and_shares_its_id(make: Make) -> None:
+    state = make(ScopeTtls.of_runs(idle_seconds=0.2, remember_seconds=30.0))
+    assert await run(state, Add(RUN, "n"), Put(Scope.RUN_TRACE, "seen", "1")) == [1.0, None]
+    await asyncio.sleep(0.35)
+    assert await run(state, Get(RUN, "n"), Put(Scope.RUN_TRACE, "seen", "1")) == [None, "1"]
+    assert await state.read_scope(Scope.RUN_TRACE, IDS.run) == {"seen": "1"}
+
+
 async def test_remember_and_recall(make: Make) -> None:
     state = make()
     assert await state.recall("resp:none") is None
@@ -272,7 +280,12 @@ async def test_redis_keys_are_hash_tagged_and_all_expire() -> None:
     assert isinstance(state, RedisState)
     try:
         await run(
-            state, Add(RUN, "n"), Put(KEY, "s", "v"), Push(KEY_MODEL, "w", ("a",), keep=2), Add(KEY_DAY, "usd", 1)
+            state,
+            Add(RUN, "n"),
+            Put(KEY, "s", "v"),
+            Push(KEY_MODEL, "w", ("a",), keep=2),
+            Add(KEY_DAY, "usd", 1),
+            Put(Scope.RUN_TRACE, "seen", "1"),
         )
         await state.remember("resp:1", "run-1", 60.0)
         keys = await prefix_keys(url, prefix)
@@ -287,6 +300,7 @@ async def test_redis_keys_are_hash_tagged_and_all_expire() -> None:
                 f"{prefix}:{{key:{IDS.key}}}".encode(),
                 f"{prefix}:{{key_model:{IDS.key_model}}}".encode(),
                 f"{prefix}:{{key_day:{IDS.key_day}}}".encode(),
+                f"{prefix}:{{run_trace:{IDS.run}}}".encode(),
                 f"{prefix}:kv:resp:1".encode(),
             ]
         )
@@ -297,6 +311,7 @@ async def test_redis_keys_are_hash_tagged_and_all_expire() -> None:
             assert ttls[markers[0]] <= 5_000  # gone soon: only a retry of the same call looks for it
             assert 0 < ttls[f"{prefix}:{{run:{IDS.run}}}".encode()] <= 3600_000
             assert 3600_000 < ttls[f"{prefix}:{{key_day:{IDS.key_day}}}".encode()] <= 2 * 86400_000
+            assert 2 * 86400_000 < ttls[f"{prefix}:{{run_trace:{IDS.run}}}".encode()] <= 7 * 86400_000
             # a scope's every key maps to the slot of its hash tag (Redis Cluster keeps the scope on one node)
             for scope in Scope:
                 key = state.key(scope, IDS.of(scope))
