@@ -3,7 +3,8 @@
     RunGuardError
     ├── ConfigError          (runguard.config.loader) invalid configuration, names the key
     ├── UpstreamError        the provider could not be reached or answered badly
-    │   └── UpstreamTimeout  connect, first-byte or idle timeout
+    │   ├── UpstreamTimeout  connect, first-byte or idle timeout
+    │   └── UpstreamRefused  the provider answered a WebSocket handshake with an HTTP status
     ├── StateUnavailable     the state backend (Redis) failed or timed out
     └── BreakerOpen          a breaker is open; carries the notice for the synthetic response
 
@@ -28,6 +29,14 @@ class UpstreamError(RunGuardError):
 
 class UpstreamTimeout(UpstreamError):
     """The upstream did not connect, answer, or continue a stream in time."""
+
+
+class UpstreamRefused(UpstreamError):
+    """The upstream answered a WebSocket handshake with `status` instead of switching protocols."""
+
+    def __init__(self, message: str, status: int) -> None:
+        super().__init__(message)
+        self.status = status
 
 
 class StateUnavailable(RunGuardError):

@@ -24,13 +24,14 @@ from multidict import CIMultiDict
 
 from runguard.config.settings import Settings
 from runguard.detectors.frozen import frozen
+from runguard.proxy import websocket
 from runguard.proxy.adapters import adapter_for
 from runguard.proxy.adapters.base import Adapter, RequestContext, Synthetic
 from runguard.proxy.adapters.history import HistoryCache, HistorySlot
 from runguard.proxy.adapters.openai_responses import ResponsesAdapter
 from runguard.proxy.background import polled_id
 from runguard.proxy.codec import BodyTooLarge, decode_body
-from runguard.proxy.errors import UpstreamError, UpstreamTimeout
+from runguard.proxy.errors import UpstreamError
 from runguard.proxy.events import Api, Provider, ResponseInfo
 from runguard.proxy.guard import Guard
 from runguard.proxy.headers import header_text, upstream_request_headers
@@ -39,8 +40,8 @@ from runguard.proxy.observe import Observer
 from runguard.proxy.policy import SHORT_HEADERS, tightening_from
 from runguard.proxy.records import RecordedBody
 from runguard.proxy.relay import is_stream, relay_stream, whole_response
-from runguard.proxy.replies import provider_error
-from runguard.proxy.routes import Route, gemini_streams_sse, resolve
+from runguard.proxy.replies import provider_error, upstream_failed
+from runguard.proxy.routes import Route, gemini_streams_sse, raw_target, resolve
 from runguard.proxy.stream_usage import UsageChunkFilter, with_usage_requested
 from runguard.proxy.tasks import hold
 from runguard.proxy.ticket import Ticket
@@ -65,6 +66,11 @@ class ProxyContext:
     # The state backend never awaits (the in-memory one): a request's bookkeeping cannot be cancelled
     # half-way, so `settle` runs it in place instead of in a task of its own (~9 us a request).
     state_never_waits: bool = False
+
+    @property
+    def own_headers(self) -> tuple[str, ...]:
+        """RunGuard's request headers, never sent upstream (besides every `X-RunGuard-*`)."""
+        return (self.settings.runs.run_header, self.settings.runs.agent_header, *SHORT_HEADERS)
 
     def spawn(self, coro: Coroutine[Any, Any, None]) -> None:
         """Finish work after the client left (a disconnect must not lose the record)."""
@@ -98,15 +104,6 @@ class ProxyContext:
 
 
 CONTEXT: web.AppKey[ProxyContext] = web.AppKey("runguard_context", ProxyContext)
-
-
-def _raw_target(request: web.Request, route: Route) -> str:
-    """Path and query exactly as sent, minus an explicit /openai or /gemini prefix."""
-    raw = request.raw_path
-    for prefix in ("/openai", "/gemini"):
-        if request.path.startswith(prefix + "/"):
-            return raw[len(prefix) :]
-    return raw
 
 
 async def _read_body(request: web.Request, limit: int) -> bytes:
@@ -160,6 +157,8 @@ async def handle(request: web.Request) -> web.StreamResponse:
     refusal = _key_refusal(ctx, route, key_hash)
     if refusal is not None:
         return refusal
+    if websocket.is_upgrade(request):
+        return await websocket.relay(request, ctx, route, key_hash)
     if ctx.stopping.is_set() and not request.content.is_eof():
         # The rest of this body would be dropped (see `stop_reading`): say so now, the SDK retries elsewhere.
         return provider_error(route.provider, 503, "RunGuard is shutting down; retry the request", "shutting_down")
@@ -182,15 +181,17 @@ async def handle(request: web.Request) -> web.StreamResponse:
 
 async def _send_untouched(request: web.Request, ctx: ProxyContext, route: Route, body: bytes) -> aiohttp.ClientResponse:
     """The request upstream as the client sent it (less hop-by-hop and RunGuard's own headers)."""
-    headers = upstream_request_headers(request.headers, _own_headers(ctx.settings))
-    return await ctx.upstreams[route.provider].send(request.method, _raw_target(request, route), headers, body)
+    headers = upstream_request_headers(request.headers, ctx.own_headers)
+    return await ctx.upstreams[route.provider].send(
+        request.method, raw_target(request.path, request.raw_path), headers, body
+    )
 
 
 async def _passthrough(request: web.Request, ctx: ProxyContext, route: Route, body: bytes) -> web.StreamResponse:
     try:
         upstream = await _send_untouched(request, ctx, route, body)
     except UpstreamError as exc:
-        return _upstream_failed(route.provider, exc)
+        return upstream_failed(route.provider, exc)
     async with upstream:
         if is_stream(upstream, route.stream):
             out, _ = await relay_stream(request, upstream, None, CIMultiDict(), None)
@@ -198,7 +199,7 @@ async def _passthrough(request: web.Request, ctx: ProxyContext, route: Route, bo
         try:
             raw = await read_whole(upstream)
         except UpstreamError as exc:
-            return _upstream_failed(route.provider, exc)
+            return upstream_failed(route.provider, exc)
         return whole_response(upstream, raw, CIMultiDict())
 
 
@@ -213,7 +214,7 @@ async def _poll(request: web.Request, ctx: ProxyContext, route: Route, body: byt
     try:
         upstream = await _send_untouched(request, ctx, route, body)
     except UpstreamError as exc:
-        return _upstream_failed(route.provider, exc)
+        return upstream_failed(route.provider, exc)
     sent = time.perf_counter()
     background = ctx.guard.background
     responses = ResponsesAdapter()
@@ -236,7 +237,7 @@ async def _poll(request: web.Request, ctx: ProxyContext, route: Route, body: byt
         try:
             raw = await read_whole(upstream)
         except UpstreamError as exc:
-            return _upstream_failed(route.provider, exc)
+            return upstream_failed(route.provider, exc)
         latency = time.perf_counter() - sent
         encoding = upstream.headers.get("Content-Encoding")
 
@@ -263,16 +264,6 @@ def _poll_answer(responses: ResponsesAdapter, raw: bytes, encoding: str | None) 
     except BodyTooLarge:
         return None
     return responses.parse_response(parsed) if parsed is not None else None
-
-
-def _own_headers(settings: Settings) -> tuple[str, ...]:
-    return (settings.runs.run_header, settings.runs.agent_header, *SHORT_HEADERS)
-
-
-def _upstream_failed(provider: Provider, exc: UpstreamError) -> web.Response:
-    timeout = isinstance(exc, UpstreamTimeout)
-    status, code = (504, "upstream_timeout") if timeout else (502, "upstream_unreachable")
-    return provider_error(provider, status, f"RunGuard could not get an answer from the provider: {exc}", code)
 
 
 async def _guarded(
@@ -309,7 +300,7 @@ async def _guarded(
         kept = _recorded(request, decoded, b"", None) if settings.store.record_bodies else None
         await ctx.settle(ctx.guard.complete(ticket, None, client_status=ticket.answer.status, body=kept))
         return _synthetic(ticket.answer, ticket)
-    headers = upstream_request_headers(request.headers, _own_headers(settings))
+    headers = upstream_request_headers(request.headers, ctx.own_headers)
     rewrite: UsageChunkFilter | None = None
     if settings.upstreams.inject_stream_usage and info.api is Api.CHAT and info.stream and not info.include_usage:
         asked = with_usage_requested(decoded)
@@ -347,7 +338,7 @@ async def _forward(
 
     async def failed(exc: UpstreamError) -> web.Response:
         failure = ResponseInfo(error=str(exc), complete=False)
-        reply = _upstream_failed(route.provider, exc)
+        reply = upstream_failed(route.provider, exc)
         reply.headers["x-runguard-run-id"] = ticket.run_id
         seen = guard.response_seen(ticket, failure, None, time.perf_counter() - sent)
         kept = _recorded(request, sending.body, b"", None) if record else None
@@ -356,7 +347,7 @@ async def _forward(
 
     try:
         upstream = await ctx.upstreams[route.provider].send(
-            request.method, _raw_target(request, route), sending.headers, sending.body
+            request.method, raw_target(request.path, request.raw_path), sending.headers, sending.body
         )
     except UpstreamError as exc:
         return await failed(exc)

@@ -10,6 +10,7 @@ from __future__ import annotations
 import orjson
 from aiohttp import web
 
+from runguard.proxy.errors import UpstreamError, UpstreamTimeout
 from runguard.proxy.events import Provider
 
 _GEMINI_STATUS = {
@@ -43,3 +44,10 @@ def provider_error(
         content_type="application/json",
         headers=headers,
     )
+
+
+def upstream_failed(provider: Provider, exc: UpstreamError) -> web.Response:
+    """What the client gets when the provider could not be reached or did not answer in time."""
+    timeout = isinstance(exc, UpstreamTimeout)
+    status, code = (504, "upstream_timeout") if timeout else (502, "upstream_unreachable")
+    return provider_error(provider, status, f"RunGuard could not get an answer from the provider: {exc}", code)

@@ -6,7 +6,8 @@ OpenAI except `/v1/models/{m}:method`, which is Gemini's v1 surface, and any
 `/v1/...` request that carries a Gemini API key (google-genai with
 `api_version="v1"` lists and gets models at `/v1/models`, as OpenAI does).
 `/upload/...` is Gemini's media upload (google-genai's `files.upload` sends
-both of its steps there, on the client's base URL).
+both of its steps there, on the client's base URL), and `/ws/...` its Live
+API's WebSocket (`...GenerativeService.BidiGenerateContent`).
 """
 
 from __future__ import annotations
@@ -59,11 +60,20 @@ def resolve(path: str, gemini_key: bool = False) -> Route | None:
         return _gemini(_strip(path, "/gemini"))
     if _GEMINI_METHOD.match(path):
         return _gemini(path)
-    if path.startswith(("/v1beta/", "/v1alpha/", "/upload/")) or path in ("/v1beta", "/v1alpha"):
+    if path.startswith(("/v1beta/", "/v1alpha/", "/upload/", "/ws/")) or path in ("/v1beta", "/v1alpha"):
         return _gemini(path)
     if path.startswith("/v1/") or path == "/v1":
         return _gemini(path) if gemini_key else _openai(path)
     return None
+
+
+def raw_target(path: str, raw_path: str) -> str:
+    """The path and query to request upstream, exactly as sent (`raw_path`), less an explicit
+    `/openai` or `/gemini` prefix."""
+    for prefix in ("/openai", "/gemini"):
+        if path.startswith(prefix + "/"):
+            return raw_path[len(prefix) :]
+    return raw_path
 
 
 def gemini_streams_sse(query: Mapping[str, str]) -> bool:

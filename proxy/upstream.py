@@ -16,7 +16,7 @@ from multidict import CIMultiDict
 from yarl import URL
 
 from runguard.config.settings import UpstreamSettings
-from runguard.proxy.errors import UpstreamError, UpstreamTimeout
+from runguard.proxy.errors import UpstreamError, UpstreamRefused, UpstreamTimeout
 from runguard.proxy.events import Provider
 from runguard.proxy.keys import redact
 
@@ -70,6 +70,32 @@ class Upstream:
             raise UpstreamError(describe(exc)) from exc
         _time_silence(response, self._settings.idle_timeout)
         return response
+
+    async def connect(
+        self, raw_target: str, headers: CIMultiDict[str], protocols: tuple[str, ...]
+    ) -> aiohttp.ClientWebSocketResponse:
+        """Open a WebSocket to the upstream (the handshake bounded by `first_byte_timeout`).
+
+        Messages of any size pass (the client's are bounded by the server's body limit), and the
+        connection may stay quiet for as long as its two ends like: pings are answered, none are sent.
+        """
+        try:
+            async with asyncio.timeout(self._settings.first_byte_timeout):
+                return await self.session.ws_connect(
+                    self.url(raw_target),
+                    headers=headers,
+                    protocols=protocols,
+                    max_msg_size=0,
+                    timeout=aiohttp.ClientWSTimeout(ws_receive=None, ws_close=10.0),
+                )
+        except aiohttp.WSServerHandshakeError as exc:
+            raise UpstreamRefused(f"the WebSocket handshake was answered {exc.status}", exc.status) from exc
+        except aiohttp.ConnectionTimeoutError as exc:
+            raise UpstreamTimeout(f"could not connect to {self.base_url} within the connect timeout") from exc
+        except TimeoutError as exc:
+            raise UpstreamTimeout(f"no handshake from {self.base_url} within the timeout") from exc
+        except aiohttp.ClientError as exc:
+            raise UpstreamError(describe(exc)) from exc
 
     async def close(self) -> None:
         if self._session is not None:

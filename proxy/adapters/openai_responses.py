@@ -355,6 +355,10 @@ class ResponsesStreamParser:
         except orjson.JSONDecodeError:
             self._bad += 1
             return
+        self.take(payload)
+
+    def take(self, payload: Any) -> None:
+        """One event, parsed (a WebSocket frame carries one: see `ws_responses`)."""
         if not isinstance(payload, dict):
             return
         kind = payload.get("type")
@@ -363,7 +367,10 @@ class ResponsesStreamParser:
         if kind in _TERMINAL:
             self._final = response_info(as_dict(payload.get("response")), complete=kind != "response.failed")
         elif kind == "error":
-            self._error = as_str(payload.get("message")) or as_str(payload.get("code")) or "error"
+            # An SSE error event names its problem at the top; a WebSocket error frame under `error`.
+            nested = as_dict(payload.get("error"))
+            found = payload.get("message") or payload.get("code") or nested.get("message") or nested.get("code")
+            self._error = as_str(found) or "error"
         elif kind == "response.created":
             response = as_dict(payload.get("response"))
             self._id, self._model = opt_str(response.get("id")), opt_str(response.get("model"))

@@ -142,6 +142,21 @@ def responses_stream(text: str = "streamed words") -> list[bytes]:
     return out
 
 
+def responses_events(response: dict[str, Any]) -> list[dict[str, Any]]:
+    """The events a streamed `response` comes as (also one per message over a WebSocket): created, each output
+    item added and done, completed."""
+    in_progress = {**response, "status": "in_progress", "output": [], "usage": None}
+    events: list[dict[str, Any]] = [{"type": "response.created", "response": in_progress}]
+    for index, item in enumerate(response["output"]):
+        started = {**item, "status": "in_progress"}
+        if item["type"] == "message":
+            started["content"] = []
+        events.append({"type": "response.output_item.added", "output_index": index, "item": started})
+        events.append({"type": "response.output_item.done", "output_index": index, "item": item})
+    events.append({"type": "response.completed", "response": response})
+    return [{**event, "sequence_number": seq} for seq, event in enumerate(events)]
+
+
 def gemini_response(
     text: str = "Gemini says hi", calls: list[tuple[str, dict[str, Any]]] | None = None, usage: tuple[int, int] = (7, 3)
 ) -> dict[str, Any]:

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import orjson
-from aiohttp import web
+from aiohttp import WSMsgType, web
 
 from runguard.proxy.server import Running, start
 
@@ -55,6 +55,8 @@ class Reply:
 
 
 Script = Callable[[Received], Reply]
+# A WebSocket's answers to one client message: messages to send back, and an int to close with that code.
+SocketScript = Callable[[str | bytes], Sequence[str | bytes | int]]
 
 
 def trickle(data: bytes, size: int = 7) -> list[bytes]:
@@ -77,6 +79,10 @@ class FakeUpstream:
         self.in_flight = 0
         self.max_in_flight = 0
         self.cancelled = 0
+        self.socket_script: SocketScript = lambda message: [message]  # an echo
+        self.socket_refusal: int | None = None  # answer WebSocket handshakes with this status instead
+        self.handshakes: list[Received] = []
+        self.socket_received: list[str | bytes] = []
         self._running: Running | None = None
 
     @property
@@ -95,6 +101,8 @@ class FakeUpstream:
             await self._running.stop()
 
     async def _handle(self, request: web.Request) -> web.StreamResponse:
+        if request.headers.get("Upgrade", "").lower() == "websocket":
+            return await self._socket(request)
         body = await request.read()
         received = Received(request.method, request.path, request.query_string, dict(request.headers), body)
         self.received.append(received)
@@ -107,6 +115,27 @@ class FakeUpstream:
             raise
         finally:
             self.in_flight -= 1
+
+    async def _socket(self, request: web.Request) -> web.StreamResponse:
+        """A WebSocket: each client message answered by `socket_script`; the first subprotocol offered taken."""
+        self.handshakes.append(Received("GET", request.path, request.query_string, dict(request.headers), b""))
+        if self.socket_refusal is not None:
+            return web.Response(status=self.socket_refusal, text="refused")
+        offered = [p.strip() for p in request.headers.get("Sec-WebSocket-Protocol", "").split(",") if p.strip()]
+        socket = web.WebSocketResponse(protocols=offered[:1])
+        await socket.prepare(request)
+        async for message in socket:
+            if message.type not in (WSMsgType.TEXT, WSMsgType.BINARY):
+                break
+            self.socket_received.append(message.data)
+            for answer in self.socket_script(message.data):
+                if isinstance(answer, int):
+                    await socket.close(code=answer)
+                elif isinstance(answer, bytes):
+                    await socket.send_bytes(answer)
+                else:
+                    await socket.send_str(answer)
+        return socket
 
     async def _answer(self, request: web.Request, reply: Reply) -> web.StreamResponse:
         if reply.hang:
