@@ -156,6 +156,8 @@ async def test_a_realtime_socket_is_relayed_both_ways_with_its_subprotocol_and_c
 
 
 async def test_gemini_live_sockets_are_relayed_with_their_key(proxy_url: str, upstream: FakeUpstream) -> None:
+    """Gemini's Live API path, as a client on plain ws:// sends it (google-genai itself always dials wss://, so it
+    reaches the proxy only through a TLS terminator in front of it)."""
     path = "/ws/google.ai.generativelanguage.v1beta.GenerativeService.BidiGenerateContent"
     url = f"{proxy_url}{path}?key=gemini-live-key"
     async with aiohttp.ClientSession() as session, session.ws_connect(url) as socket:
