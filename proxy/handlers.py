@@ -163,6 +163,10 @@ async def handle(request: web.Request) -> web.StreamResponse:
     if ctx.stopping.is_set() and not request.content.is_eof():
         # The rest of this body would be dropped (see `stop_reading`): say so now, the SDK retries elsewhere.
         return provider_error(route.provider, 503, "RunGuard is shutting down; retry the request", "shutting_down")
+    adapter = adapter_for(route.api) if request.method == "POST" else None
+    if adapter is None and not _is_poll(request, route):
+        # Nothing here is read: the body streams upstream as it arrives, whatever its size (a file upload).
+        return await _passthrough(request, ctx, route, request.content if request.body_exists else b"")
     task = asyncio.current_task()
     if task is not None:
         ctx.reading.add(task)
@@ -172,23 +176,32 @@ async def handle(request: web.Request) -> web.StreamResponse:
         return provider_error(route.provider, 413, f"RunGuard: {exc}", "request_too_large")
     finally:
         ctx.reading.discard(task)
-    adapter = adapter_for(route.api) if request.method == "POST" else None
     if adapter is None:
-        if request.method == "GET" and route.provider is Provider.OPENAI and polled_id(route.upstream_path):
-            return await _poll(request, ctx, route, body)
-        return await _passthrough(request, ctx, route, body)
+        return await _poll(request, ctx, route, body)
     return await _guarded(request, ctx, route, adapter, body, key_hash)
 
 
-async def _send_untouched(request: web.Request, ctx: ProxyContext, route: Route, body: bytes) -> aiohttp.ClientResponse:
-    """The request upstream as the client sent it (less hop-by-hop and RunGuard's own headers)."""
+def _is_poll(request: web.Request, route: Route) -> bool:
+    """`GET /v1/responses/{id}`: a Responses API poll, read once relayed (`_poll`)."""
+    return request.method == "GET" and route.provider is Provider.OPENAI and polled_id(route.upstream_path) is not None
+
+
+async def _send_untouched(
+    request: web.Request, ctx: ProxyContext, route: Route, body: bytes | aiohttp.StreamReader
+) -> aiohttp.ClientResponse:
+    """The request upstream as the client sent it (less hop-by-hop and RunGuard's own headers); a body still
+    arriving (`StreamReader`) streams on with the length the client declared."""
     headers = upstream_request_headers(request.headers, ctx.own_headers)
+    if not isinstance(body, bytes) and request.content_length is not None:
+        headers["Content-Length"] = str(request.content_length)
     return await ctx.upstreams[route.provider].send(
         request.method, raw_target(request.path, request.raw_path), headers, body
     )
 
 
-async def _passthrough(request: web.Request, ctx: ProxyContext, route: Route, body: bytes) -> web.StreamResponse:
+async def _passthrough(
+    request: web.Request, ctx: ProxyContext, route: Route, body: bytes | aiohttp.StreamReader
+) -> web.StreamResponse:
     try:
         upstream = await _send_untouched(request, ctx, route, body)
     except UpstreamError as exc:

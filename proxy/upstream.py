@@ -50,17 +50,18 @@ class Upstream:
         return URL(self.base_url + raw_path_and_query, encoded=True)
 
     async def send(
-        self, method: str, raw_target: str, headers: CIMultiDict[str], body: bytes
+        self, method: str, raw_target: str, headers: CIMultiDict[str], body: bytes | aiohttp.StreamReader
     ) -> aiohttp.ClientResponse:
         """Send a request; returns once the response headers are in (the body is not read).
 
-        Waiting for the headers is bounded by `first_byte_timeout`; from then on
-        the body may stay silent `idle_timeout` seconds at most.
+        `body`: bytes, or a client's body still arriving, streamed on as it comes. Sending it and
+        waiting for the headers is bounded by `first_byte_timeout`; from then on the response body
+        may stay silent `idle_timeout` seconds at most.
         """
         try:
             async with asyncio.timeout(self._settings.first_byte_timeout):
                 response = await self.session.request(
-                    method, self.url(raw_target), headers=headers, data=body or None, allow_redirects=False
+                    method, self.url(raw_target), headers=headers, data=_data(body), allow_redirects=False
                 )
         except aiohttp.ConnectionTimeoutError as exc:
             raise UpstreamTimeout(f"could not connect to {self.base_url} within the connect timeout") from exc
@@ -100,6 +101,12 @@ class Upstream:
     async def close(self) -> None:
         if self._session is not None:
             await self._session.close()
+
+
+def _data(body: bytes | aiohttp.StreamReader) -> bytes | aiohttp.StreamReader | None:
+    if isinstance(body, bytes):
+        return body or None  # no body: aiohttp sends no Content-Length or Transfer-Encoding of its own
+    return body
 
 
 def _time_silence(response: aiohttp.ClientResponse, seconds: float) -> None:

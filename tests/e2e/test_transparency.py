@@ -11,6 +11,7 @@ import aiohttp
 import httpx
 import openai
 import orjson
+import pytest
 from google import genai
 from google.genai import types
 
@@ -225,6 +226,35 @@ async def test_google_genai_file_upload_goes_through_the_proxy(
         ("/upload/v1beta/files", "upload, finalize"),
     ]
     assert upstream.received[1].body == b"hello\n"
+
+
+async def test_a_file_upload_larger_than_the_body_limit_streams_through_untouched(
+    upstream: FakeUpstream, sink: ListSink, tmp_path: Path
+) -> None:
+    """A batch input file of 3 MB through a proxy whose body limit is 1 MB: only the model requests RunGuard
+    reads are bounded; anything it forwards unread streams on as it arrives."""
+    upstream.script = lambda received: Reply.json({"id": "file-1", "object": "file", "bytes": len(received.body)})
+    running = await start_proxy(settings_for(upstream.url, server={"max_body_bytes": 1 << 20}), sink=sink)
+    sent: list[httpx.Request] = []
+    client = _openai(running.url, sent)
+    batch = tmp_path / "batch.jsonl"
+    line = orjson.dumps({"custom_id": "r", "method": "POST", "url": "/v1/chat/completions", "body": {"x": "y" * 900}})
+    batch.write_bytes(b"\n".join([line] * 3300))  # about 3 MB
+    try:
+        uploaded = await client.files.create(file=batch, purpose="batch")
+        with pytest.raises(openai.APIStatusError) as refused:  # a model request over the limit is still refused
+            await client.chat.completions.create(
+                model="gpt-4o-mini", messages=[{"role": "user", "content": "x" * (2 << 20)}]
+            )
+    finally:
+        await client.close()
+        await running.stop()
+    assert refused.value.status_code == 413
+    (received,) = upstream.received
+    assert received.path == "/v1/files"
+    assert batch.read_bytes() in received.body and b'name="purpose"' in received.body
+    assert received.headers["Content-Length"] == str(len(received.body))
+    assert uploaded.bytes == len(received.body)
 
 
 async def test_google_genai_on_api_version_v1_reaches_gemini_and_openai_still_reaches_openai(
