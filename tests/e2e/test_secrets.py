@@ -85,7 +85,7 @@ async def _every_path(url: str, seen: Seen, run: str) -> None:
         await seen.call(s, "POST", url + f"{GEMINI}:generateContent?key={QUERY}", gbody, **{"X-Run-Id": run + "-q"})
         await seen.call(s, "GET", url + f"/v1/models?key={QUERY}", **auth)
         await seen.call(s, "POST", url + "/v1/chat/completions", b'{"broken', **auth)
-        await seen.call(s, "POST", url + f"/v1/chat/completions?key={QUERY}", b"x" * 70_000, **auth)
+        await seen.call(s, "POST", url + f"{GEMINI}:generateContent?key={QUERY}", b"x" * 70_000)  # too large
         await seen.call(s, "GET", url + f"/nowhere?key={QUERY}", **auth)
         await seen.call(
             s, "POST", url + "/v1/chat/completions", {**CHAT_BODY, "stream": True, "user": "please-reset"}, **auth
