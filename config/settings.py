@@ -37,7 +37,11 @@ class ServerSettings(_Section):
         None, description="Bearer token for /runguard/ admin endpoints; required when bound beyond localhost."
     )
     max_body_bytes: int = Field(
-        32 * 1024 * 1024, gt=0, description="Largest request body accepted; larger ones get a provider-style 413."
+        32 * 1024 * 1024,
+        gt=0,
+        description="Largest model request (chat completions, responses, generateContent) accepted; larger ones "
+        "get a provider-style 413. Requests RunGuard does not read (file uploads, audio, ...) stream through "
+        "whatever their size.",
     )
     shutdown_grace_seconds: float = Field(
         30.0, ge=0, description="How long a graceful shutdown waits for in-flight streams to finish."

@@ -3,10 +3,11 @@
 Every blocking decision is made before the client response is prepared;
 after that only an in-stream error event can end it. Requests the adapters
 do not model (GETs, embeddings, files, countTokens) are forwarded untouched
-and only counted; of them, a Responses API poll (`GET /v1/responses/{id}`)
-is also read once it is relayed, so a background response's cost is
-counted when it is found finished (`background`). A WebSocket handshake is
-relayed as a socket (`websocket`).
+and only counted, their bodies streamed on as they arrive, whatever their
+size; of them, a Responses API poll (`GET /v1/responses/{id}`) is also read
+once it is relayed, so a background response's cost is counted when it is
+found finished (`background`). A WebSocket handshake is relayed as a socket
+(`websocket`).
 """
 
 from __future__ import annotations
