@@ -67,6 +67,11 @@ class UpstreamSettings(_Section):
         300.0, gt=0, description="Seconds a response body or stream may stay silent before it is abandoned."
     )
     pool_size: int = Field(256, gt=0, description="Keep-alive connections per upstream provider.")
+    trust_env: bool = Field(
+        False,
+        description="Reach the providers through the proxy that HTTPS_PROXY / HTTP_PROXY name (NO_PROXY "
+        "excepted), as the SDKs do by default; off: connect directly.",
+    )
     inject_stream_usage: bool = Field(
         False,
         description=(

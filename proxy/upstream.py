@@ -42,6 +42,7 @@ class Upstream:
                 auto_decompress=False,
                 skip_auto_headers=_NO_AUTO_HEADERS,
                 cookie_jar=aiohttp.DummyCookieJar(),
+                trust_env=self._settings.trust_env,
             )
         return self._session
 

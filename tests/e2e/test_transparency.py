@@ -257,6 +257,33 @@ async def test_a_file_upload_larger_than_the_body_limit_streams_through_untouche
     assert uploaded.bytes == len(received.body)
 
 
+async def test_providers_are_reached_through_the_environment_s_proxy_when_asked(
+    upstream: FakeUpstream, sink: ListSink, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A company whose egress goes through an HTTP proxy: the SDK honoured HTTPS_PROXY / HTTP_PROXY, and so does
+    RunGuard with `upstreams.trust_env` (the provider's address here answers nothing; the proxy does)."""
+    upstream.script = lambda received: Reply.json(payloads.chat_completion("through the company proxy"))
+    monkeypatch.setenv("HTTP_PROXY", upstream.url)
+    monkeypatch.delenv("NO_PROXY", raising=False)
+    monkeypatch.delenv("no_proxy", raising=False)
+    unreachable = {"openai": f"http://127.0.0.1:{closed_port()}"}
+    for trust_env, expected in ((False, 502), (True, 200)):
+        settings = settings_for(upstream.url, upstreams={**unreachable, "trust_env": trust_env})
+        running = await start_proxy(settings, sink=sink)
+        try:
+            async with aiohttp.ClientSession() as session:
+                body = {"model": "gpt-4o-mini", "messages": [{"role": "user", "content": "hi"}]}
+                url = running.url + "/v1/chat/completions"
+                async with session.post(url, json=body, headers={"Authorization": "Bearer sk-egress"}) as reply:
+                    assert reply.status == expected
+        finally:
+            await running.stop()
+    (proxied,) = upstream.received
+    assert proxied.path == "/v1/chat/completions"
+    assert proxied.headers["Host"] == unreachable["openai"].removeprefix("http://")
+    assert proxied.headers["Authorization"] == "Bearer sk-egress"
+
+
 async def test_google_genai_on_api_version_v1_reaches_gemini_and_openai_still_reaches_openai(
     upstream: FakeUpstream, sink: ListSink
 ) -> None:
