@@ -253,13 +253,18 @@ def _wrapped_task_hash(root: str | None) -> str | None:
     return digest(task) if task else None
 
 
+_NUMERALS = str.maketrans("123456789", "000000000")
+
+
 def identify(instructions: str, tool_names: Iterable[str], header: str | None) -> AgentIdentity:
     """The speaking agent: `X-Agent-Name`, else ADK's internal name, else a fingerprint.
 
     The fingerprint is instructions + the set of tool names: openai-agents and
     Agno send no agent name, but each agent has its own instructions and tools.
+    Digits are read as zeros: instructions that carry the time (Agno's
+    `add_datetime_to_context`, a prompt with today's date) still name one agent.
     """
-    fingerprint = digest(instructions + "\x00" + ",".join(sorted(set(tool_names))))
+    fingerprint = digest(instructions.translate(_NUMERALS) + "\x00" + ",".join(sorted(set(tool_names))))
     if header:
         return AgentIdentity(header.strip()[:128], fingerprint)
     found = _ADK_NAME.search(instructions)

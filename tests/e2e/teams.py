@@ -89,7 +89,7 @@ def analyst_script(member_call: tuple[str, str], rounds: int = 1) -> Callable[[R
     def script(received: Received) -> Reply:
         messages = received.json()["messages"]
         done = sum(1 for m in messages if m["role"] == "tool")
-        if messages[0]["content"] == ANALYST:
+        if messages[0]["content"].startswith(ANALYST):
             if done < rounds:
                 call = (f"call_m{done}_{zlib.crc32(messages[1]['content'].encode())}", *member_call)  # ids differ
                 return Reply.json(payloads.chat_completion(tool_calls=[call], usage=(100, 10)))
@@ -103,20 +103,33 @@ def analyst_script(member_call: tuple[str, str], rounds: int = 1) -> Callable[[R
     return script
 
 
-async def run_analyst_team(client: openai.AsyncOpenAI, tool_result: str) -> str:
+def as_written(instructions: str) -> str:
+    return instructions
+
+
+async def run_analyst_team(
+    client: openai.AsyncOpenAI, tool_result: str, instructions: Callable[[str], str] = as_written
+) -> str:
     """The leader's loop over its delegations, each member thread running its own tool loop; every tool
-    result of the analyst's is `tool_result`. Returns the leader's answer."""
-    leader: list[Any] = list(LEADER)
+    result of the analyst's is `tool_result`. Each request's developer message is `instructions` of the
+    agent's. Returns the leader's answer."""
+    leader: list[Any] = list(LEADER[1:])
+
+    def said_by(text: str, conversation: list[Any]) -> list[Any]:
+        return [{"role": "developer", "content": instructions(text)}, *conversation]
+
     while True:
-        step = (await client.chat.completions.create(model="gpt-4o-mini", messages=leader)).choices[0].message
+        asked = said_by(LEADER[0]["content"], leader)
+        step = (await client.chat.completions.create(model="gpt-4o-mini", messages=asked)).choices[0].message
         if not step.tool_calls:
             return step.content or ""
         leader.append(step.model_dump(exclude_none=True))
         for delegation in step.tool_calls:
             task = json.loads(delegation.function.arguments)["task"]
-            member: list[Any] = [{"role": "developer", "content": ANALYST}, {"role": "user", "content": task}]
+            member: list[Any] = [{"role": "user", "content": task}]
             while True:
-                said = (await client.chat.completions.create(model="gpt-4o-mini", messages=member)).choices[0].message
+                asked = said_by(ANALYST, member)
+                said = (await client.chat.completions.create(model="gpt-4o-mini", messages=asked)).choices[0].message
                 if not said.tool_calls:
                     break
                 member.append(said.model_dump(exclude_none=True))

@@ -8,6 +8,7 @@ conversation whose user message is the task text.
 from __future__ import annotations
 
 import asyncio
+import datetime
 import json
 import time
 from collections.abc import Callable
@@ -226,6 +227,24 @@ async def test_member_threads_that_each_start_with_the_same_lookup_do_not_trip_t
     records = requests_of(sink)
     assert len({r.run_id for r in records}) == 1
     assert [t.detector for t in trips_of(sink)] == []  # six tasks for one member: a fan-out, warned of by nothing
+
+
+async def test_a_team_whose_instructions_carry_the_time_is_one_leader_and_one_member(
+    upstream: FakeUpstream, sink: ListSink, client_of: Callable[..., Any]
+) -> None:
+    """Agno's `add_datetime_to_context` puts the current time in every agent's instructions. Read as a new agent
+    at every request, the leader never came back from a delegation, and its 6th delegation looked 6 agents
+    deep to `delegation`."""
+
+    def stamped(instructions: str) -> str:
+        return f"{instructions}\n<additional_information>\n- The current time is {datetime.datetime.now()}.\n"
+
+    upstream.script = analyst_script(("list_tables", "{}"))
+    answer = await run_analyst_team(await client_of(), '{"tables": ["sales"]}', instructions=stamped)
+    assert answer == "All answered."
+    await eventually(lambda: len(requests_of(sink)) == 19)
+    assert len({r.agent for r in requests_of(sink)}) == 2
+    assert [t.detector for t in trips_of(sink)] == []
 
 
 async def test_a_member_looping_on_a_failing_tool_is_stopped_and_stops_its_run(

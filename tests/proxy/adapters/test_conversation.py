@@ -8,6 +8,7 @@ import orjson
 
 from runguard.proxy.adapters import ChatAdapter, GeminiAdapter, ResponsesAdapter
 from runguard.proxy.adapters.base import RequestContext
+from runguard.proxy.adapters.conversation import identify
 from runguard.proxy.events import RequestInfo, digest
 
 QUOTED = "For context: [{agent}] said:\n<<<BEGIN_QUOTED_AGENT_CONTENT>>>\n{text}\n<<<END_QUOTED_AGENT_CONTENT>>>"
@@ -114,3 +115,13 @@ def test_the_end_user_an_openai_request_names_is_hashed_safety_identifier_first(
         assert end_user(adapter, array, safety_identifier="bob", user="alice") not in (alice, None)
         assert end_user(adapter, array) is None
         assert end_user(adapter, array, user="") is None and end_user(adapter, array, user=["alice"]) is None
+
+
+def test_an_agent_whose_instructions_carry_the_time_keeps_its_fingerprint() -> None:
+    def agent(instructions: str, *tools: str) -> str:
+        return identify(instructions, tools, None).fingerprint
+
+    monday = agent("You triage tickets.\nThe current time is 2026-11-23 09:14:03.512907.", "list_tickets")
+    assert agent("You triage tickets.\nThe current time is 2026-11-26 17:40:59.000001.", "list_tickets") == monday
+    assert agent("You triage tickets.\nThe current time is 2026-11-26 17:40:59.", "close_ticket") != monday
+    assert agent("You triage invoices.\nThe current time is 2026-11-23 09:14:03.512907.", "list_tickets") != monday
