@@ -27,7 +27,7 @@ from runguard.proxy.background import BackgroundCosts
 from runguard.proxy.breaker import BreakerRecord, GateKind
 from runguard.proxy.engine import Batch, Engine, Finding
 from runguard.proxy.errors import StateUnavailable
-from runguard.proxy.events import RequestInfo, ResponseInfo, Usage, digest
+from runguard.proxy.events import HandoffKind, RequestInfo, ResponseInfo, Usage, digest
 from runguard.proxy.observe import Observer
 from runguard.proxy.policy import Policy, Tightening
 from runguard.proxy.pricing import ModelTables
@@ -74,6 +74,7 @@ class Guard:
         self._tokens = TokenEstimator()
         self.degraded_since: float | None = None
         self._owner_ttl = settings.runs.idle_seconds * roots.OWNER_TTL_RUNS
+        self._handed = nesting.HandedOut()  # the conversations header runs' tool calls started
         self._undoing: set[asyncio.Task[None]] = set()  # undos waiting for a lost batch to settle
         # Background responses, accounted for when a poll finds them finished.
         self.background = BackgroundCosts(state, tables, sink, observer, settings.runs.idle_seconds, clock)
@@ -265,11 +266,14 @@ class Guard:
         # the run's state (the last op of the batch), whichever replica learned it.
         acked, naming = agent_names.naming(request)
         request = agent_names.named(request, acked)
-        nested = owner is not None and owner.nested
+        threaded = header_run is not None and self._handed.started(run_id, request)
+        nested = threaded or (owner is not None and owner.nested)
         own = None if nested else owner  # a run found by its root, which may start over (`roots`)
         seen = RequestSeen(run_id, key_hash, now, request, self._tables.window(request.model), digest(body))
         timed = own is not None
         ticket, batch, results = await self._enter(seen, adapter, header_run, nested, naming, tight, timed)
+        if header_run is not None and not nested and results is not None:
+            self._thread_found(ticket, results[-2] if naming is not None else results[-1])
         if own is not None and results is not None:
             fresh = await self._over_or_kept(ticket, results, results[accounting.REQUEST_OPS + len(batch.ops)], own)
             if fresh is not None:
@@ -313,8 +317,9 @@ class Guard:
         timed: bool,
     ) -> tuple[Ticket, Batch, list[OpResult] | None]:
         """The request's ticket in its run, and its first batch run (None: the state failed): the guard's
-        counters, every detector's request plan, if `timed` the run's last time seen (`seen_op`), and the
-        agent's `naming` op (last)."""
+        counters, every detector's request plan, if `timed` the run's last time seen (`seen_op`), for a
+        header run not known to be in a thread the texts its tool calls handed out (`nesting.TASKS`), and
+        the agent's `naming` op (last)."""
         run_id, key_hash, request = seen.run_id, seen.key_hash, seen.request
         thread = nesting.thread_id(run_id, request.root_hash, request.agent.fingerprint) if nested else ""
         ids = scope_ids(run_id, key_hash, request.model, seen.now, thread)
@@ -324,6 +329,8 @@ class Guard:
         ops = [*accounting.request_ops(seen.now, seen.body_hash), *batch.ops]
         if timed:
             ops.append(accounting.seen_op(seen.now))
+        if header_run is not None and not nested:
+            ops.append(nesting.TASKS_GET)
         if naming is not None:
             ops.append(naming)
         return ticket, batch, await self._execute(ids, ops, undo=accounting.release_ops())
@@ -508,7 +515,7 @@ class Guard:
             late = list(findings)
         base = accounting.response_ops(seen.response.usage, seen.usd)
         batch = self._engine.plan_response(lineup, views, len(base), ticket.nested)
-        results = await self._execute(ticket.ids, [*base, *batch.ops])
+        results = await self._execute(ticket.ids, [*base, *batch.ops, *self._handing_out(ticket, seen)])
         if results is not None:
             checked = self._engine.check_response(lineup, batch, results, views)
             findings += checked
@@ -525,6 +532,26 @@ class Guard:
             if after:
                 await self._execute(ticket.ids, after)
         self._emit(ticket, seen, client_status, error, body)
+
+    def _thread_found(self, ticket: Ticket, tasks: OpResult) -> None:
+        """A header run's request whose conversation its run's tool calls started (`tasks`, read with its
+        batch) is judged in its thread from its response on, and every request after it from the start."""
+        request = ticket.request
+        if self._handed.found(ticket.run_id, request, tasks):
+            thread = nesting.thread_id(ticket.run_id, request.root_hash, request.agent.fingerprint)
+            ticket.ids = dataclasses.replace(ticket.ids, thread=thread)
+
+    def _handing_out(self, ticket: Ticket, seen: ResponseSeen) -> list[Op]:
+        """For a header run's response that delegates (an Agno leader's `delegate_task_to_member`), the op
+        keeping the tasks it hands out (`nesting.TASKS`)."""
+        if ticket.nests or not seen.response.handoffs:
+            return []  # a run without the header keeps every text its calls hand out as roots' entries
+        delegating = {h.call_id for h in seen.response.handoffs if h.kind is HandoffKind.DELEGATE}
+        texts = nesting.delegated([call for call in seen.response.tool_calls if call.call_id in delegating])
+        if not texts:
+            return []
+        self._handed.learn(ticket.run_id, texts)
+        return [nesting.tasks_push(texts)]
 
     async def _count_unguarded(self, ticket: Ticket, seen: ResponseSeen) -> None:
         """A request let through while the state was unavailable (fail open): its response's usage

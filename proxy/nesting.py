@@ -18,21 +18,38 @@ Only exact texts match, and Agno's own wrapping: a team that shares its history
 or its members' interactions puts that context before the task, and the task
 after it is matched (`RequestInfo.task_hash`). A framework that wraps the task
 in other text keeps a run of its own, as before.
+
+A run named by `X-Run-Id` needs no entry to find its threads: every agent sends
+the header. But its loop detectors must still judge each thread on its own (six
+member tasks that each begin with the same lookup are not one agent repeating
+itself). So the tasks its delegations hand out (an Agno leader's
+`delegate_task_to_member`) are kept in the run's state (`TASKS`) and known to
+each replica that relays them or reads them back (`HandedOut`); a request of
+the run whose conversation starts with one of them is judged in its thread.
+Other tool calls are not read for this, so the responses of header runs that
+delegate nothing cost nothing more.
 """
 
 from __future__ import annotations
 
 import asyncio
+from collections import OrderedDict
 from collections.abc import Sequence
 
 import orjson
 
 from runguard.detectors.normalize import is_free_text
+from runguard.detectors.ops import Get, OpResult, Push, Scope
 from runguard.proxy import roots
-from runguard.proxy.events import ToolCall, digest, is_transfer
+from runguard.proxy.events import RequestInfo, ToolCall, digest, is_transfer
 from runguard.proxy.state.base import StateBackend
 
 MAX_TASKS = 16  # texts remembered per response (a batch of parallel delegations, or of tasks created)
+TASKS = "core.tasks"  # a header run's field: digests of the texts its tool calls handed out, latest last
+KEEP_TASKS = 32
+KNOWN_THREADS = 65_536  # (run, text) pairs a process keeps in `HandedOut`
+TASKS_GET = Get(Scope.RUN, TASKS)
+
 MIN_CHARS = 8  # shorter strings are names and values, not tasks
 
 
@@ -92,3 +109,48 @@ async def remember(state: StateBackend, scope: str, run_id: str, calls: Sequence
             await state.remember(name, owner, ttl)
     else:
         await asyncio.gather(*(state.remember(name, owner, ttl) for name in names))
+
+
+def tasks_push(texts: Sequence[str]) -> Push:
+    """The op that keeps `texts` (digests, as `delegated` gives them) in a header run's `TASKS`."""
+    return Push(Scope.RUN, TASKS, tuple(texts), keep=KEEP_TASKS, unique=True)
+
+
+class HandedOut:
+    """The conversations header runs' tool calls started, as far as this process knows.
+
+    Filled from the responses it relays and from each run's `TASKS` read back with
+    a request's batch, so that the next request of such a conversation is judged
+    in its thread before its batch runs. A cache of the shared state: a replica
+    that never saw the run learns it from the first request of the thread it
+    serves. Least recently used pairs are dropped past `size`.
+    """
+
+    def __init__(self, size: int = KNOWN_THREADS) -> None:
+        self._size = size
+        self._known: OrderedDict[tuple[str, str], None] = OrderedDict()
+
+    def started(self, run_id: str, request: RequestInfo) -> bool:
+        """Whether `request`'s conversation is one its run's tool calls started."""
+        return any((run_id, text) in self._known for text in _texts_of(request))
+
+    def learn(self, run_id: str, texts: Sequence[str]) -> None:
+        for text in texts:
+            self._known[(run_id, text)] = None
+            self._known.move_to_end((run_id, text))
+        while len(self._known) > self._size:
+            self._known.popitem(last=False)
+
+    def found(self, run_id: str, request: RequestInfo, tasks: OpResult) -> bool:
+        """Whether the run's `TASKS`, as read with the request, name the request's conversation (learnt if so)."""
+        if not isinstance(tasks, tuple):
+            return False
+        named = [text for text in _texts_of(request) if text in tasks]
+        self.learn(run_id, named)
+        return bool(named)
+
+
+def _texts_of(request: RequestInfo) -> tuple[str, ...]:
+    """The digests a conversation started with a handed-out text would carry: its first message's, and the
+    task after an Agno team's context."""
+    return tuple(text for text in (request.root_hash, request.task_hash) if text is not None)

@@ -396,24 +396,46 @@ async def test_a_member_thread_on_another_replica_is_nested_under_the_leader_s_r
     assert len(upstream.received) == 3  # the leader's last request was its run's 4th
 
 
-async def test_member_threads_spread_over_replicas_are_judged_each_on_its_own(
+async def test_with_the_header_a_member_on_another_replica_is_judged_in_its_thread(
     upstream: FakeUpstream, replicas: Replicas
 ) -> None:
-    """No `X-Run-Id`, round-robin: the analyst's six threads each begin with the same lookup. Their state
-    lives in thread scopes of the shared state, so no replica sees one agent repeating itself; a thread
-    that does loop is still stopped, whichever replica its requests reach."""
+    """`X-Run-Id` on every agent; the leader's requests go to one replica, its member's to the other, which
+    relayed no delegation: it learns from the run's state that the member's conversation is a thread of the
+    run. The run counts all four requests; its own conversation's measures hold the leader's two."""
+    upstream.script = team_script
+    leader_url, member_url = await replicas()
+    leader, member = (_client(url, "team-across", max_retries=0) for url in (leader_url, member_url))
+    await run_team(leader, member_client=member)
+    await leader.close()
+    await member.close()
+    counters = await _settled(leader_url, "team-across")
+    assert counters["core.requests"] == 4
+    assert len(counters["context_growth.first"]) == 2  # the member's two went to its thread
+
+
+@pytest.mark.parametrize("run", [None, "team-on-replicas"])
+async def test_member_threads_spread_over_replicas_are_judged_each_on_its_own(
+    upstream: FakeUpstream, replicas: Replicas, run: str | None
+) -> None:
+    """Round-robin, without `X-Run-Id` and with it on every agent: the analyst's six threads each begin with
+    the same lookup. Their state lives in thread scopes of the shared state, so no replica sees one agent
+    repeating itself (with the header, a replica learns a thread from the run's state when the leader's
+    delegation went through the other one); a thread that does loop is still stopped, whichever replica
+    its requests reach."""
     urls = await replicas()
     upstream.script = analyst_script(("list_tables", "{}"))
     client = openai.AsyncOpenAI(
         base_url=urls[0] + "/v1",
         api_key="sk-replica-team",
         http_client=httpx.AsyncClient(transport=RoundRobin(urls)),
+        default_headers={"X-Run-Id": run} if run else None,
         max_retries=0,
     )
     assert await run_analyst_team(client, '{"tables": ["sales", "costs"]}') == "All answered."
     upstream.script = analyst_script(("run_sql", json.dumps({"sql": "select 1 from sales"})), rounds=99)
+    other = client.with_options(api_key="sk-replica-team-2", default_headers={"X-Run-Id": f"{run}-2"} if run else {})
     with pytest.raises(openai.RateLimitError) as caught:  # another key: another run
-        await run_analyst_team(client.with_options(api_key="sk-replica-team-2"), '{"error": "relation is locked"}')
+        await run_analyst_team(other, '{"error": "relation is locked"}')
     await client.close()
     assert caught.value.code == "runguard_non_progress"
 

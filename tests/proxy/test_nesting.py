@@ -212,16 +212,20 @@ async def test_every_task_of_a_batch_created_with_titles_is_nested_under_the_run
     assert len({r.run_id for r in requests_of(sink)}) == 1
 
 
+TEAM_HEADERS = [None, {"X-Run-Id": "team-7"}]  # without the header (nested threads), and with it on every agent
+
+
+@pytest.mark.parametrize("headers", TEAM_HEADERS)
 async def test_member_threads_that_each_start_with_the_same_lookup_do_not_trip_the_loop_detectors(
-    upstream: FakeUpstream, sink: ListSink, client_of: Callable[..., Any]
+    upstream: FakeUpstream, sink: ListSink, client_of: Callable[..., Any], headers: dict[str, str] | None
 ) -> None:
     """The analyst begins each of six questions with `list_tables()` and gets the same answer: six
     conversations doing one step each, not one agent repeating itself. The loop detectors judge each
-    nested thread on its own, as they judge runs; the run's caps still count every request. Nor is the
+    thread on its own, as they judge runs; the run's caps still count every request. Nor is the
     leader warned for handing out six tasks turn after turn: that is its work, and `handoff_cycle` is
-    the one to judge it."""
+    the one to judge it. With `X-Run-Id` on every agent, `repeat_call` stopped the 4th task."""
     upstream.script = analyst_script(("list_tables", "{}"))
-    answer = await run_analyst_team(await client_of(), '{"tables": ["sales", "costs", "churn"]}')
+    answer = await run_analyst_team(await client_of(headers), '{"tables": ["sales", "costs", "churn"]}')
     assert answer == "All answered."
     await eventually(lambda: len(requests_of(sink)) == 19)
     records = requests_of(sink)
@@ -247,11 +251,12 @@ async def test_a_team_whose_instructions_carry_the_time_is_one_leader_and_one_me
     assert [t.detector for t in trips_of(sink)] == []
 
 
+@pytest.mark.parametrize("headers", TEAM_HEADERS)
 async def test_a_member_looping_on_a_failing_tool_is_stopped_and_stops_its_run(
-    upstream: FakeUpstream, sink: ListSink, client_of: Callable[..., Any]
+    upstream: FakeUpstream, sink: ListSink, client_of: Callable[..., Any], headers: dict[str, str] | None
 ) -> None:
     upstream.script = analyst_script(("run_sql", json.dumps({"sql": "select region, sum(x) from sales"})), rounds=99)
-    client = await client_of()
+    client = await client_of(headers)
     with pytest.raises(openai.RateLimitError) as caught:
         await run_analyst_team(client, '{"error": "relation sales is locked, try again"}')
     assert caught.value.code == "runguard_non_progress"
