@@ -132,6 +132,8 @@ class HandedOut:
 
     def started(self, run_id: str, request: RequestInfo) -> bool:
         """Whether `request`'s conversation is one its run's tool calls started."""
+        if not self._known:  # no header run has delegated here yet: the usual case costs nothing
+            return False
         return any((run_id, text) in self._known for text in _texts_of(request))
 
     def learn(self, run_id: str, texts: Sequence[str]) -> None:

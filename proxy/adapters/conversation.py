@@ -253,7 +253,7 @@ def _wrapped_task_hash(root: str | None) -> str | None:
     return digest(task) if task else None
 
 
-_NUMERALS = str.maketrans("123456789", "000000000")
+_NUMERALS = bytes.maketrans(b"123456789", b"000000000")
 
 
 def identify(instructions: str, tool_names: Iterable[str], header: str | None) -> AgentIdentity:
@@ -264,7 +264,8 @@ def identify(instructions: str, tool_names: Iterable[str], header: str | None) -
     Digits are read as zeros: instructions that carry the time (Agno's
     `add_datetime_to_context`, a prompt with today's date) still name one agent.
     """
-    fingerprint = digest(instructions.translate(_NUMERALS) + "\x00" + ",".join(sorted(set(tool_names))))
+    text = instructions.encode("utf-8", "surrogatepass").translate(_NUMERALS)  # bytes: 3x faster than str's
+    fingerprint = digest(text + b"\x00" + ",".join(sorted(set(tool_names))).encode("utf-8", "surrogatepass"))
     if header:
         return AgentIdentity(header.strip()[:128], fingerprint)
     found = _ADK_NAME.search(instructions)
