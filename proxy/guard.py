@@ -74,7 +74,7 @@ class Guard:
         self._tokens = TokenEstimator()
         self.degraded_since: float | None = None
         self._owner_ttl = settings.runs.idle_seconds * roots.OWNER_TTL_RUNS
-        self._handed = nesting.HandedOut()  # the conversations header runs' tool calls started
+        self._handed = nesting.HandedOut()  # the conversations header runs' delegations started
         self._undoing: set[asyncio.Task[None]] = set()  # undos waiting for a lost batch to settle
         # Background responses, accounted for when a poll finds them finished.
         self.background = BackgroundCosts(state, tables, sink, observer, settings.runs.idle_seconds, clock)
@@ -318,7 +318,7 @@ class Guard:
     ) -> tuple[Ticket, Batch, list[OpResult] | None]:
         """The request's ticket in its run, and its first batch run (None: the state failed): the guard's
         counters, every detector's request plan, if `timed` the run's last time seen (`seen_op`), for a
-        header run not known to be in a thread the texts its tool calls handed out (`nesting.TASKS`), and
+        header run not known to be in a thread the tasks its delegations handed out (`nesting.TASKS`), and
         the agent's `naming` op (last)."""
         run_id, key_hash, request = seen.run_id, seen.key_hash, seen.request
         thread = nesting.thread_id(run_id, request.root_hash, request.agent.fingerprint) if nested else ""
@@ -534,7 +534,7 @@ class Guard:
         self._emit(ticket, seen, client_status, error, body)
 
     def _thread_found(self, ticket: Ticket, tasks: OpResult) -> None:
-        """A header run's request whose conversation its run's tool calls started (`tasks`, read with its
+        """A header run's request whose conversation its run's delegations started (`tasks`, read with its
         batch) is judged in its thread from its response on, and every request after it from the start."""
         request = ticket.request
         if self._handed.found(ticket.run_id, request, tasks):

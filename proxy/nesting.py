@@ -45,7 +45,7 @@ from runguard.proxy.events import RequestInfo, ToolCall, digest, is_transfer
 from runguard.proxy.state.base import StateBackend
 
 MAX_TASKS = 16  # texts remembered per response (a batch of parallel delegations, or of tasks created)
-TASKS = "core.tasks"  # a header run's field: digests of the texts its tool calls handed out, latest last
+TASKS = "core.tasks"  # a header run's field: digests of the tasks its delegations handed out, latest last
 KEEP_TASKS = 32
 KNOWN_THREADS = 65_536  # (run, text) pairs a process keeps in `HandedOut`
 TASKS_GET = Get(Scope.RUN, TASKS)
@@ -117,7 +117,7 @@ def tasks_push(texts: Sequence[str]) -> Push:
 
 
 class HandedOut:
-    """The conversations header runs' tool calls started, as far as this process knows.
+    """The conversations header runs' delegations started, as far as this process knows.
 
     Filled from the responses it relays and from each run's `TASKS` read back with
     a request's batch, so that the next request of such a conversation is judged
@@ -131,7 +131,7 @@ class HandedOut:
         self._known: OrderedDict[tuple[str, str], None] = OrderedDict()
 
     def started(self, run_id: str, request: RequestInfo) -> bool:
-        """Whether `request`'s conversation is one its run's tool calls started."""
+        """Whether `request`'s conversation is one its run's delegations started."""
         if not self._known:  # no header run has delegated here yet: the usual case costs nothing
             return False
         return any((run_id, text) in self._known for text in _texts_of(request))
