@@ -52,6 +52,14 @@ async def _ran(batch: Awaitable[list[OpResult]]) -> Sequence[OpResult] | None:
         return await exc.pending if exc.pending is not None else None
 
 
+def _asks_tasks(header_run: str | None, nested: bool, request: RequestInfo) -> bool:
+    """Whether a request reads its run's delegated tasks (`nesting.TASKS`) with its batch: the first request
+    of a conversation in a header run, when this process does not know it for a thread already. Its
+    conversation's next requests are then known here; a replica that serves none of its first requests
+    judges the thread's requests in the run's scope."""
+    return header_run is not None and not nested and request.assistant_turns == 0
+
+
 class Guard:
     def __init__(
         self,
@@ -272,7 +280,7 @@ class Guard:
         seen = RequestSeen(run_id, key_hash, now, request, self._tables.window(request.model), digest(body))
         timed = own is not None
         ticket, batch, results = await self._enter(seen, adapter, header_run, nested, naming, tight, timed)
-        if header_run is not None and not nested and results is not None:
+        if _asks_tasks(header_run, nested, request) and results is not None:
             self._thread_found(ticket, results[-2] if naming is not None else results[-1])
         if own is not None and results is not None:
             fresh = await self._over_or_kept(ticket, results, results[accounting.REQUEST_OPS + len(batch.ops)], own)
@@ -317,9 +325,9 @@ class Guard:
         timed: bool,
     ) -> tuple[Ticket, Batch, list[OpResult] | None]:
         """The request's ticket in its run, and its first batch run (None: the state failed): the guard's
-        counters, every detector's request plan, if `timed` the run's last time seen (`seen_op`), for a
-        header run not known to be in a thread the tasks its delegations handed out (`nesting.TASKS`), and
-        the agent's `naming` op (last)."""
+        counters, every detector's request plan, if `timed` the run's last time seen (`seen_op`), if
+        `_asks_tasks` the tasks its run's delegations handed out (`nesting.TASKS`), and the agent's `naming`
+        op (last)."""
         run_id, key_hash, request = seen.run_id, seen.key_hash, seen.request
         thread = nesting.thread_id(run_id, request.root_hash, request.agent.fingerprint) if nested else ""
         ids = scope_ids(run_id, key_hash, request.model, seen.now, thread)
@@ -329,7 +337,7 @@ class Guard:
         ops = [*accounting.request_ops(seen.now, seen.body_hash), *batch.ops]
         if timed:
             ops.append(accounting.seen_op(seen.now))
-        if header_run is not None and not nested:
+        if _asks_tasks(header_run, nested, request):
             ops.append(nesting.TASKS_GET)
         if naming is not None:
             ops.append(naming)

@@ -119,11 +119,12 @@ def tasks_push(texts: Sequence[str]) -> Push:
 class HandedOut:
     """The conversations header runs' delegations started, as far as this process knows.
 
-    Filled from the responses it relays and from each run's `TASKS` read back with
-    a request's batch, so that the next request of such a conversation is judged
-    in its thread before its batch runs. A cache of the shared state: a replica
-    that never saw the run learns it from the first request of the thread it
-    serves. Least recently used pairs are dropped past `size`.
+    Filled from the responses it relays and from each run's `TASKS`, read back
+    with the first request of a conversation (`Guard`), so that the conversation's
+    next requests are judged in their thread before their batch runs. A cache of
+    the shared state: a replica that never relayed the delegation learns the
+    thread from its first request. Least recently used pairs are dropped past
+    `size`.
     """
 
     def __init__(self, size: int = KNOWN_THREADS) -> None:
