@@ -23,6 +23,8 @@ from agents.models.openai_responses import OpenAIResponsesWSModel, ResponsesWebS
 from tests.conftest import ProxyFactory, SdkClient
 from tests.e2e import payloads
 from tests.e2e.faults import eventually, requests_of, trips_of
+from tests.proxy.state.support import delete_prefix
+from tests.services import require_redis, unique_name
 from tests.support.proxy import ListSink, settings_for, start_proxy
 from tests.support.upstream import FakeUpstream
 
@@ -97,6 +99,31 @@ async def test_a_looping_agent_over_a_websocket_is_stopped_on_its_socket(
     await eventually(lambda: len(requests_of(sink)) == 4)
     assert [r.blocked_by for r in requests_of(sink)] == [None, None, None, "max_requests"]
     assert "max_requests" in [t.detector for t in trips_of(sink) if t.action == "block"]
+
+
+@pytest.mark.redis
+async def test_a_looping_agent_over_a_websocket_is_stopped_with_its_run_state_on_redis(
+    upstream: FakeUpstream, sink: ListSink, sdk_client: SdkClient
+) -> None:
+    """The same loop with the shared state a fleet of replicas uses: each request's admission waits on
+    Redis while the socket relays."""
+    url, prefix = require_redis(), unique_name("rgtest_ws")
+    upstream.socket_script = agent_model(looping=True)
+    state = {"url": url, "key_prefix": prefix}
+    running = await start_proxy(
+        settings_for(upstream.url, state=state, guard={"detectors": {"max_requests": {"limit": 3}}}), sink=sink
+    )
+    try:
+        client = sdk_client(running.url, "sk-socket", {"X-Run-Id": "ws-loop-redis"})
+        with pytest.raises(ResponsesWebSocketError) as caught:
+            await Runner.run(support_agent(client), "Where is my order A-1?", max_turns=20)
+    finally:
+        await running.stop()
+        await delete_prefix(url, prefix)
+    assert caught.value.code == "runguard_max_requests"
+    assert len(upstream.socket_received) == 3
+    await eventually(lambda: len(requests_of(sink)) == 4)
+    assert [r.blocked_by for r in requests_of(sink)] == [None, None, None, "max_requests"]
 
 
 async def test_the_openai_sdk_s_responses_socket_gets_a_stop_completion_in_place_of_a_stopped_request(
