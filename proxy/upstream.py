@@ -64,12 +64,8 @@ class Upstream:
                 response = await self.session.request(
                     method, self.url(raw_target), headers=headers, data=_data(body), allow_redirects=False
                 )
-        except aiohttp.ConnectionTimeoutError as exc:
-            raise UpstreamTimeout(f"could not connect to {self.base_url} within the connect timeout") from exc
-        except TimeoutError as exc:
-            raise UpstreamTimeout(f"no response from {self.base_url} within the timeout") from exc
-        except aiohttp.ClientError as exc:
-            raise UpstreamError(describe(exc)) from exc
+        except (aiohttp.ClientError, TimeoutError) as exc:
+            raise self._failed(exc, "response") from exc
         _time_silence(response, self._settings.idle_timeout)
         return response
 
@@ -92,12 +88,16 @@ class Upstream:
                 )
         except aiohttp.WSServerHandshakeError as exc:
             raise UpstreamRefused(f"the WebSocket handshake was answered {exc.status}", exc.status) from exc
-        except aiohttp.ConnectionTimeoutError as exc:
-            raise UpstreamTimeout(f"could not connect to {self.base_url} within the connect timeout") from exc
-        except TimeoutError as exc:
-            raise UpstreamTimeout(f"no handshake from {self.base_url} within the timeout") from exc
-        except aiohttp.ClientError as exc:
-            raise UpstreamError(describe(exc)) from exc
+        except (aiohttp.ClientError, TimeoutError) as exc:
+            raise self._failed(exc, "handshake") from exc
+
+    def _failed(self, exc: aiohttp.ClientError | TimeoutError, awaited: str) -> UpstreamError:
+        """RunGuard's error for a failure (or a timeout) waiting for the upstream's `awaited`."""
+        if isinstance(exc, aiohttp.ConnectionTimeoutError):
+            return UpstreamTimeout(f"could not connect to {self.base_url} within the connect timeout")
+        if isinstance(exc, TimeoutError):
+            return UpstreamTimeout(f"no {awaited} from {self.base_url} within the timeout")
+        return UpstreamError(describe(exc))
 
     async def close(self) -> None:
         if self._session is not None:
