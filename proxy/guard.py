@@ -280,8 +280,6 @@ class Guard:
         seen = RequestSeen(run_id, key_hash, now, request, self._tables.window(request.model), digest(body))
         timed = own is not None
         ticket, batch, results = await self._enter(seen, adapter, header_run, nested, naming, tight, timed)
-        if _asks_tasks(header_run, nested, request) and results is not None:
-            self._thread_found(ticket, results[-2] if naming is not None else results[-1])
         if own is not None and results is not None:
             fresh = await self._over_or_kept(ticket, results, results[accounting.REQUEST_OPS + len(batch.ops)], own)
             if fresh is not None:
@@ -326,8 +324,8 @@ class Guard:
     ) -> tuple[Ticket, Batch, list[OpResult] | None]:
         """The request's ticket in its run, and its first batch run (None: the state failed): the guard's
         counters, every detector's request plan, if `timed` the run's last time seen (`seen_op`), if
-        `_asks_tasks` the tasks its run's delegations handed out (`nesting.TASKS`), and the agent's `naming`
-        op (last)."""
+        `_asks_tasks` the tasks its run's delegations handed out (`nesting.TASKS`, read here: see
+        `_thread_found`), and the agent's `naming` op (last)."""
         run_id, key_hash, request = seen.run_id, seen.key_hash, seen.request
         thread = nesting.thread_id(run_id, request.root_hash, request.agent.fingerprint) if nested else ""
         ids = scope_ids(run_id, key_hash, request.model, seen.now, thread)
@@ -337,11 +335,15 @@ class Guard:
         ops = [*accounting.request_ops(seen.now, seen.body_hash), *batch.ops]
         if timed:
             ops.append(accounting.seen_op(seen.now))
-        if _asks_tasks(header_run, nested, request):
+        tasks = len(ops) if _asks_tasks(header_run, nested, request) else None
+        if tasks is not None:
             ops.append(nesting.TASKS_GET)
         if naming is not None:
             ops.append(naming)
-        return ticket, batch, await self._execute(ids, ops, undo=accounting.release_ops())
+        results = await self._execute(ids, ops, undo=accounting.release_ops())
+        if tasks is not None and results is not None:
+            self._thread_found(ticket, results[tasks])
+        return ticket, batch, results
 
     async def _abandoned(self, ticket: Ticket, deciding: asyncio.Future[None]) -> None:
         try:

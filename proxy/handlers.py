@@ -22,7 +22,7 @@ from typing import Any
 
 import aiohttp
 from aiohttp import web
-from multidict import CIMultiDict
+from multidict import CIMultiDict, CIMultiDictProxy
 
 from runguard.config.settings import Settings
 from runguard.detectors.frozen import frozen
@@ -68,6 +68,18 @@ class ProxyContext:
     # The state backend never awaits (the in-memory one): a request's bookkeeping cannot be cancelled
     # half-way, so `settle` runs it in place instead of in a task of its own (~9 us a request).
     state_never_waits: bool = False
+
+    def names(self, headers: CIMultiDictProxy[str]) -> tuple[str | None, str | None]:
+        """The run and the agent a request's headers name (`X-Run-Id`, `X-Agent-Name`), as text."""
+        runs = self.settings.runs
+        return header_text(headers.get(runs.run_header)), header_text(headers.get(runs.agent_header))
+
+    def slot(self, key_hash: str, header_run: str | None, body: bytes) -> HistorySlot | None:
+        """Where a request's conversation keeps its checkpoints: None if it is too short to need one."""
+        history = self.history
+        if history is None or len(body) < history.min_body:
+            return None
+        return HistorySlot(history, key_hash, header_run or "")
 
     @property
     def own_headers(self) -> tuple[str, ...]:
@@ -289,13 +301,9 @@ async def _guarded(
         decoded = decode_body(body, request.headers.get("Content-Encoding"), settings.server.max_body_bytes)
     except BodyTooLarge as exc:
         return provider_error(route.provider, 413, f"RunGuard: {exc}", "request_too_large")
-    header_run = header_text(request.headers.get(settings.runs.run_header))
+    header_run, agent = ctx.names(request.headers)
     body_read = decoded or b""
-    history = ctx.history
-    slot = None
-    if history is not None and len(body_read) >= history.min_body:
-        slot = HistorySlot(history, key_hash, header_run or "")
-    agent = header_text(request.headers.get(settings.runs.agent_header))
+    slot = ctx.slot(key_hash, header_run, body_read)
     json_array = route.stream and not gemini_streams_sse(request.query)
     context = RequestContext(route.model, agent, route.stream, history=slot, json_array_stream=json_array)
     info = adapter.parse_request(body_read, context)

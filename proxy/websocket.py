@@ -28,7 +28,7 @@ from aiohttp import WSCloseCode, WSMsgType, web
 
 from runguard.proxy.errors import UpstreamError, UpstreamRefused
 from runguard.proxy.events import Api
-from runguard.proxy.headers import header_text, upstream_request_headers
+from runguard.proxy.headers import upstream_request_headers
 from runguard.proxy.policy import tightening_from
 from runguard.proxy.replies import provider_error, upstream_failed
 from runguard.proxy.routes import Route, raw_target
@@ -102,14 +102,8 @@ def _sendable(code: int | None) -> int:
 def _responses_guard(request: web.Request, ctx: ProxyContext, route: Route, key_hash: str) -> ResponsesSocket | None:
     if route.api is not Api.RESPONSES:
         return None
-    settings = ctx.settings
-    return ResponsesSocket(
-        ctx,
-        key_hash,
-        header_run=header_text(request.headers.get(settings.runs.run_header)),
-        agent=header_text(request.headers.get(settings.runs.agent_header)),
-        tight=tightening_from(request.headers),
-    )
+    header_run, agent = ctx.names(request.headers)
+    return ResponsesSocket(ctx, key_hash, header_run=header_run, agent=agent, tight=tightening_from(request.headers))
 
 
 async def _both_ways(

@@ -25,7 +25,6 @@ from typing import TYPE_CHECKING, Any
 import orjson
 
 from runguard.proxy.adapters.base import RequestContext, Synthetic
-from runguard.proxy.adapters.history import HistorySlot
 from runguard.proxy.adapters.jsonish import as_int, opt_str
 from runguard.proxy.adapters.openai_responses import ResponsesAdapter, ResponsesStreamParser
 from runguard.proxy.adapters.sse import SseSplitter
@@ -71,8 +70,7 @@ class ResponsesSocket:
         if type(payload) is not dict or payload.get("type") != "response.create":
             return None
         ctx, body = self._ctx, text.encode()
-        history = ctx.history
-        slot = HistorySlot(history, self._key_hash, self._header_run or "") if history is not None else None
+        slot = ctx.slot(self._key_hash, self._header_run, body)
         info = self._adapter.parse_request(body, RequestContext(None, self._agent, True, history=slot))
         if info.parse_error:
             ctx.observer.parse_error("responses")
