@@ -38,7 +38,8 @@ def _default(info: FieldInfo) -> str:
 
 _PER_THREAD = (
     " Judges each conversation on its own: a thread nested in a run (a sub-agent a tool call started,"
-    " without `X-Run-Id`; with it, a member's task a leader delegated) keeps its own state for it, while"
+    " without `X-Run-Id`; with it, a task a leader delegated to a member or an agent tool) keeps its own state"
+    " for it, while"
     " the run's caps count every thread."
 )
 

@@ -47,8 +47,8 @@ class HandoffCycleConfig(DetectorConfig):
         ge=1,
         description="Handoffs from one agent to another that a run may make for one question of the user's; "
         "one more stops it, whatever was handed over. A review loop of a few rounds stays under it. "
-        "Delegations (the delegating agent waits for the answer: Agno's delegate_task_to_member) count "
-        "per task.",
+        "Delegations (the delegating agent waits for the answer: Agno's delegate_task_to_member, a call of "
+        "an agent tool) count per task.",
         json_schema_extra={"tighten": "lower"},
     )
     allowed_pairs: list[tuple[str, str]] = Field(

@@ -592,8 +592,8 @@ def acknowledges(result: ToolResult) -> bool:
 
 def tool_work(response: ResponseInfo) -> list[ToolCall]:
     """The response's calls that use a tool: not a transfer to another agent (`is_transfer`), nor a
-    delegation (Agno's `delegate_task_to_member`: a leader's work is handing out tasks). `handoff_cycle`
-    judges both; the detectors that count how often a tool is used leave them out."""
+    delegation (Agno's `delegate_task_to_member`, a call of an agent tool: a leader's work is handing out
+    tasks). `handoff_cycle` judges both; the detectors that count how often a tool is used leave them out."""
     calls = response.tool_calls
     if not response.handoffs:
         return [call for call in calls if not is_transfer(call.name)]

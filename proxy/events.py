@@ -178,6 +178,8 @@ class RequestInfo:
     stream: bool
     agent: AgentIdentity
     tool_names: tuple[str, ...] = ()
+    # The tools that run another agent (`adapters.agent_tools`): a call of one is a delegation to it.
+    agent_tools: frozenset[str] = frozenset()
     root_hash: str | None = None  # hash of the first user message: groups a run without a header
     # Hash of the task an Agno member's first message wraps in the team's context (`nesting.wrapped_task`).
     task_hash: str | None = None

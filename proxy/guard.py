@@ -22,6 +22,7 @@ from runguard.config.settings import Settings
 from runguard.detectors.base import RequestSeen, ResponseKind, ResponseSeen
 from runguard.detectors.ops import CompareAndSet, Get, Op, OpResult, Put, Scope
 from runguard.proxy import accounting, agent_names, breaker, continuation, nesting, reporting, roots
+from runguard.proxy.adapters import handoffs
 from runguard.proxy.adapters.base import Adapter, StopNotice, Synthetic
 from runguard.proxy.background import BackgroundCosts
 from runguard.proxy.breaker import BreakerRecord, GateKind
@@ -451,6 +452,7 @@ class Guard:
         return Usage(ticket.request.estimated_input_tokens, output, estimated=True)
 
     def response_seen(self, ticket: Ticket, info: ResponseInfo, status: int | None, latency: float) -> ResponseSeen:
+        info = handoffs.with_agent_tools(info, ticket.request.agent_tools)
         usage = self._usage(ticket, info, status)
         if usage is not info.usage:
             info = dataclasses.replace(info, usage=usage)
@@ -552,12 +554,14 @@ class Guard:
             ticket.ids = dataclasses.replace(ticket.ids, thread=thread)
 
     def _handing_out(self, ticket: Ticket, seen: ResponseSeen) -> list[Op]:
-        """For a header run's response that delegates (an Agno leader's `delegate_task_to_member`), the op
+        """For a header run's response that delegates (an Agno leader's `delegate_task_to_member`, a call of an
+        agent tool), the op
         keeping the tasks it hands out (`nesting.TASKS`)."""
         if ticket.nests or not seen.response.handoffs:
             return []  # a run without the header keeps every text its calls hand out as roots' entries
-        delegating = {h.call_id for h in seen.response.handoffs if h.kind is HandoffKind.DELEGATE}
-        texts = nesting.delegated([call for call in seen.response.tool_calls if call.call_id in delegating])
+        delegating = {h.call_id or h.tool for h in seen.response.handoffs if h.kind is HandoffKind.DELEGATE}
+        calls = [call for call in seen.response.tool_calls if (call.call_id or call.name) in delegating]
+        texts = nesting.delegated(calls)
         if not texts:
             return []
         self._handed.learn(ticket.run_id, texts)

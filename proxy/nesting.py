@@ -23,7 +23,8 @@ A run named by `X-Run-Id` needs no entry to find its threads: every agent sends
 the header. But its loop detectors must still judge each thread on its own (six
 member tasks that each begin with the same lookup are not one agent repeating
 itself). So the tasks its delegations hand out (an Agno leader's
-`delegate_task_to_member`) are kept in the run's state (`TASKS`) and known to
+`delegate_task_to_member`, a call of an agent tool: `adapters.agent_tools`)
+are kept in the run's state (`TASKS`) and known to
 each replica that relays them or reads them back (`HandedOut`); a request of
 the run whose conversation starts with one of them is judged in its thread.
 Other tool calls are not read for this, so the responses of header runs that

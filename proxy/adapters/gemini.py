@@ -15,6 +15,7 @@ from typing import Any
 import orjson
 
 from runguard.proxy.adapters import gemini_replies, media
+from runguard.proxy.adapters.agent_tools import runs_an_agent
 from runguard.proxy.adapters.base import RequestContext, StopNotice, Synthetic
 from runguard.proxy.adapters.conversation import Conversation, failed_request, last_index
 from runguard.proxy.adapters.handoffs import handoffs_of
@@ -182,14 +183,23 @@ def _read_content(talk: Conversation, raw: Any, *, earlier: bool) -> None:
     talk.weigh(media.inline_parts(parts) * media.MEDIA_CHARS)
 
 
-def _tool_names(tools: Any) -> tuple[str, ...]:
-    names = []
+def _tools(tools: Any) -> tuple[tuple[str, ...], frozenset[str]]:
+    """The names of the request's functions and built-in tools (by their key), and of the functions that
+    run an agent."""
+    names, agents = [], []
     for raw in as_list(tools):
         tool = as_dict(raw)
-        declarations = as_list(pick(tool, "functionDeclarations", "function_declarations"))
-        names += [as_str(as_dict(d).get("name")) for d in declarations if as_str(as_dict(d).get("name"))]
+        for declared in as_list(pick(tool, "functionDeclarations", "function_declarations")):
+            declaration = as_dict(declared)
+            name = as_str(declaration.get("name"))
+            if not name:
+                continue
+            names.append(name)
+            schema = pick(declaration, "parametersJsonSchema", "parameters_json_schema")
+            if runs_an_agent(schema or declaration.get("parameters")):
+                agents.append(name)
         names += [key for key in tool if key not in ("functionDeclarations", "function_declarations")]
-    return tuple(names)
+    return tuple(names), frozenset(agents)
 
 
 def _output_schema(config: dict[str, Any], tools: Any) -> OutputSchema | None:
@@ -357,12 +367,14 @@ class GeminiAdapter:
             talk.system(_text(_parts(system)) if isinstance(system, dict) else as_str(system), first=True)
         model = (ctx.path_model or as_str(data.get("model"))).removeprefix("models/")
         config = as_dict(pick(data, "generationConfig", "generation_config"))
+        tool_names, agent_tools = _tools(data.get("tools"))
         return talk.info(
             api=self.api,
             model=model,
             stream=ctx.stream_hint,
             ctx=ctx,
-            tool_names=_tool_names(data.get("tools")),
+            tool_names=tool_names,
+            agent_tools=agent_tools,
             output_schema=_output_schema(config, data.get("tools")),
             json_array_stream=ctx.json_array_stream,
         )

@@ -4,16 +4,21 @@
 - Google ADK: `transfer_to_agent` with `agent_name` (one-way transfer);
 - Agno 2.x/3.x: `delegate_task_to_member(member_id, task)` and, in broadcast
   mode, `delegate_task_to_members(task)`; Agno 1.x: `transfer_task_to_member`,
-  `forward_task_to_member`, `run_member_agents` (the leader waits: delegation).
+  `forward_task_to_member`, `run_member_agents` (the leader waits: delegation);
+- a tool that runs another agent (openai-agents' `Agent.as_tool`, ADK's
+  `AgentTool`): known by its declaration in the request (`agent_tools`), so
+  its calls are made delegations once the response meets its request
+  (`with_agent_tools`).
 """
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Iterable
 
 import orjson
 
-from runguard.proxy.events import TRANSFER_PREFIX, Handoff, HandoffKind, ToolCall, is_transfer
+from runguard.proxy.events import TRANSFER_PREFIX, Handoff, HandoffKind, ResponseInfo, ToolCall, is_transfer
 
 ALL_MEMBERS = "*members*"  # the target of a broadcast to every team member
 
@@ -47,3 +52,16 @@ def handoff_of(call: ToolCall) -> Handoff | None:
 
 def handoffs_of(calls: Iterable[ToolCall]) -> tuple[Handoff, ...]:
     return tuple(found for found in map(handoff_of, calls) if found is not None)
+
+
+def with_agent_tools(response: ResponseInfo, agents: frozenset[str]) -> ResponseInfo:
+    """`response` with its calls of the tools that run an agent (`RequestInfo.agent_tools`) as delegations
+    to the tool's agent, named as the tool is."""
+    if not agents:
+        return response
+    found = tuple(
+        Handoff(call.name, call.name, HandoffKind.DELEGATE, call.call_id)
+        for call in response.tool_calls
+        if call.name in agents
+    )
+    return dataclasses.replace(response, handoffs=response.handoffs + found) if found else response

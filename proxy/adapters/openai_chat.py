@@ -13,6 +13,7 @@ from typing import Any
 import orjson
 
 from runguard.proxy.adapters import media, openai_replies
+from runguard.proxy.adapters.agent_tools import runs_an_agent
 from runguard.proxy.adapters.base import RequestContext, StopNotice, Synthetic
 from runguard.proxy.adapters.conversation import Conversation, end_user_of, failed_request, last_index
 from runguard.proxy.adapters.handoffs import handoffs_of
@@ -74,14 +75,18 @@ def _arguments(raw: Any) -> str:
     return dumps_text(raw) if isinstance(raw, (str, dict, list)) else ""
 
 
-def _tool_names(tools: Any) -> tuple[str, ...]:
-    names = []
+def _tools(tools: Any) -> tuple[tuple[str, ...], frozenset[str]]:
+    """The names of the request's tools, and of those that run an agent."""
+    names, agents = [], []
     for raw in as_list(tools):
         tool = as_dict(raw)
-        name = as_str(as_dict(tool.get("function")).get("name")) or as_str(as_dict(tool.get("custom")).get("name"))
+        function = as_dict(tool.get("function"))
+        name = as_str(function.get("name")) or as_str(as_dict(tool.get("custom")).get("name"))
         if name:
             names.append(name)
-    return tuple(names)
+            if runs_an_agent(function.get("parameters")):
+                agents.append(name)
+    return tuple(names), frozenset(agents)
 
 
 def _output_schema(response_format: Any) -> OutputSchema | None:
@@ -300,12 +305,14 @@ class ChatAdapter:
         data, talk = read
         stream = data.get("stream") is True
         include_usage = as_dict(data.get("stream_options")).get("include_usage") if stream else None
+        tool_names, agent_tools = _tools(data.get("tools"))
         return talk.info(
             api=self.api,
             model=as_str(data.get("model")),
             stream=stream,
             ctx=ctx,
-            tool_names=_tool_names(data.get("tools")),
+            tool_names=tool_names,
+            agent_tools=agent_tools,
             output_schema=_output_schema(data.get("response_format")),
             include_usage=include_usage is True if stream else None,
             end_user=end_user_of(data),

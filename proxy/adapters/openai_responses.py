@@ -16,6 +16,7 @@ from typing import Any
 import orjson
 
 from runguard.proxy.adapters import media, openai_replies
+from runguard.proxy.adapters.agent_tools import runs_an_agent
 from runguard.proxy.adapters.base import RequestContext, StopNotice, Synthetic
 from runguard.proxy.adapters.conversation import Conversation, end_user_of, failed_request, last_index
 from runguard.proxy.adapters.handoffs import handoffs_of
@@ -268,14 +269,17 @@ def _conversation_id(value: Any) -> str | None:
     return opt_str(value) or opt_str(as_dict(value).get("id"))
 
 
-def _tool_names(tools: Any) -> tuple[str, ...]:
-    names = []
+def _tools(tools: Any) -> tuple[tuple[str, ...], frozenset[str]]:
+    """The names of the request's tools (a built-in one by its type), and of those that run an agent."""
+    names, agents = [], []
     for raw in as_list(tools):
         tool = as_dict(raw)
         name = tool.get("name") if tool.get("type") in ("function", "custom") else tool.get("type")
         if isinstance(name, str) and name:
             names.append(name)
-    return tuple(names)
+            if runs_an_agent(tool.get("parameters")):
+                agents.append(name)
+    return tuple(names), frozenset(agents)
 
 
 def _output_schema(text: Any) -> OutputSchema | None:
@@ -426,12 +430,14 @@ class ResponsesAdapter:
         if isinstance(instructions, str):
             talk.system(instructions, first=True)
         previous = data.get("previous_response_id")
+        tool_names, agent_tools = _tools(data.get("tools"))
         info = talk.info(
             api=self.api,
             model=as_str(data.get("model")),
             stream=data.get("stream") is True,
             ctx=ctx,
-            tool_names=_tool_names(data.get("tools")),
+            tool_names=tool_names,
+            agent_tools=agent_tools,
             output_schema=_output_schema(data.get("text")),
             previous_response_id=previous if isinstance(previous, str) and previous else None,
             end_user=end_user_of(data),

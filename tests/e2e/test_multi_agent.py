@@ -573,18 +573,19 @@ async def translate_three(client: openai.AsyncOpenAI, settings: ModelSettings | 
     assert result.final_output == "All translated."
 
 
-async def test_openai_agents_agent_used_as_a_tool_speaks_as_itself_and_hands_nothing_over(
+async def test_openai_agents_agent_used_as_a_tool_speaks_as_itself_and_is_delegated_to(
     upstream: FakeUpstream, make_proxy: Callable[..., Any], openai_clients: list[openai.AsyncOpenAI], sink: ListSink
 ) -> None:
-    """`Agent.as_tool`: the orchestrator calls the translator three times; each call is a nested run of its own."""
+    """`Agent.as_tool`: the orchestrator calls the translator three times, each call a delegation to the tool's
+    agent (no transfer: the orchestrator gets the answer back) and a thread of its own."""
     upstream.script = translating
     await translate_three(await client_for(make_proxy, "as-tool", openai_clients))
     records = requests_of(sink)
     agents = [r.agent for r in records]
     assert len(set(agents)) == 2 and agents == [agents[0], agents[1]] * 3 + [agents[0]]
     assert [r.tool_calls for r in records] == [("translate",), ()] * 3 + [()]
-    assert all(r.handoff_to is None and r.blocked_by is None for r in records)
-    assert not [t.detector for t in trips_of(sink) if t.action == "block"]
+    assert [r.handoff_to for r in records] == ["translate", None] * 3 + [None]
+    assert not [r for r in records if r.blocked_by] and not trips_of(sink)
 
 
 @pytest.mark.parametrize("end_user", [None, "user-4711"])
