@@ -19,8 +19,6 @@ from __future__ import annotations
 
 from typing import Any
 
-from runguard.proxy.adapters.jsonish import as_dict
-
 AS_TOOL_TITLES = frozenset({"AgentAsToolInput", "run_agent_args"})
 
 
@@ -31,11 +29,12 @@ def runs_an_agent(parameters: Any) -> bool:
         return False
     properties = parameters.get("properties")
     if not isinstance(properties, dict) or len(properties) != 1:
+        return False  # the usual tool: several arguments
+    title = parameters.get("title")
+    if title is not None:
+        return title in AS_TOOL_TITLES and "input" in properties
+    request = properties.get("request")
+    if not isinstance(request, dict) or len(request) != 1:
         return False
-    if parameters.get("title") in AS_TOOL_TITLES:
-        return "input" in properties
-    if "title" in parameters:
-        return False
-    request = as_dict(properties.get("request"))
     kind = request.get("type")
-    return len(request) == 1 and isinstance(kind, str) and kind.lower() == "string"
+    return isinstance(kind, str) and kind.lower() == "string"

@@ -195,8 +195,8 @@ def _tools(tools: Any) -> tuple[tuple[str, ...], frozenset[str]]:
             if not name:
                 continue
             names.append(name)
-            schema = pick(declaration, "parametersJsonSchema", "parameters_json_schema")
-            if runs_an_agent(schema or declaration.get("parameters")):
+            get = declaration.get
+            if runs_an_agent(get("parametersJsonSchema") or get("parameters") or get("parameters_json_schema")):
                 agents.append(name)
         names += [key for key in tool if key not in ("functionDeclarations", "function_declarations")]
     return tuple(names), frozenset(agents)
