@@ -119,6 +119,41 @@ async def test_openai_agents_lead_handing_similar_tasks_to_an_agent_tool_runs_to
     assert not trips_of(sink)
 
 
+def parallel_desk(received: Received) -> Reply:
+    """The lead hands five topics to the researcher in one response; openai-agents runs the five at once."""
+    body = received.json()
+    if body["instructions"].startswith("You are the researcher"):
+        task = [i["content"] for i in body["input"] if i.get("role") == "user"][-1]
+        if not any(i.get("type") == "function_call_output" for i in body["input"]):
+            lookup = (f"call_lookup_{len(task)}_{task.split()[2]}", "lookup_company", json.dumps({"name": "ACME Corp"}))
+            return _reply("responses", call=lookup)
+        return _reply("responses", f"on {task}")
+    if any(i.get("type") == "function_call_output" for i in body["input"]):
+        return _reply("responses", "Report done.")
+    calls = [
+        (f"call_{n}", "research", json.dumps({"input": f"Research ACME Corp {topic} in detail"}))
+        for n, topic in enumerate(TOPICS[:5])
+    ]
+    return Reply.json(payloads.response_object(calls=calls))
+
+
+@pytest.mark.parametrize("headers", RUN_HEADERS)
+async def test_openai_agents_lead_handing_similar_tasks_to_an_agent_tool_at_once_runs_to_its_end(
+    upstream: FakeUpstream,
+    make_proxy: Callable[..., Any],
+    sink: ListSink,
+    clients: list[openai.AsyncOpenAI],
+    headers: dict[str, str],
+) -> None:
+    """Five similar tasks in one response, run at once, each beginning with the same lookup: a fan-out."""
+    upstream.script = parallel_desk
+    assert await research("responses", await make_proxy(), headers, clients) == "Report done."
+    records = requests_of(sink)
+    assert len(records) == 12 and len({r.run_id for r in records}) == 1
+    assert records[0].tool_calls == ("research",) * 5 and records[0].handoff_to == "research"
+    assert not trips_of(sink)
+
+
 @pytest.mark.parametrize("headers", RUN_HEADERS)
 async def test_openai_agents_same_task_handed_to_an_agent_tool_again_and_again_is_stopped(
     upstream: FakeUpstream,
