@@ -36,7 +36,7 @@ from runguard.proxy.codec import BodyTooLarge, decode_body
 from runguard.proxy.errors import UpstreamError
 from runguard.proxy.events import Api, Provider, ResponseInfo
 from runguard.proxy.guard import Guard
-from runguard.proxy.headers import header_text, upstream_request_headers
+from runguard.proxy.headers import header_text, is_upgrade, upstream_request_headers
 from runguard.proxy.keys import KeyHasher, raw_key
 from runguard.proxy.observe import Observer
 from runguard.proxy.policy import SHORT_HEADERS, tightening_from
@@ -171,7 +171,7 @@ async def handle(request: web.Request) -> web.StreamResponse:
     refusal = _key_refusal(ctx, route, key_hash)
     if refusal is not None:
         return refusal
-    if websocket.is_upgrade(request):
+    if is_upgrade(request.method, request.headers):
         return await websocket.relay(request, ctx, route, key_hash)
     if ctx.stopping.is_set() and not request.content.is_eof():
         # The rest of this body would be dropped (see `stop_reading`): say so now, the SDK retries elsewhere.

@@ -7,7 +7,7 @@ and `X-Agent-Name` request headers, and `Host` (the upstream's is used).
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 
 from multidict import CIMultiDict, CIMultiDictProxy
 
@@ -70,3 +70,8 @@ def header_text(value: str | None) -> str | None:
     if value is None or value.isascii():
         return value
     return value.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
+
+
+def is_upgrade(method: str, headers: Mapping[str, str]) -> bool:
+    """A WebSocket handshake (RFC 6455 4.1: a GET asking to upgrade to `websocket`)."""
+    return method == "GET" and headers.get("Upgrade", "").lower() == "websocket"

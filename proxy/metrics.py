@@ -2,7 +2,8 @@
 
 `Metrics` is an `Observer` (tokens, cost, latency, trips, faults) plus a
 wrapper of the catch-all route (`counted`) that counts every provider-facing
-request and the ones in flight. Each app owns its `CollectorRegistry`, so
+request and the ones in flight, and the WebSockets open (a socket lives for a
+whole session: as a request in flight it would hold that gauge up for hours). Each app owns its `CollectorRegistry`, so
 several proxies in one process never share counters and the prometheus default
 registry stays unused.
 
@@ -19,7 +20,8 @@ distinct names they count under `model="other"`.
 
 Metric names (values in milliseconds where the name says `_ms`):
   runguard_requests_total{provider,api,status}      every provider-facing request
-  runguard_in_flight_requests                       provider requests being served now
+  runguard_in_flight_requests                       provider requests being served now (not WebSockets)
+  runguard_open_websockets                          WebSockets being relayed now (Realtime, Live, Responses)
   runguard_blocked_requests_total{detector}         requests answered locally
   runguard_trips_total{detector,action}             verdicts that tripped (block) or warned
   runguard_usd_total{model}                         cost from usage and the pricing table
@@ -47,6 +49,7 @@ from prometheus_client.exposition import CONTENT_TYPE_PLAIN_0_0_4, generate_late
 from prometheus_client.metrics_core import CounterMetricFamily, GaugeMetricFamily, HistogramMetricFamily, Metric
 
 from runguard.proxy.adapters.history import HistoryCache
+from runguard.proxy.headers import is_upgrade
 from runguard.proxy.records import RequestRecord, TripRecord
 from runguard.proxy.routes import resolve
 
@@ -155,6 +158,7 @@ class Metrics:
         # (prometheus_client's own metrics would take a lock per inc/observe).
         self._requests: dict[tuple[str, str, str], int] = {}  # (provider, api, status)
         self._in_flight = 0
+        self._sockets = 0
         self._blocked: dict[str, int] = {}  # detector
         self._trips: dict[tuple[str, str], int] = {}  # (detector, action)
         self._faults: dict[tuple[str, str], int] = {}  # (detector, hook)
@@ -253,7 +257,11 @@ class Metrics:
         async def serve(request: web.Request) -> web.StreamResponse:
             if request.path.startswith("/runguard/"):
                 return await handler(request)
-            self._in_flight += 1
+            socket = is_upgrade(request.method, request.headers)
+            if socket:
+                self._sockets += 1
+            else:
+                self._in_flight += 1
             status = "disconnected"  # the client went away (or the handler failed) before the response ended
             try:
                 response = await handler(request)
@@ -263,7 +271,10 @@ class Metrics:
                 status = str(exc.status)
                 raise
             finally:
-                self._in_flight -= 1
+                if socket:
+                    self._sockets -= 1
+                else:
+                    self._in_flight -= 1
                 self._count(request.path, status)
 
         return serve
@@ -279,6 +290,7 @@ class Metrics:
             self._requests.items(),
         )
         yield GaugeMetricFamily("runguard_in_flight_requests", "Provider requests being served.", value=self._in_flight)
+        yield GaugeMetricFamily("runguard_open_websockets", "WebSockets being relayed.", value=self._sockets)
         blocked = (((detector,), n) for detector, n in self._blocked.items())
         yield _counter("runguard_blocked_requests_total", "Requests answered locally.", ("detector",), blocked)
         yield _counter("runguard_trips_total", "Detector trips.", ("detector", "action"), self._trips.items())

@@ -45,11 +45,6 @@ CLOSE_SENT_WAIT = 0.1  # seconds a stopping server gives a close frame to leave 
 _CLOSED = (WSMsgType.CLOSE, WSMsgType.CLOSING, WSMsgType.CLOSED, WSMsgType.ERROR)
 
 
-def is_upgrade(request: web.Request) -> bool:
-    """A WebSocket handshake (RFC 6455 4.1: a GET asking to upgrade to `websocket`)."""
-    return request.method == "GET" and request.headers.get("Upgrade", "").lower() == "websocket"
-
-
 def _protocols(request: web.Request) -> tuple[str, ...]:
     offered = request.headers.getall("Sec-WebSocket-Protocol", ())
     return tuple(name.strip() for value in offered for name in value.split(",") if name.strip())

@@ -144,6 +144,28 @@ async def test_in_flight_gauge_while_a_request_is_served(upstream: FakeUpstream)
     assert value(after, "runguard_in_flight_requests") == 0
 
 
+async def test_an_open_websocket_is_counted_apart_from_the_requests_in_flight(upstream: FakeUpstream) -> None:
+    """A Realtime socket lives for a whole voice session: it is an open socket, not a request in flight."""
+    upstream.socket_script = lambda message: [message]
+    running = await start_proxy(settings_for(upstream.url), detectors=[])
+    try:
+        async with aiohttp.ClientSession() as session:
+            url = f"{running.url}/v1/realtime?model=gpt-realtime"
+            async with session.ws_connect(url, headers={"Authorization": f"Bearer {KEY}"}) as socket:
+                await socket.send_str('{"type": "session.update"}')
+                assert await socket.receive_str() == '{"type": "session.update"}'
+                during = samples(await scrape(running.url))
+        for _ in range(100):  # the proxy's side of the socket closes after the client's
+            after = samples(await scrape(running.url))
+            if not value(after, "runguard_open_websockets"):
+                break
+            await asyncio.sleep(0.01)
+    finally:
+        await running.stop()
+    assert (value(during, "runguard_open_websockets"), value(during, "runguard_in_flight_requests")) == (1, 0)
+    assert (value(after, "runguard_open_websockets"), value(after, "runguard_in_flight_requests")) == (0, 0)
+
+
 def record(model: str, **fields: Any) -> RequestRecord:
     base: dict[str, Any] = {
         "run_id": "r",
@@ -352,6 +374,7 @@ def test_a_fresh_app_exposes_every_unlabelled_series_at_zero() -> None:
         ("runguard_proxy_overhead_ms_count", ()): 0.0,
         ("runguard_proxy_overhead_ms_sum", ()): 0.0,
         ("runguard_in_flight_requests", ()): 0.0,
+        ("runguard_open_websockets", ()): 0.0,
         ("runguard_state_errors_total", ()): 0.0,
     }
 
