@@ -9,11 +9,15 @@ previous turn's batch call for call.
 Two different tools asked about the same thing by name or id (`get_user`,
 `get_orders` and `get_tickets` for one user id; weather and local time for
 one city) is a fan-out of different lookups, not a spray: across tools, only
-calls that ask in words (a query with whitespace) are compared.
+calls that ask in words (a query with whitespace) are compared. Nor are calls
+that hand work to another agent (a delegation: an orchestrator giving its
+Spanish, French and Italian translator agents the same sentence); they count
+towards the cap.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from itertools import combinations
 
 from pydantic import Field
@@ -27,6 +31,7 @@ from runguard.detectors.normalize import (
     call_tag,
     decode_sketch,
     sketch_similarity,
+    tool_work,
 )
 from runguard.detectors.ops import Get, OpResult, Put, Scope
 from runguard.proxy.events import ToolCall
@@ -48,13 +53,14 @@ class ParallelCallsConfig(DetectorConfig):
         gt=0,
         le=1,
         description="Jaccard similarity of two calls' argument words at which they are the same lookup: "
-        "within one batch (across tools), or between this batch and the previous turn's (same tool). "
+        "within one batch (across tools; calls handing work to another agent are not compared), or between "
+        "this batch and the previous turn's (same tool). "
         "Only the arguments the two calls do not share are compared: five quotes with the same options differ.",
         json_schema_extra={"tighten": "lower"},
     )
 
 
-def _batch(calls: tuple[ToolCall, ...]) -> Batch:
+def _batch(calls: Sequence[ToolCall]) -> Batch:
     return [(call_tag(call), call_sketch(call)) for call in calls]
 
 
@@ -85,8 +91,13 @@ class ParallelCalls(Detector[ParallelCallsConfig]):
             )
         if len(calls) < 2:
             return None
-        batch = _batch(calls)
-        for (i, (tool_a, a)), (j, (tool_b, b)) in combinations(enumerate(batch), 2):
+        # One text handed to several agents (each translator the same sentence) is a fan-out, not a spray.
+        work = tool_work(seen.response) if seen.response.handoffs else calls
+        return self._alike(work, cfg) or self._repeat(_stored(seen.before.get("prev")), _batch(calls), cfg)
+
+    def _alike(self, calls: Sequence[ToolCall], cfg: ParallelCallsConfig) -> Verdict | None:
+        """Two calls of the batch that are the same lookup: of one tool, or asking several tools in words."""
+        for (i, (tool_a, a)), (j, (tool_b, b)) in combinations(enumerate(_batch(calls)), 2):
             if tool_a != tool_b and not (call_asks_in_words(calls[i]) and call_asks_in_words(calls[j])):
                 continue  # one entity looked up by several tools
             similarity = sketch_similarity(a, b)
@@ -97,7 +108,7 @@ class ParallelCalls(Detector[ParallelCallsConfig]):
                     tools=[calls[i].name, calls[j].name],
                     similarity=round(similarity, 3),
                 )
-        return self._repeat(_stored(seen.before.get("prev")), batch, cfg)
+        return None
 
     def _repeat(self, prev: Batch, batch: Batch, cfg: ParallelCallsConfig) -> Verdict | None:
         """The batch repeats the previous one: matching pairs reach the size of the smaller batch."""

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from runguard.detectors.parallel_calls import ParallelCalls
+from runguard.proxy.events import Handoff, HandoffKind
 from tests.detectors.harness import RunSimulator, Step, call, first_trip, request, response
 
 
@@ -35,6 +36,25 @@ async def test_the_same_lookup_sent_to_several_tools_at_once_trips() -> None:
     results = await RunSimulator([ParallelCalls()]).run([batch(("web_search", query), ("news_search", query))])
     finding = results[0].one("parallel_calls")
     assert "'web_search' and 'news_search' were called in one batch" in finding.verdict.reason
+
+
+async def test_one_text_handed_to_several_agents_at_once_is_a_fan_out() -> None:
+    """An orchestrator gives its translator agents (agent tools: delegations) the same sentence; the same
+    text sent to two search tools still trips, and the delegations count towards the cap."""
+    sentence = {"input": "Good morning, how are you doing today?"}
+    agents = [f"translate_to_{language}" for language in ("spanish", "french", "italian")]
+    calls = [call(name, sentence, f"c{i}", i) for i, name in enumerate(agents)]
+    delegations = [Handoff(name, name, HandoffKind.DELEGATE, f"c{i}") for i, name in enumerate(agents)]
+    fan_out = Step(request(), response(tool_calls=calls, handoffs=delegations))
+    assert first_trip(await RunSimulator([ParallelCalls()]).run([fan_out])) is None
+    searches = [call(name, sentence, f"s{i}", i + 3) for i, name in enumerate(("web_search", "news_search"))]
+    mixed = Step(request(), response(tool_calls=[*calls, *searches], handoffs=delegations))
+    results = await RunSimulator([ParallelCalls()]).run([mixed])
+    assert "'web_search' and 'news_search' were called in one batch" in results[0].one("parallel_calls").verdict.reason
+    many = [call(f"translate_to_{n}", sentence, f"c{n}", n) for n in range(6)]
+    handed = [Handoff(c.name, c.name, HandoffKind.DELEGATE, c.call_id) for c in many]
+    results = await RunSimulator([ParallelCalls()]).run([Step(request(), response(tool_calls=many, handoffs=handed))])
+    assert "6 tool calls in one response" in results[0].one("parallel_calls").verdict.reason
 
 
 async def test_a_batch_repeating_the_previous_turns_batch_trips() -> None:

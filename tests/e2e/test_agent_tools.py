@@ -171,6 +171,57 @@ async def test_openai_agents_same_task_handed_to_an_agent_tool_again_and_again_i
     assert [(t.detector, t.request_index) for t in blocking] == [("handoff_cycle", 7)]
 
 
+LANGUAGES = ("spanish", "french", "italian")
+SENTENCE = "Good morning, how are you doing today?"
+
+
+def translating(kind: str) -> Callable[[Received], Reply]:
+    """openai-agents' agents-as-tools example: the orchestrator gives each translator agent the same sentence in
+    one response, then answers with their translations."""
+
+    def script(received: Received) -> Reply:
+        body = received.json()
+        items = body["input"] if kind == "responses" else body["messages"]
+        instructions = body["instructions"] if kind == "responses" else items[0]["content"]
+        if instructions.startswith("You translate"):
+            return _reply(kind, f"({instructions.split()[-1]}) {SENTENCE}")
+        if any(i.get("type") == "function_call_output" or i.get("role") == "tool" for i in items):
+            return _reply(kind, "Here are the translations.")
+        calls = [(f"call_{lang}", f"translate_to_{lang}", json.dumps({"input": SENTENCE})) for lang in LANGUAGES]
+        if kind == "responses":
+            return Reply.json(payloads.response_object(calls=calls))
+        return Reply.json(payloads.chat_completion(tool_calls=calls))
+
+    return script
+
+
+@pytest.mark.parametrize("kind", ["responses", "chat"])
+async def test_openai_agents_orchestrator_giving_its_translators_the_same_sentence_at_once_runs_to_its_end(
+    upstream: FakeUpstream, make_proxy: Callable[..., Any], sink: ListSink, clients: list[openai.AsyncOpenAI], kind: str
+) -> None:
+    """One text for three agent tools in one batch is a fan-out to three agents, not one lookup sprayed over
+    three tools (`parallel_calls` stopped it at its first request)."""
+    upstream.script = translating(kind)
+    client = openai.AsyncOpenAI(base_url=await make_proxy() + "/v1", api_key="sk-test-tools")
+    clients.append(client)
+    model = sdk_model(kind, client)
+    translators = [
+        Agent(name=f"{lang}_agent", instructions=f"You translate to {lang}", model=model).as_tool(
+            tool_name=f"translate_to_{lang}", tool_description=f"Translate the user's message to {lang}."
+        )
+        for lang in LANGUAGES
+    ]
+    orchestrator = Agent(
+        name="orchestrator", instructions="You orchestrate translations.", model=model, tools=translators
+    )
+    result = await Runner.run(orchestrator, f"Say '{SENTENCE}' in Spanish, French and Italian.")
+    assert result.final_output == "Here are the translations."
+    records = requests_of(sink)
+    assert len(records) == 5 and len({r.run_id for r in records}) == 1
+    assert records[0].tool_calls == tuple(f"translate_to_{lang}" for lang in LANGUAGES)
+    assert not trips_of(sink)
+
+
 def lookup(name: str) -> str:
     """Look a company up."""
     return f"{name}: founded 1999, 400 staff"
