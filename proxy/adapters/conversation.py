@@ -87,6 +87,11 @@ class Conversation:
             else:
                 self._instructions.append(text)
 
+    def carries(self, root: str) -> None:
+        """The conversation continues one whose first user turn was `root`, summarised in its first message
+        (`handoff_history`): that turn stays its root."""
+        self._root = root
+
     def user(self, text: str, chars: int | None = None) -> None:
         self._messages += 1
         self._chars += len(text) if chars is None else chars

@@ -33,6 +33,7 @@ import xxhash
 
 from runguard.detectors.frozen import frozen
 from runguard.proxy.adapters.conversation import Conversation, last_index
+from runguard.proxy.adapters.handoff_history import carried_root
 from runguard.proxy.adapters.jsonish import load_object
 
 MIN_BODY = 32 * 1024  # bytes: a shorter request is read whole (its parse costs less than the bookkeeping)
@@ -195,6 +196,8 @@ def read_conversation(
         return problem or "unreadable"
     talk = Conversation()
     raw = data.get(array)
+    if type(raw) is list and (root := carried_root(raw)) is not None:
+        talk.carries(root)  # openai-agents' nested handoff history: the transcript's first user turn
     if slot is None or key is None or type(raw) is not list:
         read_whole(talk, raw)
         return data, talk
