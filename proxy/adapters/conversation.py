@@ -87,10 +87,16 @@ class Conversation:
             else:
                 self._instructions.append(text)
 
-    def carries(self, root: str) -> None:
-        """The conversation continues one whose first user turn was `root`, summarised in its first message
-        (`handoff_history`): that turn stays its root."""
-        self._root = root
+    @property
+    def rootless(self) -> bool:
+        return self._root is None
+
+    def rooted(self, root: str | None) -> None:
+        """The conversation's root, known other than from the text of its first user message: the first
+        user turn of the transcript it opens with (`handoff_history`), or its first message's media when
+        that has no text (`media.root_of`). None: nothing more is known."""
+        if root is not None and self._root is None:
+            self._root = root
 
     def user(self, text: str, chars: int | None = None) -> None:
         self._messages += 1

@@ -196,8 +196,8 @@ def read_conversation(
         return problem or "unreadable"
     talk = Conversation()
     raw = data.get(array)
-    if type(raw) is list and (root := carried_root(raw)) is not None:
-        talk.carries(root)  # openai-agents' nested handoff history: the transcript's first user turn
+    if type(raw) is list:
+        talk.rooted(carried_root(raw))  # openai-agents' nested handoff history: the transcript's first user turn
     if slot is None or key is None or type(raw) is not list:
         read_whole(talk, raw)
         return data, talk

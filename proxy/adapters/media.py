@@ -14,6 +14,7 @@ from __future__ import annotations
 from typing import Any
 
 from runguard.proxy.adapters.conversation import CHARS_PER_TOKEN
+from runguard.proxy.adapters.jsonish import dumps_text
 from runguard.proxy.events import digest
 
 # OpenAI bills a 1024x1024 image at high detail as 765 tokens (Gemini: 258 per 768x768 tile).
@@ -52,6 +53,13 @@ def shed(value: Any, depth: int = 0) -> tuple[Any, int]:
             found += media
         return (fields, found) if found else (value, 0)
     return value, 0
+
+
+def root_of(content: Any) -> str | None:
+    """The root of a conversation whose first user message has media and no text (a voice message, a
+    picture): a digest of the message, its media included (None for an empty one). Without it every such
+    conversation of a key had no root, and all of them made one run."""
+    return "media:" + digest(dumps_text(content)) if content else None
 
 
 def _media_type(url: str) -> str:

@@ -10,6 +10,8 @@ requests stay in one run.
 from __future__ import annotations
 
 import asyncio
+import base64
+import random
 from typing import Any
 
 import openai
@@ -267,3 +269,44 @@ async def test_when_a_root_s_entry_cannot_be_read_its_requests_share_the_root_s_
     await eventually(lambda: len(requests_of(sink)) == 4)
     assert len({r.run_id for r in requests_of(sink)}) == 1  # the same on every replica while it lasts
     assert [r.index for r in requests_of(sink)] == [1, 2, 3, 4]
+
+
+def voice_message(seed: int) -> dict[str, Any]:
+    """A user's spoken question: audio only, no text (a voice app on Chat Completions)."""
+    audio = base64.b64encode(random.Random(seed).randbytes(3000)).decode()
+    return {"role": "user", "content": [{"type": "input_audio", "input_audio": {"data": audio, "format": "wav"}}]}
+
+
+async def test_conversations_that_open_with_media_and_no_text_are_runs_of_their_own(
+    make_proxy: ProxyFactory, sdk_client: SdkClient, upstream: FakeUpstream, sink: ListSink
+) -> None:
+    """Three voice chats, a picture sent on its own to the Responses API and one to Gemini: each is its own
+    run, whose next turns stay in it. With no text to root them, they all made one run of the key (a voice
+    app's every conversation, stopped together at the step limit of 3)."""
+    upstream.script = lambda received: Reply.json(
+        payloads.gemini_response("Heard you.")
+        if "contents" in received.json()
+        else payloads.response_object("Heard you.")
+        if "input" in received.json()
+        else payloads.chat_completion("Heard you.")
+    )
+    url = await make_proxy(guard={"detectors": {"max_requests": {"limit": 3}}})
+    client = sdk_client(url, "sk-voice-app")
+    for seed in range(3):
+        asked: list[Any] = [voice_message(seed)]
+        said = await client.chat.completions.create(model="gpt-4o-audio-preview", messages=asked)
+        asked += [said.choices[0].message.model_dump(exclude_none=True), {"role": "user", "content": "And then?"}]
+        await client.chat.completions.create(model="gpt-4o-audio-preview", messages=asked)
+    picture = "data:image/png;base64," + base64.b64encode(random.Random(7).randbytes(3000)).decode()
+    image: Any = [{"role": "user", "content": [{"type": "input_image", "image_url": picture}]}]
+    await client.responses.create(model="gpt-4o", input=image)
+    gemini = genai.Client(api_key="gemini-key", http_options=types.HttpOptions(base_url=url))
+    png = types.Part.from_bytes(data=random.Random(8).randbytes(3000), mime_type="image/png")
+    await gemini.aio.models.generate_content(
+        model="gemini-2.5-flash", contents=[types.Content(role="user", parts=[png])]
+    )
+    await eventually(lambda: len(requests_of(sink)) == 8)
+    records = requests_of(sink)
+    assert trips_of(sink) == []
+    assert [r.index for r in records] == [1, 2, 1, 2, 1, 2, 1, 1]
+    assert len({r.run_id for r in records}) == 5

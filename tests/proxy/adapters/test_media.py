@@ -165,3 +165,17 @@ def test_the_fast_and_the_forgiving_reads_weigh_media_alike() -> None:
         {"type": "message", "role": "assistant", "content": [{"type": "output_text", "text": "ok"}]},
     ]
     assert_same(read_input, read_input_forgiving, items)
+
+
+def test_a_first_message_of_media_alone_roots_its_conversation_by_what_it_holds() -> None:
+    """No text to root the conversation by: its media do, told apart by their bytes."""
+
+    def root(audio: str) -> str | None:
+        voice = {"role": "user", "content": [{"type": "input_audio", "input_audio": {"data": audio, "format": "wav"}}]}
+        body = {"model": "gpt-4o-audio-preview", "messages": [voice]}
+        return ChatAdapter().parse_request(orjson.dumps(body), RequestContext()).root_hash
+
+    first, second = (base64.b64encode(os.urandom(3000)).decode() for _ in range(2))
+    assert root(first) == root(first) != root(second)
+    assert root(first) is not None
+    assert media.root_of([]) is None and media.root_of("") is None
