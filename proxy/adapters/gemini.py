@@ -106,7 +106,7 @@ def _count_earlier(talk: Conversation, listed: list[Any], start: int, stop: int)
         chars += results_chars + media.inline_parts(parts) * media.MEDIA_CHARS
         if text or not results:
             if not text and talk.rootless:
-                talk.rooted(media.root_of(parts))
+                talk.rooted(media.root_of(content.get("parts")))
             talk.user(text)
     talk.earlier_turns(count, chars, turns, names)  # all zero when there is no earlier turn
 
@@ -182,7 +182,7 @@ def _read_content(talk: Conversation, raw: Any, *, earlier: bool) -> None:
     text = _text(parts, thoughts=True)
     if text or not answered:
         if not text and talk.rootless:
-            talk.rooted(media.root_of(parts))
+            talk.rooted(media.root_of(content.get("parts")))
         talk.user(text)
     talk.weigh(media.inline_parts(parts) * media.MEDIA_CHARS)
 
