@@ -59,6 +59,8 @@ def naming(request: RequestInfo) -> tuple[str | None, Op | None]:
         return None, None
     field = FIELD + agent.fingerprint
     name = next(filter(None, map(acknowledged, reversed(request.new_results))), None)
+    if name is None and request.handed_to is not None:  # acknowledged in a transcript (nested handoff history)
+        name = tool_spelling(request.handed_to)
     if name is None:
         return None, Get(Scope.RUN, field)
     return name, Put(Scope.RUN, field, name)

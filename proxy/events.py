@@ -186,6 +186,9 @@ class RequestInfo:
     # Hash of the end user the request names (OpenAI's `safety_identifier`, else `user`): without a header,
     # runs are grouped per end user too, so a chatbot's users whose chats open alike are runs of their own.
     end_user: str | None = None
+    # The agent a transcript the conversation opens with says it was handed to (openai-agents' nested handoff
+    # history, `adapters.handoff_history`): the acknowledgement that otherwise comes back as a tool result.
+    handed_to: str | None = None
     message_count: int = 0
     history_chars: int = 0  # characters of conversation text in the request
     estimated_input_tokens: int = 0

@@ -52,6 +52,7 @@ class Conversation:
         self._tail_question: str | None = None  # the last of it that the user asked (`QUOTE`s are not)
         self._in_assistant = False
         self._names: dict[str, str] = {}
+        self._handed_to: str | None = None
 
     def copy(self) -> Conversation:
         """An independent copy: reading on into it leaves this one as it is."""
@@ -68,6 +69,7 @@ class Conversation:
         other._tail_question = self._tail_question
         other._in_assistant = self._in_assistant
         other._names = self._names.copy()
+        other._handed_to = self._handed_to
         return other
 
     def weight(self) -> int:
@@ -97,6 +99,10 @@ class Conversation:
         that has no text (`media.root_of`). None: nothing more is known."""
         if root is not None and self._root is None:
             self._root = root
+
+    def handed_to(self, agent: str | None) -> None:
+        """The agent the transcript this conversation opens with says it was handed to (`handoff_history`)."""
+        self._handed_to = agent
 
     def user(self, text: str, chars: int | None = None) -> None:
         self._messages += 1
@@ -235,6 +241,7 @@ class Conversation:
             root_hash=digest(self._root) if self._root is not None else None,
             task_hash=_wrapped_task_hash(self._root),
             end_user=digest("user\x00" + end_user) if end_user else None,
+            handed_to=self._handed_to,
             message_count=self._messages,
             history_chars=chars,
             estimated_input_tokens=math.ceil(chars / CHARS_PER_TOKEN) + 3 * self._messages,

@@ -33,7 +33,7 @@ import xxhash
 
 from runguard.detectors.frozen import frozen
 from runguard.proxy.adapters.conversation import Conversation, last_index
-from runguard.proxy.adapters.handoff_history import carried_root
+from runguard.proxy.adapters.handoff_history import carried
 from runguard.proxy.adapters.jsonish import load_object
 
 MIN_BODY = 32 * 1024  # bytes: a shorter request is read whole (its parse costs less than the bookkeeping)
@@ -196,8 +196,9 @@ def read_conversation(
         return problem or "unreadable"
     talk = Conversation()
     raw = data.get(array)
-    if type(raw) is list:
-        talk.rooted(carried_root(raw))  # openai-agents' nested handoff history: the transcript's first user turn
+    if type(raw) is list and (transcript := carried(raw)) is not None:  # openai-agents' nested handoff history
+        talk.rooted(transcript.root)
+        talk.handed_to(transcript.handed_to)
     if slot is None or key is None or type(raw) is not list:
         read_whole(talk, raw)
         return data, talk

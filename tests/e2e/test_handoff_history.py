@@ -90,6 +90,8 @@ async def test_each_customer_s_conversation_is_one_run_after_its_handoff(
     runs = [r.run_id for r in records]
     assert len(records) == 9 and len(set(runs)) == 3
     assert runs == [runs[0]] * 3 + [runs[3]] * 3 + [runs[6]] * 3
+    # The agent taken over is named by the handoff the transcript acknowledges, as without the nesting.
+    assert [r.agent for r in records[:3]] == [records[0].agent, "billing", "billing"]
     assert not trips_of(sink)
 
 

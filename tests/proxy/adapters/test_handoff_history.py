@@ -10,7 +10,7 @@ import pytest
 
 from runguard.proxy.adapters import ChatAdapter, ResponsesAdapter
 from runguard.proxy.adapters.base import RequestContext
-from runguard.proxy.adapters.handoff_history import carried_root
+from runguard.proxy.adapters.handoff_history import Transcript, carried
 from runguard.proxy.events import digest
 
 PREAMBLE = "For context, here is the conversation so far between the user and the previous agent:"
@@ -66,7 +66,8 @@ CALL = json.dumps({"arguments": "{}", "call_id": "call_h", "name": "transfer_to_
     ],
 )
 def test_the_transcript_s_first_user_turn_is_the_root(items: list[Any], root: str) -> None:
-    assert carried_root(items) == root
+    found = carried(items)
+    assert found is not None and found.root == root
 
 
 @pytest.mark.parametrize(
@@ -82,7 +83,8 @@ def test_the_transcript_s_first_user_turn_is_the_root(items: list[Any], root: st
     ],
 )
 def test_other_conversations_carry_no_root(items: list[Any]) -> None:
-    assert carried_root(items) is None
+    found = carried(items)
+    assert found is None or found.root is None
 
 
 def test_the_agent_taken_over_has_the_root_of_the_conversation_it_continues() -> None:
@@ -99,3 +101,21 @@ def test_the_agent_taken_over_has_the_root_of_the_conversation_it_continues() ->
         ChatAdapter().parse_request(orjson.dumps(chat), context).root_hash,
     }
     assert roots == {digest("Refund 42")}
+
+
+def output(call_id: str, text: str) -> str:
+    return json.dumps({"call_id": call_id, "output": text, "type": "function_call_output"})
+
+
+def test_the_last_handoff_the_transcript_acknowledges_names_the_agent_taken_over() -> None:
+    back = json.dumps({"arguments": "{}", "call_id": "call_b", "name": "transfer_to_triage", "type": "function_call"})
+    lookup = json.dumps({"arguments": "{}", "call_id": "call_l", "name": "lookup", "type": "function_call"})
+    lines = ("user: Refund 42", CALL, output("call_h", '{"assistant": "Billing Agent"}'), back)
+    assert carried([transcript(*lines, output("call_b", '{"assistant": "Triage"}'))]) == Transcript(
+        "Refund 42", "Triage"
+    )
+    assert carried([transcript(*lines)]) == Transcript("Refund 42", "Billing Agent")
+    # A tool that answers like an acknowledgement is no handoff.
+    assert carried([transcript("user: Refund 42", lookup, output("call_l", '{"assistant": "Nobody"}'))]) == Transcript(
+        "Refund 42", None
+    )
