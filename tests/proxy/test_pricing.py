@@ -19,6 +19,13 @@ def test_longest_prefix_wins_and_cached_tokens_are_cheaper() -> None:
     assert tables.window("unknown-model") == 128_000
 
 
+@pytest.mark.parametrize("alias", ["gemini-flash-latest", "gemini-flash-lite-latest", "models/gemini-pro-latest"])
+def test_gemini_s_latest_aliases_have_their_models_windows_and_prices(alias: str) -> None:
+    tables = ModelTables()
+    assert tables.window(alias) == 1_048_576
+    assert tables.price(alias) != tables.price("unknown-model")
+
+
 def test_user_tables_extend_the_shipped_ones(tmp_path: Path) -> None:
     pricing = tmp_path / "pricing.yaml"
     pricing.write_text("models:\n  my-model: {input: 1, output: 2}\n")
