@@ -26,6 +26,12 @@ def test_gemini_s_latest_aliases_have_their_models_windows_and_prices(alias: str
     assert tables.price(alias) != tables.price("unknown-model")
 
 
+@pytest.mark.parametrize(("model", "output"), [("o3-pro-2025-06-10", 80.0), ("o1-pro", 600.0), ("gpt-5-pro", 120.0)])
+def test_pro_models_are_priced_apart_from_their_families(model: str, output: float) -> None:
+    """Priced as o3 (8 USD per 1M output tokens), an o3-pro run spent ten times what its budget counted."""
+    assert ModelTables().price(model).output == pytest.approx(output)
+
+
 def test_user_tables_extend_the_shipped_ones(tmp_path: Path) -> None:
     pricing = tmp_path / "pricing.yaml"
     pricing.write_text("models:\n  my-model: {input: 1, output: 2}\n")
