@@ -12,7 +12,8 @@ one city) is a fan-out of different lookups, not a spray: across tools, only
 calls that ask in words (a query with whitespace) are compared. Nor are calls
 that hand work to another agent (a delegation: an orchestrator giving its
 Spanish, French and Italian translator agents the same sentence); they count
-towards the cap.
+towards the cap. An Agno task leader's calls that only write its plan
+(`create_task`, six tasks at once) do not.
 """
 
 from __future__ import annotations
@@ -60,6 +61,21 @@ class ParallelCallsConfig(DetectorConfig):
     )
 
 
+# An Agno `TeamMode.tasks` leader (known by the three tools below, declared together) keeps its plan with
+# these tools: six `create_task` calls in one response write a plan of six steps and run nothing. Its
+# `execute_task` calls run the tasks, and count.
+AGNO_TASK_MODE = frozenset({"create_task", "execute_task", "mark_all_complete"})
+AGNO_PLAN_TOOLS = frozenset({"create_task", "update_task_status", "add_task_note", "list_tasks", "mark_all_complete"})
+
+
+def _running(seen: ResponseSeen) -> Sequence[ToolCall]:
+    """The response's calls that run something: all of them, but an Agno task leader's plan keeping."""
+    calls = seen.response.tool_calls
+    if not AGNO_TASK_MODE.issubset(seen.request.tool_names):
+        return calls
+    return [call for call in calls if call.name not in AGNO_PLAN_TOOLS]
+
+
 def _batch(calls: Sequence[ToolCall]) -> Batch:
     return [(call_tag(call), call_sketch(call)) for call in calls]
 
@@ -82,11 +98,11 @@ class ParallelCalls(Detector[ParallelCallsConfig]):
 
     def inspect_response(self, seen: ResponseSeen, cfg: ParallelCallsConfig) -> Verdict | None:
         calls = seen.response.tool_calls
-        if len(calls) > cfg.max_calls:
+        if len(calls) > cfg.max_calls and len(running := _running(seen)) > cfg.max_calls:
             return self.verdict(
-                f"{len(calls)} tool calls in one response, over the limit of {cfg.max_calls}",
-                calls=len(calls),
-                tools=sorted({call.name for call in calls}),
+                f"{len(running)} tool calls in one response, over the limit of {cfg.max_calls}",
+                calls=len(running),
+                tools=sorted({call.name for call in running}),
                 limit=cfg.max_calls,
             )
         if len(calls) < 2:

@@ -35,6 +35,7 @@ from runguard.detectors.normalize import (
     lowered,
     named_apart,
     sketch_similarity,
+    tag,
     tool_work,
 )
 from runguard.detectors.ops import Op, Push, Scope
@@ -97,16 +98,18 @@ class Spiral(Detector[SpiralConfig]):
     def plan_request(self, seen: RequestSeen, cfg: SpiralConfig) -> Plan:
         return {"tools": tally.fetch("tools")}
 
-    def _entry(self, call: ToolCall, cfg: SpiralConfig) -> str:
-        """One call as "<hash of its page values>/<hash of the files and numbers its text names>|<its packed
-        argument sketch>": calls on other pages, or naming other files or numbers, are never a pair."""
+    def _entry(self, turn: str, call: ToolCall, cfg: SpiralConfig) -> str:
+        """One call as "<its turn>~<hash of its page values>/<hash of the files and numbers its text names>|<its
+        packed argument sketch>": calls on other pages, or naming other files or numbers, are never a pair,
+        nor calls of one turn."""
         pages = keyed_values_digest(call.arguments, cfg.pagination)
-        return f"{pages}/{call_targets(call)}|{call_sketch_packed(call)}"
+        return f"{turn}~{pages}/{call_targets(call)}|{call_sketch_packed(call)}"
 
     def plan_response(self, seen: ResponseSeen, cfg: SpiralConfig) -> Plan:
         entries: dict[str, list[str]] = {}
+        turn = tag(repr(seen.now))
         for call in tool_work(seen.response):  # a leader's similar tasks for its members are a fan-out
-            entries.setdefault(call_tag(call), []).append(self._entry(call, cfg))
+            entries.setdefault(call_tag(call), []).append(self._entry(turn, call, cfg))
         if not entries:
             return {}
         admitted, new = tally.admit(seen.before.get("tools"), entries, MAX_TOOLS)
@@ -137,16 +140,28 @@ class Spiral(Detector[SpiralConfig]):
         return None
 
     def _similar_pairs(self, window: tuple[str, ...], cfg: SpiralConfig) -> list[tuple[int, int, float]]:
-        parsed = [
-            (marks.partition("/"), decode_sketch(sketch)) for marks, _, sketch in (e.partition("|") for e in window)
-        ]
+        """Near-identical pairs of calls from different turns, one per pair of turns: a spiral is the model
+        asking again once it has seen the answers. Calls of one response were all made before any answer
+        came (a plan's similar tasks, a batch of lookups: `parallel_calls` judges those), and a call like
+        several of one earlier batch asks again once."""
+        parsed = []
+        for index, (marks, _, sketch) in enumerate(entry.partition("|") for entry in window):
+            turn, marked, rest = marks.partition("~")
+            turn = turn if marked else str(index)  # an entry from before turns were kept: a turn of its own
+            parsed.append((turn, rest.partition("/"), decode_sketch(sketch)))
         found = []
-        for (i, ((pages_a, _, named_a), a)), (j, ((pages_b, _, named_b), b)) in combinations(enumerate(parsed), 2):
+        paired: set[tuple[str, str]] = set()
+        for (i, (turn_a, (pages_a, _, named_a), a)), (j, (turn_b, (pages_b, _, named_b), b)) in combinations(
+            enumerate(parsed), 2
+        ):
+            if turn_a == turn_b or (turn_a, turn_b) in paired:
+                continue  # one batch, or turns already paired
             if pages_a != pages_b:
                 continue  # another page of the same listing
             if named_apart(named_a, named_b):
                 continue  # other files, numbers or names
             similarity = sketch_similarity(a, b)
             if cfg.threshold <= similarity < 1.0:
+                paired.add((turn_a, turn_b))
                 found.append((i, j, round(similarity, 3)))
         return found

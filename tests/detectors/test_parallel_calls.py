@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any
 
 from runguard.detectors.parallel_calls import ParallelCalls
@@ -55,6 +56,25 @@ async def test_one_text_handed_to_several_agents_at_once_is_a_fan_out() -> None:
     handed = [Handoff(c.name, c.name, HandoffKind.DELEGATE, c.call_id) for c in many]
     results = await RunSimulator([ParallelCalls()]).run([Step(request(), response(tool_calls=many, handoffs=handed))])
     assert "6 tool calls in one response" in results[0].one("parallel_calls").verdict.reason
+
+
+AGNO_TASK_TOOLS = ("create_task", "execute_task", "execute_tasks_parallel", "list_tasks", "mark_all_complete")
+
+
+def planned(*calls: tuple[str, Any], tools: tuple[str, ...] = AGNO_TASK_TOOLS) -> Step:
+    made = [call(name, args, f"c{i}", i) for i, (name, args) in enumerate(calls)]
+    return Step(dataclasses.replace(request(), tool_names=tools), response(tool_calls=made))
+
+
+async def test_an_agno_task_leader_writing_a_plan_of_six_tasks_at_once_passes() -> None:
+    """Agno's task mode: `create_task` writes the plan and runs nothing; its `execute_task` calls run the tasks."""
+    regions = ["north", "south", "east", "west", "central", "islands"]
+    tasks = [("create_task", {"title": f"{r.title()} sales", "assignee": f"{r}-analyst"}) for r in regions]
+    assert first_trip(await RunSimulator([ParallelCalls()]).run([planned(*tasks)])) is None
+    runs = [("execute_task", {"task_id": f"t{i}", "member_id": f"{r}-analyst"}) for i, r in enumerate(regions)]
+    assert first_trip(await RunSimulator([ParallelCalls()]).run([planned(*runs)])) == 1
+    # Without Agno's task tools declared, `create_task` is any tool: six calls of it are over the cap.
+    assert first_trip(await RunSimulator([ParallelCalls()]).run([planned(*tasks, tools=("create_task",))])) == 1
 
 
 async def test_a_batch_repeating_the_previous_turns_batch_trips() -> None:

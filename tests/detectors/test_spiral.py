@@ -65,10 +65,27 @@ async def test_windows_are_kept_for_a_bounded_number_of_tools() -> None:
     assert sum(1 for name in fields if name.startswith("spiral.w.")) == MAX_TOOLS
 
 
-async def test_one_response_with_several_similar_calls_of_a_tool_trips() -> None:
+async def test_similar_calls_of_one_response_are_a_batch_not_a_spiral() -> None:
+    """A spiral asks again after seeing the answers; calls of one response were all made before any came
+    (a near-identical pair there is `parallel_calls`'). The same calls one turn after another spiral."""
     batch = [("web_search", {"query": f"{BASE} {' '.join(WORDS[:i])}"}, "r") for i in range(3)]
-    results = await RunSimulator([Spiral()]).run(agent_loop([batch]))
-    assert first_trip(results) == 1
+    assert first_trip(await RunSimulator([Spiral()]).run(agent_loop([batch]))) is None
+    assert first_trip(await RunSimulator([Spiral()]).run(agent_loop([[call] for call in batch]))) == 3
+
+
+async def test_a_plan_of_similar_tasks_and_one_more_later_is_not_a_spiral() -> None:
+    """Agno's task mode: the leader creates a task per region in one response, and one more later; the later
+    one is like each of the batch's, which asks again once, not four times."""
+    regions = ["north", "south", "east", "west", "central"]
+
+    def task(region: str) -> tuple[str, object, object]:
+        args = {"title": f"Analyse {region} sales", "description": f"Analyse the {region} region's sales."}
+        return ("create_task", args, f"Task created: {region}")
+
+    turns = [[task(region) for region in regions[:4]], [task(regions[4])]]
+    assert first_trip(await RunSimulator([Spiral()]).run(agent_loop(turns))) is None
+    # One turn after another, the same calls meet the seed's rule (three similar pairs of turns).
+    assert first_trip(await RunSimulator([Spiral()]).run(agent_loop([[task(r)] for r in regions]))) == 3
 
 
 async def test_reading_sibling_files_is_not_a_spiral() -> None:
