@@ -4,7 +4,10 @@ A search that cannot find what the model wants turns into a stream of
 rephrasings ("agent cost control 2026", "agent cost control best practices
 2026", ...). Each call's arguments become a small token set per argument; when
 enough pairs among a tool's last few calls are similar (Jaccard over the
-arguments they do not share), the tool is spiralling.
+arguments they do not share), the tool is spiralling. Pairs are of calls from
+different turns, one per two turns: a rephrasing comes after the answers, while
+the calls of one response were all made before any came (a plan's similar
+tasks; a spray of near-identical lookups there is `parallel_calls`').
 Identical arguments are left to `repeat_call` and `stagnation`, calls that
 differ in their page or cursor are a listing, not a spiral, and so are calls
 whose text names other files, numbers, names or quoted literals (`pytest
