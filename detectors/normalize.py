@@ -216,7 +216,9 @@ def arg_sketch(arguments: str) -> Sketch:
     spaces (a path, an id, a URL) and any other scalar is one word, so two
     sibling files or two ids are different words, not a shared path. An argument
     that is a list of objects has no words: it is data the call writes (a to-do
-    list rewritten at every step with one status changed), not a question. Only the
+    list rewritten at every step with one status changed), not a question, and so
+    is a text of three lines or more (a script edited and run again, a file's
+    content rewritten: `_is_block`). Only the
     `MAX_TOKENS` smallest hashes of the whole call are kept (a bottom-k sketch);
     arguments past the first `MAX_ARGS` share one group.
     """
@@ -226,8 +228,8 @@ def arg_sketch(arguments: str) -> Sketch:
 def _sketch(arguments: str, names: set[str]) -> Sketch:
     """`arg_sketch`, adding the files, numbers and names its free text names to `names` (`call_targets`)."""
     value = _parse(arguments)
-    if value is _MISSING:
-        groups = [(_tag(_squash(arguments)), _WORD.findall(arguments.lower()))]
+    if value is _MISSING:  # a custom tool's raw input: a block of code has no words either
+        groups = [(_tag(_squash(arguments)), [] if _is_block(arguments) else _WORD.findall(arguments.lower()))]
     elif isinstance(value, dict) and value:
         items = sorted(value.items())
         if len(items) >= MAX_ARGS:
@@ -236,6 +238,9 @@ def _sketch(arguments: str, names: set[str]) -> Sketch:
         for key, item in items:
             if type(item) is list and _is_records(item):  # data the call writes (a plan, rows), not words
                 groups.append((_tag(f"{key}\x00{_dump(item)}"), []))
+                continue
+            if type(item) is str and _is_block(item):  # a script, a file's content: data too
+                groups.append((_tag(f"{key}\x00\x01{item}"), []))
                 continue
             words = _WORD.findall(key.lower())
             if isinstance(item, str):  # most arguments: `_words` and the tag's dump, written out
@@ -292,6 +297,12 @@ def _text_words(original: str, names: set[str]) -> list[str]:
     return words
 
 
+def _is_block(text: str) -> bool:
+    """A text of three lines or more: code, a file's content, a document the call writes or runs. Edited
+    and sent again it is work; sent again unchanged, `repeat_call`'s."""
+    return text.count("\n", 0, len(text.rstrip())) >= 2
+
+
 def _is_records(value: Any) -> bool:
     """A list of objects: a to-do list or plan rewritten whole at every step, rows to insert."""
     return type(value) is list and bool(value) and all(type(item) is dict for item in value)
@@ -313,7 +324,7 @@ def _words(value: Any, out: list[str], names: set[str], depth: int = 0) -> None:
     elif isinstance(value, list):
         for item in value:
             _words(item, out, names, depth + 1)
-    elif isinstance(value, str):
+    elif isinstance(value, str) and not _is_block(value):
         text = value.strip()
         if _SPACE.search(text):
             out.extend(_text_words(text, names))

@@ -67,7 +67,8 @@ class SpiralConfig(DetectorConfig):
         le=1,
         description="Jaccard similarity of two calls' argument words at which they count as near-identical. "
         "Only the arguments the two calls do not share are compared, and a value without spaces (a path, "
-        "an id) is one word: reading sibling files or one query with fixed options is not a spiral.",
+        "an id) is one word: reading sibling files or one query with fixed options is not a spiral. A text of "
+        "three lines or more (code, a file's content) has no words: a script edited and run again is work.",
         json_schema_extra={"tighten": "lower"},
     )
     window: int = Field(4, ge=2, le=8, description="How many of each tool's latest calls are compared pairwise.")

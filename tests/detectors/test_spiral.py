@@ -186,3 +186,25 @@ async def test_code_or_sql_on_other_quoted_literals_is_not_a_spiral() -> None:
     sql = "SELECT product, SUM(amount) FROM orders WHERE region = '{}' GROUP BY product ORDER BY 2 DESC"
     queries = [[("run_sql", {"sql": sql.format(region)}, region)] for region in ["north", "south", "east", "west"]]
     assert first_trip(await RunSimulator([Spiral()]).run(agent_loop(queries))) is None
+
+
+SCRIPT = """import csv
+
+def total(path):
+    with open(path) as f:
+        return sum(float(row["amount"]) for row in csv.DictReader(f))
+
+print(total("sales.csv"))
+"""
+FIXES = ['float(row["amount"] or 0)', 'float(row.get("amount") or 0)', 'float(row.get("amount", "0").strip() or 0)']
+
+
+async def test_a_coding_agent_editing_its_script_again_and_again_is_not_a_spiral() -> None:
+    """Each version fixes one line and gets another error: work, not a rephrased question. A script's or a
+    file's text (three lines or more) is data the call writes; run again unchanged, it is `repeat_call`'s."""
+    versions = [SCRIPT, *(SCRIPT.replace('float(row["amount"])', fix) for fix in FIXES)]
+    runs = [[("run_python", {"code": v}, f"ValueError {i}")] for i, v in enumerate(versions)]
+    writes = [[("write_file", {"path": "report.py", "content": v}, "written")] for v in versions]
+    nested = [[("apply_edit", {"edit": {"file": "report.py", "text": v}}, "ok")] for v in versions]
+    for turns in (runs, writes, nested):
+        assert first_trip(await RunSimulator([Spiral()]).run(agent_loop(turns))) is None
