@@ -71,7 +71,13 @@ class SpiralConfig(DetectorConfig):
         "three lines or more (code, a file's content) has no words: a script edited and run again is work.",
         json_schema_extra={"tighten": "lower"},
     )
-    window: int = Field(4, ge=2, le=8, description="How many of each tool's latest calls are compared pairwise.")
+    window: int = Field(
+        4,
+        ge=2,
+        le=8,
+        description="How many of each tool's latest calls are compared pairwise; the calls of one response are "
+        "kept whole beside the earlier ones (up to twice as many).",
+    )
     min_pairs: int = Field(
         3,
         ge=1,
@@ -117,8 +123,11 @@ class Spiral(Detector[SpiralConfig]):
         if not entries:
             return {}
         admitted, new = tally.admit(seen.before.get("tools"), entries, MAX_TOOLS)
+        # A batch stays whole beside the window's earlier calls (up to twice the window): pairs are of turns.
         plan: dict[str, Op] = {
-            f"w.{t}": Push(Scope.RUN, f"w.{t}", tuple(entries[t]), keep=cfg.window) for t in admitted
+            f"w.{t}": Push(Scope.RUN, f"w.{t}", tuple(got), keep=min(cfg.window + len(got) - 1, 2 * cfg.window))
+            for t in admitted
+            if (got := entries[t])
         }
         for op in tally.enrol("tools", new, MAX_TOOLS):
             plan["roster"] = op

@@ -208,3 +208,11 @@ async def test_a_coding_agent_editing_its_script_again_and_again_is_not_a_spiral
     nested = [[("apply_edit", {"edit": {"file": "report.py", "text": v}}, "ok")] for v in versions]
     for turns in (runs, writes, nested):
         assert first_trip(await RunSimulator([Spiral()]).run(agent_loop(turns))) is None
+
+
+async def test_two_rephrasings_a_turn_spiral_by_the_third_turn() -> None:
+    """A batch is kept whole beside the window's earlier calls, so a model asking twice a turn is judged by
+    its turns as one asking once a turn is."""
+    queries = [f"{BASE} {' '.join(WORDS[:i])}" for i in range(6)]
+    turns = [[("web_search", {"query": q}, "r"), ("web_search", {"query": q + " now"}, "r")] for q in queries[::2]]
+    assert first_trip(await RunSimulator([Spiral()]).run(agent_loop(turns))) == 3
