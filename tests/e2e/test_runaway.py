@@ -252,6 +252,21 @@ async def test_over_spawn_caps_requests_in_flight_for_one_run(upstream: FakeUpst
     assert all(b.code == "runguard_over_spawn" for b in blocked)
 
 
+async def test_client_retries_after_timeouts_are_stopped_at_the_fourth_identical_send(
+    upstream: FakeUpstream, make_proxy: ProxyFactory
+) -> None:
+    """An SDK whose timeout is shorter than the model's answer gives up and sends the same body again, up to
+    its `max_retries`: the 4th identical send is answered locally, with a 429 the SDK does not retry."""
+    upstream.script = lambda _: Reply(200, payloads_json(), delay=0.6)
+    sent: list[httpx.Request] = []
+    client = counting_client(await make_proxy(), sent, "impatient", max_retries=6, timeout=0.3)
+    question: Any = [{"role": "user", "content": "Summarise the quarter."}]
+    with pytest.raises(openai.RateLimitError) as caught:
+        await client.chat.completions.create(model="gpt-4o-mini", messages=question)
+    assert caught.value.code == "runguard_duplicate_request"
+    assert len(sent) == 4 and len(upstream.received) == 3
+
+
 def payloads_json() -> bytes:
     return orjson.dumps(payloads.chat_completion("branch done"))
 
