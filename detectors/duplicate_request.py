@@ -2,7 +2,11 @@
 
 Retry layers multiply (SDK retries times application retries), and each
 identical request re-bills the whole context. The SDKs retry twice by default,
-so three identical bodies in a row is normal; more is amplification.
+so three identical bodies in a row is normal; more is amplification. A retry
+is sent once the attempt before it is over (failed, or given up on: the proxy
+lets go of an attempt its client left), so a body sent while another request
+of the run is still out is a parallel sample (five samples of one prompt at
+once, to vote or pick the best), not a retry, and is not stopped.
 """
 
 from __future__ import annotations
@@ -19,7 +23,8 @@ class DuplicateRequestConfig(DetectorConfig):
         ge=2,
         le=32,
         description="Identical request bodies in a row that stop the run; this many identical sends is "
-        "one more than an SDK's default retries produce.",
+        "one more than an SDK's default retries produce. One sent while another request of the run is still "
+        "out is a parallel sample, not a retry.",
         json_schema_extra={"tighten": "lower"},
     )
 
@@ -41,6 +46,8 @@ class DuplicateRequest(Detector[DuplicateRequestConfig]):
         bodies = got.get("bodies")
         if not isinstance(bodies, tuple) or len(bodies) < cfg.max_repeats or len(set(bodies)) != 1:
             return None
+        if facts.in_flight > 1:
+            return None  # sent while another request of the run is still out: a parallel sample, not a retry
         return self.verdict(
             f"the same request body was sent {cfg.max_repeats} times in a row",
             body_hash=seen.body_hash,

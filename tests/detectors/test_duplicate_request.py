@@ -24,3 +24,15 @@ async def test_a_different_body_in_between_restarts_the_count() -> None:
 async def test_distinct_bodies_never_count() -> None:
     sim = RunSimulator([DuplicateRequest()])
     assert first_trip(await sim.run([Step(request()) for _ in range(20)])) is None
+
+
+async def test_identical_requests_in_flight_together_are_samples_not_retries() -> None:
+    """Five samples of one prompt sent at once (to vote, or to pick the best): each but the first is sent while
+    another is out, so none is a retry. Sent again once all are answered, the body is a fifth send in a row."""
+    sim = RunSimulator([DuplicateRequest()])
+    samples = [await sim.admit(Step(request(), body_hash="same")) for _ in range(5)]
+    assert [p.outcome.request for p in samples] == [[]] * 5
+    for sample in samples:
+        await sim.complete(sample)
+    again = await sim.step(Step(request(), body_hash="same"))
+    assert [f.detector for f in again.request] == ["duplicate_request"]

@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import asyncio
+from typing import Any
 
 import httpx
 import openai
+import orjson
 
 from tests.e2e import payloads
 from tests.e2e.faults import eventually, proxy, requests_of
@@ -56,3 +58,22 @@ async def test_200_concurrent_streams_are_all_relayed_and_recorded(upstream: Fak
     assert sorted(r.run_id for r in records) == sorted(f"load-{n}" for n in range(STREAMS))
     assert all(r.status == 200 and not r.usage_estimated and r.blocked_by is None for r in records)
     assert "runguard_in_flight_requests 0.0" in metrics
+
+
+async def test_five_samples_of_one_prompt_sent_at_once_are_all_answered(upstream: FakeUpstream) -> None:
+    """Self-consistency: the same question five times at once, to take a vote. Identical bodies in flight
+    together are not retries (`duplicate_request` stopped the 4th and the 5th)."""
+    upstream.script = lambda _: Reply(200, orjson.dumps(payloads.chat_completion("42")), delay=0.2)
+    sink = ListSink()
+    async with proxy(upstream.url, sink) as url:
+        client = openai.AsyncOpenAI(base_url=url + "/v1", api_key="sk-votes", max_retries=0)
+        question: list[Any] = [{"role": "user", "content": "What is 6 * 7? Think step by step."}]
+        try:
+            answers = await asyncio.gather(
+                *(client.chat.completions.create(model="gpt-4o", messages=question, temperature=1) for _ in range(5))
+            )
+        finally:
+            await client.close()
+    assert [a.choices[0].message.content for a in answers] == ["42"] * 5
+    await eventually(lambda: len(requests_of(sink)) == 5)
+    assert {r.blocked_by for r in requests_of(sink)} == {None}
