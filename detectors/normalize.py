@@ -300,7 +300,7 @@ def _text_words(original: str, names: set[str]) -> list[str]:
 def _is_block(text: str) -> bool:
     """A text of three lines or more: code, a file's content, a document the call writes or runs. Edited
     and sent again it is work; sent again unchanged, `repeat_call`'s."""
-    return text.count("\n", 0, len(text.rstrip())) >= 2
+    return text.count("\n") >= 2 and text.count("\n", 0, len(text.rstrip())) >= 2
 
 
 def _is_records(value: Any) -> bool:

@@ -38,7 +38,6 @@ from runguard.detectors.normalize import (
     lowered,
     named_apart,
     sketch_similarity,
-    tag,
     tool_work,
 )
 from runguard.detectors.ops import Op, Push, Scope
@@ -117,7 +116,7 @@ class Spiral(Detector[SpiralConfig]):
 
     def plan_response(self, seen: ResponseSeen, cfg: SpiralConfig) -> Plan:
         entries: dict[str, list[str]] = {}
-        turn = tag(repr(seen.now))
+        turn = str(seen.facts.request_index)  # each request of a run has its own
         for call in tool_work(seen.response):  # a leader's similar tasks for its members are a fan-out
             entries.setdefault(call_tag(call), []).append(self._entry(turn, call, cfg))
         if not entries:
