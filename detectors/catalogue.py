@@ -39,8 +39,7 @@ def _default(info: FieldInfo) -> str:
 _PER_THREAD = (
     " Judges each conversation on its own: a thread nested in a run (a sub-agent a tool call started,"
     " without `X-Run-Id`; with it, a task a leader delegated to a member or an agent tool) keeps its own state"
-    " for it, while"
-    " the run's caps count every thread."
+    " for it, while the run's caps count every thread."
 )
 
 

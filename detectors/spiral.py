@@ -123,11 +123,10 @@ class Spiral(Detector[SpiralConfig]):
             return {}
         admitted, new = tally.admit(seen.before.get("tools"), entries, MAX_TOOLS)
         # A batch stays whole beside the window's earlier calls (up to twice the window): pairs are of turns.
-        plan: dict[str, Op] = {
-            f"w.{t}": Push(Scope.RUN, f"w.{t}", tuple(got), keep=min(cfg.window + len(got) - 1, 2 * cfg.window))
-            for t in admitted
-            if (got := entries[t])
-        }
+        plan: dict[str, Op] = {}
+        for t in admitted:
+            batch = tuple(entries[t])
+            plan[f"w.{t}"] = Push(Scope.RUN, f"w.{t}", batch, keep=min(cfg.window + len(batch) - 1, 2 * cfg.window))
         for op in tally.enrol("tools", new, MAX_TOOLS):
             plan["roster"] = op
         return plan

@@ -21,13 +21,11 @@ from __future__ import annotations
 import dataclasses
 import re
 
-import orjson
-
 from runguard.detectors.ops import Get, Op, OpResult, Put, Scope
+from runguard.proxy.adapters.handoffs import acknowledged_name
 from runguard.proxy.events import AgentIdentity, RequestInfo, ToolResult, is_transfer
 
 FIELD = "agent."  # run state: "agent.<fingerprint>" holds the name a handoff gave that agent
-_ACK = '{"assistant"'
 _NOT_IN_TOOL_NAMES = re.compile(r"[^a-z0-9_]")
 
 
@@ -38,14 +36,8 @@ def tool_spelling(name: str) -> str:
 
 def acknowledged(result: ToolResult) -> str | None:
     """The agent a handoff's result names (`{"assistant": "<name>"}` after `transfer_to_<name>`), if it is one."""
-    if not is_transfer(result.name) or not result.content.startswith(_ACK):
-        return None
-    try:
-        value = orjson.loads(result.content)
-    except orjson.JSONDecodeError:
-        return None
-    name = value.get("assistant") if isinstance(value, dict) else None
-    return tool_spelling(name) if isinstance(name, str) and name.strip() else None
+    name = acknowledged_name(result.content) if is_transfer(result.name) else None
+    return tool_spelling(name) if name is not None else None
 
 
 def naming(request: RequestInfo) -> tuple[str | None, Op | None]:

@@ -3,9 +3,9 @@
 `Metrics` is an `Observer` (tokens, cost, latency, trips, faults) plus a
 wrapper of the catch-all route (`counted`) that counts every provider-facing
 request and the ones in flight, and the WebSockets open (a socket lives for a
-whole session: as a request in flight it would hold that gauge up for hours). Each app owns its `CollectorRegistry`, so
-several proxies in one process never share counters and the prometheus default
-registry stays unused.
+whole session: as a request in flight it would hold that gauge up for hours).
+Each app owns its `CollectorRegistry`, so several proxies in one process never
+share counters and the prometheus default registry stays unused.
 
 The request path only adds to plain ints and floats (a histogram observation is
 one `bisect` and two additions); `Metrics` is also the collector of its

@@ -105,9 +105,7 @@ def _count_earlier(talk: Conversation, listed: list[Any], start: int, stop: int)
         count += results
         chars += results_chars + media.inline_parts(parts) * media.MEDIA_CHARS
         if text or not results:
-            if not text and talk.rootless:
-                talk.rooted(media.root_of(content.get("parts")))
-            talk.user(text)
+            media.user_said(talk, text, content.get("parts"))
     talk.earlier_turns(count, chars, turns, names)  # all zero when there is no earlier turn
 
 
@@ -181,9 +179,7 @@ def _read_content(talk: Conversation, raw: Any, *, earlier: bool) -> None:
             answered = True
     text = _text(parts, thoughts=True)
     if text or not answered:
-        if not text and talk.rootless:
-            talk.rooted(media.root_of(content.get("parts")))
-        talk.user(text)
+        media.user_said(talk, text, content.get("parts"))
     talk.weigh(media.inline_parts(parts) * media.MEDIA_CHARS)
 
 

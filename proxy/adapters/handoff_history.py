@@ -25,6 +25,7 @@ from typing import Any, NamedTuple
 
 import orjson
 
+from runguard.proxy.adapters.handoffs import acknowledged_name
 from runguard.proxy.adapters.jsonish import text_of
 from runguard.proxy.events import is_transfer
 
@@ -81,15 +82,6 @@ def _read(transcript: str) -> Transcript:
         elif item.get("type") == "function_call" and isinstance(name := item.get("name"), str) and is_transfer(name):
             transfers.add(str(item.get("call_id")))
         elif item.get("type") == "function_call_output" and str(item.get("call_id")) in transfers:
-            handed_to = _acknowledged(item.get("output")) or handed_to
+            output = item.get("output")
+            handed_to = (acknowledged_name(output) if isinstance(output, str) else None) or handed_to
     return Transcript(root, handed_to)
-
-
-def _acknowledged(output: Any) -> str | None:
-    """The agent a handoff's output names (`{"assistant": "Billing"}`)."""
-    try:
-        value = orjson.loads(output) if isinstance(output, str) else None
-    except orjson.JSONDecodeError:
-        return None
-    name = value.get("assistant") if isinstance(value, dict) else None
-    return name if isinstance(name, str) and name.strip() else None

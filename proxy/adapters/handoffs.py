@@ -21,6 +21,7 @@ import orjson
 from runguard.proxy.events import TRANSFER_PREFIX, Handoff, HandoffKind, ResponseInfo, ToolCall, is_transfer
 
 ALL_MEMBERS = "*members*"  # the target of a broadcast to every team member
+_ACK = '{"assistant"'  # how openai-agents acknowledges a transfer: `{"assistant": "<agent name>"}`
 
 _DELEGATE_ONE = frozenset({"delegate_task_to_member", "transfer_task_to_member", "forward_task_to_member"})
 _DELEGATE_ALL = frozenset({"delegate_task_to_members", "run_member_agents"})
@@ -48,6 +49,18 @@ def handoff_of(call: ToolCall) -> Handoff | None:
     if name in _DELEGATE_ALL:
         return Handoff(name, ALL_MEMBERS, HandoffKind.DELEGATE, call.call_id)
     return None
+
+
+def acknowledged_name(output: str) -> str | None:
+    """The agent a transfer's result names (`{"assistant": "Billing Agent"}`), as openai-agents wrote it."""
+    if not output.startswith(_ACK):
+        return None
+    try:
+        value = orjson.loads(output)
+    except orjson.JSONDecodeError:
+        return None
+    name = value.get("assistant") if isinstance(value, dict) else None
+    return name if isinstance(name, str) and name.strip() else None
 
 
 def handoffs_of(calls: Iterable[ToolCall]) -> tuple[Handoff, ...]:

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from runguard.proxy.adapters.conversation import CHARS_PER_TOKEN
+from runguard.proxy.adapters.conversation import CHARS_PER_TOKEN, Conversation
 from runguard.proxy.adapters.jsonish import dumps_text
 from runguard.proxy.events import digest
 
@@ -60,6 +60,14 @@ def root_of(content: Any) -> str | None:
     picture): a digest of the message, its media included (None for an empty one). Without it every such
     conversation of a key had no root, and all of them made one run."""
     return "media:" + digest(dumps_text(content)) if content else None
+
+
+def user_said(talk: Conversation, text: str, content: Any) -> None:
+    """A user message with this `text` and `content` (as the wire has it) reported to `talk`; the first one
+    roots the conversation by its media when it has no text (`root_of`)."""
+    if not text and talk.rootless:
+        talk.rooted(root_of(content))
+    talk.user(text)
 
 
 def _media_type(url: str) -> str:

@@ -284,10 +284,7 @@ def _read_message(talk: Conversation, message: dict[str, Any], role: Any, conten
     if role in ("system", "developer"):
         talk.system(text_of(content))
     elif role == "user":
-        text = text_of(content)
-        if not text and talk.rootless:
-            talk.rooted(media.root_of(content))
-        talk.user(text)
+        media.user_said(talk, text_of(content), content)
         talk.weigh(media.parts(content) * media.MEDIA_CHARS)
     elif role == "assistant":
         talk.assistant(len(text_of(content)), _calls(message.get("tool_calls")))

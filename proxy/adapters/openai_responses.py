@@ -231,9 +231,7 @@ def _read_item(talk: Conversation, raw: Any, *, earlier: bool) -> None:
         elif role == "assistant":
             talk.assistant(len(text), continues=True)
         else:
-            if not text and talk.rootless:
-                talk.rooted(media.root_of(content))
-            talk.user(text)
+            media.user_said(talk, text, content)
             talk.weigh(media.parts(content) * media.MEDIA_CHARS)
     elif kind in _ASSISTANT_ITEMS:
         calls = [_call(item, 0)] if kind != "reasoning" else []
