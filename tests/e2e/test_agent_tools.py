@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import itertools
 import json
-from collections.abc import AsyncIterator, Callable
+from collections.abc import Callable
 from typing import Any
 
 import openai
@@ -24,6 +24,7 @@ from google.adk.tools import FunctionTool
 from google.adk.tools.agent_tool import AgentTool
 from google.genai import types
 
+from tests.conftest import SdkClient
 from tests.e2e import payloads
 from tests.e2e.agents import sdk_model
 from tests.e2e.faults import requests_of, trips_of
@@ -34,14 +35,6 @@ set_tracing_disabled(True)
 
 TOPICS = ("pricing", "hiring", "lawsuits", "products", "revenue", "offices")
 RUN_HEADERS = [pytest.param({"X-Run-Id": "acme-report"}, id="header"), pytest.param({}, id="no-header")]
-
-
-@pytest.fixture
-async def clients() -> AsyncIterator[list[openai.AsyncOpenAI]]:
-    made: list[openai.AsyncOpenAI] = []
-    yield made
-    for client in made:
-        await client.close()
 
 
 def _reply(kind: str, text: str = "", call: tuple[str, str, str] | None = None) -> Reply:
@@ -83,9 +76,7 @@ def lookup_company(name: str) -> str:
     return f"{name}: founded 1999, 400 staff"
 
 
-async def research(kind: str, url: str, headers: dict[str, str], clients: list[openai.AsyncOpenAI]) -> str:
-    client = openai.AsyncOpenAI(base_url=url + "/v1", api_key="sk-test-tools", default_headers=headers)
-    clients.append(client)
+async def research(kind: str, client: openai.AsyncOpenAI) -> str:
     model = sdk_model(kind, client)
     researcher = Agent(name="Researcher", instructions="You are the researcher.", model=model, tools=[lookup_company])
     lead = Agent(
@@ -104,14 +95,14 @@ async def test_openai_agents_lead_handing_similar_tasks_to_an_agent_tool_runs_to
     upstream: FakeUpstream,
     make_proxy: Callable[..., Any],
     sink: ListSink,
-    clients: list[openai.AsyncOpenAI],
+    sdk_client: SdkClient,
     kind: str,
     headers: dict[str, str],
 ) -> None:
     """Six templated tasks for one agent tool, each sub-agent starting with the same lookup: one run,
     nothing stopped, and the lead's steps recorded as handing work to the tool's agent."""
     upstream.script = research_desk(kind, lambda n: f"Research ACME Corp {TOPICS[n]} in detail", lambda t: f"on {t}")
-    assert await research(kind, await make_proxy(), headers, clients) == "Report done."
+    assert await research(kind, sdk_client(await make_proxy(), "sk-test-tools", headers)) == "Report done."
     records = requests_of(sink)
     assert len(records) == 19 and len({r.run_id for r in records}) == 1
     assert [r.handoff_to for r in records[::3]] == ["research"] * 6 + [None]
@@ -142,12 +133,12 @@ async def test_openai_agents_lead_handing_similar_tasks_to_an_agent_tool_at_once
     upstream: FakeUpstream,
     make_proxy: Callable[..., Any],
     sink: ListSink,
-    clients: list[openai.AsyncOpenAI],
+    sdk_client: SdkClient,
     headers: dict[str, str],
 ) -> None:
     """Five similar tasks in one response, run at once, each beginning with the same lookup: a fan-out."""
     upstream.script = parallel_desk
-    assert await research("responses", await make_proxy(), headers, clients) == "Report done."
+    assert await research("responses", sdk_client(await make_proxy(), "sk-test-tools", headers)) == "Report done."
     records = requests_of(sink)
     assert len(records) == 12 and len({r.run_id for r in records}) == 1
     assert records[0].tool_calls == ("research",) * 5 and records[0].handoff_to == "research"
@@ -159,14 +150,14 @@ async def test_openai_agents_same_task_handed_to_an_agent_tool_again_and_again_i
     upstream: FakeUpstream,
     make_proxy: Callable[..., Any],
     sink: ListSink,
-    clients: list[openai.AsyncOpenAI],
+    sdk_client: SdkClient,
     headers: dict[str, str],
 ) -> None:
     """The lead hands the very same task over while the researcher keeps answering the same: a loop through
     the agent tool, stopped before the lead's fourth step."""
     upstream.script = research_desk("responses", lambda n: "Research ACME Corp pricing", lambda t: "no data found")
     with pytest.raises(openai.RateLimitError, match="handoff_cycle"):
-        await research("responses", await make_proxy(), headers, clients)
+        await research("responses", sdk_client(await make_proxy(), "sk-test-tools", headers))
     blocking = [t for t in trips_of(sink) if t.action == "block"]
     assert [(t.detector, t.request_index) for t in blocking] == [("handoff_cycle", 7)]
 
@@ -197,14 +188,12 @@ def translating(kind: str) -> Callable[[Received], Reply]:
 
 @pytest.mark.parametrize("kind", ["responses", "chat"])
 async def test_openai_agents_orchestrator_giving_its_translators_the_same_sentence_at_once_runs_to_its_end(
-    upstream: FakeUpstream, make_proxy: Callable[..., Any], sink: ListSink, clients: list[openai.AsyncOpenAI], kind: str
+    upstream: FakeUpstream, make_proxy: Callable[..., Any], sink: ListSink, sdk_client: SdkClient, kind: str
 ) -> None:
     """One text for three agent tools in one batch is a fan-out to three agents, not one lookup sprayed over
     three tools (`parallel_calls` stopped it at its first request)."""
     upstream.script = translating(kind)
-    client = openai.AsyncOpenAI(base_url=await make_proxy() + "/v1", api_key="sk-test-tools")
-    clients.append(client)
-    model = sdk_model(kind, client)
+    model = sdk_model(kind, sdk_client(await make_proxy(), "sk-test-tools"))
     translators = [
         Agent(name=f"{lang}_agent", instructions=f"You translate to {lang}", model=model).as_tool(
             tool_name=f"translate_to_{lang}", tool_description=f"Translate the user's message to {lang}."

@@ -5,13 +5,14 @@ from __future__ import annotations
 
 import itertools
 import json
-from collections.abc import AsyncIterator, Callable
+from collections.abc import Callable
 from typing import Any
 
 import openai
 import pytest
 from agents import Agent, RunConfig, Runner, function_tool, set_tracing_disabled
 
+from tests.conftest import SdkClient
 from tests.e2e import payloads
 from tests.e2e.agents import sdk_model
 from tests.e2e.faults import requests_of, trips_of
@@ -21,14 +22,6 @@ from tests.support.upstream import FakeUpstream, Received, Reply
 set_tracing_disabled(True)
 
 CUSTOMERS = ("I want a refund for order 42.", "Where is the refund for order 7?", "Cancel order 19 and refund me.")
-
-
-@pytest.fixture
-async def clients() -> AsyncIterator[list[openai.AsyncOpenAI]]:
-    made: list[openai.AsyncOpenAI] = []
-    yield made
-    for client in made:
-        await client.close()
 
 
 def desk(kind: str, refunds: str) -> Callable[[Received], Reply]:
@@ -59,9 +52,7 @@ def reply(kind: str, text: str = "", call: tuple[str, str, str] | None = None) -
     return Reply.json(payloads.chat_completion(text, tool_calls=calls))
 
 
-async def serve(kind: str, url: str, clients: list[openai.AsyncOpenAI], refunds: str, *customers: str) -> list[str]:
-    client = openai.AsyncOpenAI(base_url=url + "/v1", api_key="sk-test-nested")
-    clients.append(client)
+async def serve(kind: str, client: openai.AsyncOpenAI, refunds: str, *customers: str) -> list[str]:
     model = sdk_model(kind, client)
 
     @function_tool
@@ -78,12 +69,14 @@ async def serve(kind: str, url: str, clients: list[openai.AsyncOpenAI], refunds:
 
 @pytest.mark.parametrize("kind", ["responses", "chat"])
 async def test_each_customer_s_conversation_is_one_run_after_its_handoff(
-    upstream: FakeUpstream, make_proxy: Callable[..., Any], sink: ListSink, clients: list[openai.AsyncOpenAI], kind: str
+    upstream: FakeUpstream, make_proxy: Callable[..., Any], sink: ListSink, sdk_client: SdkClient, kind: str
 ) -> None:
     """Billing's requests carry no user message of their own: they join the run of the conversation they
     continue, not one run that every customer's billing requests shared."""
     upstream.script = desk(kind, json.dumps({"refund": "sent"}))
-    answers = await serve(kind, await make_proxy(), clients, json.dumps({"refund": "sent"}), *CUSTOMERS)
+    answers = await serve(
+        kind, sdk_client(await make_proxy(), "sk-test-nested"), json.dumps({"refund": "sent"}), *CUSTOMERS
+    )
     assert answers == ["Your refund is on its way."] * 3
     assert "CONVERSATION HISTORY" in json.dumps(upstream.received[-1].json())  # the SDK sent the transcript
     records = requests_of(sink)
@@ -96,12 +89,12 @@ async def test_each_customer_s_conversation_is_one_run_after_its_handoff(
 
 
 async def test_a_billing_agent_looping_after_the_handoff_is_stopped_in_its_customer_s_run(
-    upstream: FakeUpstream, make_proxy: Callable[..., Any], sink: ListSink, clients: list[openai.AsyncOpenAI]
+    upstream: FakeUpstream, make_proxy: Callable[..., Any], sink: ListSink, sdk_client: SdkClient
 ) -> None:
     failing = json.dumps({"status": "error", "message": "refund service unavailable"})
     upstream.script = desk("responses", failing)
     with pytest.raises(openai.RateLimitError, match="non_progress"):
-        await serve("responses", await make_proxy(), clients, failing, CUSTOMERS[0])
+        await serve("responses", sdk_client(await make_proxy(), "sk-test-nested"), failing, CUSTOMERS[0])
     records = requests_of(sink)
     assert len({r.run_id for r in records}) == 1
     assert [r.blocked_by for r in records] == [None, None, None, None, "non_progress"]
