@@ -21,16 +21,25 @@ T = TypeVar("T")
 
 @frozen
 class Price:
-    """USD per 1M tokens."""
+    """USD per 1M tokens.
+
+    `long`: the rates of a request whose prompt is over `long_above` tokens, for
+    the whole request, output included (Gemini's Pro models charge about twice
+    as much past 200k: a budget counted at the short rates let a long-context
+    run spend twice its cap).
+    """
 
     input: float
     cached_input: float
     output: float
+    long: Price | None = None
+    long_above: int = 0
 
     def cost(self, usage: Usage) -> float:
+        rates = self.long if self.long is not None and usage.input_tokens > self.long_above else self
         cached = min(usage.cached_tokens, usage.input_tokens)
         fresh = usage.input_tokens - cached
-        return (fresh * self.input + cached * self.cached_input + usage.output_tokens * self.output) / 1_000_000
+        return (fresh * rates.input + cached * rates.cached_input + usage.output_tokens * rates.output) / 1_000_000
 
 
 def _user_file(path: str, key: str) -> dict[str, Any]:
@@ -60,14 +69,26 @@ def _longest_prefix(table: dict[str, Any], model: str) -> Any | None:
     return table[best] if best is not None else None
 
 
-def _price(raw: Any) -> Price:
+def _rates(raw: Any, shape: str) -> Price:
     if not isinstance(raw, dict) or "input" not in raw or "output" not in raw:
-        raise ValueError("expected {input: USD, output: USD} per 1M tokens, optionally cached_input")
+        raise ValueError(f"expected {shape}")
     cached = raw["cached_input"] if "cached_input" in raw else raw["input"]
     price = Price(float(raw["input"]), float(cached), float(raw["output"]))
     if not min(price.input, price.cached_input, price.output) >= 0:
         raise ValueError("prices must be numbers >= 0")
     return price
+
+
+def _price(raw: Any) -> Price:
+    price = _rates(raw, "{input: USD, output: USD} per 1M tokens, optionally cached_input and long_context")
+    long = raw.get("long_context")
+    if long is None:
+        return price
+    shape = "long_context: {above_tokens: N, input: USD, output: USD}, optionally cached_input"
+    above = long.get("above_tokens") if isinstance(long, dict) else None
+    if not isinstance(above, int) or isinstance(above, bool) or above <= 0:
+        raise ValueError(f"expected {shape}, above_tokens a whole number > 0")
+    return Price(price.input, price.cached_input, price.output, _rates(long, shape), above)
 
 
 def _window(raw: Any) -> int:

@@ -88,25 +88,28 @@ async def chat_agent(client: openai.AsyncOpenAI, tool: Tool, max_steps: int = 12
     raise AssertionError("the agent did not finish within max_steps")
 
 
-def gemini_script(steps: int, tool: str = "parse_document") -> Callable[[Received], Reply]:
+def gemini_script(
+    steps: int, tool: str = "parse_document", usage: tuple[int, int] = (7, 3)
+) -> Callable[[Received], Reply]:
     def script(received: Received) -> Reply:
         body = received.json()
         turn = sum(1 for c in body["contents"] for p in c["parts"] if "functionResponse" in p)
         if turn >= steps:
-            return Reply.json(payloads.gemini_response("Done."))
-        return Reply.json(payloads.gemini_response(calls=[(tool, {"fragment": f"page {turn}", "attempt": turn})]))
+            return Reply.json(payloads.gemini_response("Done.", usage=usage))
+        call = (tool, {"fragment": f"page {turn}", "attempt": turn})
+        return Reply.json(payloads.gemini_response(calls=[call], usage=usage))
 
     return script
 
 
-async def gemini_agent(client: genai.Client, tool: Tool, max_steps: int = 12) -> str:
+async def gemini_agent(client: genai.Client, tool: Tool, max_steps: int = 12, model: str = "gemini-2.5-flash") -> str:
     contents: list[types.Content] = [types.Content(role="user", parts=[types.Part(text="Extract the invoice total.")])]
     declaration = types.FunctionDeclaration(
         name="parse_document", description="parse", parameters=types.Schema(type=types.Type.OBJECT)
     )
     config = types.GenerateContentConfig(tools=[types.Tool(function_declarations=[declaration])])
     for _ in range(max_steps):
-        response = await client.aio.models.generate_content(model="gemini-2.5-flash", contents=contents, config=config)
+        response = await client.aio.models.generate_content(model=model, contents=contents, config=config)
         calls = response.function_calls or []
         if not calls:
             return response.text or ""

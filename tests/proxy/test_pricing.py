@@ -32,6 +32,43 @@ def test_pro_models_are_priced_apart_from_their_families(model: str, output: flo
     assert ModelTables().price(model).output == pytest.approx(output)
 
 
+@pytest.mark.parametrize(
+    ("model", "prompt", "usd"),
+    [
+        ("gemini-2.5-pro", 200_000, 200_000 * 1.25e-6 + 10_000 * 10e-6),  # at the threshold: the short rates
+        ("gemini-2.5-pro", 200_001, 200_001 * 2.5e-6 + 10_000 * 15e-6),  # past it: the whole request, output too
+        ("gemini-3-pro-preview", 250_000, 250_000 * 4e-6 + 10_000 * 18e-6),
+        ("gemini-1.5-pro-002", 130_000, 130_000 * 2.5e-6 + 10_000 * 10e-6),
+        ("gemini-2.5-flash", 500_000, 500_000 * 0.3e-6 + 10_000 * 2.5e-6),  # no long-context rates
+    ],
+)
+def test_a_prompt_past_a_model_s_long_context_threshold_is_charged_its_long_rates(
+    model: str, prompt: int, usd: float
+) -> None:
+    assert ModelTables().cost(model, Usage(prompt, 10_000)) == pytest.approx(usd)
+
+
+def test_long_context_cached_tokens_have_their_own_rate() -> None:
+    usage = Usage(input_tokens=300_000, output_tokens=0, cached_tokens=100_000)
+    assert ModelTables().cost("gemini-2.5-pro", usage) == pytest.approx(200_000 * 2.5e-6 + 100_000 * 0.625e-6)
+
+
+@pytest.mark.parametrize(("model", "output"), [("o3-deep-research-2025-06-26", 40.0), ("o4-mini-deep-research", 8.0)])
+def test_deep_research_models_are_priced_apart_from_their_families(model: str, output: float) -> None:
+    """Priced as o3 (8 USD per 1M output tokens), an o3-deep-research run spent five times what its budget counted."""
+    assert ModelTables().price(model).output == pytest.approx(output)
+
+
+def test_a_user_table_may_give_long_context_rates(tmp_path: Path) -> None:
+    pricing = tmp_path / "pricing.yaml"
+    pricing.write_text(
+        "models:\n  my-model: {input: 1, output: 2, long_context: {above_tokens: 1000, input: 3, output: 4}}\n"
+    )
+    tables = ModelTables(str(pricing))
+    assert tables.cost("my-model", Usage(1000, 1000)) == pytest.approx(0.003)
+    assert tables.cost("my-model", Usage(1001, 1000)) == pytest.approx((1001 * 3 + 1000 * 4) / 1e6)
+
+
 def test_user_tables_extend_the_shipped_ones(tmp_path: Path) -> None:
     pricing = tmp_path / "pricing.yaml"
     pricing.write_text("models:\n  my-model: {input: 1, output: 2}\n")
@@ -54,6 +91,21 @@ def test_a_user_table_with_only_a_default_replaces_the_default(tmp_path: Path) -
         ("pricing_file", "models:\n  my-model: {input: 1}\n", r"pricing_file: models\.my-model: expected"),
         ("pricing_file", "models:\n  my-model: {input: cheap, output: 2}\n", r"pricing_file: models\.my-model"),
         ("pricing_file", "default: {input: -1, output: 2}\n", r"pricing_file: default: prices must be"),
+        (
+            "pricing_file",
+            "models:\n  m: {input: 1, output: 2, long_context: {input: 3, output: 4}}\n",
+            r"pricing_file: models\.m: expected long_context: \{above_tokens",
+        ),
+        (
+            "pricing_file",
+            "models:\n  m: {input: 1, output: 2, long_context: {above_tokens: 9, input: 3}}\n",
+            r"pricing_file: models\.m: expected long_context",
+        ),
+        (
+            "pricing_file",
+            "models:\n  m: {input: 1, output: 2, long_context: [1]}\n",
+            r"pricing_file: models\.m: expected long_context",
+        ),
         ("models_file", "models:\n  my-model: 0\n", r"models_file: models\.my-model: expected"),
         ("models_file", "models:\n  my-model: [1]\n", r"models_file: models\.my-model: expected"),
         ("models_file", "models: {a: 1\n", "models_file: .* not valid YAML"),
