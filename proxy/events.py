@@ -116,13 +116,18 @@ class Handoff:
 
 @frozen
 class Usage:
-    """Token usage of one response. Thinking/reasoning tokens are part of output."""
+    """Token usage of one response. Thinking/reasoning tokens are part of output.
+
+    `tool_calls`: the calls the provider ran itself and bills apart from tokens,
+    as (tool, count) pairs (OpenAI's hosted web and file searches).
+    """
 
     input_tokens: int = 0
     output_tokens: int = 0
     cached_tokens: int = 0
     reasoning_tokens: int = 0
     estimated: bool = False
+    tool_calls: tuple[tuple[str, int], ...] = ()
 
     @property
     def total_tokens(self) -> int:

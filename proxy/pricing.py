@@ -43,14 +43,18 @@ class Price:
 
 
 def _user_file(path: str, key: str) -> dict[str, Any]:
-    """A user's table file: `models:` (name: entry) and optionally `default:`; a ConfigError naming `key` if not."""
+    """A user's table file: `models:` (name: entry), optionally `default:` (and a pricing file's `tools:`);
+    a ConfigError naming `key` if not."""
     try:
         data = load_yaml(read_text(path, key)) or {}
     except yaml.YAMLError as exc:
         raise ConfigError(f"{key}: {path} is not valid YAML: {exc}") from exc
-    shaped = isinstance(data, dict) and set(data) <= {"models", "default"}
+    prices = key == "pricing_file"
+    allowed = {"models", "default", "tools"} if prices else {"models", "default"}
+    shaped = isinstance(data, dict) and set(data) <= allowed
     if not shaped or not isinstance(data.get("models") or {}, dict):
-        raise ConfigError(f"{key}: {path} must be a mapping of `models:` (model name: entry) and optionally `default:`")
+        optional = "`default:` and `tools:` (USD per 1k calls)" if prices else "`default:`"
+        raise ConfigError(f"{key}: {path} must be a mapping of `models:` (model name: entry) and optionally {optional}")
     return data
 
 
@@ -60,6 +64,11 @@ def _load(shipped: str, extra: str | None, key: str) -> dict[str, Any]:
         user = _user_file(extra, key)
         data["models"] = {**data.get("models", {}), **(user.get("models") or {})}
         data["default"] = user.get("default", data["default"])
+        tools = user.get("tools")
+        if isinstance(tools, dict):
+            data["tools"] = {**data.get("tools", {}), **tools}
+        elif tools is not None:
+            data["tools"] = tools  # refused by `_fees`, naming the setting
     return data
 
 
@@ -91,6 +100,18 @@ def _price(raw: Any) -> Price:
     return Price(price.input, price.cached_input, price.output, _rates(long, shape), above)
 
 
+def _fees(raw: Any) -> dict[str, float]:
+    shape = "a mapping of tool: USD per 1k calls"
+    if not isinstance(raw, dict):
+        raise ValueError(f"expected {shape}")
+    fees: dict[str, float] = {}
+    for tool, fee in raw.items():
+        if not isinstance(fee, int | float) or isinstance(fee, bool) or not fee >= 0:
+            raise ValueError(f"expected {shape}, each a number >= 0 ({tool}: {fee!r})")
+        fees[str(tool)] = float(fee)
+    return fees
+
+
 def _window(raw: Any) -> int:
     size = int(raw) if isinstance(raw, int | str) and not isinstance(raw, bool) else 0
     if size <= 0:
@@ -117,6 +138,7 @@ class ModelTables:
             str(name): _entry(_window, raw, "models_file", f"models.{name}") for name, raw in windows["models"].items()
         }
         self._default_window = _entry(_window, windows["default"], "models_file", "default")
+        self._tool_fees = _entry(_fees, pricing.get("tools") or {}, "pricing_file", "tools")
         self._price_cache: dict[str, Price] = {}
         self._window_cache: dict[str, int] = {}
 
@@ -139,4 +161,10 @@ class ModelTables:
         return found
 
     def cost(self, model: str, usage: Usage | None) -> float:
-        return 0.0 if usage is None else self.price(model).cost(usage)
+        if usage is None:
+            return 0.0
+        tokens = self.price(model).cost(usage)
+        if not usage.tool_calls:
+            return tokens
+        fees = self._tool_fees
+        return tokens + sum(fees.get(tool, 0.0) * count for tool, count in usage.tool_calls) / 1000

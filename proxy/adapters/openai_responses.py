@@ -55,6 +55,9 @@ _OUTPUT_ITEMS = frozenset(
         "apply_patch_call_output",
     }
 )
+# Tools OpenAI runs itself and bills per call, by their output item: a web search that opens a page or
+# finds in one is a step of a search, not another.
+_BILLED_CALLS = {"web_search_call": "web_search", "file_search_call": "file_search"}
 _TERMINAL = frozenset({"response.completed", "response.failed", "response.incomplete"})
 # A Response object's `status` once it will change no more (a background response is polled until then).
 FINAL_STATUSES = frozenset({"completed", "incomplete", "failed", "cancelled"})
@@ -291,7 +294,7 @@ def _output_schema(text: Any) -> OutputSchema | None:
     return None
 
 
-def _usage(raw: Any) -> Usage | None:
+def _usage(raw: Any, billed: dict[str, int] | None = None) -> Usage | None:
     usage = as_dict(raw)
     if not usage:
         return None
@@ -300,7 +303,15 @@ def _usage(raw: Any) -> Usage | None:
         output_tokens=as_int(usage.get("output_tokens")),
         cached_tokens=as_int(as_dict(usage.get("input_tokens_details")).get("cached_tokens")),
         reasoning_tokens=as_int(as_dict(usage.get("output_tokens_details")).get("reasoning_tokens")),
+        tool_calls=tuple(billed.items()) if billed else (),
     )
+
+
+def _bill(billed: dict[str, int], item: dict[str, Any], kind: str) -> None:
+    tool = _BILLED_CALLS[kind]
+    if kind == "web_search_call" and as_dict(item.get("action")).get("type", "search") != "search":
+        return
+    billed[tool] = billed.get(tool, 0) + 1
 
 
 def _error_text(data: dict[str, Any]) -> str | None:
@@ -316,12 +327,16 @@ def response_info(data: dict[str, Any], *, complete: bool = True) -> ResponseInf
     """A whole Response object (a body, or the one `response.completed` carries)."""
     texts: list[str] = []
     calls: list[ToolCall] = []
+    billed: dict[str, int] = {}
     for raw in as_list(data.get("output")):
         item = as_dict(raw)
-        if item.get("type") == "message":
+        kind = as_str(item.get("type"))
+        if kind == "message":
             texts.append(text_of(item.get("content")))
-        elif as_str(item.get("type")) in _CALL_ITEMS:
+        elif kind in _CALL_ITEMS:
             calls.append(_call(item, len(calls)))
+        elif kind in _BILLED_CALLS:
+            _bill(billed, item, kind)
     status = data.get("status")
     return ResponseInfo(
         response_id=opt_str(data.get("id")),
@@ -330,7 +345,7 @@ def response_info(data: dict[str, Any], *, complete: bool = True) -> ResponseInf
         tool_calls=tuple(calls),
         handoffs=handoffs_of(calls),
         finish_reason=opt_str(status),
-        usage=_usage(data.get("usage")),
+        usage=_usage(data.get("usage"), billed),
         error=_error_text(data),
         complete=complete,
     )

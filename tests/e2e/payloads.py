@@ -91,6 +91,25 @@ def response_object(text: str = "Hi from responses", calls: list[tuple[str, str,
     }
 
 
+def researched(searches: int) -> dict[str, Any]:
+    """A Response after `searches` hosted web searches (each opening a page), a file search and its answer."""
+    output: list[dict[str, Any]] = []
+    for n in range(searches):
+        output.append(
+            {
+                "type": "web_search_call",
+                "id": f"ws_{n}",
+                "status": "completed",
+                "action": {"type": "search", "query": f"q{n}"},
+            }
+        )
+        output.append(
+            {"type": "web_search_call", "id": f"wo_{n}", "status": "completed", "action": {"type": "open_page"}}
+        )
+    output.append({"type": "file_search_call", "id": "fs_1", "status": "completed", "queries": ["q"], "results": None})
+    return {**response_object("found"), "output": [*output, *response_object("found")["output"]]}
+
+
 def responses_stream(text: str = "streamed words") -> list[bytes]:
     done = response_object(text)
     in_progress = {**done, "status": "in_progress", "output": [], "usage": None}

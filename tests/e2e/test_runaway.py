@@ -299,6 +299,26 @@ async def test_a_long_gemini_pro_prompt_spends_at_its_long_context_rates(
     assert len(upstream.received) == reached
 
 
+async def test_hosted_web_searches_count_toward_the_run_budget(
+    upstream: FakeUpstream, make_proxy: ProxyFactory
+) -> None:
+    """A research loop whose model searches the web 50 times an answer: $0.50 a response in search fees, while
+    its tokens cost under $0.001. Counted by tokens alone, its budget never saw the spend."""
+    upstream.script = lambda _: Reply.json(payloads.researched(50))
+    client = counting_client(await make_proxy(guard={"detectors": {"budget": {"run_usd": 1.0}}}), [], "research")
+
+    async def research() -> None:
+        for n in range(5):
+            await client.responses.create(
+                model="o3-deep-research", input=f"Survey the market, angle {n}.", tools=[{"type": "web_search_preview"}]
+            )
+
+    with pytest.raises(openai.RateLimitError) as caught:
+        await research()
+    assert caught.value.code == "runguard_budget"
+    assert len(upstream.received) == 2
+
+
 async def test_per_run_header_tightens_but_never_loosens(upstream: FakeUpstream, make_proxy: ProxyFactory) -> None:
     upstream.script = agents.chat_script(steps=50)
     proxy = await make_proxy()

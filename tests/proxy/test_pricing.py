@@ -69,6 +69,18 @@ def test_a_user_table_may_give_long_context_rates(tmp_path: Path) -> None:
     assert tables.cost("my-model", Usage(1001, 1000)) == pytest.approx((1001 * 3 + 1000 * 4) / 1e6)
 
 
+def test_hosted_tool_calls_are_charged_per_call_beside_the_tokens() -> None:
+    usage = Usage(1_000_000, 0, tool_calls=(("web_search", 30), ("file_search", 4), ("unpriced", 9)))
+    assert ModelTables().cost("o3-deep-research", usage) == pytest.approx(10.0 + 30 * 0.01 + 4 * 0.0025)
+
+
+def test_a_user_table_may_price_hosted_tools(tmp_path: Path) -> None:
+    pricing = tmp_path / "pricing.yaml"
+    pricing.write_text("tools:\n  web_search: 25\n")
+    usage = Usage(0, 0, tool_calls=(("web_search", 2), ("file_search", 4)))
+    assert ModelTables(str(pricing)).cost("gpt-4o", usage) == pytest.approx(2 * 0.025 + 4 * 0.0025)
+
+
 def test_user_tables_extend_the_shipped_ones(tmp_path: Path) -> None:
     pricing = tmp_path / "pricing.yaml"
     pricing.write_text("models:\n  my-model: {input: 1, output: 2}\n")
@@ -106,6 +118,9 @@ def test_a_user_table_with_only_a_default_replaces_the_default(tmp_path: Path) -
             "models:\n  m: {input: 1, output: 2, long_context: [1]}\n",
             r"pricing_file: models\.m: expected long_context",
         ),
+        ("pricing_file", "tools:\n  web_search: lots\n", r"pricing_file: tools: expected .*web_search: 'lots'"),
+        ("pricing_file", "tools: [web_search]\n", r"pricing_file: tools: expected a mapping"),
+        ("models_file", "tools:\n  web_search: 25\n", r"models_file: .* must be a mapping .* optionally `default:`$"),
         ("models_file", "models:\n  my-model: 0\n", r"models_file: models\.my-model: expected"),
         ("models_file", "models:\n  my-model: [1]\n", r"models_file: models\.my-model: expected"),
         ("models_file", "models: {a: 1\n", "models_file: .* not valid YAML"),

@@ -4,8 +4,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import orjson
+
 from runguard.proxy.adapters import ResponsesAdapter
 from runguard.proxy.adapters.base import RequestContext
+from tests.e2e import payloads
 
 CASE = Path(__file__).resolve().parents[3] / "fixtures" / "openai_responses" / "builtin_tool_calls"
 
@@ -39,3 +42,21 @@ def test_local_shell_output_names_its_call_by_id() -> None:
     info = ResponsesAdapter().parse_request(body, RequestContext())
     assert [(c.name, c.call_id) for c in info.prior_calls] == [("local_shell", "call_l1")]
     assert [(r.name, r.call_id, r.content) for r in info.new_results] == [("local_shell", "call_l1", "a.txt")]
+
+
+def test_hosted_searches_are_counted_with_the_usage_whole_and_streamed() -> None:
+    """OpenAI bills its web and file searches per call, apart from tokens: a page a search opens is no search."""
+    response = payloads.researched(3)
+    whole = ResponsesAdapter().parse_response(orjson.dumps(response))
+    parser = ResponsesAdapter().stream_parser()
+    for event in payloads.responses_events(response):
+        parser.feed(b"data: " + orjson.dumps(event) + b"\n\n")
+    for info in (whole, parser.close()):
+        assert info.usage is not None and info.usage.input_tokens == 20
+        assert info.usage.tool_calls == (("web_search", 3), ("file_search", 1))
+        assert info.tool_calls == ()  # run by the provider: no call of the agent's
+
+
+def test_a_response_without_hosted_searches_bills_no_calls() -> None:
+    info = ResponsesAdapter().parse_response(orjson.dumps(payloads.response_object("hi")))
+    assert info.usage is not None and info.usage.tool_calls == ()
