@@ -120,6 +120,8 @@ class Usage:
 
     `tool_calls`: the calls the provider ran itself and bills apart from tokens,
     as (tool, count) pairs (OpenAI's hosted web and file searches).
+    `service_tier`: the tier OpenAI says served the request ("flex", "priority",
+    ...), which scales its token prices.
     """
 
     input_tokens: int = 0
@@ -128,6 +130,7 @@ class Usage:
     reasoning_tokens: int = 0
     estimated: bool = False
     tool_calls: tuple[tuple[str, int], ...] = ()
+    service_tier: str | None = None
 
     @property
     def total_tokens(self) -> int:

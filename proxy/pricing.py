@@ -43,17 +43,17 @@ class Price:
 
 
 def _user_file(path: str, key: str) -> dict[str, Any]:
-    """A user's table file: `models:` (name: entry), optionally `default:` (and a pricing file's `tools:`);
-    a ConfigError naming `key` if not."""
+    """A user's table file: `models:` (name: entry), optionally `default:` (and a pricing file's `tools:` and
+    `service_tiers:`); a ConfigError naming `key` if not."""
     try:
         data = load_yaml(read_text(path, key)) or {}
     except yaml.YAMLError as exc:
         raise ConfigError(f"{key}: {path} is not valid YAML: {exc}") from exc
     prices = key == "pricing_file"
-    allowed = {"models", "default", "tools"} if prices else {"models", "default"}
+    allowed = {"models", "default", "tools", "service_tiers"} if prices else {"models", "default"}
     shaped = isinstance(data, dict) and set(data) <= allowed
     if not shaped or not isinstance(data.get("models") or {}, dict):
-        optional = "`default:` and `tools:` (USD per 1k calls)" if prices else "`default:`"
+        optional = "`default:`, `tools:` and `service_tiers:`" if prices else "`default:`"
         raise ConfigError(f"{key}: {path} must be a mapping of `models:` (model name: entry) and optionally {optional}")
     return data
 
@@ -64,11 +64,12 @@ def _load(shipped: str, extra: str | None, key: str) -> dict[str, Any]:
         user = _user_file(extra, key)
         data["models"] = {**data.get("models", {}), **(user.get("models") or {})}
         data["default"] = user.get("default", data["default"])
-        tools = user.get("tools")
-        if isinstance(tools, dict):
-            data["tools"] = {**data.get("tools", {}), **tools}
-        elif tools is not None:
-            data["tools"] = tools  # refused by `_fees`, naming the setting
+        for table in ("tools", "service_tiers"):
+            extra_rows = user.get(table)
+            if isinstance(extra_rows, dict):
+                data[table] = {**data.get(table, {}), **extra_rows}
+            elif extra_rows is not None:
+                data[table] = extra_rows  # refused when read, naming the setting
     return data
 
 
@@ -100,16 +101,23 @@ def _price(raw: Any) -> Price:
     return Price(price.input, price.cached_input, price.output, _rates(long, shape), above)
 
 
-def _fees(raw: Any) -> dict[str, float]:
-    shape = "a mapping of tool: USD per 1k calls"
+def _numbers(raw: Any, shape: str) -> dict[str, float]:
     if not isinstance(raw, dict):
         raise ValueError(f"expected {shape}")
-    fees: dict[str, float] = {}
-    for tool, fee in raw.items():
-        if not isinstance(fee, int | float) or isinstance(fee, bool) or not fee >= 0:
-            raise ValueError(f"expected {shape}, each a number >= 0 ({tool}: {fee!r})")
-        fees[str(tool)] = float(fee)
-    return fees
+    found: dict[str, float] = {}
+    for name, number in raw.items():
+        if not isinstance(number, int | float) or isinstance(number, bool) or not number >= 0:
+            raise ValueError(f"expected {shape}, each a number >= 0 ({name}: {number!r})")
+        found[str(name)] = float(number)
+    return found
+
+
+def _fees(raw: Any) -> dict[str, float]:
+    return _numbers(raw, "a mapping of tool: USD per 1k calls")
+
+
+def _factors(raw: Any) -> dict[str, float]:
+    return _numbers(raw, "a mapping of service tier: factor of the token prices")
 
 
 def _window(raw: Any) -> int:
@@ -139,6 +147,7 @@ class ModelTables:
         }
         self._default_window = _entry(_window, windows["default"], "models_file", "default")
         self._tool_fees = _entry(_fees, pricing.get("tools") or {}, "pricing_file", "tools")
+        self._tiers = _entry(_factors, pricing.get("service_tiers") or {}, "pricing_file", "service_tiers")
         self._price_cache: dict[str, Price] = {}
         self._window_cache: dict[str, int] = {}
 
@@ -164,6 +173,8 @@ class ModelTables:
         if usage is None:
             return 0.0
         tokens = self.price(model).cost(usage)
+        if usage.service_tier is not None:
+            tokens *= self._tiers.get(usage.service_tier, 1.0)
         if not usage.tool_calls:
             return tokens
         fees = self._tool_fees

@@ -100,7 +100,8 @@ def _output_schema(response_format: Any) -> OutputSchema | None:
     return None
 
 
-def _usage(raw: Any) -> Usage | None:
+def _usage(raw: Any, tier: Any) -> Usage | None:
+    """A completion's or chunk's usage; `tier`: the service tier it names."""
     usage = as_dict(raw)
     if not usage:
         return None
@@ -109,6 +110,7 @@ def _usage(raw: Any) -> Usage | None:
         output_tokens=as_int(usage.get("completion_tokens")),
         cached_tokens=as_int(as_dict(usage.get("prompt_tokens_details")).get("cached_tokens")),
         reasoning_tokens=as_int(as_dict(usage.get("completion_tokens_details")).get("reasoning_tokens")),
+        service_tier=opt_str(tier),
     )
 
 
@@ -155,7 +157,7 @@ class ChatStreamParser:
         self._id = self._id or opt_str(payload.get("id"))
         self._model = self._model or opt_str(payload.get("model"))
         if payload.get("usage"):
-            self._usage = _usage(payload["usage"])
+            self._usage = _usage(payload["usage"], payload.get("service_tier"))
         for raw in as_list(payload.get("choices")):
             choice = as_dict(raw)
             if choice.get("index", 0) != 0:
@@ -332,7 +334,7 @@ class ChatAdapter:
             tool_calls=calls,
             handoffs=handoffs_of(calls),
             finish_reason=opt_str(choice.get("finish_reason")),
-            usage=_usage(data.get("usage")),
+            usage=_usage(data.get("usage"), data.get("service_tier")),
             error=_error(data),
         )
 

@@ -294,7 +294,8 @@ def _output_schema(text: Any) -> OutputSchema | None:
     return None
 
 
-def _usage(raw: Any, billed: dict[str, int] | None = None) -> Usage | None:
+def _usage(raw: Any, billed: dict[str, int], tier: Any) -> Usage | None:
+    """A Response's usage; `billed`: its hosted calls by tool; `tier`: the service tier it names."""
     usage = as_dict(raw)
     if not usage:
         return None
@@ -304,6 +305,7 @@ def _usage(raw: Any, billed: dict[str, int] | None = None) -> Usage | None:
         cached_tokens=as_int(as_dict(usage.get("input_tokens_details")).get("cached_tokens")),
         reasoning_tokens=as_int(as_dict(usage.get("output_tokens_details")).get("reasoning_tokens")),
         tool_calls=tuple(billed.items()) if billed else (),
+        service_tier=opt_str(tier),
     )
 
 
@@ -345,7 +347,7 @@ def response_info(data: dict[str, Any], *, complete: bool = True) -> ResponseInf
         tool_calls=tuple(calls),
         handoffs=handoffs_of(calls),
         finish_reason=opt_str(status),
-        usage=_usage(data.get("usage"), billed),
+        usage=_usage(data.get("usage"), billed, data.get("service_tier")),
         error=_error_text(data),
         complete=complete,
     )

@@ -299,6 +299,21 @@ async def test_a_long_gemini_pro_prompt_spends_at_its_long_context_rates(
     assert len(upstream.received) == reached
 
 
+@pytest.mark.parametrize(("tier", "reached"), [("default", 4), ("priority", 2), ("flex", 8)])
+async def test_the_service_tier_a_response_names_scales_its_spend(
+    upstream: FakeUpstream, make_proxy: ProxyFactory, tier: str, reached: int
+) -> None:
+    """gpt-4o-mini, 60k + 20k tokens: $0.021 a response at the standard price, twice that at priority (the
+    3rd request finds $0.084 spent against a $0.08 budget), half at flex (the 9th finds $0.084)."""
+    script = agents.chat_script(steps=50, usage=(60_000, 20_000))
+    upstream.script = lambda received: Reply.json({**orjson.loads(script(received).body), "service_tier": tier})
+    client = counting_client(await make_proxy(guard={"detectors": {"budget": {"run_usd": 0.08}}}), [], f"tier-{tier}")
+    with pytest.raises(openai.RateLimitError) as caught:
+        await agents.chat_agent(client, agents.progressing_tool, service_tier=tier)
+    assert caught.value.code == "runguard_budget"
+    assert len(upstream.received) == reached
+
+
 async def test_hosted_web_searches_count_toward_the_run_budget(
     upstream: FakeUpstream, make_proxy: ProxyFactory
 ) -> None:

@@ -81,6 +81,12 @@ def test_a_user_table_may_price_hosted_tools(tmp_path: Path) -> None:
     assert ModelTables(str(pricing)).cost("gpt-4o", usage) == pytest.approx(2 * 0.025 + 4 * 0.0025)
 
 
+@pytest.mark.parametrize(("tier", "factor"), [(None, 1.0), ("default", 1.0), ("flex", 0.5), ("priority", 2.0)])
+def test_the_service_tier_scales_the_token_prices_not_the_tool_fees(tier: str | None, factor: float) -> None:
+    usage = Usage(1_000_000, 0, tool_calls=(("web_search", 100),), service_tier=tier)
+    assert ModelTables().cost("o3", usage) == pytest.approx(2.0 * factor + 1.0)
+
+
 def test_user_tables_extend_the_shipped_ones(tmp_path: Path) -> None:
     pricing = tmp_path / "pricing.yaml"
     pricing.write_text("models:\n  my-model: {input: 1, output: 2}\n")
@@ -120,6 +126,7 @@ def test_a_user_table_with_only_a_default_replaces_the_default(tmp_path: Path) -
         ),
         ("pricing_file", "tools:\n  web_search: lots\n", r"pricing_file: tools: expected .*web_search: 'lots'"),
         ("pricing_file", "tools: [web_search]\n", r"pricing_file: tools: expected a mapping"),
+        ("pricing_file", "service_tiers:\n  flex: -1\n", r"pricing_file: service_tiers: expected .*flex: -1"),
         ("models_file", "tools:\n  web_search: 25\n", r"models_file: .* must be a mapping .* optionally `default:`$"),
         ("models_file", "models:\n  my-model: 0\n", r"models_file: models\.my-model: expected"),
         ("models_file", "models:\n  my-model: [1]\n", r"models_file: models\.my-model: expected"),

@@ -60,3 +60,9 @@ def test_hosted_searches_are_counted_with_the_usage_whole_and_streamed() -> None
 def test_a_response_without_hosted_searches_bills_no_calls() -> None:
     info = ResponsesAdapter().parse_response(orjson.dumps(payloads.response_object("hi")))
     assert info.usage is not None and info.usage.tool_calls == ()
+
+
+def test_the_service_tier_comes_with_the_usage() -> None:
+    body = {**payloads.response_object("hi"), "service_tier": "priority"}
+    info = ResponsesAdapter().parse_response(orjson.dumps(body))
+    assert info.usage is not None and info.usage.service_tier == "priority"
