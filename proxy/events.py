@@ -121,7 +121,9 @@ class Usage:
     `tool_calls`: the calls the provider ran itself and bills apart from tokens,
     as (tool, count) pairs (OpenAI's hosted web and file searches).
     `service_tier`: the tier OpenAI says served the request ("flex", "priority",
-    ...), which scales its token prices.
+    ...), which scales its token prices. `audio_input_tokens` and
+    `audio_output_tokens`: the part of the input and output that was audio,
+    priced apart by the models that hear or speak.
     """
 
     input_tokens: int = 0
@@ -131,6 +133,8 @@ class Usage:
     estimated: bool = False
     tool_calls: tuple[tuple[str, int], ...] = ()
     service_tier: str | None = None
+    audio_input_tokens: int = 0
+    audio_output_tokens: int = 0
 
     @property
     def total_tokens(self) -> int:

@@ -26,7 +26,9 @@ class Price:
     `long`: the rates of a request whose prompt is over `long_above` tokens, for
     the whole request, output included (Gemini's Pro models charge about twice
     as much past 200k: a budget counted at the short rates let a long-context
-    run spend twice its cap).
+    run spend twice its cap). `audio`: the rates of the audio tokens, for the
+    models that price them apart (8 to 16 times the text rates at OpenAI, about
+    3 times on Gemini's Flash models).
     """
 
     input: float
@@ -34,12 +36,20 @@ class Price:
     output: float
     long: Price | None = None
     long_above: int = 0
+    audio: Price | None = None
 
     def cost(self, usage: Usage) -> float:
         rates = self.long if self.long is not None and usage.input_tokens > self.long_above else self
-        cached = min(usage.cached_tokens, usage.input_tokens)
-        fresh = usage.input_tokens - cached
-        return (fresh * rates.input + cached * rates.cached_input + usage.output_tokens * rates.output) / 1_000_000
+        heard = spoken = 0
+        usd = 0.0
+        if self.audio is not None:
+            heard = min(usage.audio_input_tokens, usage.input_tokens)
+            spoken = min(usage.audio_output_tokens, usage.output_tokens)
+            usd = heard * self.audio.input + spoken * self.audio.output
+        text_in = usage.input_tokens - heard
+        cached = min(usage.cached_tokens, text_in)
+        usd += (text_in - cached) * rates.input + cached * rates.cached_input
+        return (usd + (usage.output_tokens - spoken) * rates.output) / 1_000_000
 
 
 def _user_file(path: str, key: str) -> dict[str, Any]:
@@ -90,15 +100,23 @@ def _rates(raw: Any, shape: str) -> Price:
 
 
 def _price(raw: Any) -> Price:
-    price = _rates(raw, "{input: USD, output: USD} per 1M tokens, optionally cached_input and long_context")
-    long = raw.get("long_context")
-    if long is None:
-        return price
+    price = _rates(raw, "{input: USD, output: USD} per 1M tokens, optionally cached_input, long_context and audio")
+    long, above = _long_context(raw.get("long_context"))
+    audio = raw.get("audio")
+    if audio is not None:
+        audio = _rates(audio, "audio: {input: USD, output: USD} per 1M audio tokens")
+    return Price(price.input, price.cached_input, price.output, long, above, audio)
+
+
+def _long_context(raw: Any) -> tuple[Price | None, int]:
+    """A `long_context` entry's rates and threshold; (None, 0) if there is none."""
+    if raw is None:
+        return None, 0
     shape = "long_context: {above_tokens: N, input: USD, output: USD}, optionally cached_input"
-    above = long.get("above_tokens") if isinstance(long, dict) else None
+    above = raw.get("above_tokens") if isinstance(raw, dict) else None
     if not isinstance(above, int) or isinstance(above, bool) or above <= 0:
         raise ValueError(f"expected {shape}, above_tokens a whole number > 0")
-    return Price(price.input, price.cached_input, price.output, _rates(long, shape), above)
+    return _rates(raw, shape), above
 
 
 def _numbers(raw: Any, shape: str) -> dict[str, float]:

@@ -246,6 +246,17 @@ def _usage(raw: Any) -> Usage | None:
         output_tokens=as_int(usage.get("candidatesTokenCount")) + thoughts,
         cached_tokens=as_int(usage.get("cachedContentTokenCount")),
         reasoning_tokens=thoughts,
+        audio_input_tokens=_audio(usage.get("promptTokensDetails")),
+        audio_output_tokens=_audio(usage.get("candidatesTokensDetails")),
+    )
+
+
+def _audio(details: Any) -> int:
+    """The audio tokens of a usage breakdown by modality (`[{"modality": "AUDIO", "tokenCount": N}, ...]`)."""
+    if type(details) is not list:
+        return 0
+    return sum(
+        as_int(part.get("tokenCount")) for part in details if type(part) is dict and part.get("modality") == "AUDIO"
     )
 
 

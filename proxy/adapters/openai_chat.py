@@ -105,12 +105,15 @@ def _usage(raw: Any, tier: Any) -> Usage | None:
     usage = as_dict(raw)
     if not usage:
         return None
+    prompt, completion = as_dict(usage.get("prompt_tokens_details")), as_dict(usage.get("completion_tokens_details"))
     return Usage(
         input_tokens=as_int(usage.get("prompt_tokens")),
         output_tokens=as_int(usage.get("completion_tokens")),
-        cached_tokens=as_int(as_dict(usage.get("prompt_tokens_details")).get("cached_tokens")),
-        reasoning_tokens=as_int(as_dict(usage.get("completion_tokens_details")).get("reasoning_tokens")),
+        cached_tokens=as_int(prompt.get("cached_tokens")),
+        reasoning_tokens=as_int(completion.get("reasoning_tokens")),
         service_tier=opt_str(tier),
+        audio_input_tokens=as_int(prompt.get("audio_tokens")),
+        audio_output_tokens=as_int(completion.get("audio_tokens")),
     )
 
 

@@ -314,6 +314,42 @@ async def test_the_service_tier_a_response_names_scales_its_spend(
     assert len(upstream.received) == reached
 
 
+async def test_a_voice_conversation_s_audio_tokens_spend_at_their_own_rates(
+    upstream: FakeUpstream, make_proxy: ProxyFactory
+) -> None:
+    """gpt-4o-audio-preview hears 8k of a turn's 10k input tokens and speaks 1.5k of its 2k output tokens:
+    $0.45 a turn at the audio rates (16 and 8 times the text rates), where the text rates counted $0.045.
+    The 4th turn finds $1.35 spent against a $1 budget."""
+    usage = {
+        "prompt_tokens": 10_000,
+        "completion_tokens": 2_000,
+        "total_tokens": 12_000,
+        "prompt_tokens_details": {"cached_tokens": 0, "audio_tokens": 8_000},
+        "completion_tokens_details": {"reasoning_tokens": 0, "audio_tokens": 1_500},
+    }
+    answer = {**payloads.chat_completion("Sure."), "model": "gpt-4o-audio-preview-2025-06-03", "usage": usage}
+    upstream.script = lambda _: Reply.json(answer)
+    client = counting_client(await make_proxy(guard={"detectors": {"budget": {"run_usd": 1.0}}}), [], "voice")
+
+    async def talk() -> None:
+        for turn in range(6):
+            heard: Any = {
+                "type": "input_audio",
+                "input_audio": {"data": f"UklGRiQAAABXQVZF{turn:04d}", "format": "wav"},
+            }
+            await client.chat.completions.create(
+                model="gpt-4o-audio-preview",
+                modalities=["text", "audio"],
+                audio={"voice": "alloy", "format": "wav"},
+                messages=[{"role": "user", "content": [heard]}],
+            )
+
+    with pytest.raises(openai.RateLimitError) as caught:
+        await talk()
+    assert caught.value.code == "runguard_budget"
+    assert len(upstream.received) == 3
+
+
 async def test_hosted_web_searches_count_toward_the_run_budget(
     upstream: FakeUpstream, make_proxy: ProxyFactory
 ) -> None:

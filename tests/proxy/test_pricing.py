@@ -87,6 +87,18 @@ def test_the_service_tier_scales_the_token_prices_not_the_tool_fees(tier: str | 
     assert ModelTables().cost("o3", usage) == pytest.approx(2.0 * factor + 1.0)
 
 
+def test_audio_tokens_are_charged_at_their_own_rates_and_the_rest_as_text() -> None:
+    usage = Usage(10_000, 2_000, cached_tokens=5_000, audio_input_tokens=8_000, audio_output_tokens=1_500)
+    # 2k text tokens in (cached or not: the model has no cached rate), 8k heard; 500 text tokens out, 1.5k spoken.
+    usd = (2_000 * 2.5 + 8_000 * 40 + 500 * 10 + 1_500 * 80) / 1e6
+    assert ModelTables().cost("gpt-4o-audio-preview-2024-12-17", usage) == pytest.approx(usd)
+    heard = Usage(1_000, 100, audio_input_tokens=1_000)
+    assert ModelTables().cost("gemini-2.5-flash", heard) == pytest.approx((1_000 * 1.0 + 100 * 2.5) / 1e6)
+    assert ModelTables().cost("gpt-4o", heard) == pytest.approx((1_000 * 2.5 + 100 * 10) / 1e6)  # no audio rates
+    cached = Usage(3_000, 0, cached_tokens=3_000, audio_input_tokens=1_000)  # cached tokens count as text
+    assert ModelTables().cost("gemini-2.5-flash", cached) == pytest.approx((2_000 * 0.075 + 1_000 * 1.0) / 1e6)
+
+
 def test_user_tables_extend_the_shipped_ones(tmp_path: Path) -> None:
     pricing = tmp_path / "pricing.yaml"
     pricing.write_text("models:\n  my-model: {input: 1, output: 2}\n")
@@ -126,6 +138,7 @@ def test_a_user_table_with_only_a_default_replaces_the_default(tmp_path: Path) -
         ),
         ("pricing_file", "tools:\n  web_search: lots\n", r"pricing_file: tools: expected .*web_search: 'lots'"),
         ("pricing_file", "tools: [web_search]\n", r"pricing_file: tools: expected a mapping"),
+        ("pricing_file", "models:\n  m: {input: 1, output: 2, audio: {input: 9}}\n", r"models\.m: expected audio"),
         ("pricing_file", "service_tiers:\n  flex: -1\n", r"pricing_file: service_tiers: expected .*flex: -1"),
         ("models_file", "tools:\n  web_search: 25\n", r"models_file: .* must be a mapping .* optionally `default:`$"),
         ("models_file", "models:\n  my-model: 0\n", r"models_file: models\.my-model: expected"),

@@ -38,3 +38,19 @@ def test_a_result_sent_as_text_has_no_value() -> None:
     (result,) = _new_results({"functionResponse": {"name": "read_file", "response": "port: 8080"}})
     assert result.value is None
     assert result.content == "port: 8080"
+
+
+@pytest.mark.parametrize(
+    ("details", "heard"),
+    [
+        ([{"modality": "TEXT", "tokenCount": 40}, {"modality": "AUDIO", "tokenCount": 960}], 960),
+        ([{"modality": "TEXT", "tokenCount": 1000}], 0),
+        ("AUDIO", 0),  # not a breakdown: read as none
+        ([None, {"modality": "AUDIO"}], 0),
+    ],
+)
+def test_a_response_s_audio_input_tokens_come_from_its_modality_breakdown(details: Any, heard: int) -> None:
+    usage = {"promptTokenCount": 1000, "candidatesTokenCount": 20, "promptTokensDetails": details}
+    body = {"candidates": [{"content": {"role": "model", "parts": [{"text": "ok"}]}}], "usageMetadata": usage}
+    info = GeminiAdapter().parse_response(orjson.dumps(body))
+    assert info.usage is not None and (info.usage.input_tokens, info.usage.audio_input_tokens) == (1000, heard)

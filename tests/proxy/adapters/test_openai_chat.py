@@ -19,3 +19,14 @@ def test_the_service_tier_comes_with_the_usage_whole_and_streamed(tier: str | No
         parser.feed(chunk if event is None else b"data: " + orjson.dumps({**event, **named}) + b"\n\n")
     for info in (whole, parser.close()):
         assert info.usage is not None and info.usage.service_tier == tier
+
+
+def test_a_completion_s_audio_tokens_come_with_the_usage() -> None:
+    usage = {
+        "prompt_tokens": 100,
+        "completion_tokens": 50,
+        "prompt_tokens_details": {"cached_tokens": 0, "audio_tokens": 80},
+        "completion_tokens_details": {"audio_tokens": 30},
+    }
+    info = ChatAdapter().parse_response(orjson.dumps({**payloads.chat_completion(), "usage": usage}))
+    assert info.usage is not None and (info.usage.audio_input_tokens, info.usage.audio_output_tokens) == (80, 30)
