@@ -456,6 +456,8 @@ class Guard:
         usage = self._usage(ticket, info, status)
         if usage is not info.usage:
             info = dataclasses.replace(info, usage=usage)
+        if info.model is not None:
+            self._tables.served(ticket.request.model, info.model)
         return ResponseSeen(
             ticket.run_id,
             ticket.key_hash,

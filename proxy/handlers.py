@@ -164,7 +164,7 @@ def _carries_gemini_key(request: web.Request) -> bool:
 
 async def handle(request: web.Request) -> web.StreamResponse:
     ctx = request.app[CONTEXT]
-    route = resolve(request.path, _carries_gemini_key(request))
+    route = resolve(request.path, _carries_gemini_key(request), "api-version" in request.query_string)
     if route is None:
         return provider_error(None, 404, f"RunGuard: no provider serves {request.path}", "unknown_path")
     key_hash = ctx.hasher.hash(raw_key(request.headers, request.query))
@@ -208,7 +208,7 @@ async def _send_untouched(
     if not isinstance(body, bytes) and request.content_length is not None:
         headers["Content-Length"] = str(request.content_length)
     return await ctx.upstreams[route.provider].send(
-        request.method, raw_target(request.path, request.raw_path), headers, body
+        request.method, raw_target(route, request.path, request.raw_path), headers, body
     )
 
 
@@ -370,7 +370,7 @@ async def _forward(
 
     try:
         upstream = await ctx.upstreams[route.provider].send(
-            request.method, raw_target(request.path, request.raw_path), sending.headers, sending.body
+            request.method, raw_target(route, request.path, request.raw_path), sending.headers, sending.body
         )
     except UpstreamError as exc:
         return await failed(exc)

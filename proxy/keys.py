@@ -1,7 +1,7 @@
 """Which API key a request carries, kept only as a salted hash.
 
-The key is read from `Authorization: Bearer`, `x-goog-api-key`, `x-api-key`
-or the `key` query parameter, in that order. The hash is an HMAC-SHA256 under
+The key is read from `Authorization: Bearer`, `x-goog-api-key`, `api-key`
+(Azure OpenAI's), `x-api-key` or the `key` query parameter, in that order. The hash is an HMAC-SHA256 under
 the install's salt, shortened to 16 hex characters and prefixed `k_`; the key
 itself is never stored, logged or returned.
 """
@@ -29,7 +29,7 @@ def raw_key(headers: Mapping[str, str], query: Mapping[str, str]) -> str | None:
     auth = headers.get("Authorization", "")
     if auth[:7].lower() == "bearer " and auth[7:].strip():
         return auth[7:].strip()
-    for name in ("x-goog-api-key", "x-api-key"):
+    for name in ("x-goog-api-key", "api-key", "x-api-key"):
         value = headers.get(name)
         if value:
             return value.strip()

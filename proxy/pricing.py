@@ -168,11 +168,30 @@ class ModelTables:
         self._tiers = _entry(_factors, pricing.get("service_tiers") or {}, "pricing_file", "service_tiers")
         self._price_cache: dict[str, Price] = {}
         self._window_cache: dict[str, int] = {}
+        self._served: dict[str, str] = {}  # a requested name -> the model its responses name, when priced
+
+    def served(self, requested: str, served: str | None) -> None:
+        """Learn that `requested` is served by the model `served` (a response's `model`).
+
+        From then on `requested` is priced and sized as `served` when the tables
+        know `served`: an Azure OpenAI deployment is asked for by its own name
+        ("prod-chat"), which no table knows, and its responses name the model
+        ("gpt-4o-mini-2024-07-18"). A name OpenAI answers with a dated version of
+        itself keeps its entry.
+        """
+        if not served or self._served.get(requested) == served:
+            return
+        if len(self._served) > 4096:  # model names come from clients: stay bounded
+            self._served.clear()
+        self._served[requested] = served if _longest_prefix(self._prices, served) is not None else requested
+        self._price_cache.pop(requested, None)
+        self._window_cache.pop(requested, None)
 
     def price(self, model: str) -> Price:
         found = self._price_cache.get(model)
         if found is None:
-            found = _longest_prefix(self._prices, model) or self._default_price
+            name = self._served.get(model, model)
+            found = _longest_prefix(self._prices, name) or self._default_price
             if len(self._price_cache) > 4096:  # model names come from clients: stay bounded
                 self._price_cache.clear()
             self._price_cache[model] = found
@@ -181,7 +200,8 @@ class ModelTables:
     def window(self, model: str) -> int:
         found = self._window_cache.get(model)
         if found is None:
-            found = _longest_prefix(self._windows, model) or self._default_window
+            name = self._served.get(model, model)
+            found = _longest_prefix(self._windows, name) or self._default_window
             if len(self._window_cache) > 4096:
                 self._window_cache.clear()
             self._window_cache[model] = found

@@ -8,6 +8,12 @@ OpenAI except `/v1/models/{m}:method`, which is Gemini's v1 surface, and any
 `/upload/...` is Gemini's media upload (google-genai's `files.upload` sends
 both of its steps there, on the client's base URL), and `/ws/...` its Live
 API's WebSocket (`...GenerativeService.BidiGenerateContent`).
+
+Azure OpenAI's paths begin with `/openai/` too, and keep it upstream:
+`/openai/deployments/{deployment}/chat/completions?api-version=...` (the
+`AzureOpenAI` client's), `/openai/responses?api-version=...`. An `/openai/`
+path that is not `/openai/v1/...` (OpenAI serves nothing else), or that has
+an `api-version`, is Azure's.
 """
 
 from __future__ import annotations
@@ -44,17 +50,28 @@ def _openai(path: str) -> Route:
     return Route(Provider.OPENAI, _OPENAI_APIS.get(path.rstrip("/"), Api.OTHER), path)
 
 
+def _azure(path: str) -> Route:
+    """An Azure OpenAI path, forwarded as it is; its API is named by its last segments."""
+    tail = path.rstrip("/")
+    if tail.endswith("/chat/completions"):
+        return Route(Provider.OPENAI, Api.CHAT, path)
+    return Route(Provider.OPENAI, Api.RESPONSES if tail.endswith("/responses") else Api.OTHER, path)
+
+
 def _strip(path: str, prefix: str) -> str:
     rest = path[len(prefix) :]
     return rest if rest.startswith("/") else "/" + rest
 
 
-def resolve(path: str, gemini_key: bool = False) -> Route | None:
+def resolve(path: str, gemini_key: bool = False, api_version: bool = False) -> Route | None:
     """The route for a request path, or None for a path no provider serves.
 
-    `gemini_key`: the request carries a Gemini API key (`x-goog-api-key` or `?key=`).
+    `gemini_key`: the request carries a Gemini API key (`x-goog-api-key` or `?key=`);
+    `api_version`: its query names an `api-version` (Azure OpenAI's).
     """
     if path.startswith("/openai/"):
+        if api_version or not path.startswith("/openai/v1/"):
+            return _azure(path)
         return _openai(_strip(path, "/openai"))
     if path.startswith("/gemini/"):
         return _gemini(_strip(path, "/gemini"))
@@ -67,13 +84,11 @@ def resolve(path: str, gemini_key: bool = False) -> Route | None:
     return None
 
 
-def raw_target(path: str, raw_path: str) -> str:
-    """The path and query to request upstream, exactly as sent (`raw_path`), less an explicit
-    `/openai` or `/gemini` prefix."""
-    for prefix in ("/openai", "/gemini"):
-        if path.startswith(prefix + "/"):
-            return raw_path[len(prefix) :]
-    return raw_path
+def raw_target(route: Route, path: str, raw_path: str) -> str:
+    """The path and query to request upstream, exactly as sent (`raw_path`), less the explicit
+    `/openai` or `/gemini` prefix `route` dropped from `path`."""
+    dropped = len(path) - len(route.upstream_path)
+    return raw_path[dropped:] if dropped > 0 else raw_path
 
 
 def gemini_streams_sse(query: Mapping[str, str]) -> bool:

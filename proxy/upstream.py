@@ -26,6 +26,9 @@ _NO_AUTO_HEADERS = ("Accept-Encoding", "Accept", "User-Agent", "Content-Type")
 class Upstream:
     def __init__(self, base_url: str, settings: UpstreamSettings) -> None:
         self.base_url = base_url.rstrip("/")
+        # An Azure OpenAI endpoint given with its `/openai` path (as its v1 API's base URL has it) serves
+        # Azure's classic paths too, which come with that path of their own.
+        self._under_openai = self.base_url.endswith("/openai")
         self._settings = settings
         self._session: aiohttp.ClientSession | None = None
 
@@ -48,6 +51,8 @@ class Upstream:
 
     def url(self, raw_path_and_query: str) -> URL:
         """The upstream URL for a path and query exactly as the client sent them."""
+        if self._under_openai and raw_path_and_query.startswith("/openai/"):
+            raw_path_and_query = raw_path_and_query[len("/openai") :]
         return URL(self.base_url + raw_path_and_query, encoded=True)
 
     async def send(

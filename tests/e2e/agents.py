@@ -70,14 +70,16 @@ def chat_script(
     return script
 
 
-async def chat_agent(client: openai.AsyncOpenAI, tool: Tool, max_steps: int = 12, **create: Any) -> str:
+async def chat_agent(
+    client: openai.AsyncOpenAI, tool: Tool, max_steps: int = 12, model: str = "gpt-4o-mini", **create: Any
+) -> str:
     """Run the loop until a text answer; exceptions (the stop) propagate."""
     messages: list[dict[str, Any]] = [
         {"role": "system", "content": "You extract data. Use parse_document."},
         {"role": "user", "content": "Extract the invoice total."},
     ]
     for _ in range(max_steps):
-        completion = await client.chat.completions.create(model="gpt-4o-mini", messages=messages, **create)  # type: ignore[arg-type]
+        completion = await client.chat.completions.create(model=model, messages=messages, **create)  # type: ignore[arg-type]
         message = completion.choices[0].message
         if not message.tool_calls:
             return message.content or ""
@@ -89,15 +91,18 @@ async def chat_agent(client: openai.AsyncOpenAI, tool: Tool, max_steps: int = 12
 
 
 def gemini_script(
-    steps: int, tool: str = "parse_document", usage: tuple[int, int] = (7, 3)
+    steps: int, tool: str = "parse_document", usage: tuple[int, int] = (7, 3), model: str = "gemini-2.5-flash"
 ) -> Callable[[Received], Reply]:
+    """Ask for `tool` with new arguments each turn; answer in text after `steps` turns (`model`: the model the
+    responses name)."""
+
     def script(received: Received) -> Reply:
         body = received.json()
         turn = sum(1 for c in body["contents"] for p in c["parts"] if "functionResponse" in p)
         if turn >= steps:
-            return Reply.json(payloads.gemini_response("Done.", usage=usage))
+            return Reply.json(payloads.gemini_response("Done.", usage=usage, model=model))
         call = (tool, {"fragment": f"page {turn}", "attempt": turn})
-        return Reply.json(payloads.gemini_response(calls=[call], usage=usage))
+        return Reply.json(payloads.gemini_response(calls=[call], usage=usage, model=model))
 
     return script
 

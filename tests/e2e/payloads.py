@@ -177,7 +177,10 @@ def responses_events(response: dict[str, Any]) -> list[dict[str, Any]]:
 
 
 def gemini_response(
-    text: str = "Gemini says hi", calls: list[tuple[str, dict[str, Any]]] | None = None, usage: tuple[int, int] = (7, 3)
+    text: str = "Gemini says hi",
+    calls: list[tuple[str, dict[str, Any]]] | None = None,
+    usage: tuple[int, int] = (7, 3),
+    model: str = "gemini-2.5-flash",
 ) -> dict[str, Any]:
     parts: list[dict[str, Any]] = (
         [{"functionCall": {"name": n, "args": a}} for n, a in calls] if calls else [{"text": text}]
@@ -189,7 +192,7 @@ def gemini_response(
             "candidatesTokenCount": usage[1],
             "totalTokenCount": sum(usage),
         },
-        "modelVersion": "gemini-2.5-flash",
+        "modelVersion": model,
         "responseId": "gem-e2e",
     }
 

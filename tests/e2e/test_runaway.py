@@ -290,7 +290,7 @@ async def test_a_long_gemini_pro_prompt_spends_at_its_long_context_rates(
     """gemini-2.5-pro charges a request whose prompt is over 200k tokens about twice as much, its output too:
     150k + 10k tokens cost $0.2875 a response (the 5th request finds $1.15 spent), 250k + 10k $0.775 (the 3rd
     finds $1.55). At the short rates a 250k prompt's run was let spend twice its budget."""
-    upstream.script = agents.gemini_script(steps=50, usage=(prompt, 10_000))
+    upstream.script = agents.gemini_script(steps=50, usage=(prompt, 10_000), model="gemini-2.5-pro")
     proxy = await make_proxy(guard={"detectors": {"budget": {"run_usd": 1.0}}})
     client = genai.Client(api_key="test-key", http_options=types.HttpOptions(base_url=proxy, headers={"X-Run-Id": "g"}))
     with pytest.raises(genai_errors.ClientError) as caught:

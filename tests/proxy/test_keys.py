@@ -9,6 +9,7 @@ def test_key_sources_in_order() -> None:
     assert raw_key({"Authorization": "Bearer sk-a"}, {"key": "q"}) == "sk-a"
     assert raw_key({"x-goog-api-key": "g"}, {"key": "q"}) == "g"
     assert raw_key({}, {"key": "q"}) == "q"
+    assert raw_key({"api-key": "azure"}, {}) == "azure"  # Azure OpenAI's header
     assert raw_key({"Authorization": "Basic xyz"}, {}) is None
 
 

@@ -99,6 +99,18 @@ def test_audio_tokens_are_charged_at_their_own_rates_and_the_rest_as_text() -> N
     assert ModelTables().cost("gemini-2.5-flash", cached) == pytest.approx((2_000 * 0.075 + 1_000 * 1.0) / 1e6)
 
 
+def test_a_name_no_table_knows_is_priced_and_sized_as_the_model_its_responses_name() -> None:
+    tables = ModelTables()
+    assert tables.price("prod-chat") == tables.price("unknown-model")  # an Azure deployment, before its answer
+    tables.served("prod-chat", "gpt-4.1-mini-2025-04-14")
+    assert tables.price("prod-chat").input == pytest.approx(0.40)
+    assert tables.window("prod-chat") == tables.window("gpt-4.1-mini")
+    tables.served("prod-chat", "gpt-4o-2024-11-20")  # the deployment now serves another model
+    assert tables.price("prod-chat").input == pytest.approx(2.50)
+    tables.served("my-router", "no-such-model")  # a served name no table knows either: nothing learnt
+    assert tables.price("my-router") == tables.price("unknown-model")
+
+
 def test_user_tables_extend_the_shipped_ones(tmp_path: Path) -> None:
     pricing = tmp_path / "pricing.yaml"
     pricing.write_text("models:\n  my-model: {input: 1, output: 2}\n")

@@ -3,7 +3,7 @@ from __future__ import annotations
 import pytest
 
 from runguard.proxy.events import Api, Provider
-from runguard.proxy.routes import Route, gemini_streams_sse, resolve
+from runguard.proxy.routes import Route, gemini_streams_sse, raw_target, resolve
 
 
 @pytest.mark.parametrize(
@@ -77,6 +77,35 @@ def test_paths_route_to_provider_and_api(
 def test_a_bare_v1_path_with_a_gemini_key_is_gemini(path: str) -> None:
     assert resolve(path, gemini_key=True) == Route(Provider.GEMINI, Api.OTHER, path, None)
     assert resolve(path) == Route(Provider.OPENAI, Api.OTHER, path)
+
+
+@pytest.mark.parametrize(
+    ("path", "api_version", "api"),
+    [
+        ("/openai/deployments/prod/chat/completions", True, Api.CHAT),
+        ("/openai/deployments/prod/chat/completions", False, Api.CHAT),  # named by its path alone
+        ("/openai/responses", True, Api.RESPONSES),
+        ("/openai/responses", False, Api.RESPONSES),  # OpenAI serves nothing under /openai but /openai/v1
+        ("/openai/v1/responses", True, Api.RESPONSES),
+        ("/openai/deployments/prod/embeddings", True, Api.OTHER),
+        ("/openai/responses/resp_1", True, Api.OTHER),
+    ],
+)
+def test_azure_openai_paths_keep_their_prefix_upstream(path: str, api_version: bool, api: Api) -> None:
+    route = resolve(path, api_version=api_version)
+    assert route == Route(Provider.OPENAI, api, path)
+    assert raw_target(route, path, path + "?api-version=2024-10-21") == path + "?api-version=2024-10-21"
+
+
+def test_an_explicit_prefix_is_dropped_from_the_raw_target_as_sent() -> None:
+    route = resolve("/openai/v1/files/a b")
+    assert route is not None and route.upstream_path == "/v1/files/a b"
+    assert raw_target(route, "/openai/v1/files/a b", "/openai/v1/files/a%20b?purpose=x") == "/v1/files/a%20b?purpose=x"
+    gemini = resolve("/gemini/v1beta/models/g:generateContent")
+    assert gemini is not None
+    assert raw_target(
+        gemini, "/gemini/v1beta/models/g:generateContent", "/gemini/v1beta/models/g:generateContent?alt=sse"
+    ) == ("/v1beta/models/g:generateContent?alt=sse")
 
 
 @pytest.mark.parametrize("path", ["/", "/favicon.ico", "/v2/chat/completions", "/runguardx"])
