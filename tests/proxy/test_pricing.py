@@ -59,6 +59,14 @@ def test_deep_research_models_are_priced_apart_from_their_families(model: str, o
     assert ModelTables().price(model).output == pytest.approx(output)
 
 
+@pytest.mark.parametrize(
+    ("model", "output"), [("gemini-2.5-flash-image-preview", 30.0), ("gemini-3-pro-image-preview", 120.0)]
+)
+def test_image_models_are_priced_apart_from_their_families(model: str, output: float) -> None:
+    """Priced as gemini-2.5-flash (2.50 USD per 1M output tokens), an image agent spent twelve times its budget."""
+    assert ModelTables().price(model).output == pytest.approx(output)
+
+
 def test_a_user_table_may_give_long_context_rates(tmp_path: Path) -> None:
     pricing = tmp_path / "pricing.yaml"
     pricing.write_text(
