@@ -152,7 +152,7 @@ def _key_refusal(ctx: ProxyContext, route: Route, key_hash: str) -> web.Response
     if not allowed or key_hash in allowed:
         return None
     return provider_error(
-        route.provider, 403, f"RunGuard: API key {key_hash} is not on this proxy's allowlist", "key_not_allowed"
+        route.dialect, 403, f"RunGuard: API key {key_hash} is not on this proxy's allowlist", "key_not_allowed"
     )
 
 
@@ -175,7 +175,7 @@ async def handle(request: web.Request) -> web.StreamResponse:
         return await websocket.relay(request, ctx, route, key_hash)
     if ctx.stopping.is_set() and not request.content.is_eof():
         # The rest of this body would be dropped (see `stop_reading`): say so now, the SDK retries elsewhere.
-        return provider_error(route.provider, 503, "RunGuard is shutting down; retry the request", "shutting_down")
+        return provider_error(route.dialect, 503, "RunGuard is shutting down; retry the request", "shutting_down")
     adapter = adapter_for(route.api) if request.method == "POST" else None
     if adapter is None and not _is_poll(request, route):
         # Nothing here is read: the body streams upstream as it arrives, whatever its size (a file upload).
@@ -186,7 +186,7 @@ async def handle(request: web.Request) -> web.StreamResponse:
     try:
         body = await _read_body(request, ctx.settings.server.max_body_bytes)
     except BodyTooLarge as exc:
-        return provider_error(route.provider, 413, f"RunGuard: {exc}", "request_too_large")
+        return provider_error(route.dialect, 413, f"RunGuard: {exc}", "request_too_large")
     finally:
         ctx.reading.discard(task)
     if adapter is None:
@@ -218,7 +218,7 @@ async def _passthrough(
     try:
         upstream = await _send_untouched(request, ctx, route, body)
     except UpstreamError as exc:
-        return upstream_failed(route.provider, exc)
+        return upstream_failed(route.dialect, exc)
     async with upstream:
         if is_stream(upstream, route.stream):
             out, _ = await relay_stream(request, upstream, None, CIMultiDict(), None)
@@ -226,7 +226,7 @@ async def _passthrough(
         try:
             raw = await read_whole(upstream)
         except UpstreamError as exc:
-            return upstream_failed(route.provider, exc)
+            return upstream_failed(route.dialect, exc)
         return whole_response(upstream, raw, CIMultiDict())
 
 
@@ -241,7 +241,7 @@ async def _poll(request: web.Request, ctx: ProxyContext, route: Route, body: byt
     try:
         upstream = await _send_untouched(request, ctx, route, body)
     except UpstreamError as exc:
-        return upstream_failed(route.provider, exc)
+        return upstream_failed(route.dialect, exc)
     sent = time.perf_counter()
     background = ctx.guard.background
     responses = ResponsesAdapter()
@@ -264,7 +264,7 @@ async def _poll(request: web.Request, ctx: ProxyContext, route: Route, body: byt
         try:
             raw = await read_whole(upstream)
         except UpstreamError as exc:
-            return upstream_failed(route.provider, exc)
+            return upstream_failed(route.dialect, exc)
         latency = time.perf_counter() - sent
         encoding = upstream.headers.get("Content-Encoding")
 
@@ -300,7 +300,7 @@ async def _guarded(
     try:
         decoded = decode_body(body, request.headers.get("Content-Encoding"), settings.server.max_body_bytes)
     except BodyTooLarge as exc:
-        return provider_error(route.provider, 413, f"RunGuard: {exc}", "request_too_large")
+        return provider_error(route.dialect, 413, f"RunGuard: {exc}", "request_too_large")
     header_run, agent = ctx.names(request.headers)
     body_read = decoded or b""
     slot = ctx.slot(key_hash, header_run, body_read)
@@ -361,7 +361,7 @@ async def _forward(
 
     async def failed(exc: UpstreamError) -> web.Response:
         failure = ResponseInfo(error=str(exc), complete=False)
-        reply = upstream_failed(route.provider, exc)
+        reply = upstream_failed(route.dialect, exc)
         reply.headers["x-runguard-run-id"] = ticket.run_id
         seen = guard.response_seen(ticket, failure, None, time.perf_counter() - sent)
         kept = _recorded(request, sending.body, b"", None) if record else None

@@ -9,6 +9,10 @@ OpenAI except `/v1/models/{m}:method`, which is Gemini's v1 surface, and any
 both of its steps there, on the client's base URL), and `/ws/...` its Live
 API's WebSocket (`...GenerativeService.BidiGenerateContent`).
 
+Gemini's OpenAI-compatible Chat Completions (`/v1beta/openai/chat/completions`,
+the openai SDK's base URL `.../v1beta/openai/`) is read as Chat and sent to
+the Gemini upstream.
+
 Azure OpenAI's paths begin with `/openai/` too, and keep it upstream:
 `/openai/deployments/{deployment}/chat/completions?api-version=...` (the
 `AzureOpenAI` client's), `/openai/responses?api-version=...`. An `/openai/`
@@ -33,13 +37,21 @@ class Route:
     model: str | None = None  # Gemini: the model in the URL
     stream: bool = False  # Gemini: :streamGenerateContent
 
+    @property
+    def dialect(self) -> Provider:
+        """Whose error format the client reads: OpenAI's for Chat and Responses, whoever serves them."""
+        return Provider.OPENAI if self.api in (Api.CHAT, Api.RESPONSES) else self.provider
+
 
 _GEMINI_METHOD = re.compile(r"^/v1(?:beta|alpha)?\d*/(?:models|tunedModels)/(?P<model>[^/:]+):(?P<method>[A-Za-z]+)$")
 _GEMINI_GENERATE = {"generateContent": False, "streamGenerateContent": True}
+_GEMINI_CHAT = re.compile(r"^/v1(?:beta|alpha)?\d*/openai/chat/completions/?$")
 _OPENAI_APIS = {"/v1/chat/completions": Api.CHAT, "/v1/responses": Api.RESPONSES}
 
 
 def _gemini(path: str) -> Route:
+    if _GEMINI_CHAT.match(path):
+        return Route(Provider.GEMINI, Api.CHAT, path)
     match = _GEMINI_METHOD.match(path)
     if match and match["method"] in _GEMINI_GENERATE:
         return Route(Provider.GEMINI, Api.GEMINI, path, match["model"], _GEMINI_GENERATE[match["method"]])

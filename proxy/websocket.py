@@ -59,9 +59,9 @@ async def relay(request: web.Request, ctx: ProxyContext, route: Route, key_hash:
     try:
         upstream = await ctx.upstreams[route.provider].connect(target, headers, _protocols(request))
     except UpstreamRefused as exc:
-        return provider_error(route.provider, exc.status, f"RunGuard: the provider refused: {exc}", "websocket_refused")
+        return provider_error(route.dialect, exc.status, f"RunGuard: the provider refused: {exc}", "websocket_refused")
     except UpstreamError as exc:
-        return upstream_failed(route.provider, exc)
+        return upstream_failed(route.dialect, exc)
     async with upstream:
         client = web.WebSocketResponse(
             protocols=(upstream.protocol,) if upstream.protocol else (),

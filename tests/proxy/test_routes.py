@@ -48,6 +48,8 @@ from runguard.proxy.routes import Route, gemini_streams_sse, raw_target, resolve
             False,
         ),
         ("/v1beta/files", Provider.GEMINI, Api.OTHER, "/v1beta/files", None, False),
+        ("/v1beta/openai/chat/completions", Provider.GEMINI, Api.CHAT, "/v1beta/openai/chat/completions", None, False),
+        ("/v1beta/openai/models", Provider.GEMINI, Api.OTHER, "/v1beta/openai/models", None, False),
         ("/upload/v1beta/files", Provider.GEMINI, Api.OTHER, "/upload/v1beta/files", None, False),
         (
             "/gemini/v1beta/models/g:generateContent",
@@ -126,3 +128,14 @@ def test_unknown_paths_have_no_route(path: str) -> None:
 )
 def test_gemini_streams_sse_only_when_alt_sse_is_asked(query: dict[str, str], sse: bool) -> None:
     assert gemini_streams_sse(query) is sse
+
+
+def test_chat_and_responses_answer_errors_in_openai_s_format_whoever_serves_them() -> None:
+    assert [route.dialect for route in (resolve("/v1beta/openai/chat/completions"), resolve("/v1/responses"))] == [
+        Provider.OPENAI,
+        Provider.OPENAI,
+    ]
+    assert [route.dialect for route in (resolve("/v1beta/openai/models"), resolve("/v1beta/models"))] == [
+        Provider.GEMINI,
+        Provider.GEMINI,
+    ]
