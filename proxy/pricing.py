@@ -168,7 +168,8 @@ class ModelTables:
         self._tiers = _entry(_factors, pricing.get("service_tiers") or {}, "pricing_file", "service_tiers")
         self._price_cache: dict[str, Price] = {}
         self._window_cache: dict[str, int] = {}
-        self._served: dict[str, str] = {}  # a requested name -> the model its responses name, when priced
+        # A requested name -> (the model its last response named, the name it is priced and sized by).
+        self._served: dict[str, tuple[str, str]] = {}
 
     def served(self, requested: str, served: str | None) -> None:
         """Learn that `requested` is served by the model `served` (a response's `model`).
@@ -179,19 +180,24 @@ class ModelTables:
         ("gpt-4o-mini-2024-07-18"). A name OpenAI answers with a dated version of
         itself keeps its entry.
         """
-        if not served or self._served.get(requested) == served:
+        known = self._served.get(requested)
+        if not served or (known is not None and known[0] == served):
             return
         if len(self._served) > 4096:  # model names come from clients: stay bounded
             self._served.clear()
-        self._served[requested] = served if _longest_prefix(self._prices, served) is not None else requested
+        priced = _longest_prefix(self._prices, served) is not None
+        self._served[requested] = (served, served if priced else requested)
         self._price_cache.pop(requested, None)
         self._window_cache.pop(requested, None)
+
+    def _named(self, model: str) -> str:
+        known = self._served.get(model)
+        return model if known is None else known[1]
 
     def price(self, model: str) -> Price:
         found = self._price_cache.get(model)
         if found is None:
-            name = self._served.get(model, model)
-            found = _longest_prefix(self._prices, name) or self._default_price
+            found = _longest_prefix(self._prices, self._named(model)) or self._default_price
             if len(self._price_cache) > 4096:  # model names come from clients: stay bounded
                 self._price_cache.clear()
             self._price_cache[model] = found
@@ -200,8 +206,7 @@ class ModelTables:
     def window(self, model: str) -> int:
         found = self._window_cache.get(model)
         if found is None:
-            name = self._served.get(model, model)
-            found = _longest_prefix(self._windows, name) or self._default_window
+            found = _longest_prefix(self._windows, self._named(model)) or self._default_window
             if len(self._window_cache) > 4096:
                 self._window_cache.clear()
             self._window_cache[model] = found
