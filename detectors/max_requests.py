@@ -5,6 +5,7 @@ from __future__ import annotations
 from pydantic import Field
 
 from runguard.detectors.base import Detector, DetectorConfig, RequestSeen, Results, RunFacts, Verdict
+from runguard.proxy.events import Api
 
 
 class MaxRequestsConfig(DetectorConfig):
@@ -18,13 +19,17 @@ class MaxRequestsConfig(DetectorConfig):
 
 
 class MaxRequests(Detector[MaxRequestsConfig]):
-    """Pre-flight: the run's request count, this request included, against the cap."""
+    """Pre-flight: the run's request count, this request included, against the cap.
+
+    A Realtime session's responses are its caller's turns, not an agent's steps: a long call
+    is not stopped for its length (its budget still counts).
+    """
 
     name = "max_requests"
     Config = MaxRequestsConfig
 
     def check_request(self, seen: RequestSeen, facts: RunFacts, got: Results, cfg: MaxRequestsConfig) -> Verdict | None:
-        if facts.request_index > cfg.limit:
+        if facts.request_index > cfg.limit and seen.request.api is not Api.REALTIME:
             return self.verdict(
                 f"request {facts.request_index} exceeds the run's limit of {cfg.limit} requests",
                 requests=facts.request_index,

@@ -5,6 +5,7 @@ from __future__ import annotations
 from pydantic import Field
 
 from runguard.detectors.base import Detector, DetectorConfig, RequestSeen, Results, RunFacts, Verdict
+from runguard.proxy.events import Api
 
 
 class TimeoutConfig(DetectorConfig):
@@ -17,14 +18,18 @@ class TimeoutConfig(DetectorConfig):
 
 
 class Timeout(Detector[TimeoutConfig]):
-    """Pre-flight: time since the run began against the cap."""
+    """Pre-flight: time since the run began against the cap.
+
+    A Realtime session lasts as long as its caller talks: a long call is not stopped for its
+    length (its budget still counts).
+    """
 
     name = "timeout"
     Config = TimeoutConfig
 
     def check_request(self, seen: RequestSeen, facts: RunFacts, got: Results, cfg: TimeoutConfig) -> Verdict | None:
         elapsed = seen.now - facts.started_at
-        if elapsed > cfg.seconds:
+        if elapsed > cfg.seconds and seen.request.api is not Api.REALTIME:
             return self.verdict(
                 f"run has lasted {elapsed:.0f} s, over its limit of {cfg.seconds:.0f} s",
                 elapsed_seconds=round(elapsed, 3),

@@ -47,6 +47,7 @@ class Api(StrEnum):
     CHAT = "chat"
     RESPONSES = "responses"
     GEMINI = "gemini"
+    REALTIME = "realtime"  # a Realtime session's responses, read on its socket (`ws_realtime`)
     OTHER = "other"
 
 

@@ -13,7 +13,10 @@ close closes the other with its code.
 
 Responses API sockets are guarded (`ws_responses`): each `response.create`
 message is a request of its run, admitted, stopped or answered as over HTTP.
-Other sockets are relayed and not read.
+Realtime sessions are guarded too (`ws_realtime`): each response the server
+announces is admitted before the client hears of it and accounted when done;
+a stopped session is told why and closed. Other sockets (Gemini's Live API)
+are relayed and not read.
 """
 
 from __future__ import annotations
@@ -27,11 +30,12 @@ import aiohttp
 from aiohttp import WSCloseCode, WSMsgType, web
 
 from runguard.proxy.errors import UpstreamError, UpstreamRefused
-from runguard.proxy.events import Api
+from runguard.proxy.events import Api, Provider
 from runguard.proxy.headers import upstream_request_headers
 from runguard.proxy.policy import tightening_from
 from runguard.proxy.replies import provider_error, upstream_failed
 from runguard.proxy.routes import Route, raw_target
+from runguard.proxy.ws_realtime import RealtimeSocket
 from runguard.proxy.ws_responses import ResponsesSocket
 
 if TYPE_CHECKING:
@@ -69,11 +73,13 @@ async def relay(request: web.Request, ctx: ProxyContext, route: Route, key_hash:
         )
         await client.prepare(request)
         guarded = _responses_guard(request, ctx, route, key_hash)
+        session = _realtime_guard(request, ctx, route, key_hash)
         try:
-            await _both_ways(client, upstream, guarded, ctx.stopping)
+            await _both_ways(client, upstream, guarded, session, ctx.stopping)
         finally:
-            if guarded is not None:
-                ctx.spawn(guarded.close("connection_closed"))  # what was in flight when either side left
+            for open_socket in (guarded, session):
+                if open_socket is not None:
+                    ctx.spawn(open_socket.close("connection_closed"))  # what was in flight when either side left
         if ctx.stopping.is_set():  # the client reconnects, to another replica or after the restart
             await _going_away(client)
         await upstream.close(code=_sendable(client.close_code))
@@ -101,15 +107,27 @@ def _responses_guard(request: web.Request, ctx: ProxyContext, route: Route, key_
     return ResponsesSocket(ctx, key_hash, header_run=header_run, agent=agent, tight=tightening_from(request.headers))
 
 
+def _realtime_guard(request: web.Request, ctx: ProxyContext, route: Route, key_hash: str) -> RealtimeSocket | None:
+    """A Realtime session's guard (`/v1/realtime?model=...`; Azure's `/openai/realtime?deployment=...`)."""
+    if route.provider is not Provider.OPENAI or not route.upstream_path.rstrip("/").endswith("/realtime"):
+        return None
+    model = request.query.get("model") or request.query.get("deployment") or "realtime"
+    header_run, agent = ctx.names(request.headers)
+    return RealtimeSocket(
+        ctx, key_hash, model=model, header_run=header_run, agent=agent, tight=tightening_from(request.headers)
+    )
+
+
 async def _both_ways(
     client: web.WebSocketResponse,
     upstream: aiohttp.ClientWebSocketResponse,
     guarded: ResponsesSocket | None,
+    session: RealtimeSocket | None,
     stopping: asyncio.Event,
 ) -> None:
     """Relay in both directions until one side closes, the server begins to stop, or the handler is cancelled."""
     outward = asyncio.ensure_future(_from_client(client, upstream, guarded))
-    inward = asyncio.ensure_future(_from_upstream(upstream, client, guarded))
+    inward = asyncio.ensure_future(_from_upstream(upstream, client, guarded, session))
     stop = asyncio.ensure_future(stopping.wait())
     try:
         await asyncio.wait((outward, inward, stop), return_when=asyncio.FIRST_COMPLETED)
@@ -144,10 +162,18 @@ async def _from_client(
 
 
 async def _from_upstream(
-    upstream: aiohttp.ClientWebSocketResponse, client: web.WebSocketResponse, guarded: ResponsesSocket | None
+    upstream: aiohttp.ClientWebSocketResponse,
+    client: web.WebSocketResponse,
+    guarded: ResponsesSocket | None,
+    session: RealtimeSocket | None,
 ) -> None:
     async for message in upstream:
         if message.type is WSMsgType.TEXT:
+            stopped = await session.from_upstream(message.data) if session is not None else None
+            if stopped is not None:  # the session's run is stopped: say why, then close it
+                await client.send_str(stopped)
+                await client.close(code=WSCloseCode.POLICY_VIOLATION, message=b"RunGuard stopped this run")
+                return
             await client.send_str(message.data)
             if guarded is not None:
                 await guarded.from_upstream(message.data)
