@@ -145,3 +145,19 @@ async def test_a_long_call_is_not_stopped_for_its_turns_or_its_length(
     assert [e.type for e in got].count("response.done") == 4
     await eventually(lambda: len(requests_of(sink)) == 4)
     assert [r.blocked_by for r in requests_of(sink)] == [None] * 4
+
+
+async def test_an_event_that_cannot_be_read_passes_unread(
+    upstream: FakeUpstream, make_proxy: ProxyFactory, sink: ListSink
+) -> None:
+    garbled = '{"type": "response.created", "response": '  # cut off: not JSON
+    upstream.socket_script = lambda message: [garbled, '{"type": "response.done", "response": "not an object"}']
+    client = openai.AsyncOpenAI(base_url=await make_proxy() + "/v1", api_key="sk-voice")
+    async with client.realtime.connect(model="gpt-realtime") as connection:
+        await connection.send({"type": "session.update", "session": {"type": "realtime"}})
+        assert [await connection.recv_bytes(), await connection.recv_bytes()] == [
+            garbled.encode(),
+            b'{"type": "response.done", "response": "not an object"}',
+        ]
+    await asyncio.sleep(0.1)
+    assert requests_of(sink) == []
