@@ -126,7 +126,7 @@ async def _both_ways(
     stopping: asyncio.Event,
 ) -> None:
     """Relay in both directions until one side closes, the server begins to stop, or the handler is cancelled."""
-    outward = asyncio.ensure_future(_from_client(client, upstream, guarded))
+    outward = asyncio.ensure_future(_from_client(client, upstream, guarded, session))
     inward = asyncio.ensure_future(_from_upstream(upstream, client, guarded, session))
     stop = asyncio.ensure_future(stopping.wait())
     try:
@@ -144,11 +144,16 @@ async def _both_ways(
 
 
 async def _from_client(
-    client: web.WebSocketResponse, upstream: aiohttp.ClientWebSocketResponse, guarded: ResponsesSocket | None
+    client: web.WebSocketResponse,
+    upstream: aiohttp.ClientWebSocketResponse,
+    guarded: ResponsesSocket | None,
+    session: RealtimeSocket | None,
 ) -> None:
     async for message in client:
         if message.type is WSMsgType.TEXT:
             text: str = message.data
+            if session is not None:
+                session.from_client(text)
             answers = await guarded.from_client(text) if guarded is not None else None
             if answers is None:
                 await upstream.send_str(text)

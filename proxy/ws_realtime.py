@@ -11,8 +11,11 @@ before the client hears of it. If the run is stopped (its budget spent, its
 breaker open, a cap reached), the client gets an `error` event naming
 RunGuard's code and the session is closed, which ends the response upstream.
 `response.done` accounts for it: tokens, audio tokens and cost, its function
-calls in the records. A session is a run of its own unless the handshake names
-one (`X-Run-Id`). Other events pass unread, as does one that cannot be read.
+calls in the records. The outputs the client sends for those calls
+(`conversation.item.create` with a `function_call_output`) are the tool results
+of the next response, so the loop detectors judge a voice agent's tool calls as
+an agent's. A session is a run of its own unless the handshake names one
+(`X-Run-Id`). Other events pass unread, as does one that cannot be read.
 """
 
 from __future__ import annotations
@@ -27,14 +30,15 @@ from runguard.proxy.adapters.base import StopNotice, Synthetic
 from runguard.proxy.adapters.jsonish import as_dict, as_int, as_list, as_str, opt_str
 from runguard.proxy.adapters.openai_replies import error_code
 from runguard.proxy.adapters.openai_responses import ResponsesAdapter
-from runguard.proxy.events import AgentIdentity, Api, RequestInfo, ResponseInfo, ToolCall, Usage, digest
+from runguard.proxy.events import AgentIdentity, Api, RequestInfo, ResponseInfo, ToolCall, ToolResult, Usage, digest
 from runguard.proxy.policy import Tightening
 from runguard.proxy.ticket import Ticket
 
 if TYPE_CHECKING:
     from runguard.proxy.handlers import ProxyContext
 
-_STARTED, _DONE = '"response.created"', '"response.done"'
+_STARTED, _DONE, _OUTPUT = '"response.created"', '"response.done"', '"function_call_output"'
+MAX_RESULTS = 64  # results kept for one response: a client sending more is not read further
 
 
 def _usage(raw: Any) -> Usage | None:
@@ -116,14 +120,41 @@ class RealtimeSocket:
         self._header_run = header_run
         self._tight = tight
         self._adapter = RealtimeAnswers()
-        self._request = RequestInfo(
-            Api.REALTIME,
-            model,
-            True,
-            AgentIdentity(agent, digest("realtime\x00" + model, 8)),
-            root_hash=digest("realtime\x00" + secrets.token_hex(8)),  # this session
-        )
+        self._model = model
+        self._speaker = AgentIdentity(agent, digest("realtime\x00" + model, 8))
+        self._root = digest("realtime\x00" + secrets.token_hex(8))  # this session
         self._open: dict[str | None, tuple[Ticket, float]] = {}  # response id -> its ticket, when it began
+        self._calls: tuple[ToolCall, ...] = ()  # the last response's function calls
+        self._results: list[ToolResult] = []  # their outputs the client has sent since
+
+    def from_client(self, text: str) -> None:
+        """Read a client event on its way upstream: a function call's output is a tool result of the
+        session's next response, as a tool message is of an agent's next request."""
+        if _OUTPUT not in text or len(self._results) >= MAX_RESULTS:
+            return
+        try:
+            payload = orjson.loads(text)
+        except orjson.JSONDecodeError:
+            return
+        item = as_dict(payload.get("item")) if type(payload) is dict else {}
+        if item.get("type") != "function_call_output":
+            return
+        call_id = opt_str(item.get("call_id"))
+        name = next((call.name for call in self._calls if call.call_id == call_id), None)
+        self._results.append(ToolResult(name, call_id, as_str(item.get("output"))))
+
+    def _next_request(self) -> RequestInfo:
+        """The request a response now announced stands for: the last response's calls and their results."""
+        results, self._results = tuple(self._results), []
+        return RequestInfo(
+            Api.REALTIME,
+            self._model,
+            True,
+            self._speaker,
+            root_hash=self._root,
+            prior_calls=self._calls if results else (),
+            new_results=results,
+        )
 
     async def from_upstream(self, text: str) -> str | None:
         """Read a server event before the client gets it: None to pass it on, else the `error` event to
@@ -148,7 +179,7 @@ class RealtimeSocket:
         ctx = self._ctx
         ticket = await ctx.guard.admit(
             self._adapter,
-            self._request,
+            self._next_request(),
             body=text.encode(),
             key_hash=self._key_hash,
             header_run=self._header_run,
@@ -166,7 +197,9 @@ class RealtimeSocket:
             return
         ticket, began = opened
         guard = self._ctx.guard
-        seen = guard.response_seen(ticket, response_info(response), 200, time.perf_counter() - began)
+        info = response_info(response)
+        self._calls = info.tool_calls
+        seen = guard.response_seen(ticket, info, 200, time.perf_counter() - began)
         await self._ctx.settle(guard.complete(ticket, seen, client_status=200))
 
     async def close(self, reason: str) -> None:
