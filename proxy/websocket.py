@@ -24,7 +24,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 import aiohttp
 from aiohttp import WSCloseCode, WSMsgType, web
@@ -72,14 +72,12 @@ async def relay(request: web.Request, ctx: ProxyContext, route: Route, key_hash:
             max_msg_size=ctx.settings.server.max_body_bytes,
         )
         await client.prepare(request)
-        guarded = _responses_guard(request, ctx, route, key_hash)
-        session = _realtime_guard(request, ctx, route, key_hash)
+        guarded = _guard(request, ctx, route, key_hash)
         try:
-            await _both_ways(client, upstream, guarded, session, ctx.stopping)
+            await _both_ways(client, upstream, guarded, ctx.stopping)
         finally:
-            for open_socket in (guarded, session):
-                if open_socket is not None:
-                    ctx.spawn(open_socket.close("connection_closed"))  # what was in flight when either side left
+            if guarded is not None:
+                ctx.spawn(guarded.close("connection_closed"))  # what was in flight when either side left
         if ctx.stopping.is_set():  # the client reconnects, to another replica or after the restart
             await _going_away(client)
         await upstream.close(code=_sendable(client.close_code))
@@ -100,34 +98,50 @@ def _sendable(code: int | None) -> int:
     return code if code is not None and code not in (1005, 1006, 1015) else WSCloseCode.OK
 
 
-def _responses_guard(request: web.Request, ctx: ProxyContext, route: Route, key_hash: str) -> ResponsesSocket | None:
-    if route.api is not Api.RESPONSES:
-        return None
-    header_run, agent = ctx.names(request.headers)
-    return ResponsesSocket(ctx, key_hash, header_run=header_run, agent=agent, tight=tightening_from(request.headers))
+class SocketGuard(Protocol):
+    """What reads a guarded socket's messages on their way (`ws_responses`, `ws_realtime`)."""
+
+    async def from_client(self, text: str) -> list[str] | None:
+        """None to send `text` upstream; else the messages that answer it here (nothing goes upstream)."""
+        ...
+
+    async def before_client(self, text: str) -> str | None:
+        """A server message before the client gets it: None to pass it on, else the message to send the
+        client instead, after which the socket is closed."""
+        ...
+
+    async def after_client(self, text: str) -> None:
+        """A server message the client has been sent."""
+        ...
+
+    async def close(self, reason: str) -> None:
+        """The socket closed: account for what was still under way."""
+        ...
 
 
-def _realtime_guard(request: web.Request, ctx: ProxyContext, route: Route, key_hash: str) -> RealtimeSocket | None:
-    """A Realtime session's guard (`/v1/realtime?model=...`; Azure's `/openai/realtime?deployment=...`)."""
-    if route.provider is not Provider.OPENAI or not route.upstream_path.rstrip("/").endswith("/realtime"):
+def _guard(request: web.Request, ctx: ProxyContext, route: Route, key_hash: str) -> SocketGuard | None:
+    """A Responses socket's guard, or a Realtime session's (`/v1/realtime?model=...`; Azure's
+    `/openai/realtime?deployment=...`); None for a socket relayed unread."""
+    realtime = route.provider is Provider.OPENAI and route.upstream_path.rstrip("/").endswith("/realtime")
+    if route.api is not Api.RESPONSES and not realtime:
         return None
-    model = request.query.get("model") or request.query.get("deployment") or "realtime"
     header_run, agent = ctx.names(request.headers)
-    return RealtimeSocket(
-        ctx, key_hash, model=model, header_run=header_run, agent=agent, tight=tightening_from(request.headers)
-    )
+    tight = tightening_from(request.headers)
+    if realtime:
+        model = request.query.get("model") or request.query.get("deployment") or "realtime"
+        return RealtimeSocket(ctx, key_hash, model=model, header_run=header_run, agent=agent, tight=tight)
+    return ResponsesSocket(ctx, key_hash, header_run=header_run, agent=agent, tight=tight)
 
 
 async def _both_ways(
     client: web.WebSocketResponse,
     upstream: aiohttp.ClientWebSocketResponse,
-    guarded: ResponsesSocket | None,
-    session: RealtimeSocket | None,
+    guarded: SocketGuard | None,
     stopping: asyncio.Event,
 ) -> None:
     """Relay in both directions until one side closes, the server begins to stop, or the handler is cancelled."""
-    outward = asyncio.ensure_future(_from_client(client, upstream, guarded, session))
-    inward = asyncio.ensure_future(_from_upstream(upstream, client, guarded, session))
+    outward = asyncio.ensure_future(_from_client(client, upstream, guarded))
+    inward = asyncio.ensure_future(_from_upstream(upstream, client, guarded))
     stop = asyncio.ensure_future(stopping.wait())
     try:
         await asyncio.wait((outward, inward, stop), return_when=asyncio.FIRST_COMPLETED)
@@ -146,14 +160,11 @@ async def _both_ways(
 async def _from_client(
     client: web.WebSocketResponse,
     upstream: aiohttp.ClientWebSocketResponse,
-    guarded: ResponsesSocket | None,
-    session: RealtimeSocket | None,
+    guarded: SocketGuard | None,
 ) -> None:
     async for message in client:
         if message.type is WSMsgType.TEXT:
             text: str = message.data
-            if session is not None:
-                session.from_client(text)
             answers = await guarded.from_client(text) if guarded is not None else None
             if answers is None:
                 await upstream.send_str(text)
@@ -169,19 +180,18 @@ async def _from_client(
 async def _from_upstream(
     upstream: aiohttp.ClientWebSocketResponse,
     client: web.WebSocketResponse,
-    guarded: ResponsesSocket | None,
-    session: RealtimeSocket | None,
+    guarded: SocketGuard | None,
 ) -> None:
     async for message in upstream:
         if message.type is WSMsgType.TEXT:
-            stopped = await session.from_upstream(message.data) if session is not None else None
-            if stopped is not None:  # the session's run is stopped: say why, then close it
+            stopped = await guarded.before_client(message.data) if guarded is not None else None
+            if stopped is not None:  # the run is stopped: say why, then close the socket
                 await client.send_str(stopped)
                 await client.close(code=WSCloseCode.POLICY_VIOLATION, message=b"RunGuard stopped this run")
                 return
             await client.send_str(message.data)
             if guarded is not None:
-                await guarded.from_upstream(message.data)
+                await guarded.after_client(message.data)
         elif message.type is WSMsgType.BINARY:
             await client.send_bytes(message.data)
         elif message.type in _CLOSED:

@@ -127,21 +127,21 @@ class RealtimeSocket:
         self._calls: tuple[ToolCall, ...] = ()  # the last response's function calls
         self._results: list[ToolResult] = []  # their outputs the client has sent since
 
-    def from_client(self, text: str) -> None:
-        """Read a client event on its way upstream: a function call's output is a tool result of the
-        session's next response, as a tool message is of an agent's next request."""
+    async def from_client(self, text: str) -> list[str] | None:
+        """Read a client event on its way upstream (always None: every one goes): a function call's output
+        is a tool result of the session's next response, as a tool message is of an agent's next request."""
         if _OUTPUT not in text or len(self._results) >= MAX_RESULTS:
-            return
+            return None
         try:
             payload = orjson.loads(text)
         except orjson.JSONDecodeError:
-            return
+            return None
         item = as_dict(payload.get("item")) if type(payload) is dict else {}
-        if item.get("type") != "function_call_output":
-            return
-        call_id = opt_str(item.get("call_id"))
-        name = next((call.name for call in self._calls if call.call_id == call_id), None)
-        self._results.append(ToolResult(name, call_id, as_str(item.get("output"))))
+        if item.get("type") == "function_call_output":
+            call_id = opt_str(item.get("call_id"))
+            name = next((call.name for call in self._calls if call.call_id == call_id), None)
+            self._results.append(ToolResult(name, call_id, as_str(item.get("output"))))
+        return None
 
     def _next_request(self) -> RequestInfo:
         """The request a response now announced stands for: the last response's calls and their results."""
@@ -156,7 +156,7 @@ class RealtimeSocket:
             new_results=results,
         )
 
-    async def from_upstream(self, text: str) -> str | None:
+    async def before_client(self, text: str) -> str | None:
         """Read a server event before the client gets it: None to pass it on, else the `error` event to
         send the client instead, after which the session is closed."""
         started = _STARTED in text
@@ -174,6 +174,9 @@ class RealtimeSocket:
         if kind == "response.done":
             await self._done(opt_str(response.get("id")), response)
         return None
+
+    async def after_client(self, text: str) -> None:
+        """Every event was read before the client got it (`before_client`)."""
 
     async def _admit(self, response_id: str | None, text: str) -> str | None:
         ctx = self._ctx

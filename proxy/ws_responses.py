@@ -89,7 +89,11 @@ class ResponsesSocket:
         )
         return None
 
-    async def from_upstream(self, text: str) -> None:
+    async def before_client(self, text: str) -> str | None:
+        """Events are read once the client has them (`after_client`): nothing is held back."""
+        return None
+
+    async def after_client(self, text: str) -> None:
         """Read an event the client has been sent; a lane's terminal event accounts for its request."""
         if not self._lanes:
             return

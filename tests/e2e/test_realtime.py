@@ -8,7 +8,7 @@ A run that is stopped gets an `error` event with RunGuard's code, and the sessio
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import openai
@@ -62,17 +62,28 @@ def voice_server(calls: bool = False, status: str = "completed") -> Any:
     return answer
 
 
-async def _turns(proxy_url: str, turns: int, run: str | None, pause: float = 0.0) -> list[Any]:
-    """Ask for `turns` responses, each awaited to its end, `pause` seconds apart; every event the client got."""
+async def _turns(
+    proxy_url: str,
+    turns: int,
+    run: str | None,
+    pause: float = 0.0,
+    output: Callable[[int], str] | None = None,
+) -> list[Any]:
+    """Ask for `turns` responses, each awaited to its end, `pause` seconds apart; every event the client got.
+    `output(turn)`: after each response, send it as the output of the response's function call."""
     headers = {"X-Run-Id": run} if run else {}
     client = openai.AsyncOpenAI(base_url=proxy_url + "/v1", api_key="sk-voice", default_headers=headers)
     got: list[Any] = []
     async with client.realtime.connect(model="gpt-realtime") as connection:
-        for _ in range(turns):
+        for turn in range(turns):
             await asyncio.sleep(pause)
             await connection.response.create()
             async for event in connection:
                 got.append(event)
+                if event.type == "response.done" and output is not None:
+                    (call,) = [item for item in event.response.output or [] if item.type == "function_call"]
+                    item: Any = {"type": "function_call_output", "call_id": call.call_id, "output": output(turn)}
+                    await connection.conversation.item.create(item=item)
                 if event.type in ("response.done", "error"):
                     break
             if got[-1].type == "error":
@@ -163,33 +174,13 @@ async def test_an_event_that_cannot_be_read_passes_unread(
     assert requests_of(sink) == []
 
 
-async def _tool_turns(proxy_url: str, turns: int, output: Any) -> list[Any]:
-    """Ask for `turns` responses; after each, send its function call's output, `output(turn)`. The events got."""
-    client = openai.AsyncOpenAI(base_url=proxy_url + "/v1", api_key="sk-voice")
-    got: list[Any] = []
-    async with client.realtime.connect(model="gpt-realtime") as connection:
-        for turn in range(turns):
-            await connection.response.create()
-            async for event in connection:
-                got.append(event)
-                if event.type == "response.done":
-                    (call,) = [item for item in event.response.output or [] if item.type == "function_call"]
-                    item: Any = {"type": "function_call_output", "call_id": call.call_id, "output": output(turn)}
-                    await connection.conversation.item.create(item=item)
-                if event.type in ("response.done", "error"):
-                    break
-            if got[-1].type == "error":
-                break
-    return got
-
-
 async def test_a_voice_agent_s_tool_loop_is_stopped_by_its_results(
     upstream: FakeUpstream, make_proxy: ProxyFactory, sink: ListSink
 ) -> None:
     """Each answer calls `lookup_order` and the client sends back the same soft error: the third identical result
     goes out with the fourth response's turn, which is stopped when the server announces it."""
     upstream.socket_script = voice_server(calls=True)
-    got = await _tool_turns(await make_proxy(), 6, lambda turn: "order system unavailable, try again")
+    got = await _turns(await make_proxy(), 6, None, output=lambda turn: "order system unavailable, try again")
     assert got[-1].type == "error" and got[-1].error.code == "runguard_non_progress"
     assert [e.type for e in got].count("response.done") == 3
     await eventually(lambda: len(requests_of(sink)) == 4)
@@ -200,7 +191,7 @@ async def test_a_voice_agent_whose_tool_answers_anew_goes_on(
     upstream: FakeUpstream, make_proxy: ProxyFactory, sink: ListSink
 ) -> None:
     upstream.socket_script = voice_server(calls=True)
-    got = await _tool_turns(await make_proxy(), 6, lambda turn: f'{{"order": {turn}, "status": "shipped"}}')
+    got = await _turns(await make_proxy(), 6, None, output=lambda turn: f'{{"order": {turn}, "status": "shipped"}}')
     assert [e.type for e in got].count("response.done") == 6
     await eventually(lambda: len(requests_of(sink)) == 6)
     assert [r.blocked_by for r in requests_of(sink)] == [None] * 6
