@@ -45,7 +45,6 @@ from runguard.proxy.events import HandoffKind, RequestInfo, ResponseInfo, ToolCa
 
 MAX_TOKENS = 48  # tokens kept per argument set: bounds state and pairwise work
 TOKEN_HEX = 4  # hex characters per token hash
-TOKEN_MASK = (1 << (TOKEN_HEX * 4)) - 1
 MAX_ARGS = 16  # top-level arguments kept apart in a sketch; the rest share one group
 MAX_DEPTH = 32  # nesting levels walked when dropping volatile keys or reading argument words
 DEFAULT_VOLATILE_KEYS = (
@@ -257,15 +256,19 @@ def _sketch(arguments: str, names: set[str]) -> Sketch:
         words = []
         _words(value, words, names)
         groups = [(_tag(_dump(value)), words)]
-    hash64 = xxhash.xxh3_64_intdigest
-    hashed = [
-        (tag, {hash64(word.encode("utf-8", "surrogatepass")) & TOKEN_MASK for word in words}) for tag, words in groups
-    ]
-    every = set().union(*(hashes for _, hashes in hashed))
+    # A word's token is the last TOKEN_HEX hex digits of its XXH3-64 (its low bits): hex of one width sorts
+    # as the numbers do, so the smallest hashes are kept without formatting each one.
+    hexdigest = xxhash.xxh3_64_hexdigest
+    hashed: list[tuple[str, set[str]]] = []
+    every: set[str] = set()
+    for tag, words in groups:
+        hashes = {hexdigest(word.encode("utf-8", "surrogatepass"))[-TOKEN_HEX:] for word in words}
+        every |= hashes
+        hashed.append((tag, hashes))
     if len(every) > MAX_TOKENS:
         kept = set(sorted(every)[:MAX_TOKENS])
         hashed = [(tag, hashes & kept) for tag, hashes in hashed]
-    return tuple((tag, tuple(["%04x" % h for h in sorted(hashes)])) for tag, hashes in hashed)  # noqa: UP031
+    return tuple([(tag, tuple(sorted(hashes))) for tag, hashes in hashed])
 
 
 def _text_words(original: str, names: set[str]) -> list[str]:
