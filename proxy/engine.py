@@ -72,6 +72,28 @@ def _implements(detector: Detector[Any], hook: str) -> bool:
 
 
 @frozen
+class Hook:
+    """One armed detector's hook of one phase (`plan_request`, ...), bound once per lineup.
+
+    The phases call it for every request: reading the bound method and the config
+    from here spares each call a method lookup and two attribute reads.
+    """
+
+    armed: Armed
+    call: Callable[..., Any]  # the detector's bound method
+    name: str = field(init=False)
+    config: DetectorConfig = field(init=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "name", self.armed.name)
+        object.__setattr__(self, "config", self.armed.config)
+
+    @classmethod
+    def of(cls, armed: Armed, hook: str) -> Hook:
+        return cls(armed, getattr(armed.detector, hook))
+
+
+@frozen
 class Lineup:
     """The detectors armed for a request, sorted once by the hooks each implements.
 
@@ -80,11 +102,11 @@ class Lineup:
     """
 
     armed: tuple[Armed, ...]
-    plans_request: tuple[Armed, ...]
-    checks_request: tuple[Armed, ...]
-    inspects_response: tuple[Armed, ...]
-    plans_response: tuple[Armed, ...]
-    checks_response: tuple[Armed, ...]
+    plans_request: tuple[Hook, ...]
+    checks_request: tuple[Hook, ...]
+    inspects_response: tuple[Hook, ...]
+    plans_response: tuple[Hook, ...]
+    checks_response: tuple[Hook, ...]
     configs: Mapping[str, DetectorConfig]
     responders: frozenset[str] = frozenset()  # detectors with a response hook (the ones that need a view)
     per_thread: frozenset[str] = frozenset()  # detectors judging one conversation (`Detector.per_thread`)
@@ -93,8 +115,8 @@ class Lineup:
     def of(cls, armed: Iterable[Armed]) -> Lineup:
         every = tuple(armed)
 
-        def having(hook: str) -> tuple[Armed, ...]:
-            return tuple(a for a in every if _implements(a.detector, hook))
+        def having(hook: str) -> tuple[Hook, ...]:
+            return tuple(Hook.of(a, hook) for a in every if _implements(a.detector, hook))
 
         inspects, plans, checks = having("inspect_response"), having("plan_response"), having("check_response")
         return cls(
@@ -105,7 +127,7 @@ class Lineup:
             plans,
             checks,
             {a.name: a.config for a in every},
-            frozenset(a.name for a in (*inspects, *plans, *checks)),
+            frozenset(h.name for h in (*inspects, *plans, *checks)),
             frozenset(a.name for a in every if a.detector.per_thread),
         )
 
@@ -194,26 +216,26 @@ class Engine:
         self._on_fault = on_fault
         self._shadow = shadow
 
-    def _keep(self, findings: list[Finding], armed: Armed, verdict: Verdict) -> None:
+    def _keep(self, findings: list[Finding], hook: Hook, verdict: Verdict) -> None:
         """A check's verdict as a finding; a check that returned something else is at fault (it raises)."""
         if not isinstance(verdict, Verdict):
             raise TypeError(f"a check returned {type(verdict).__name__}, not a Verdict or None")
-        blocking = armed.config.action is Action.BLOCK and not verdict.advisory and not self._shadow
-        findings.append(Finding(verdict, blocking, armed.config.response))
+        blocking = hook.config.action is Action.BLOCK and not verdict.advisory and not self._shadow
+        findings.append(Finding(verdict, blocking, hook.config.response))
 
     def _batch(
         self,
-        planners: Sequence[Armed],
+        planners: Sequence[Hook],
         offset: int,
         hook: str,
         shared: RequestSeen | ResponseSeen,
         own: Mapping[str, ResponseSeen] = NO_VIEWS,
         threaded: frozenset[str] = frozenset(),
     ) -> Batch:
-        """Call `hook(seen, config)` of every planner, `seen` being its own view in `own`, else `shared`.
+        """Call the `hook` of every planner with (seen, config), `seen` being its own view in `own`, else `shared`.
 
-        The hook is looked up by name and each op renamed in a plain loop: a lambda per
-        planner and a comprehension per plan were two more Python calls per detector.
+        Each op is renamed in a plain loop: a lambda per planner and a comprehension per
+        plan were two more Python calls per detector.
         `threaded`: the planners whose run-scope ops go to the thread scope (the request is in a
         conversation nested in its run).
         """
@@ -222,22 +244,24 @@ class Engine:
         failed: set[str] = set()
         for one in planners:
             start = len(ops)
+            name = one.name
             try:
-                plan: Plan = getattr(one.detector, hook)(own.get(one.name, shared), one.config)
+                plan: Plan = one.call(own.get(name, shared), one.config)
                 if not plan:
                     continue
-                names = one.names
+                armed = one.armed
+                names = armed.names
                 for op in plan.values():  # a malformed plan raises here
                     local = op.field
-                    ops.append(op.renamed(names.get(local) or one.state_name(local)))
-                if threaded and one.name in threaded:
+                    ops.append(op.renamed(names.get(local) or armed.state_name(local)))
+                if threaded and name in threaded:
                     ops[start:] = [_in_thread(op) for op in ops[start:]]
             except Exception as exc:
                 del ops[start:]
-                self._on_fault(one.name, hook, exc)
-                failed.add(one.name)
+                self._on_fault(name, hook, exc)
+                failed.add(name)
                 continue
-            slices.append((one.name, tuple(plan), offset + start))
+            slices.append((name, tuple(plan), offset + start))
         return Batch(ops, slices, frozenset(failed))
 
     def plan_request(self, lineup: Lineup, seen: RequestSeen, offset: int, nested: bool = False) -> Batch:
@@ -255,7 +279,7 @@ class Engine:
             if one.name in batch.failed:
                 continue
             try:
-                verdict = one.detector.check_request(seen, facts, before.get(one.name, NOTHING), one.config)
+                verdict = one.call(seen, facts, before.get(one.name, NOTHING), one.config)
                 if verdict is not None:  # anything else raises in _keep: a fault
                     self._keep(findings, one, verdict)
             except Exception as exc:
@@ -267,7 +291,7 @@ class Engine:
         own, shared = views.own, views.seen
         for one in lineup.inspects_response:
             try:
-                verdict = one.detector.inspect_response(own.get(one.name, shared), one.config)
+                verdict = one.call(own.get(one.name, shared), one.config)
                 if verdict is not None:  # anything else raises in _keep: a fault
                     self._keep(findings, one, verdict)
             except Exception as exc:
@@ -286,9 +310,7 @@ class Engine:
             if one.name in batch.failed:
                 continue
             try:
-                verdict = one.detector.check_response(
-                    own.get(one.name, shared), got_by.get(one.name, NOTHING), one.config
-                )
+                verdict = one.call(own.get(one.name, shared), got_by.get(one.name, NOTHING), one.config)
                 if verdict is not None:  # anything else raises in _keep: a fault
                     self._keep(findings, one, verdict)
             except Exception as exc:

@@ -23,7 +23,7 @@ from runguard.detectors.base import (
 )
 from runguard.detectors.ops import Add, Get, Op, Push, Put, Scope
 from runguard.proxy import engine as engine_module
-from runguard.proxy.engine import NO_DETECTORS, Armed, Engine, Finding, Lineup, Views
+from runguard.proxy.engine import NO_DETECTORS, Armed, Engine, Finding, Hook, Lineup, Views
 from runguard.proxy.events import AgentIdentity, Api, RequestInfo, ResponseInfo, Usage
 from runguard.proxy.state.base import ScopeIds
 from runguard.proxy.state.memory import MemoryState
@@ -344,7 +344,7 @@ class Quiet(Recording):
 # -- lineup -----------------------------------------------------------------------------------------
 
 
-def names(armed: Sequence[Armed]) -> list[str]:
+def names(armed: Sequence[Armed] | Sequence[Hook]) -> list[str]:
     return [a.name for a in armed]
 
 
