@@ -7,6 +7,7 @@ import re
 
 import orjson
 import pytest
+import xxhash
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -302,6 +303,17 @@ def test_arg_tokens_are_sorted_4_hex_strings_at_most_max_tokens() -> None:
         assert len(set(tokens)) == len(tokens)
     assert len(query_tokens(QUERY)) == 9  # query + 8 words
     assert len(query_tokens(long_query)) == MAX_TOKENS
+
+
+def test_a_token_is_the_low_16_bits_of_its_words_xxh3_and_the_smallest_are_kept() -> None:
+    # Sketches live in shared state: replicas of other releases must read the same tokens for the same words.
+    def token(word: str) -> str:
+        return f"{xxhash.xxh3_64_intdigest(word.encode()) & 0xFFFF:04x}"
+
+    assert query_tokens("agent cost control") == tuple(sorted(token(w) for w in ("query", "agent", "cost", "control")))
+    words = [f"w{i}" for i in range(3 * MAX_TOKENS)]
+    smallest = tuple(sorted({token(w) for w in [*words, "q"]}))[:MAX_TOKENS]
+    assert arg_tokens(json.dumps({"q": " ".join(words)})) == smallest
 
 
 def test_arg_tokens_ignore_word_order_and_case() -> None:
