@@ -7,9 +7,10 @@ The fake upstream and the load client run in their own processes, so what
 the profiler samples (this process's main thread) is the proxy alone:
 `create_app(settings)` with the bench's detector limits, served on loopback,
 access log on as with `runguard-proxy serve`. `--growth` profiles the 300-step
-growing run instead of N identical-size requests. Prints the functions with
-the most self time and the most inclusive time (file:function), with the
-event loop's idle time taken out.
+growing run instead of N identical-size requests. Prints a request's steps (the
+time of each call the handler makes, and of what runs outside the handler), then
+the functions with the most self time and the most inclusive time
+(file:function), with the event loop's idle time taken out.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ import os
 import sys
 import tempfile
 import time
+from collections.abc import Collection
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -33,6 +35,9 @@ from bench.procs import LoadProcess, Services
 
 ROOT = Path(__file__).resolve().parent.parent
 _IDLE = {"run", "run_until_complete", "run_forever", "_run_once", "select", "poll", "wait"}
+_HANDLER = "proxy/handlers.py"
+# The handler's functions whose callees are its steps (parse, admit, the upstream call, the write, ...).
+_STEPS_OF = {"handle", "_guarded", "_forward", "_forward_stream"}
 
 
 @dataclass
@@ -78,7 +83,44 @@ def aggregate(root: Frame) -> Costs:
     return costs
 
 
-def report(costs: Costs, top: int, requests: int) -> str:
+def _in_handler(frame: Frame, names: Collection[str]) -> bool:
+    return frame.function in names and (frame.file_path or "").endswith(_HANDLER)
+
+
+def steps(root: Frame) -> dict[str, float]:
+    """Time per step of a guarded request: each callee of the handler's step functions (`_STEPS_OF`), the
+    handler's own lines, and what runs outside the handler (aiohttp's server, the event loop's callbacks,
+    the record store's batches), idle time taken out."""
+    found: dict[str, float] = {}
+    handled = 0.0
+
+    def add(step: str, seconds: float) -> None:
+        found[step] = found.get(step, 0.0) + seconds
+
+    def walk(frame: Frame) -> None:
+        nonlocal handled
+        if frame.is_synthetic:
+            return
+        if _in_handler(frame, ("handle",)):
+            handled += frame.time
+        if not _in_handler(frame, _STEPS_OF):
+            for child in frame.children:
+                walk(child)
+            return
+        add("(the handler's own lines)", frame.total_self_time)
+        for child in frame.children:
+            if _in_handler(child, _STEPS_OF):
+                walk(child)
+            elif not child.is_synthetic:
+                add(child.function, child.time)
+
+    walk(root)
+    busy = root.time - aggregate(root).idle
+    found["(outside the handler)"] = max(0.0, busy - handled)
+    return found
+
+
+def report(costs: Costs, top: int, requests: int, by_step: dict[str, float] | None = None) -> str:
     busy = max(costs.total - costs.idle, 1e-9)
     lines = [
         f"sampled {costs.total:.2f}s, event loop idle {costs.idle:.2f}s, busy {busy:.2f}s "
@@ -93,6 +135,8 @@ def report(costs: Costs, top: int, requests: int) -> str:
             lines.append(f"  {value / busy * 100:5.1f}%  {value / max(requests, 1) * 1e6:7.1f} us/req  {key}")
         lines.append("")
 
+    if by_step:
+        table("A request's steps (the handler's callees):", by_step, only_ours=False)
     table("Top self time (all code):", costs.self_time, only_ours=False)
     table("Top inclusive time (RunGuard code):", costs.inclusive, only_ours=True)
     return "\n".join(lines)
@@ -206,7 +250,7 @@ def main() -> None:
         sys.stdout.write(profiler.output_text(unicode=True, show_all=False) + "\n")
     if args.html:
         args.html.write_text(profiler.output_html(), encoding="utf-8")
-    sys.stdout.write(report(aggregate(root), args.top, requests) + "\n")
+    sys.stdout.write(report(aggregate(root), args.top, requests, steps(root)) + "\n")
 
 
 if __name__ == "__main__":
