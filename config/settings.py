@@ -104,7 +104,12 @@ class RunSettings(_Section):
         "after it was forgotten (idle) within this time is resumed, not a new run opening with an earlier "
         "session's history (session_bloat).",
     )
-    max_runs: int = Field(100_000, gt=0, description="In-memory state keeps at most this many runs (LRU).")
+    max_runs: int = Field(
+        100_000,
+        gt=0,
+        description="In-memory state keeps at most this many entries (runs, keys, nested conversations; "
+        "least recently used first): about 4-23 KB each.",
+    )
     key_salt: SecretStr | None = Field(
         None, description="Salt for API-key hashes. Unset: one is created in RUNGUARD_HOME/salt on first start."
     )
