@@ -108,7 +108,7 @@ class RunSettings(_Section):
         100_000,
         gt=0,
         description="In-memory state keeps at most this many entries (runs, keys, nested conversations; "
-        "least recently used first): about 4-23 KB each.",
+        "least recently used first): about 3.5-19 KB each.",
     )
     key_salt: SecretStr | None = Field(
         None, description="Salt for API-key hashes. Unset: one is created in RUNGUARD_HOME/salt on first start."
