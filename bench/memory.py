@@ -27,7 +27,6 @@ import gc
 import os
 import random
 import string
-from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -136,16 +135,13 @@ def _rss() -> int:
         return int(statm.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
 
 
-def _run_fields(state: MemoryState, run_id: str) -> Iterator[dict[str, Any]]:
-    # The backend's own table (as `bench.state_size` reads it): one run's scope.
-    yield from (fields for name, fields in state._slots.items() if name == f"run:{run_id}")
-
-
 async def measure(shape: str, runs: int) -> Measured:
     steps = _short() if shape == "short" else _tools()
     state = MemoryState(max_scopes=10 * runs + 1000)  # nothing evicted
     guard = _guard(state)
-    adapter = adapter_for(resolve("/v1/chat/completions").api)  # type: ignore[union-attr]
+    route = resolve("/v1/chat/completions")
+    assert route is not None
+    adapter = adapter_for(route.api)
     assert adapter is not None
     key = KeyHasher(b"bench-salt-bench-salt").hash("sk-bench-memory")
     await _run(guard, adapter, steps, "warm-up", key)  # imports, caches and the key's scopes
@@ -155,7 +151,7 @@ async def measure(shape: str, runs: int) -> Measured:
         await _run(guard, adapter, steps, f"run-{i}", key)
     gc.collect()
     after = _rss()
-    fields = next(_run_fields(state, "run-0"), {})
+    fields = state._slots.get("run:run-0", {})  # the backend's own table, as `bench.state_size` reads it
     return Measured(
         shape,
         runs,
