@@ -26,26 +26,20 @@ import asyncio
 import gc
 import os
 import random
-import string
 from dataclasses import dataclass
 from typing import Any
 
 import orjson
 
-from bench import proxy_setup
-from bench.payloads import OPENAI_MODEL, scenario_request
-from bench.pipeline import every_detector
+from bench.payloads import OPENAI_MODEL, scenario_request, words
+from bench.pipeline import guard_for
 from bench.replies import body as reply_body
 from bench.state_size import deep_size
 from runguard.proxy.adapters import adapter_for
 from runguard.proxy.adapters.base import Adapter, RequestContext
-from runguard.proxy.app import DiscardSink
 from runguard.proxy.guard import Guard
 from runguard.proxy.keys import KeyHasher
-from runguard.proxy.observe import NullObserver
-from runguard.proxy.policy import Policy
-from runguard.proxy.pricing import ModelTables
-from runguard.proxy.routes import resolve
+from runguard.proxy.routes import Route, resolve
 from runguard.proxy.state.memory import MemoryState
 
 SHAPES = ("short", "tools")
@@ -61,10 +55,6 @@ class Measured:
     fields: int
     deep_bytes: int
     json_bytes: int
-
-
-def _words(rng: random.Random, count: int) -> str:
-    return " ".join("".join(rng.choices(string.ascii_lowercase, k=rng.randint(4, 9))) for _ in range(count))
 
 
 def _short() -> list[tuple[bytes, bytes]]:
@@ -92,7 +82,7 @@ def _tools() -> list[tuple[bytes, bytes]]:
                 "type": "function",
                 "function": {
                     "name": f"tool_{(step * AT_ONCE + i) % TOOLS}",
-                    "arguments": orjson.dumps({"query": _words(rng, 60), "notes": _words(rng, 30)}).decode(),
+                    "arguments": orjson.dumps({"query": words(rng, 60), "notes": words(rng, 30)}).decode(),
                 },
             }
             for i in range(AT_ONCE)
@@ -106,22 +96,14 @@ def _tools() -> list[tuple[bytes, bytes]]:
             "usage": {"prompt_tokens": 1000, "completion_tokens": 300, "total_tokens": 1300},
         }
         steps.append((request, orjson.dumps(answer)))
-        results = [{"role": "tool", "tool_call_id": c["id"], "content": _words(rng, 40)} for c in calls]
+        results = [{"role": "tool", "tool_call_id": c["id"], "content": words(rng, 40)} for c in calls]
         turn = [message, *results]
     return steps
 
 
-def _guard(state: MemoryState) -> Guard:
-    settings = proxy_setup.settings("http://127.0.0.1:9")
-    settings = settings.model_copy(update={"guard": settings.guard.model_copy(update={"shadow": True})})
-    policy = Policy(every_detector(), settings.guard)
-    tables = ModelTables(settings.pricing_file, settings.models_file)
-    return Guard(settings, state, policy, tables, DiscardSink(), NullObserver())
-
-
-async def _run(guard: Guard, adapter: Adapter, steps: list[tuple[bytes, bytes]], run_id: str, key: str) -> None:
-    route = resolve("/v1/chat/completions")
-    assert route is not None
+async def _run(
+    guard: Guard, route: Route, adapter: Adapter, steps: list[tuple[bytes, bytes]], run_id: str, key: str
+) -> None:
     for request, answer in steps:
         info = adapter.parse_request(request, RequestContext(route.model, None, False))
         ticket = await guard.admit(adapter, info, body=request, key_hash=key, header_run=run_id)
@@ -138,17 +120,17 @@ def _rss() -> int:
 async def measure(shape: str, runs: int) -> Measured:
     steps = _short() if shape == "short" else _tools()
     state = MemoryState(max_scopes=10 * runs + 1000)  # nothing evicted
-    guard = _guard(state)
+    guard = guard_for(None, state=state, shadow=True)
     route = resolve("/v1/chat/completions")
     assert route is not None
     adapter = adapter_for(route.api)
     assert adapter is not None
     key = KeyHasher(b"bench-salt-bench-salt").hash("sk-bench-memory")
-    await _run(guard, adapter, steps, "warm-up", key)  # imports, caches and the key's scopes
+    await _run(guard, route, adapter, steps, "warm-up", key)  # imports, caches and the key's scopes
     gc.collect()
     before = _rss()
     for i in range(runs):
-        await _run(guard, adapter, steps, f"run-{i}", key)
+        await _run(guard, route, adapter, steps, f"run-{i}", key)
     gc.collect()
     after = _rss()
     fields = state._slots.get("run:run-0", {})  # the backend's own table, as `bench.state_size` reads it

@@ -62,7 +62,8 @@ def _word(rng: random.Random) -> str:
     return "".join(rng.choice(_SYLLABLES) for _ in range(rng.randint(2, 4)))
 
 
-def _words(rng: random.Random, count: int) -> str:
+def words(rng: random.Random, count: int) -> str:
+    """`count` made-up words (a query's, a snippet's), drawn from `rng`."""
     return " ".join(_word(rng) for _ in range(count))
 
 
@@ -84,7 +85,7 @@ def tool_call(step: int) -> Call:
     name = _TOOLS[step % len(_TOOLS)][0]
     args: dict[str, Any]
     if name == "search_web":
-        args = {"query": _words(rng, 6), "max_results": 5}
+        args = {"query": words(rng, 6), "max_results": 5}
     elif name == "read_file":
         args = {"path": f"src/{_word(rng)}/{_word(rng)}_{step}.py", "offset": 0}
     elif name == "run_sql":
@@ -99,7 +100,7 @@ def tool_result(step: int) -> str:
     """Step `step`'s tool result: a JSON document of about 800 bytes, different every step."""
     rng = random.Random(step * 104729 + 3)
     items = [
-        {"title": _words(rng, 4), "url": f"https://{_word(rng)}.example.com/{step}/{i}", "snippet": _words(rng, 16)}
+        {"title": words(rng, 4), "url": f"https://{_word(rng)}.example.com/{step}/{i}", "snippet": words(rng, 16)}
         for i in range(3)
     ]
     return orjson.dumps({"step": step, "results": items, "took_ms": rng.randint(20, 400)}).decode()
@@ -112,7 +113,7 @@ def big_text(size: int) -> str:
     lines: list[str] = []
     total = 0
     while total < size:
-        line = f"    {_word(rng)} = {_word(rng)}({_words(rng, rng.randint(2, 9))!r})  # {_words(rng, 3)}"
+        line = f"    {_word(rng)} = {_word(rng)}({words(rng, rng.randint(2, 9))!r})  # {words(rng, 3)}"
         lines.append(line)
         total += len(line) + 1
     return "\n".join(lines)

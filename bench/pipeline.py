@@ -39,13 +39,16 @@ from runguard.proxy.state.memory import MemoryState
 PHASES = ("parse_request", "admit", "parse_response", "inspect", "complete")
 
 
-def _guard(detectors: Sequence[Any] | None) -> Guard:
+def guard_for(detectors: Sequence[Any] | None, *, state: MemoryState | None = None, shadow: bool = False) -> Guard:
+    """A guard with the bench's settings, records and observers off: `detectors` armed (None: every one),
+    over `state` (default: a `MemoryState` of the default size); `shadow`: warn only, never block."""
     settings = proxy_setup.settings("http://127.0.0.1:9")
+    if shadow:
+        settings = settings.model_copy(update={"guard": settings.guard.model_copy(update={"shadow": True})})
     policy = Policy(every_detector() if detectors is None else list(detectors), settings.guard)
     tables = ModelTables(settings.pricing_file, settings.models_file)
-    return Guard(
-        settings, MemoryState(max_scopes=settings.runs.max_runs), policy, tables, DiscardSink(), NullObserver()
-    )
+    state = state if state is not None else MemoryState(max_scopes=settings.runs.max_runs)
+    return Guard(settings, state, policy, tables, DiscardSink(), NullObserver())
 
 
 def every_detector(but: Collection[str] = ()) -> list[Any]:
@@ -97,13 +100,13 @@ async def run_once(api: Api, size: Size, requests: int, bare: bool, without: Col
 
     `bare`: no detector; `without`: every detector but these.
     """
-    await _round(_guard([] if bare else every_detector(without)), api, size, requests)
+    await _round(guard_for([] if bare else every_detector(without)), api, size, requests)
 
 
 async def measure(api: Api, size: Size, requests: int, repeat: int, bare: bool) -> dict[str, float]:
     rounds = []
     for _ in range(repeat):
-        guard = _guard([] if bare else None)  # a fresh state each round: the same work every round
+        guard = guard_for([] if bare else None)  # a fresh state each round: the same work every round
         rounds.append(await _round(guard, api, size, requests))
     best = min(rounds, key=lambda r: sum(r.values()))
     best["total"] = sum(best.values())

@@ -87,10 +87,10 @@ def _in_handler(frame: Frame, names: Collection[str]) -> bool:
     return frame.function in names and (frame.file_path or "").endswith(_HANDLER)
 
 
-def steps(root: Frame) -> dict[str, float]:
+def steps(root: Frame, idle: float) -> dict[str, float]:
     """Time per step of a guarded request: each callee of the handler's step functions (`_STEPS_OF`), the
     handler's own lines, and what runs outside the handler (aiohttp's server, the event loop's callbacks,
-    the record store's batches), idle time taken out."""
+    the record store's batches), the event loop's `idle` time (`aggregate`'s) taken out."""
     found: dict[str, float] = {}
     handled = 0.0
 
@@ -115,7 +115,7 @@ def steps(root: Frame) -> dict[str, float]:
                 add(child.function, child.time)
 
     walk(root)
-    busy = root.time - aggregate(root).idle
+    busy = root.time - idle
     found["(outside the handler)"] = max(0.0, busy - handled)
     return found
 
@@ -250,7 +250,8 @@ def main() -> None:
         sys.stdout.write(profiler.output_text(unicode=True, show_all=False) + "\n")
     if args.html:
         args.html.write_text(profiler.output_html(), encoding="utf-8")
-    sys.stdout.write(report(aggregate(root), args.top, requests, steps(root)) + "\n")
+    costs = aggregate(root)
+    sys.stdout.write(report(costs, args.top, requests, steps(root, costs.idle)) + "\n")
 
 
 if __name__ == "__main__":
