@@ -124,7 +124,9 @@ class Usage:
     `service_tier`: the tier OpenAI says served the request ("flex", "priority",
     ...), which scales its token prices. `audio_input_tokens` and
     `audio_output_tokens`: the part of the input and output that was audio,
-    priced apart by the models that hear or speak.
+    priced apart by the models that hear or speak; `cached_audio_tokens`: the
+    part of `cached_tokens` that was audio, where the usage says (Realtime
+    sessions, Gemini), priced at the cached audio rate.
     """
 
     input_tokens: int = 0
@@ -136,6 +138,7 @@ class Usage:
     service_tier: str | None = None
     audio_input_tokens: int = 0
     audio_output_tokens: int = 0
+    cached_audio_tokens: int = 0
 
     @property
     def total_tokens(self) -> int:

@@ -28,7 +28,9 @@ class Price:
     as much past 200k: a budget counted at the short rates let a long-context
     run spend twice its cap). `audio`: the rates of the audio tokens, for the
     models that price them apart (8 to 16 times the text rates at OpenAI, about
-    3 times on Gemini's Flash models).
+    3 times on Gemini's Flash models); its `cached_input` is the rate of the
+    cached audio tokens, a hundredth of the audio rate or less at OpenAI (a
+    voice call's turns re-send the call so far, mostly from the cache).
     """
 
     input: float
@@ -40,14 +42,16 @@ class Price:
 
     def cost(self, usage: Usage) -> float:
         rates = self.long if self.long is not None and usage.input_tokens > self.long_above else self
-        heard = spoken = 0
+        heard = spoken = recalled = 0
         usd = 0.0
         if self.audio is not None:
             heard = min(usage.audio_input_tokens, usage.input_tokens)
             spoken = min(usage.audio_output_tokens, usage.output_tokens)
-            usd = heard * self.audio.input + spoken * self.audio.output
+            recalled = min(usage.cached_audio_tokens, usage.cached_tokens, heard)
+            audio = self.audio
+            usd = (heard - recalled) * audio.input + recalled * audio.cached_input + spoken * audio.output
         text_in = usage.input_tokens - heard
-        cached = min(usage.cached_tokens, text_in)
+        cached = min(usage.cached_tokens - recalled, text_in)
         usd += (text_in - cached) * rates.input + cached * rates.cached_input
         return (usd + (usage.output_tokens - spoken) * rates.output) / 1_000_000
 

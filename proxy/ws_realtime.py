@@ -52,6 +52,7 @@ def _usage(raw: Any) -> Usage | None:
         cached_tokens=as_int(heard.get("cached_tokens")),
         audio_input_tokens=as_int(heard.get("audio_tokens")),
         audio_output_tokens=as_int(said.get("audio_tokens")),
+        cached_audio_tokens=as_int(as_dict(heard.get("cached_tokens_details")).get("audio_tokens")),
     )
 
 

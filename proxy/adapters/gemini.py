@@ -248,6 +248,7 @@ def _usage(raw: Any) -> Usage | None:
         reasoning_tokens=thoughts,
         audio_input_tokens=_audio(usage.get("promptTokensDetails")),
         audio_output_tokens=_audio(usage.get("candidatesTokensDetails")),
+        cached_audio_tokens=_audio(usage.get("cacheTokensDetails")),
     )
 
 

@@ -32,8 +32,25 @@ USAGE = {
 }
 USD = (200 * 4 + 800 * 32 + 100 * 16 + 400 * 64) / 1e6
 
+# A turn late in a call: the call so far comes again, mostly from the cache. 20,000 input tokens, 19,000
+# heard; 18,500 cached, 18,000 of them audio. $0.0686 a turn at gpt-realtime's cached audio rate ($0.40 per
+# 1M), $0.6356 with every heard token at the audio rate ($32).
+LATE = {
+    "total_tokens": 20500,
+    "input_tokens": 20000,
+    "output_tokens": 500,
+    "input_token_details": {
+        "text_tokens": 1000,
+        "audio_tokens": 19000,
+        "cached_tokens": 18500,
+        "cached_tokens_details": {"text_tokens": 500, "audio_tokens": 18000},
+    },
+    "output_token_details": {"text_tokens": 100, "audio_tokens": 400},
+}
+LATE_USD = (500 * 4 + 500 * 0.4 + 1000 * 32 + 18000 * 0.4 + 100 * 16 + 400 * 64) / 1e6
 
-def voice_server(calls: bool = False, status: str = "completed") -> Any:
+
+def voice_server(calls: bool = False, status: str = "completed", usage: dict[str, Any] = USAGE) -> Any:
     """The upstream's answers to a client's `response.create`: the response announced, a piece of audio, done."""
     count = 0
 
@@ -51,7 +68,7 @@ def voice_server(calls: bool = False, status: str = "completed") -> Any:
                 {"type": "function_call", "name": "lookup_order", "call_id": f"call_{count}", "arguments": "{}"}
             )
         response = {"id": rid, "object": "realtime.response", "status": "in_progress", "output": [], "usage": None}
-        done = {**response, "status": status, "output": output, "usage": USAGE}
+        done = {**response, "status": status, "output": output, "usage": usage}
         events = [
             {"type": "response.created", "event_id": f"ev_{count}a", "response": response},
             {"type": "response.output_audio.delta", "event_id": f"ev_{count}b", "response_id": rid, "delta": "AAAA"},
@@ -119,6 +136,18 @@ async def test_a_session_past_its_budget_is_told_why_and_closed(
     assert len(upstream.socket_received) == 3  # the third response.create went out; its response was cut off
     await eventually(lambda: len(requests_of(sink)) == 3)
     assert [r.blocked_by for r in requests_of(sink)] == [None, None, "budget"]
+
+
+async def test_a_long_call_s_cached_audio_is_counted_at_its_cached_rate(
+    upstream: FakeUpstream, make_proxy: ProxyFactory, sink: ListSink
+) -> None:
+    """Six late turns of a call, $0.41 in all, under a $0.50 budget: none is stopped (counted at the audio
+    rate, they were $0.64 each, and the second turn was stopped)."""
+    upstream.socket_script = voice_server(usage=LATE)
+    got = await _turns(await make_proxy(guard={"detectors": {"budget": {"run_usd": 0.50}}}), 6, "call-5")
+    assert [e.type for e in got].count("response.done") == 6 and got[-1].type == "response.done"
+    await eventually(lambda: len(requests_of(sink)) == 6)
+    assert [(r.blocked_by, r.usd) for r in requests_of(sink)] == [(None, pytest.approx(LATE_USD))] * 6
 
 
 async def test_sessions_without_a_run_header_are_runs_of_their_own(

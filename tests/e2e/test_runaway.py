@@ -21,6 +21,7 @@ from google.genai import types
 
 from tests.conftest import ProxyFactory
 from tests.e2e import agents, payloads
+from tests.e2e.faults import eventually, requests_of
 from tests.support.proxy import ListSink
 from tests.support.upstream import FakeUpstream, Received, Reply
 
@@ -348,6 +349,32 @@ async def test_a_voice_conversation_s_audio_tokens_spend_at_their_own_rates(
         await talk()
     assert caught.value.code == "runguard_budget"
     assert len(upstream.received) == 3
+
+
+async def test_a_gemini_voice_conversation_s_cached_audio_spends_at_its_cached_rate(
+    upstream: FakeUpstream, make_proxy: ProxyFactory, sink: ListSink
+) -> None:
+    """gemini-2.5-flash hears 95k of a turn's 100k input tokens, 88k of them from the cache: $0.033 a turn at
+    its cached audio rate ($0.25 per 1M), $0.098 when every heard token cost the audio rate ($1.00). Six turns
+    under a $0.20 budget: none is stopped (at the audio rate, the 4th was)."""
+    usage = {
+        "promptTokenCount": 100_000,
+        "candidatesTokenCount": 1_000,
+        "totalTokenCount": 101_000,
+        "cachedContentTokenCount": 90_000,
+        "promptTokensDetails": [{"modality": "TEXT", "tokenCount": 5_000}, {"modality": "AUDIO", "tokenCount": 95_000}],
+        "cacheTokensDetails": [{"modality": "TEXT", "tokenCount": 2_000}, {"modality": "AUDIO", "tokenCount": 88_000}],
+    }
+    upstream.script = lambda _: Reply.json({**payloads.gemini_response("Sure."), "usageMetadata": usage})
+    proxy = await make_proxy(guard={"detectors": {"budget": {"run_usd": 0.20}}})
+    client = genai.Client(api_key="g-voice", http_options=types.HttpOptions(base_url=proxy, headers={"X-Run-Id": "v"}))
+    heard = types.Part.from_bytes(data=b"RIFF$\x00\x00\x00WAVE", mime_type="audio/wav")
+    for turn in range(6):
+        said = types.Part(text=f"turn {turn}")
+        await client.aio.models.generate_content(model="gemini-2.5-flash", contents=[heard, said])
+    usd = (3_000 * 0.30 + 2_000 * 0.075 + 7_000 * 1.00 + 88_000 * 0.25 + 1_000 * 2.50) / 1e6
+    await eventually(lambda: len(requests_of(sink)) == 6)
+    assert [(r.blocked_by, r.usd) for r in requests_of(sink)] == [(None, pytest.approx(usd))] * 6
 
 
 async def test_hosted_web_searches_count_toward_the_run_budget(

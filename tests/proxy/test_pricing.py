@@ -103,8 +103,27 @@ def test_audio_tokens_are_charged_at_their_own_rates_and_the_rest_as_text() -> N
     heard = Usage(1_000, 100, audio_input_tokens=1_000)
     assert ModelTables().cost("gemini-2.5-flash", heard) == pytest.approx((1_000 * 1.0 + 100 * 2.5) / 1e6)
     assert ModelTables().cost("gpt-4o", heard) == pytest.approx((1_000 * 2.5 + 100 * 10) / 1e6)  # no audio rates
-    cached = Usage(3_000, 0, cached_tokens=3_000, audio_input_tokens=1_000)  # cached tokens count as text
+    cached = Usage(3_000, 0, cached_tokens=3_000, audio_input_tokens=1_000)  # not said to be audio: text
     assert ModelTables().cost("gemini-2.5-flash", cached) == pytest.approx((2_000 * 0.075 + 1_000 * 1.0) / 1e6)
+
+
+def test_cached_audio_tokens_cost_the_cached_audio_rate(tmp_path: Path) -> None:
+    # A voice call's turn: 20k tokens in, 19k of them heard, 18.5k cached of which 18k audio; 500 out, 400 spoken.
+    heard_and_spoken = {"audio_input_tokens": 19_000, "audio_output_tokens": 400}
+    turn = Usage(20_000, 500, cached_tokens=18_500, cached_audio_tokens=18_000, **heard_and_spoken)
+    text_in = 500 * 4.0 + 500 * 0.40
+    heard = 1_000 * 32.0 + 18_000 * 0.40
+    out = 100 * 16.0 + 400 * 64.0
+    assert ModelTables().cost("gpt-realtime", turn) == pytest.approx((text_in + heard + out) / 1e6)
+    # An entry without a cached audio rate: cached audio costs the audio input rate.
+    pricing = tmp_path / "pricing.yaml"
+    pricing.write_text("models:\n  voice: {input: 4, cached_input: 0.4, output: 16, audio: {input: 32, output: 64}}\n")
+    assert ModelTables(str(pricing)).cost("voice", turn) == pytest.approx((text_in + 19_000 * 32.0 + out) / 1e6)
+    # A breakdown past what was cached or heard is bounded by them.
+    odd = Usage(20_000, 500, cached_tokens=100, audio_input_tokens=19_000, cached_audio_tokens=50_000)
+    assert ModelTables().cost("gpt-realtime", odd) == pytest.approx(
+        (1_000 * 4.0 + 18_900 * 32.0 + 100 * 0.40 + 500 * 16.0) / 1e6
+    )
 
 
 def test_a_name_no_table_knows_is_priced_and_sized_as_the_model_its_responses_name() -> None:

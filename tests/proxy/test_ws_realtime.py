@@ -16,7 +16,11 @@ def test_a_done_response_s_calls_text_and_usage_are_read() -> None:
             "usage": {
                 "input_tokens": 90,
                 "output_tokens": 40,
-                "input_token_details": {"audio_tokens": 60, "cached_tokens": 10},
+                "input_token_details": {
+                    "audio_tokens": 60,
+                    "cached_tokens": 10,
+                    "cached_tokens_details": {"text_tokens": 4, "audio_tokens": 6},
+                },
                 "output_token_details": {"audio_tokens": 30},
             },
         }
@@ -26,6 +30,7 @@ def test_a_done_response_s_calls_text_and_usage_are_read() -> None:
     assert info.usage is not None
     assert (info.usage.input_tokens, info.usage.cached_tokens, info.usage.audio_input_tokens) == (90, 10, 60)
     assert (info.usage.output_tokens, info.usage.audio_output_tokens) == (40, 30)
+    assert info.usage.cached_audio_tokens == 6
 
 
 def test_a_failed_response_is_an_error_and_a_cancelled_one_an_interruption() -> None:

@@ -54,3 +54,16 @@ def test_a_response_s_audio_input_tokens_come_from_its_modality_breakdown(detail
     body = {"candidates": [{"content": {"role": "model", "parts": [{"text": "ok"}]}}], "usageMetadata": usage}
     info = GeminiAdapter().parse_response(orjson.dumps(body))
     assert info.usage is not None and (info.usage.input_tokens, info.usage.audio_input_tokens) == (1000, heard)
+
+
+def test_a_response_s_cached_audio_tokens_come_from_its_cache_breakdown() -> None:
+    usage = {
+        "promptTokenCount": 1000,
+        "candidatesTokenCount": 20,
+        "cachedContentTokenCount": 900,
+        "promptTokensDetails": [{"modality": "TEXT", "tokenCount": 100}, {"modality": "AUDIO", "tokenCount": 900}],
+        "cacheTokensDetails": [{"modality": "TEXT", "tokenCount": 50}, {"modality": "AUDIO", "tokenCount": 850}],
+    }
+    body = {"candidates": [{"content": {"role": "model", "parts": [{"text": "ok"}]}}], "usageMetadata": usage}
+    info = GeminiAdapter().parse_response(orjson.dumps(body))
+    assert info.usage is not None and (info.usage.cached_tokens, info.usage.cached_audio_tokens) == (900, 850)
