@@ -87,6 +87,9 @@ def _load(shipped: str, extra: str | None, key: str) -> dict[str, Any]:
     return data
 
 
+FINE_TUNED = "ft:"  # OpenAI's fine-tuned models: ft:gpt-4.1-mini-2025-04-14:acme:support:AbC123
+
+
 def _longest_prefix(table: dict[str, Any], model: str) -> Any | None:
     name = model.lower().removeprefix("models/")
     best = max((prefix for prefix in table if name.startswith(prefix.lower())), key=len, default=None)
@@ -208,9 +211,15 @@ class ModelTables:
         return found
 
     def window(self, model: str) -> int:
+        """The model's context window; a fine-tuned model (`ft:<base>:<org>:<suffix>:<id>`) has its base's,
+        unless a table names it."""
         found = self._window_cache.get(model)
         if found is None:
-            found = _longest_prefix(self._windows, self._named(model)) or self._default_window
+            named = self._named(model)
+            found = _longest_prefix(self._windows, named)
+            if found is None and named.startswith(FINE_TUNED):
+                found = _longest_prefix(self._windows, named.removeprefix(FINE_TUNED))
+            found = found or self._default_window
             if len(self._window_cache) > 4096:
                 self._window_cache.clear()
             self._window_cache[model] = found

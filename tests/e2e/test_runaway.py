@@ -377,6 +377,23 @@ async def test_a_gemini_voice_conversation_s_cached_audio_spends_at_its_cached_r
     assert [(r.blocked_by, r.usd) for r in requests_of(sink)] == [(None, pytest.approx(usd))] * 6
 
 
+async def test_a_fine_tuned_model_is_sized_by_its_base_and_priced_at_its_own_rates(
+    upstream: FakeUpstream, make_proxy: ProxyFactory, sink: ListSink
+) -> None:
+    """A support agent on a fine-tuned gpt-4.1-mini with 300k tokens of context: 29% of its base's 1M-token
+    window, so `context_window` lets it be (sized at the 128k default, its 2nd request was stopped), and
+    each response costs the fine-tuned rates ($0.80 / $3.20 per 1M: $0.2403, where the default's were $0.75)."""
+    model = "ft:gpt-4.1-mini-2025-04-14:acme:support:AbC123"
+    upstream.script = lambda _: Reply.json(payloads.chat_completion("Done.", usage=(300_000, 100), model=model))
+    client = counting_client(await make_proxy(), [], "tuned")
+    for turn in range(3):
+        await client.chat.completions.create(model=model, messages=[{"role": "user", "content": f"ticket {turn}"}])
+    await eventually(lambda: len(requests_of(sink)) == 3)
+    usd = (300_000 * 0.80 + 100 * 3.20) / 1e6
+    assert [(r.blocked_by, r.usd) for r in requests_of(sink)] == [(None, pytest.approx(usd))] * 3
+    assert not [r for r in sink.records if getattr(r, "detector", None) == "context_window"]
+
+
 async def test_hosted_web_searches_count_toward_the_run_budget(
     upstream: FakeUpstream, make_proxy: ProxyFactory
 ) -> None:

@@ -126,6 +126,33 @@ def test_cached_audio_tokens_cost_the_cached_audio_rate(tmp_path: Path) -> None:
     )
 
 
+@pytest.mark.parametrize(
+    ("model", "rates", "window"),
+    [
+        ("ft:gpt-4.1-mini-2025-04-14:acme:support:AbC123", (0.80, 0.20, 3.20), 1_047_576),
+        ("ft:gpt-4o-2024-08-06:acme::B1", (3.75, 1.875, 15.00), 128_000),
+        ("ft:gpt-4o-mini-2024-07-18:acme::C2", (0.30, 0.15, 1.20), 128_000),
+        ("ft:o4-mini-2025-04-16:acme::D3", (4.00, 1.00, 16.00), 200_000),
+        ("ft:gpt-5-mini-2025-08-07:acme::E4", (2.50, 1.25, 10.00), 272_000),  # no rates of its own: the default's
+    ],
+)
+def test_a_fine_tuned_model_has_its_own_rates_and_its_base_s_window(
+    model: str, rates: tuple[float, float, float], window: int
+) -> None:
+    tables = ModelTables()
+    price = tables.price(model)
+    assert (price.input, price.cached_input, price.output) == pytest.approx(rates)
+    assert tables.window(model) == window
+
+
+def test_a_table_may_give_a_fine_tuned_model_a_window_of_its_own(tmp_path: Path) -> None:
+    models = tmp_path / "models.yaml"
+    models.write_text('models:\n  "ft:gpt-4.1-mini-2025-04-14:acme:short": 32000\n')
+    tables = ModelTables(models_file=str(models))
+    assert tables.window("ft:gpt-4.1-mini-2025-04-14:acme:short:AbC") == 32_000
+    assert tables.window("ft:gpt-4.1-mini-2025-04-14:acme:long:XyZ") == 1_047_576
+
+
 def test_a_name_no_table_knows_is_priced_and_sized_as_the_model_its_responses_name() -> None:
     tables = ModelTables()
     assert tables.price("prod-chat") == tables.price("unknown-model")  # an Azure deployment, before its answer
