@@ -38,11 +38,13 @@ from runguard.proxy.ticket import scope_ids
 
 log = logging.getLogger("runguard.background")
 
-_RETRIEVE = re.compile(r"^/v1/responses/(?P<id>[^/]+)/?$")
+# OpenAI's path, and Azure OpenAI's classic (`/openai/responses/{id}?api-version=...`) and v1 ones
+_RETRIEVE = re.compile(r"^(?:/v1|/openai|/openai/v1)/responses/(?P<id>[^/]+)/?$")
 
 
 def polled_id(path: str) -> str | None:
-    """The response id a `GET /v1/responses/{id}` path names (the provider prefix already removed)."""
+    """The response id a `GET /v1/responses/{id}` path names (the provider prefix already removed; Azure's
+    paths keep theirs)."""
     match = _RETRIEVE.match(path)
     return match["id"] if match else None
 

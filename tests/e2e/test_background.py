@@ -156,6 +156,25 @@ async def test_a_background_responses_cost_trips_its_runs_budget_once_polled_fin
     assert "budget" in stopped.value.message
 
 
+async def test_an_azure_background_response_is_counted_by_its_poll(
+    make_proxy: ProxyFactory, background: BackgroundUpstream, sink: ListSink
+) -> None:
+    """`AsyncAzureOpenAI` polls `/openai/responses/{id}?api-version=...`: its finished answer costs the run."""
+    url = await make_proxy(guard={"detectors": {"budget": {"run_usd": 0.4}}})
+    client = openai.AsyncAzureOpenAI(
+        azure_endpoint=url, api_key="azure-bg", api_version="2025-04-01-preview", default_headers={"X-Run-Id": "az"}
+    )
+    queued = await client.responses.create(model="prod-research", input="deep research", background=True)
+    done = await _until_finished(client, queued.id)
+    assert done.status == "completed" and background.polls[queued.id] == 2
+    await eventually(lambda: len(_polled(sink)) == 1)
+    assert _polled(sink)[0].usd == pytest.approx(USD) and _polled(sink)[0].run_id == "az"
+    with pytest.raises(openai.RateLimitError) as stopped:
+        await client.responses.create(model="prod-research", input="and now write it up")
+    assert stopped.value.response.headers["x-runguard-trip"] == "budget"
+    await client.close()
+
+
 async def test_a_finished_response_polled_three_times_counts_once(
     make_proxy: ProxyFactory, background: BackgroundUpstream, sink: ListSink, sdk_for: Callable[..., Any]
 ) -> None:
