@@ -46,6 +46,9 @@ class Route:
 _GEMINI_METHOD = re.compile(r"^/v1(?:beta|alpha)?\d*/(?:models|tunedModels)/(?P<model>[^/:]+):(?P<method>[A-Za-z]+)$")
 _GEMINI_GENERATE = {"generateContent": False, "streamGenerateContent": True}
 _GEMINI_CHAT = re.compile(r"^/v1(?:beta|alpha)?\d*/openai/chat/completions/?$")
+# Vertex AI's paths: /v1/projects/{project}/locations/{location}/publishers/google/..., and its express mode's
+# (an API key, no project) /v1/publishers/google/...
+_VERTEX = ("/v1/projects/", "/v1/publishers/")
 _OPENAI_APIS = {"/v1/chat/completions": Api.CHAT, "/v1/responses": Api.RESPONSES}
 
 
@@ -91,6 +94,8 @@ def resolve(path: str, gemini_key: bool = False, api_version: bool = False) -> R
         return _gemini(path)
     if path.startswith(("/v1beta/", "/v1alpha/", "/upload/", "/ws/")) or path in ("/v1beta", "/v1alpha"):
         return _gemini(path)
+    if path.startswith(_VERTEX):
+        return None  # Vertex AI's paths (google-genai with vertexai=True at api_version v1): not served
     if path.startswith("/v1/") or path == "/v1":
         return _gemini(path) if gemini_key else _openai(path)
     return None

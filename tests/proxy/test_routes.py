@@ -110,9 +110,23 @@ def test_an_explicit_prefix_is_dropped_from_the_raw_target_as_sent() -> None:
     ) == ("/v1beta/models/g:generateContent?alt=sse")
 
 
-@pytest.mark.parametrize("path", ["/", "/favicon.ico", "/v2/chat/completions", "/runguardx"])
+@pytest.mark.parametrize(
+    "path",
+    [
+        "/",
+        "/favicon.ico",
+        "/v2/chat/completions",
+        "/runguardx",
+        # Vertex AI (google-genai with vertexai=True), at its default API version and at v1: not served,
+        # and its Google credentials must not go to OpenAI's upstream.
+        "/v1beta1/projects/p/locations/us-central1/publishers/google/models/gemini-2.5-flash:generateContent",
+        "/v1/projects/p/locations/us-central1/publishers/google/models/gemini-2.5-flash:generateContent",
+        "/v1/publishers/google/models/gemini-2.5-flash:generateContent",  # express mode, an API key
+    ],
+)
 def test_unknown_paths_have_no_route(path: str) -> None:
     assert resolve(path) is None
+    assert resolve(path, gemini_key=True) is None
 
 
 @pytest.mark.parametrize(
