@@ -17,6 +17,7 @@ from runguard.detectors.frozen import frozen
 from runguard.proxy.events import Usage
 
 T = TypeVar("T")
+FINE_TUNED = "ft:"  # OpenAI's fine-tuned models: ft:gpt-4.1-mini-2025-04-14:acme:support:AbC123
 
 
 @frozen
@@ -85,9 +86,6 @@ def _load(shipped: str, extra: str | None, key: str) -> dict[str, Any]:
             elif extra_rows is not None:
                 data[table] = extra_rows  # refused when read, naming the setting
     return data
-
-
-FINE_TUNED = "ft:"  # OpenAI's fine-tuned models: ft:gpt-4.1-mini-2025-04-14:acme:support:AbC123
 
 
 def _longest_prefix(table: dict[str, Any], model: str) -> Any | None:
