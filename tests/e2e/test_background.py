@@ -22,6 +22,7 @@ from runguard.proxy.records import RequestRecord
 from tests.conftest import ProxyFactory, SdkClient
 from tests.e2e import payloads
 from tests.e2e.faults import eventually, requests_of
+from tests.e2e.test_azure import azure
 from tests.support.proxy import ListSink
 from tests.support.upstream import FakeUpstream, Received, Reply
 
@@ -161,9 +162,7 @@ async def test_an_azure_background_response_is_counted_by_its_poll(
 ) -> None:
     """`AsyncAzureOpenAI` polls `/openai/responses/{id}?api-version=...`: its finished answer costs the run."""
     url = await make_proxy(guard={"detectors": {"budget": {"run_usd": 0.4}}})
-    client = openai.AsyncAzureOpenAI(
-        azure_endpoint=url, api_key="azure-bg", api_version="2025-04-01-preview", default_headers={"X-Run-Id": "az"}
-    )
+    client = azure(url, "azure-bg", default_headers={"X-Run-Id": "az"})
     queued = await client.responses.create(model="prod-research", input="deep research", background=True)
     done = await _until_finished(client, queued.id)
     assert done.status == "completed" and background.polls[queued.id] == 2
