@@ -36,6 +36,12 @@ class ServerSettings(_Section):
     admin_token: SecretStr | None = Field(
         None, description="Bearer token for /runguard/ admin endpoints; required when bound beyond localhost."
     )
+    admin_hosts: tuple[str, ...] = Field(
+        (),
+        description="Names (`name`, or `name:port` for one port) the admin routes also answer to in the Host "
+        "header, besides the bound address, localhost and loopback addresses: the name a reverse proxy or "
+        "a scraper uses (e.g. `runguard.internal`). Other names are refused (DNS rebinding).",
+    )
     max_body_bytes: int = Field(
         32 * 1024 * 1024,
         gt=0,
@@ -54,6 +60,12 @@ class ServerSettings(_Section):
             "an agent loop resends its history; only the new turns are parsed). 0 reads every request whole."
         ),
     )
+
+    @field_validator("admin_hosts", mode="before")
+    @classmethod
+    def _host_list(cls, value: Any) -> Any:
+        """`a, b` (one environment variable) reads as the list `[a, b]`."""
+        return [part.strip() for part in value.split(",") if part.strip()] if isinstance(value, str) else value
 
 
 class UpstreamSettings(_Section):

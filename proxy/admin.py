@@ -8,14 +8,10 @@ Routes (JSON unless noted):
   POST /runguard/runs/{run_id}/reset        clear the run's breaker and counters
   POST /runguard/keys/{key_hash}/reset?model=M   clear the key's breaker (and key+model's)
 
-Access, decided by `admin_denial` before any handler runs:
-- `server.admin_token` set: every route here needs `Authorization: Bearer
-  <token>` (compared in constant time), metrics included.
-- no token and bound to loopback: open (only local processes reach it).
-- no token and bound beyond loopback: the admin routes answer 403, disabled.
-  Metrics stay readable: they carry only bounded, content-free labels (no
-  keys, hashes or run ids), and scrapers usually reach a sidecar over the pod
-  network; set a token to protect them too.
+Access is decided by the `admin_access.admin_guard` middleware, which
+`add_routes` installs for every route under `/runguard/`: Host and Origin
+must name this proxy, mutating requests carry JSON, and the token and bind
+rules of `admin_access.admin_denial` apply (docs/security.md, "Admin API").
 `/runguard/health` is registered by the app and is never protected.
 
 Resets go through the state backend, so with shared Redis state one reset
@@ -26,8 +22,6 @@ named by id and keys by their salted hash.
 from __future__ import annotations
 
 import dataclasses
-import hmac
-import ipaddress
 import logging
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any, Protocol, TypeVar
@@ -38,13 +32,17 @@ from aiohttp import web
 from runguard.config.settings import ServerSettings
 from runguard.detectors.ops import Scope
 from runguard.proxy import breaker
+from runguard.proxy.admin_access import admin_denial, admin_guard, is_loopback
 from runguard.proxy.breaker import BreakerRecord
 from runguard.proxy.errors import RunGuardError, StateUnavailable
 from runguard.proxy.metrics import Metrics
+from runguard.proxy.safe_text import printable
 from runguard.proxy.state.base import StateBackend
 from runguard.proxy.ticket import scope_ids
 
 log = logging.getLogger("runguard.admin")
+
+__all__ = ["STORE_READER", "AdminApi", "StoreReader", "admin_denial", "is_loopback"]
 
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 MAX_LIMIT = 1000
@@ -77,16 +75,6 @@ async def _read(query: Awaitable[T]) -> T:
         raise StoreUnavailable(str(exc) or type(exc).__name__) from exc
 
 
-def is_loopback(host: str) -> bool:
-    """Whether `host` (a bind address) is reachable only from this machine."""
-    if host == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False
-
-
 def _json(payload: Any, status: int = 200, headers: dict[str, str] | None = None) -> web.Response:
     return web.Response(
         status=status, body=orjson.dumps(payload, default=str), content_type="application/json", headers=headers
@@ -95,26 +83,6 @@ def _json(payload: Any, status: int = 200, headers: dict[str, str] | None = None
 
 def _error(status: int, message: str, headers: dict[str, str] | None = None) -> web.Response:
     return _json({"error": message}, status, headers)
-
-
-def admin_denial(server: ServerSettings, authorization: str | None, *, admin: bool = True) -> web.Response | None:
-    """The response refusing this caller, or None when it may go on (see the module docstring).
-
-    `admin=False` is for metrics: only a configured token is enforced.
-    """
-    token = server.admin_token
-    if token is None:
-        if admin and not is_loopback(server.host):
-            return _error(
-                403,
-                f"the admin API is disabled: the proxy is bound to {server.host} without server.admin_token "
-                "(set RUNGUARD_ADMIN_TOKEN to enable it)",
-            )
-        return None
-    scheme, _, given = (authorization or "").partition(" ")
-    if scheme.lower() == "bearer" and hmac.compare_digest(given.strip().encode(), token.get_secret_value().encode()):
-        return None
-    return _error(401, "admin token required: Authorization: Bearer <token>", {"WWW-Authenticate": "Bearer"})
 
 
 class BadQuery(RunGuardError):
@@ -141,20 +109,20 @@ class AdminApi:
         self._metrics = metrics
 
     def add_routes(self, app: web.Application) -> None:
-        """Register every admin route on `app` (before the catch-all proxy route)."""
+        """Register every admin route on `app` (before the catch-all proxy route), and the access guard."""
+        app.middlewares.append(admin_guard(self._server))
         router = app.router
-        router.add_get("/runguard/metrics", self._guarded(self.metrics, admin=False))
+        router.add_get("/runguard/metrics", self._guarded(self.metrics))
         router.add_get("/runguard/runs", self._guarded(self.runs))
         router.add_get("/runguard/runs/{run_id}", self._guarded(self.run))
         router.add_get("/runguard/trips", self._guarded(self.trips))
         router.add_post("/runguard/runs/{run_id}/reset", self._guarded(self.reset_run))
         router.add_post("/runguard/keys/{key_hash}/reset", self._guarded(self.reset_key))
 
-    def _guarded(self, handler: Handler, *, admin: bool = True) -> Handler:
+    def _guarded(self, handler: Handler) -> Handler:
+        """`handler`, its failures answered as JSON errors (access was decided by `admin_guard`)."""
+
         async def guarded(request: web.Request) -> web.StreamResponse:
-            denied = admin_denial(self._server, request.headers.get("Authorization"), admin=admin)
-            if denied is not None:
-                return denied
             try:
                 return await handler(request)
             except StateUnavailable as exc:
@@ -206,7 +174,7 @@ class AdminApi:
     async def reset_run(self, request: web.Request) -> web.StreamResponse:
         run_id = request.match_info["run_id"]
         cleared = await self._state.clear_scope(Scope.RUN, run_id)
-        log.warning("admin reset of run %s (%s)", run_id, "cleared" if cleared else "no state")
+        log.warning("admin reset of run %s (%s)", printable(run_id), "cleared" if cleared else "no state")
         return _json({"run_id": run_id, "cleared": cleared})
 
     async def reset_key(self, request: web.Request) -> web.StreamResponse:
@@ -216,7 +184,8 @@ class AdminApi:
         if model:
             key_model = scope_ids("", key_hash, model, 0.0).key_model
             cleared["key_model"] = await self._state.clear_scope(Scope.KEY_MODEL, key_model)
-        log.warning("admin reset of key %s%s: %s", key_hash, f" model {model}" if model else "", cleared)
+        shown = printable(f"{key_hash}{f' model {model}' if model else ''}")
+        log.warning("admin reset of key %s: %s", shown, cleared)
         return _json({"key_hash": key_hash, "model": model, "cleared": cleared})
 
 

@@ -32,6 +32,7 @@ from aiohttp import web
 from runguard.config.settings import AlertSettings
 from runguard.proxy.observe import NullObserver
 from runguard.proxy.records import TripRecord
+from runguard.proxy.safe_text import printable, reset_command
 from runguard.proxy.tasks import hold
 
 log = logging.getLogger("runguard.alerts")
@@ -39,25 +40,29 @@ log = logging.getLogger("runguard.alerts")
 RETRYABLE_4XX = frozenset({408, 429})
 
 
-def alert_text(trip: TripRecord) -> str:
-    """A one-paragraph, human summary of a trip (Slack `text`)."""
-    reset = f"runguard-proxy reset --key {trip.key_hash}"
+def alert_text(trip: TripRecord, url: str | None = None) -> str:
+    """A one-paragraph, human summary of a trip (Slack `text`); `url`: the proxy's, when not the default.
+
+    The run id, model and reason come from clients: printable here, and shell-quoted in the reset command.
+    """
     if trip.scope == "run":
-        reset = f"runguard-proxy reset {trip.run_id}"
+        reset = reset_command(run_id=trip.run_id, url=url)
     elif trip.scope == "key_model":  # `reset --key` alone leaves the key+model breaker open
-        reset += f" --model {trip.model}"
+        reset = reset_command(key=trip.key_hash, model=trip.model, url=url)
+    else:
+        reset = reset_command(key=trip.key_hash, url=url)
     return (
-        f"RunGuard blocked run {trip.run_id} at request {trip.request_index}: {trip.detector} ({trip.scope} scope). "
-        f"{trip.reason}. Spent ${trip.usd_so_far:.4f}, about ${trip.usd_avoided_estimate:.4f} avoided. "
-        f"Reset with: {reset}"
+        f"RunGuard blocked run {printable(trip.run_id)} at request {trip.request_index}: {trip.detector} "
+        f"({trip.scope} scope). {printable(trip.reason)}. Spent ${trip.usd_so_far:.4f}, "
+        f"about ${trip.usd_avoided_estimate:.4f} avoided. Reset with: {reset}"
     )
 
 
-def alert_payload(trip: TripRecord) -> bytes:
+def alert_payload(trip: TripRecord, url: str | None = None) -> bytes:
     """The JSON body POSTed for `trip`: its fields plus `text`."""
     fields: dict[str, Any] = {f.name: getattr(trip, f.name) for f in dataclasses.fields(trip)}
     fields["evidence"] = dict(trip.evidence)
-    fields["text"] = alert_text(trip)
+    fields["text"] = alert_text(trip, url)
     return orjson.dumps(fields, default=str)
 
 
@@ -79,8 +84,10 @@ class Alerts(NullObserver):
         workers: int = 4,
         backoff: float = 0.5,
         transport: httpx.AsyncBaseTransport | None = None,
+        proxy_url: str | None = None,
     ) -> None:
         self._settings = settings
+        self._proxy_url = proxy_url  # named in the reset command when the proxy is not on the default address
         self._outcome = outcome or (lambda _: None)
         self._queue: asyncio.Queue[TripRecord] = asyncio.Queue(queue_size)
         self._workers = workers
@@ -136,7 +143,7 @@ class Alerts(NullObserver):
 
     async def deliver(self, trip: TripRecord) -> None:
         """POST `trip` to every webhook at once; each retries on its own."""
-        body = alert_payload(trip)
+        body = alert_payload(trip, self._proxy_url)
         await asyncio.gather(*(self._post(url, body) for url in self._settings.webhooks))
 
     async def _post(self, url: str, body: bytes) -> None:

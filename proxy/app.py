@@ -29,6 +29,7 @@ from runguard.proxy.observe import FanOut, NullObserver, Observer
 from runguard.proxy.policy import Policy
 from runguard.proxy.pricing import ModelTables
 from runguard.proxy.records import Record, RecordSink
+from runguard.proxy.safe_text import proxy_url
 from runguard.proxy.state.base import ScopeTtls, StateBackend
 from runguard.proxy.state.memory import MemoryState
 from runguard.proxy.upstream import Upstreams
@@ -119,7 +120,7 @@ def create_app(
         observers.append(access)
         app.cleanup_ctx.append(access.lifetime)  # before the app's own: written after in-flight requests end
     if settings.alerts.webhooks:
-        alerts = Alerts(settings.alerts, outcome=metrics.alert_outcome)
+        alerts = Alerts(settings.alerts, outcome=metrics.alert_outcome, proxy_url=proxy_url(settings.server))
         observers.append(alerts)
         app.cleanup_ctx.append(alerts.lifetime)  # first in, so cleaned up last: trips of finishing requests go out
     observer = FanOut(observers) if observers else NullObserver()

@@ -30,10 +30,13 @@ def _fail(message: str, code: int = 1) -> typer.Exit:
 
 
 def call_admin(url: str, path: str, token: str | None, params: dict[str, str] | None = None) -> dict[str, object]:
-    """POST to the admin API; exits with a clear message when the proxy is unreachable or refuses."""
+    """POST to the admin API; exits with a clear message when the proxy is unreachable or refuses.
+
+    The body is JSON (`{}`), as the admin API requires of every change, and the `Host` is the one `url` names.
+    """
     headers = {"Authorization": f"Bearer {token}"} if token else {}
     try:
-        response = httpx.post(url.rstrip("/") + path, headers=headers, params=params, timeout=10.0)
+        response = httpx.post(url.rstrip("/") + path, headers=headers, params=params, json={}, timeout=10.0)
     except httpx.HTTPError as exc:
         raise _fail(f"cannot reach the proxy at {url}: {exc} (is `runguard-proxy serve` running? see --url)") from exc
     try:

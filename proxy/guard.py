@@ -34,6 +34,7 @@ from runguard.proxy.policy import Policy, Tightening
 from runguard.proxy.pricing import ModelTables
 from runguard.proxy.records import RecordedBody, RecordSink, TripRecord
 from runguard.proxy.roots import Owner
+from runguard.proxy.safe_text import proxy_url
 from runguard.proxy.state.base import ScopeIds, StateBackend
 from runguard.proxy.tasks import hold
 from runguard.proxy.ticket import Ticket, scope_ids
@@ -84,6 +85,7 @@ class Guard:
         self.degraded_since: float | None = None
         self._owner_ttl = settings.runs.idle_seconds * roots.OWNER_TTL_RUNS
         self._handed = nesting.HandedOut()  # the conversations header runs' delegations started
+        self._proxy_url = proxy_url(settings.server)  # named in reset hints when not the default address
         self._undoing: set[asyncio.Task[None]] = set()  # undos waiting for a lost batch to settle
         # Background responses, accounted for when a poll finds them finished.
         self.background = BackgroundCosts(state, tables, sink, observer, settings.runs.idle_seconds, clock)
@@ -330,7 +332,7 @@ class Guard:
         run_id, key_hash, request = seen.run_id, seen.key_hash, seen.request
         thread = nesting.thread_id(run_id, request.root_hash, request.agent.fingerprint) if nested else ""
         ids = scope_ids(run_id, key_hash, request.model, seen.now, thread)
-        ticket = Ticket(run_id, key_hash, ids, seen, adapter, nests=not header_run)
+        ticket = Ticket(run_id, key_hash, ids, seen, adapter, nests=not header_run, proxy_url=self._proxy_url)
         ticket.lineup = self._policy.lineup(key_hash, request.model, tight)
         batch = self._engine.plan_request(ticket.lineup, seen, accounting.REQUEST_OPS, nested)
         ops = [*accounting.request_ops(seen.now, seen.body_hash), *batch.ops]

@@ -52,12 +52,14 @@ from runguard.proxy.adapters.history import HistoryCache
 from runguard.proxy.headers import is_upgrade
 from runguard.proxy.records import RequestRecord, TripRecord
 from runguard.proxy.routes import resolve
+from runguard.proxy.safe_text import printable
 
 UPSTREAM_BUCKETS_MS = (10, 25, 50, 100, 250, 500, 1000, 2500, 5000, 10_000, 30_000, 60_000, 120_000, 300_000)
 OVERHEAD_BUCKETS_MS = (0.1, 0.25, 0.5, 1, 2.5, 5, 10, 25, 50, 100, 250, 1000)
 TOKEN_KINDS = ("input", "output", "cached", "reasoning")
 MAX_CACHED_PATHS = 1024  # distinct request paths whose route labels are remembered
 MAX_MODELS = 256  # distinct model labels before the rest count as "other"
+MAX_LABEL_CHARS = 200  # a model label longer than this is cut (client text)
 
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 K = TypeVar("K")
@@ -224,7 +226,7 @@ class Metrics:
         _bump(self._alerts, outcome)
 
     def _model_row(self, model: str) -> list[float]:
-        label = model or "unknown"
+        label = printable(model)[:MAX_LABEL_CHARS] or "unknown"  # client text: no NUL or control bytes
         if len(self._by_model) >= self._max_models:
             label = "other"  # a client inventing model names must not grow the exposition
         row = self._by_label.get(label)

@@ -11,6 +11,7 @@ from runguard.proxy.adapters.base import Adapter, Synthetic
 from runguard.proxy.engine import NO_DETECTORS, Finding, Lineup, Views
 from runguard.proxy.events import RequestInfo
 from runguard.proxy.records import TripRecord
+from runguard.proxy.safe_text import reset_command
 from runguard.proxy.state.base import ScopeIds
 
 CARRIED_CHARS = 500  # characters of warnings kept for the run's next answer
@@ -38,6 +39,7 @@ class Ticket:
     inspected: list[Finding] | None = None  # inspect_response findings, once run
     views: Views | None = None  # the response as each detector sees it, once built
     carried: str | None = None  # warnings found after the run's previous response, shown on this one
+    proxy_url: str | None = None  # the `--url` a reset command needs (None: the default address)
     started: float = field(default_factory=time.perf_counter)
 
     @staticmethod
@@ -73,13 +75,14 @@ class Ticket:
         return "; ".join(parts).encode("ascii", "replace").decode()[:1000].replace("\r", " ").replace("\n", " ")
 
     def reset_hint(self, scope: Scope) -> str:
-        """How a user reopens what this request tripped."""
+        """How a user reopens what this request tripped: a command whose client-chosen words are quoted."""
+        url = self.proxy_url
         if scope is Scope.RUN:
-            return f"Reset with: runguard-proxy reset {self.ids.run}"
-        model = self.request.model
+            return f"Reset with: {reset_command(run_id=self.ids.run, url=url)}"
         if scope is Scope.KEY_MODEL:
-            return f"It closes after its cooldown, or: runguard-proxy reset --key {self.ids.key} --model {model}"
-        return f"Reset with: runguard-proxy reset --key {self.ids.key}"
+            command = reset_command(key=self.ids.key, model=self.request.model, url=url)
+            return f"It closes after its cooldown, or: {command}"
+        return f"Reset with: {reset_command(key=self.ids.key, url=url)}"
 
 
 def scope_ids(run_id: str, key_hash: str, model: str, now: float, thread: str = "") -> ScopeIds:

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Protocol
 
 from runguard.detectors.frozen import frozen
 from runguard.proxy.events import Api, Provider, RequestInfo, ResponseInfo
+from runguard.proxy.safe_text import printable
 
 if TYPE_CHECKING:
     from runguard.proxy.adapters.history import HistorySlot
@@ -36,12 +37,18 @@ class StopNotice:
     detector: str
     run_id: str
     reason: str  # names the figure that tripped it, e.g. "tool 'search' returned the same result 3 times"
-    reset_hint: str = ""  # how to reset, e.g. "runguard-proxy reset RUN_ID"
+    reset_hint: str = ""  # how an operator resets, e.g. "Reset with: runguard-proxy reset RUN_ID" (words quoted)
+
+    @property
+    def summary(self) -> str:
+        """What happened, for the model's eyes in a stop completion: no operator instructions, and the
+        client-chosen run id printable."""
+        return f"RunGuard stopped run {printable(self.run_id)}: {self.detector}: {self.reason}."
 
     @property
     def message(self) -> str:
-        text = f"RunGuard stopped run {self.run_id}: {self.detector}: {self.reason}."
-        return f"{text} {self.reset_hint}".strip()
+        """The summary and how to reset, for the people who read an error response."""
+        return f"{self.summary} {self.reset_hint}".strip()
 
 
 @frozen

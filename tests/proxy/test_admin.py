@@ -30,7 +30,12 @@ AUTH = {"Authorization": f"Bearer {TOKEN}"}
 
 
 async def call(url: str, method: str, path: str, headers: Mapping[str, str] | None = None) -> tuple[int, Any]:
-    async with aiohttp.ClientSession() as session, session.request(method, url + path, headers=headers) as response:
+    """An admin request as the CLI sends it: a POST carries a JSON body (`{}`), as the admin API requires."""
+    body = {} if method == "POST" else None
+    async with (
+        aiohttp.ClientSession() as session,
+        session.request(method, url + path, headers=headers, json=body) as response,
+    ):
         body = await response.json() if response.content_type == "application/json" else await response.text()
         return response.status, body
 

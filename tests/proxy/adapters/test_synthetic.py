@@ -33,13 +33,18 @@ NOTICE = StopNotice(
     "tool 'parse_document' returned the same result 3 times",
     "Reset with: runguard-proxy reset run-42",
 )
-MESSAGE = NOTICE.message
+MESSAGE = NOTICE.summary  # what a stop completion says: the model reads it, so no reset command
 MESSAGES: Any = [{"role": "user", "content": "Extract the invoice total."}]
 GEMINI_MODEL = "gemini-2.5-flash"
 
 
 def names_the_trip(text: str) -> bool:
     return all(part in text for part in ("non_progress", "run-42", "3 times", "runguard-proxy reset run-42"))
+
+
+def names_the_stop(text: str) -> bool:
+    """A stop completion's text names what stopped and why, and tells the model no command."""
+    return all(part in text for part in ("non_progress", "run-42", "3 times")) and "runguard-proxy" not in text
 
 
 class Finding(BaseModel):
@@ -164,7 +169,7 @@ def test_chat_stop_is_a_completion_that_ends_the_turn() -> None:
     completion = wire.openai().chat.completions.create(model="gpt-4o", messages=MESSAGES)
     choice = completion.choices[0]
     assert choice.finish_reason == "stop" and not choice.message.tool_calls
-    assert choice.message.content == MESSAGE and names_the_trip(MESSAGE)
+    assert choice.message.content == MESSAGE and names_the_stop(MESSAGE)
     assert completion.model == "gpt-4o"
     assert completion.usage is not None
 
