@@ -63,12 +63,17 @@ def bind_warning(settings: Settings) -> str | None:
 
 
 def configure_logging(level: str) -> None:
-    """The proxy's own messages on stderr at `level`; the libraries it uses stay quiet below warnings.
+    """The proxy's own messages on stderr at `level`, key-shaped text masked; the libraries it uses stay
+    quiet below warnings.
 
     httpx (the webhook client) logs every request's full URL at info, and an
     incoming-webhook URL carries its secret in the path: it logs only warnings, whatever `level`.
     """
-    logging.basicConfig(level=level.upper(), format="%(message)s")
+    from runguard.proxy.keys import RedactingFormatter
+
+    handler = logging.StreamHandler()  # stderr
+    handler.setFormatter(RedactingFormatter("%(message)s"))  # a key quoted by any library is masked
+    logging.basicConfig(level=level.upper(), handlers=[handler])
     quiet = max(logging.WARNING, logging.getLogger().level)
     logging.getLogger("alembic").setLevel(quiet)  # migration chatter
     logging.getLogger("httpx").setLevel(quiet)

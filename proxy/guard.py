@@ -29,6 +29,7 @@ from runguard.proxy.breaker import BreakerRecord, GateKind
 from runguard.proxy.engine import Batch, Engine, Finding
 from runguard.proxy.errors import StateUnavailable
 from runguard.proxy.events import HandoffKind, RequestInfo, ResponseInfo, Usage, digest
+from runguard.proxy.keys import redact
 from runguard.proxy.observe import Observer
 from runguard.proxy.policy import Policy, Tightening
 from runguard.proxy.pricing import ModelTables
@@ -455,6 +456,8 @@ class Guard:
 
     def response_seen(self, ticket: Ticket, info: ResponseInfo, status: int | None, latency: float) -> ResponseSeen:
         info = handoffs.with_agent_tools(info, ticket.request.agent_tools)
+        if info.error:  # upstream text, kept in records, logs and trips: it may echo the request's key
+            info = dataclasses.replace(info, error=redact(info.error, ticket.credentials))
         usage = self._usage(ticket, info, status)
         if usage is not info.usage:
             info = dataclasses.replace(info, usage=usage)

@@ -37,7 +37,7 @@ from runguard.proxy.errors import UpstreamError
 from runguard.proxy.events import Api, Provider, ResponseInfo
 from runguard.proxy.guard import Guard
 from runguard.proxy.headers import header_text, is_upgrade, upstream_request_headers
-from runguard.proxy.keys import KeyHasher, raw_key
+from runguard.proxy.keys import KeyHasher, credentials, raw_key, redact
 from runguard.proxy.observe import Observer
 from runguard.proxy.policy import SHORT_HEADERS, tightening_from
 from runguard.proxy.records import RecordedBody
@@ -142,9 +142,16 @@ def _synthetic(answer: Synthetic, ticket: Ticket) -> web.Response:
     return web.Response(status=answer.status, headers=headers, body=answer.body)
 
 
+def _credentials(request: web.Request) -> tuple[str, ...]:
+    """The request's credentials, to mask in what the upstream says (its query parsed only if it may name one)."""
+    return credentials(request.headers, request.query if "key" in request.query_string else {})
+
+
 def _recorded(request: web.Request, body: bytes, response: bytes, status: int | None) -> RecordedBody:
     query = "&".join(f"{k}={v}" for k, v in request.query.items() if k.lower() != "key")
-    return RecordedBody(request.path, query, body, response, status)
+    # An upstream error may echo the request's key: the stored answer has it masked (as records do).
+    said = redact(response.decode("utf-8", "surrogateescape"), _credentials(request))
+    return RecordedBody(request.path, query, body, said.encode("utf-8", "surrogateescape"), status)
 
 
 def _key_refusal(ctx: ProxyContext, route: Route, key_hash: str) -> web.Response | None:
@@ -252,7 +259,8 @@ async def _poll(request: web.Request, ctx: ProxyContext, route: Route, body: byt
 
             def account() -> Coroutine[Any, Any, None]:
                 latency = time.perf_counter() - sent
-                return background.polled(parser.close(), streamed=True, status=status, latency=latency, began=began)
+                info = _masked(parser.close(), request)
+                return background.polled(info, streamed=True, status=status, latency=latency, began=began)
 
             try:
                 out, _ = await relay_stream(request, upstream, parser, CIMultiDict(), None)
@@ -271,7 +279,9 @@ async def _poll(request: web.Request, ctx: ProxyContext, route: Route, body: byt
         async def account_whole() -> None:
             info = _poll_answer(responses, raw, encoding) if status == 200 else None
             if info is not None:
-                await background.polled(info, streamed=False, status=status, latency=latency, began=began)
+                await background.polled(
+                    _masked(info, request), streamed=False, status=status, latency=latency, began=began
+                )
 
         reply = whole_response(upstream, raw, CIMultiDict())
         try:
@@ -282,6 +292,13 @@ async def _poll(request: web.Request, ctx: ProxyContext, route: Route, body: byt
             raise
         await ctx.settle(account_whole())
         return reply
+
+
+def _masked(info: ResponseInfo, request: web.Request) -> ResponseInfo:
+    """`info` with the request's credentials (and anything key-shaped) masked in the upstream's error text."""
+    if not info.error:
+        return info
+    return dataclasses.replace(info, error=redact(info.error, _credentials(request)))
 
 
 def _poll_answer(responses: ResponsesAdapter, raw: bytes, encoding: str | None) -> ResponseInfo | None:
@@ -318,6 +335,7 @@ async def _guarded(
         header_run=header_run,
         tight=tightening_from(request.headers),
     )
+    ticket.credentials = _credentials(request)
     if ticket.answer is not None:
         # Recorded with no upstream answer (status None): a replay sees the request that was stopped.
         kept = _recorded(request, decoded, b"", None) if settings.store.record_bodies else None

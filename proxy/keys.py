@@ -10,19 +10,54 @@ from __future__ import annotations
 
 import hashlib
 import hmac
+import logging
 import os
 import re
 import secrets
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 
 ANONYMOUS = "k_anonymous"
 _SECRETS = re.compile(r"(?i)([?&;]key=|bearer\s+|api-key[\"']?\s*[:=]\s*[\"']?)[^&\s\"',;)\]]+")
+# Key-shaped words wherever they stand: OpenAI (sk-, sk-proj-), Anthropic (sk-ant-), Google (AIza).
+_KEY_SHAPED = re.compile(r"(?<![A-Za-z0-9_-])(?:sk-[A-Za-z0-9_-]{8,}|AIza[0-9A-Za-z_-]{10,})")
+MIN_EXACT = 8  # shorter credentials are not masked by value (they would mask ordinary words)
 
 
-def redact(text: str) -> str:
-    """`text` with anything that looks like an API key (query `key=`, bearer token) masked."""
-    return _SECRETS.sub(r"\1<redacted>", text)
+def redact(text: str, exact: Iterable[str] = ()) -> str:
+    """`text` with anything that looks like an API key masked: a query `key=`, a bearer token, an
+    `api-key:` value, a word shaped like an OpenAI, Anthropic or Google key, and each `exact` credential
+    (the request's own, whatever its shape) of at least `MIN_EXACT` characters."""
+    for secret in exact:
+        if len(secret) >= MIN_EXACT and secret in text:
+            text = text.replace(secret, "<redacted>")
+    return _KEY_SHAPED.sub("<redacted>", _SECRETS.sub(r"\1<redacted>", text))
+
+
+class RedactingFormatter(logging.Formatter):
+    """A log formatter that masks anything key-shaped in the whole line, traceback included (`redact`):
+    a library's exception text may quote a URL with `?key=` or a header."""
+
+    def format(self, record: logging.LogRecord) -> str:
+        return redact(super().format(record))
+
+
+def credentials(headers: Mapping[str, str], query: Mapping[str, str]) -> tuple[str, ...]:
+    """Every value in a request that may be a credential (all of them, not only the one judged): the
+    `Authorization` and `Proxy-Authorization` values and their token, the key headers, `?key=`."""
+    found: list[str] = []
+    for name in ("Authorization", "Proxy-Authorization"):
+        value = headers.get(name)
+        if value:
+            found += [value.strip(), value.partition(" ")[2].strip()]
+    for name in ("x-goog-api-key", "api-key", "x-api-key"):
+        value = headers.get(name)
+        if value:
+            found.append(value.strip())
+    value = query.get("key")
+    if value:
+        found.append(value.strip())
+    return tuple(v for v in found if v)
 
 
 def raw_key(headers: Mapping[str, str], query: Mapping[str, str]) -> str | None:

@@ -12,6 +12,8 @@ from dataclasses import dataclass
 
 from aiohttp import web
 
+from runguard.proxy.http_errors import ProxyRunner
+
 
 @dataclass(slots=True)
 class Running:
@@ -29,7 +31,7 @@ class Running:
 
 
 async def start(app: web.Application, host: str, port: int, grace: float = 30.0) -> Running:
-    runner = web.AppRunner(
+    runner = ProxyRunner(  # an AppRunner that never echoes a request it cannot parse (keys in it)
         app, handler_cancellation=True, auto_decompress=False, access_log=None, shutdown_timeout=grace
     )
     await runner.setup()

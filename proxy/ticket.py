@@ -40,6 +40,7 @@ class Ticket:
     views: Views | None = None  # the response as each detector sees it, once built
     carried: str | None = None  # warnings found after the run's previous response, shown on this one
     proxy_url: str | None = None  # the `--url` a reset command needs (None: the default address)
+    credentials: tuple[str, ...] = ()  # the request's own credentials: masked in upstream error text (`keys`)
     started: float = field(default_factory=time.perf_counter)
 
     @staticmethod

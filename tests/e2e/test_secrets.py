@@ -103,7 +103,8 @@ async def _admin(url: str, seen: Seen, sink: ListSink) -> None:
         for run_id in {r.run_id for r in requests_of(sink)}:
             assert await seen.call(s, "GET", url + f"/runguard/runs/{run_id}") == 200
         for key_hash in {r.key_hash for r in requests_of(sink)}:
-            assert await seen.call(s, "POST", url + f"/runguard/keys/{key_hash}/reset?model=gpt-4o-mini") == 200
+            reset = url + f"/runguard/keys/{key_hash}/reset?model=gpt-4o-mini"
+            assert await seen.call(s, "POST", reset, {}, **{"Content-Type": "application/json"}) == 200
 
 
 def _assert_clean(where: str, text: str) -> None:
