@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import uuid
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -29,7 +30,7 @@ async def serving(
     }
     for name, values in sections.items():
         config[name] = {**config.get(name, {}), **values}
-    path = tmp_path / f"trust-{len(list(tmp_path.glob('trust-*.yaml')))}.yaml"
+    path = tmp_path / f"trust-{uuid.uuid4().hex[:8]}.yaml"
     path.write_text(yaml.safe_dump(config))
     served = await start_serve({"RUNGUARD_HOME": str(tmp_path), **(env or {})}, tmp_path, "--config", str(path), *args)
     try:
