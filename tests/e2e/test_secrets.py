@@ -1,5 +1,10 @@
 """API keys never leave the request they came in: not in logs, records, metrics, errors or the admin API.
 
+The last test does it to a real `serve` process under attack: request lines
+aiohttp cannot parse, carrying keys, and an upstream whose errors quote the
+key it was sent; then greps its output, its SQLite file, the webhooks and the
+answers it wrote for every key.
+
 Distinctive keys go through every path (success, stream, passthrough, bad
 input, too large, unknown path, upstream 5xx, refused, timeout, reset
 mid-stream, a local retry_cascade answer); everything the proxy emits is
@@ -9,9 +14,12 @@ loopback without a token, and the optional key allowlist answers 403.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from collections.abc import AsyncIterator
+from pathlib import Path
 from typing import Any
+from urllib.parse import parse_qs
 
 import aiohttp
 import openai
@@ -25,7 +33,8 @@ from runguard.config.settings import Settings
 from runguard.proxy import cli
 from runguard.proxy.keys import KeyHasher
 from tests.e2e import payloads
-from tests.e2e.faults import proxy, requests_of
+from tests.e2e.faults import eventually, proxy, requests_of
+from tests.e2e.trust import serving
 from tests.support.proxy import ListSink
 from tests.support.upstream import FakeUpstream, Received, Reply, closed_port
 
@@ -212,3 +221,100 @@ async def test_allowlist_refuses_other_keys_with_a_provider_style_403(upstream: 
     async with aiohttp.ClientSession() as s, s.post(allowlisted + "/v1/chat/completions", json=CHAT_BODY) as r:
         assert r.status == 403  # no key at all
     assert len(upstream.received) == 1
+
+
+# -- the real `serve` process under attack -----------------------------------------------------------
+
+CUSTOM = f"corp-{MARK}-opaque-7781"  # a credential of no known shape: only its exact value can be masked
+SERVE_KEYS = (*KEYS, CUSTOM)
+# Request lines and headers aiohttp cannot parse, each carrying a key where its error message would quote it.
+MALFORMED = (
+    f"GET {GEMINI}:generateContent?key={QUERY} HTTP/1.1 junk\r\nHost: x\r\n\r\n".encode(),
+    f"GET {GEMINI}:generateContent?key={QUERY}\x01 HTTP/1.1\r\nHost: x\r\n\r\n".encode(),
+    f"POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer {BEARER}\x01\r\n\r\n".encode(),
+    f"POST {GEMINI}:generateContent HTTP/1.1\r\nHost: x\r\nx-goog-api-key: {GOOG}\x7f\r\n\r\n".encode(),
+    f"POST /v1/chat/completions?key={QUERY} HTTP/1.1\r\nAuthorization: Bearer {BEARER}\r\nBad Header\r\n\r\n".encode(),
+)
+
+
+def _credential_of(request: Received) -> str:
+    headers = {name.lower(): value for name, value in request.headers.items()}
+    bearer = headers.get("authorization", "").partition(" ")[2]
+    return bearer or headers.get("x-goog-api-key") or parse_qs(request.query).get("key", [""])[0]
+
+
+def _echoing(request: Received) -> Reply:
+    """An upstream whose errors quote the credential it was sent (as some gateways and providers do)."""
+    if request.path == "/hook":
+        return Reply.json({"ok": True})
+    echo = f"Incorrect API key provided: {_credential_of(request)}. Find your key in the dashboard"
+    gemini = request.path.startswith("/v1beta")
+    if b"please-echo" in request.body:
+        if gemini:
+            return Reply.json({"error": {"code": 400, "message": echo, "status": "INVALID_ARGUMENT"}}, status=400)
+        return Reply.json({"error": {"message": echo, "type": "invalid_request_error", "code": "invalid_api_key"}}, 401)
+    if b"please-fail-echo" in request.body:
+        return Reply.json({"error": {"code": 500, "message": echo, "status": "INTERNAL"}}, status=500)
+    if b"please-stream-echo" in request.body:
+        return Reply.sse([b"data: " + orjson.dumps({"error": {"message": echo, "type": "server_error"}}) + b"\n\n"])
+    return _script(request)
+
+
+def _database_bytes(database: Path) -> bytes:
+    """The SQLite file and its journals (-wal, -shm), as bytes."""
+    return b"".join(path.read_bytes() for path in sorted(database.parent.glob(database.name + "*")))
+
+
+async def _raw(url: str, request: bytes) -> bytes:
+    host, port = url.removeprefix("http://").rsplit(":", 1)
+    reader, writer = await asyncio.open_connection(host, int(port))
+    writer.write(request)
+    await writer.drain()
+    answer = await asyncio.wait_for(reader.read(), 10)
+    writer.close()
+    return answer
+
+
+async def test_a_serve_process_under_attack_writes_no_key_anywhere(upstream: FakeUpstream, tmp_path: Path) -> None:
+    upstream.script = _echoing
+    database = tmp_path / "records.db"
+    sections: dict[str, Any] = {
+        "store": {"database_url": f"sqlite+aiosqlite:///{database}", "record_bodies": True},
+        "alerts": {"webhooks": [upstream.url + "/hook"], "retries": 0},
+    }
+    ours = Seen()  # answers the proxy wrote itself (the upstream's own answers reach their client unchanged)
+    async with serving(tmp_path, upstream.url, **sections) as served, aiohttp.ClientSession() as s:
+        url = served.url
+        gbody = {"contents": [{"role": "user", "parts": [{"text": "hi"}]}]}
+        auth = {"Authorization": f"Bearer {CUSTOM}", "X-Run-Id": "leak-run"}
+        assert await Seen().call(s, "POST", url + "/v1/chat/completions", CHAT_BODY, **auth) == 200
+        assert await Seen().call(s, "POST", url + "/v1/chat/completions", {**CHAT_BODY, "user": "please-echo"}, **auth)
+        streamed = {**CHAT_BODY, "stream": True, "user": "please-stream-echo"}
+        await Seen().call(s, "POST", url + "/v1/chat/completions", streamed, Authorization=f"Bearer {BEARER}")
+        await Seen().call(
+            s, "POST", url + f"{GEMINI}:generateContent", {**gbody, "x": "please-echo"}, **{"x-goog-api-key": GOOG}
+        )
+        failing = {**gbody, "x": "please-fail-echo"}
+        for _ in range(2):  # two upstream failures quoting the key: retry_cascade trips, a webhook goes out
+            assert await Seen().call(s, "POST", url + f"{GEMINI}:generateContent?key={QUERY}", failing) == 500
+        assert await ours.call(s, "POST", url + f"{GEMINI}:generateContent?key={QUERY}", failing) == 429
+        for request in MALFORMED:
+            answer = await _raw(url, request)
+            assert answer.startswith(b"HTTP/1.1 400") or answer.startswith(b"HTTP/1.0 400"), answer
+            ours.texts.append(answer.decode("utf-8", "replace"))
+        await eventually(lambda: any(r.path == "/hook" for r in upstream.received), within=5.0)
+    assert await served.stop() == 0
+    hooks = [r.body.decode() for r in upstream.received if r.path == "/hook"]
+    stored = _database_bytes(database)
+    assert b"leak-run" in stored and b"Incorrect API key provided: <redacted>" in stored  # stored, masked
+    assert any("retry_cascade" in hook for hook in hooks)
+    assert served.stdout and "malformed HTTP request" in served.text()
+    outputs = {
+        "the process's stdout and stderr (logs, access log)": served.text(),
+        "the record store": stored.decode("utf-8", "replace"),
+        "webhook bodies": "\n".join(hooks),
+        "the answers the proxy wrote": "\n".join(ours.texts),
+    }
+    for where, text in outputs.items():
+        for key in SERVE_KEYS:
+            assert key not in text, f"{key!r} leaked into {where}"
