@@ -143,12 +143,16 @@ def _origin(origin: str) -> tuple[str, int] | None:
 
 
 def is_guarded(request: web.Request) -> bool:
-    """The request is for one of RunGuard's own routes (health excepted), by its path or its matched route."""
-    resource = request.match_info.route.resource
-    canonical = resource.canonical if resource is not None else ""
-    if canonical == HEALTH:
+    """The request is for one of RunGuard's own routes, health excepted (on every request: kept cheap).
+
+    The router matches the same decoded path, so a route under `/runguard` is never reached by a path
+    outside it; a path under it that no admin route serves (it goes to the provider catch-all) is guarded
+    too.
+    """
+    if not request.path.startswith(PREFIX):
         return False
-    return canonical.startswith(PREFIX) or request.path.startswith(PREFIX)
+    resource = request.match_info.route.resource
+    return resource is None or resource.canonical != HEALTH
 
 
 async def admin_refusal(server: ServerSettings, request: web.Request) -> web.Response | None:

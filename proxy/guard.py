@@ -457,7 +457,7 @@ class Guard:
     def response_seen(self, ticket: Ticket, info: ResponseInfo, status: int | None, latency: float) -> ResponseSeen:
         info = handoffs.with_agent_tools(info, ticket.request.agent_tools)
         if info.error:  # upstream text, kept in records, logs and trips: it may echo the request's key
-            info = dataclasses.replace(info, error=redact(info.error, ticket.credentials))
+            info = dataclasses.replace(info, error=redact(info.error, ticket.credentials()))
         usage = self._usage(ticket, info, status)
         if usage is not info.usage:
             info = dataclasses.replace(info, usage=usage)

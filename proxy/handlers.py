@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import functools
 import logging
 import time
 from collections.abc import Coroutine
@@ -335,7 +336,7 @@ async def _guarded(
         header_run=header_run,
         tight=tightening_from(request.headers),
     )
-    ticket.credentials = _credentials(request)
+    ticket.credentials = functools.partial(_credentials, request)  # read only if an upstream error needs it
     if ticket.answer is not None:
         # Recorded with no upstream answer (status None): a replay sees the request that was stopped.
         kept = _recorded(request, decoded, b"", None) if settings.store.record_bodies else None

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from runguard.detectors.base import RequestSeen, ResponseSeen, Results, RunFacts
@@ -40,7 +41,8 @@ class Ticket:
     views: Views | None = None  # the response as each detector sees it, once built
     carried: str | None = None  # warnings found after the run's previous response, shown on this one
     proxy_url: str | None = None  # the `--url` a reset command needs (None: the default address)
-    credentials: tuple[str, ...] = ()  # the request's own credentials: masked in upstream error text (`keys`)
+    # The request's own credentials, read when an upstream error text must be masked (`keys.redact`).
+    credentials: Callable[[], tuple[str, ...]] = tuple
     started: float = field(default_factory=time.perf_counter)
 
     @staticmethod
