@@ -41,9 +41,9 @@ class StopNotice:
 
     @property
     def summary(self) -> str:
-        """What happened, for the model's eyes in a stop completion: no operator instructions, and the
-        client-chosen run id printable."""
-        return f"RunGuard stopped run {printable(self.run_id)}: {self.detector}: {self.reason}."
+        """What happened, for the model's eyes in a stop completion: no operator instructions, and printable
+        (the run id and the reason may quote client text: a model name, a tool's)."""
+        return printable(f"RunGuard stopped run {self.run_id}: {self.detector}: {self.reason}.")
 
     @property
     def message(self) -> str:
