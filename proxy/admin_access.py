@@ -80,7 +80,8 @@ def admin_denial(server: ServerSettings, authorization: str | None, *, admin: bo
             )
         return None
     scheme, _, given = (authorization or "").partition(" ")
-    if scheme.lower() == "bearer" and hmac.compare_digest(given.strip().encode(), token.get_secret_value().encode()):
+    offered = given.strip().encode("utf-8", "surrogateescape")  # header bytes that were not UTF-8 stay bytes
+    if scheme.lower() == "bearer" and hmac.compare_digest(offered, token.get_secret_value().encode()):
         return None
     return refusal(401, "admin token required: Authorization: Bearer <token>", {"WWW-Authenticate": "Bearer"})
 

@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import pytest
+from pydantic import SecretStr
 
 from runguard.config.settings import ServerSettings
-from runguard.proxy.admin_access import names_this_proxy
+from runguard.proxy.admin_access import admin_denial, names_this_proxy
 
 LOCAL = ("127.0.0.1", 8787)
 
@@ -54,3 +55,8 @@ def test_the_address_a_connection_came_in_on_and_the_bind_host() -> None:
     assert names_this_proxy(wide, "fe80::1", 8787, ("fe80::1%eth0", 8787))  # a scoped IPv6 sockname
     named = ServerSettings(host="proxy.local")
     assert names_this_proxy(named, "proxy.local", 8787, ("192.168.1.4", 8787))
+
+
+def test_a_token_that_is_not_utf8_is_refused_not_a_crash() -> None:
+    refused = admin_denial(ServerSettings(admin_token=SecretStr("t0ken")), "Bearer \udcff\udcfe")  # bytes 0xff 0xfe
+    assert refused is not None and refused.status == 401
