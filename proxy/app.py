@@ -31,6 +31,7 @@ from runguard.proxy.pricing import ModelTables
 from runguard.proxy.records import Record, RecordSink
 from runguard.proxy.state.base import ScopeTtls, StateBackend
 from runguard.proxy.state.memory import MemoryState
+from runguard.proxy.telemetry import setup as telemetry
 from runguard.proxy.upstream import Upstreams
 
 log = logging.getLogger("runguard.app")
@@ -142,6 +143,7 @@ def create_app(
     )
     app[CONTEXT] = context
     app[STATE] = backend
+    guard.on_request = telemetry.install(app, settings, metrics.registry)  # before `lifetime`: cleaned up after it
     metrics.watch(sink, lambda: guard.degraded_since is not None, history)
 
     async def lifetime(app: web.Application) -> AsyncIterator[None]:

@@ -318,6 +318,7 @@ async def _guarded(
         header_run=header_run,
         tight=tightening_from(request.headers),
     )
+    ticket.traceparent, ticket.tracestate = request.headers.get("traceparent"), request.headers.get("tracestate")
     if ticket.answer is not None:
         # Recorded with no upstream answer (status None): a replay sees the request that was stopped.
         kept = _recorded(request, decoded, b"", None) if settings.store.record_bodies else None

@@ -39,6 +39,8 @@ class Ticket:
     views: Views | None = None  # the response as each detector sees it, once built
     carried: str | None = None  # warnings found after the run's previous response, shown on this one
     started: float = field(default_factory=time.perf_counter)
+    traceparent: str | None = None  # the agent's W3C trace context, if its request carried one (`telemetry`)
+    tracestate: str | None = None
 
     @staticmethod
     def carried_text(late: list[Finding]) -> str:
