@@ -12,10 +12,13 @@ from __future__ import annotations
 
 import json
 from collections.abc import AsyncIterator, Callable
+from pathlib import Path
 from typing import Any
 
+import httpx
 import openai
 import pytest
+import yaml
 from agents import Agent, Runner, function_tool, set_tracing_disabled
 from google import genai
 from google.genai import types
@@ -26,6 +29,8 @@ from tests.e2e import agents as loops
 from tests.e2e.agents import sdk_model
 from tests.e2e.test_multi_agent import adk_agent, adk_script, adk_session, ping_pong
 from tests.support.otlp_receiver import OtlpReceiver, ReceivedSpan
+from tests.support.processes import start_serve
+from tests.support.proxy import settings_for
 from tests.support.upstream import FakeUpstream
 
 set_tracing_disabled(True)
@@ -257,3 +262,78 @@ async def test_adk_agents_handing_over_are_turns_and_the_cycle_trip_an_event(
 @pytest.fixture
 def google_key(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("GOOGLE_API_KEY", "test-key")
+
+
+async def test_a_run_served_by_two_replicas_is_one_trace(
+    receiver: OtlpReceiver, upstream: FakeUpstream, make_proxy: Callable[..., Any], sdk_client: Any
+) -> None:
+    """Two proxies that share nothing put a run's spans in one trace: its id is derived from the run id."""
+    upstream.script = loops.chat_script(steps=3)
+    urls = [await make_proxy(**telemetry(receiver.http_url)) for _ in range(2)]
+    clients = [sdk_client(url, "sk-otel-replicas", {"X-Run-Id": "otel-replicas"}) for url in urls]
+    messages: list[dict[str, Any]] = [{"role": "user", "content": "Extract the invoice total."}]
+    for step in range(4):
+        completion = await clients[step % 2].chat.completions.create(model="gpt-4o-mini", messages=messages)  # type: ignore[arg-type]
+        message = completion.choices[0].message
+        if not message.tool_calls:
+            break
+        messages.append(message.model_dump(exclude_none=True))
+        messages += [{"role": "tool", "tool_call_id": c.id, "content": "{}"} for c in message.tool_calls]
+    await receiver.wait_for(lambda r: len(r.named("chat ")) == 4 and len(r.named("invoke_agent")) == 2)
+    assert {s.trace_id for s in receiver.spans} == {trace_of("otel-replicas")}
+    turns = {s.span_id for s in receiver.named("invoke_agent")}  # a turn per replica that served the agent
+    assert {s.parent_span_id for s in receiver.named("chat ")} == turns
+    # A call answered on the other replica: its span is timed at the result (the call was seen elsewhere).
+    tools = receiver.named("execute_tool")
+    assert len(tools) == 3 and all(t.attributes["runguard.tool.call_seen"] is False for t in tools)
+
+
+@pytest.mark.slow
+async def test_serve_exports_with_the_standard_otel_variables(
+    receiver: OtlpReceiver, upstream: FakeUpstream, tmp_path: Path
+) -> None:
+    upstream.script = loops.chat_script(steps=1)
+    config = tmp_path / "runguard.yaml"
+    config.write_text(yaml.safe_dump(settings_for(upstream.url).model_dump(mode="json", include={"upstreams"})))
+    env = {
+        "OTEL_EXPORTER_OTLP_ENDPOINT": receiver.grpc_url,
+        "OTEL_EXPORTER_OTLP_PROTOCOL": "grpc",
+        "OTEL_EXPORTER_OTLP_HEADERS": "x-tenant=team%20a",
+        "OTEL_SERVICE_NAME": "guard-sidecar",
+        "RUNGUARD_DATABASE_URL": "",
+    }
+    served = await start_serve(env, tmp_path, "--config", str(config))
+    try:
+        client = openai.AsyncOpenAI(base_url=served.url + "/v1", api_key="sk-otel-serve", max_retries=0)
+        await loops.chat_agent(client, loops.progressing_tool)
+        await client.close()
+        await receiver.wait_for(lambda r: len(r.named("chat ")) == 2)
+    finally:
+        await served.stop()
+    assert {s.resource["service.name"] for s in receiver.spans} == {"guard-sidecar"}
+    assert any(h.get("x-tenant") == "team a" for h in receiver.headers)
+    await receiver.wait_for(lambda r: len(r.named("invoke_agent")) == 1)  # the open turn ended at shutdown
+
+
+@pytest.mark.slow
+async def test_serve_with_otel_sdk_disabled_exports_nothing(
+    receiver: OtlpReceiver, upstream: FakeUpstream, tmp_path: Path
+) -> None:
+    upstream.script = loops.chat_script(steps=1)
+    env = {
+        "OTEL_EXPORTER_OTLP_ENDPOINT": receiver.http_url,
+        "OTEL_SDK_DISABLED": "true",
+        "RUNGUARD_OPENAI_UPSTREAM": upstream.url,
+        "RUNGUARD_DATABASE_URL": "",
+    }
+    served = await start_serve(env, tmp_path)
+    try:
+        client = openai.AsyncOpenAI(base_url=served.url + "/v1", api_key="sk-otel-off", max_retries=0)
+        await loops.chat_agent(client, loops.progressing_tool)
+        await client.close()
+        async with httpx.AsyncClient() as http:
+            scraped = (await http.get(served.url + "/runguard/metrics")).text
+    finally:
+        await served.stop()  # a shutdown flushes whatever was queued
+    assert "runguard_requests_total" in scraped and "runguard_otel_spans" not in scraped  # no exporter was built
+    assert receiver.exports == 0
