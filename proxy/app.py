@@ -29,6 +29,7 @@ from runguard.proxy.observe import FanOut, NullObserver, Observer
 from runguard.proxy.policy import Policy
 from runguard.proxy.pricing import ModelTables
 from runguard.proxy.records import Record, RecordSink
+from runguard.proxy.spend_metrics import SpendMetrics
 from runguard.proxy.state.base import ScopeTtls, StateBackend
 from runguard.proxy.state.memory import MemoryState
 from runguard.proxy.telemetry import setup as telemetry
@@ -115,6 +116,9 @@ def create_app(
     observers: list[Observer] = [observer] if observer is not None else []
     metrics = Metrics()
     observers.append(metrics)
+    spend = SpendMetrics(settings.guard.key_labels)  # spend by key label, cost avoided
+    metrics.registry.register(spend)
+    observers.append(spend)
     if settings.log.access_log:
         access = AccessLog()
         observers.append(access)
