@@ -16,6 +16,7 @@ import os
 import time
 from collections.abc import AsyncIterator, Callable, Mapping
 from typing import TYPE_CHECKING
+from urllib.parse import urlsplit
 
 from aiohttp import web
 from prometheus_client import CollectorRegistry
@@ -56,10 +57,18 @@ def _metric_exporter(config: ExportConfig) -> object:
     return HttpMetrics(endpoint=endpoint, headers=headers, timeout=timeout)
 
 
+def _server(url: str) -> tuple[str, int]:
+    """An upstream base URL's host and port (`server.address`, `server.port` of the chat spans)."""
+    parts = urlsplit(url)
+    return parts.hostname or "", parts.port or (443 if parts.scheme == "https" else 80)
+
+
 class Telemetry:
     """The providers of one app and the tracer the guard reports requests to."""
 
-    def __init__(self, config: ExportConfig, registry: CollectorRegistry) -> None:
+    def __init__(
+        self, config: ExportConfig, registry: CollectorRegistry, servers: Mapping[str, tuple[str, int]]
+    ) -> None:
         from opentelemetry.sdk.metrics import MeterProvider
         from opentelemetry.sdk.metrics.export import MetricExporter, PeriodicExportingMetricReader
         from opentelemetry.sdk.resources import Resource
@@ -104,6 +113,7 @@ class Telemetry:
             meters,
             capture_content=config.capture_content,
             turn_idle=config.turn_idle,
+            servers=servers,
         )
 
     async def lifetime(self, _app: web.Application) -> AsyncIterator[None]:
@@ -143,7 +153,8 @@ def install(
         raise ConfigError(str(exc)) from exc
     if config is None:
         return None
-    telemetry = Telemetry(config, registry)
+    upstreams = {"openai": settings.upstreams.openai, "gemini": settings.upstreams.gemini}
+    telemetry = Telemetry(config, registry, {name: _server(url) for name, url in upstreams.items()})
     app.cleanup_ctx.append(telemetry.lifetime)
     log.info("OpenTelemetry export on: %s to %s", config.protocol, config.traces_endpoint or config.metrics_endpoint)
     return telemetry.tracer.request_done

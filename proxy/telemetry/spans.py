@@ -20,6 +20,7 @@ when the result arrives.
 from __future__ import annotations
 
 import time
+from collections.abc import Mapping
 
 from opentelemetry.context import Context
 from opentelemetry.sdk.trace import Tracer
@@ -45,7 +46,9 @@ class GenAiTracer:
         *,
         capture_content: bool,
         turn_idle: float,
+        servers: Mapping[str, tuple[str, int]] | None = None,
     ) -> None:
+        self._servers = servers or {}  # provider -> the upstream's host and port (`server.address`, `.port`)
         self._tracer = tracer
         self._ids = ids
         self._meters = meters
@@ -95,7 +98,9 @@ class GenAiTracer:
         if seen is not None:
             for call in seen.response.tool_calls:
                 key = call.call_id or call.name
-                self._calls.add(ticket.run_id, key, Call(call.name, call.arguments, end, agent.label))
+                # Arguments are kept only when they will be shown (content opt-in): calls wait in memory.
+                arguments = call.arguments if self._content else ""
+                self._calls.add(ticket.run_id, key, Call(call.name, arguments, end, agent.label))
 
     def _turn_span(self, ticket: Ticket, at: int) -> Span:
         label = ticket.request.agent.label
@@ -124,6 +129,9 @@ class GenAiTracer:
         name = f"{attributes.operation(request.api)} {request.model}"
         span = self._start(name, parent, ticket.run_id, SpanKind.CLIENT, start)
         found = attributes.chat_attributes(ticket, seen, record)
+        server = self._servers.get(ticket.adapter.provider.value)
+        if server is not None:
+            found["server.address"], found["server.port"] = server
         if error is not None:
             found[attributes.ERROR_TYPE] = error
         if self._content:

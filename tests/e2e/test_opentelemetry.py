@@ -97,6 +97,8 @@ async def test_chat_agent_run_is_one_trace_with_agent_turn_chat_and_tool_spans(
     assert first.attributes["runguard.request.index"] == 1 and first.attributes["runguard.cost.usd"] > 0
     assert first.status == "UNSET" and "error.type" not in first.attributes
     assert first.resource["service.name"] == "runguard-proxy"
+    upstream_port = int(upstream.url.rsplit(":", 1)[1])
+    assert (first.attributes["server.address"], first.attributes["server.port"]) == ("127.0.0.1", upstream_port)
 
     # Each call runs from the end of the response that made it to the request that brings its result.
     assert [t.attributes["gen_ai.tool.call.id"] for t in tools] == ["call_0", "call_1"]
