@@ -25,6 +25,9 @@ from runguard.config.settings import Settings
 from runguard.proxy.telemetry.config import GRPC, ExportConfig, resolve
 
 if TYPE_CHECKING:
+    from opentelemetry.sdk.metrics.export import MetricExporter
+    from opentelemetry.sdk.trace.export import SpanExporter
+
     from runguard.detectors.base import ResponseSeen
     from runguard.proxy.records import RequestRecord
     from runguard.proxy.ticket import Ticket
@@ -35,7 +38,7 @@ log = logging.getLogger("runguard.telemetry")
 SWEEP_SECONDS = 1.0  # how often agent turns silent for their idle time are ended
 
 
-def _span_exporter(config: ExportConfig) -> object:
+def _span_exporter(config: ExportConfig) -> SpanExporter:
     endpoint, timeout, headers = config.traces_endpoint, config.export_timeout, dict(config.headers)
     if config.protocol == GRPC:
         from opentelemetry.exporter.otlp.proto.grpc.trace_exporter import OTLPSpanExporter as GrpcSpans
@@ -46,7 +49,7 @@ def _span_exporter(config: ExportConfig) -> object:
     return HttpSpans(endpoint=endpoint, headers=headers, timeout=timeout)
 
 
-def _metric_exporter(config: ExportConfig) -> object:
+def _metric_exporter(config: ExportConfig) -> MetricExporter:
     endpoint, timeout, headers = config.metrics_endpoint, config.export_timeout, dict(config.headers)
     if config.protocol == GRPC:
         from opentelemetry.exporter.otlp.proto.grpc.metric_exporter import OTLPMetricExporter as GrpcMetrics
@@ -70,10 +73,9 @@ class Telemetry:
         self, config: ExportConfig, registry: CollectorRegistry, servers: Mapping[str, tuple[str, int]]
     ) -> None:
         from opentelemetry.sdk.metrics import MeterProvider
-        from opentelemetry.sdk.metrics.export import MetricExporter, PeriodicExportingMetricReader
+        from opentelemetry.sdk.metrics.export import PeriodicExportingMetricReader
         from opentelemetry.sdk.resources import Resource
         from opentelemetry.sdk.trace import TracerProvider
-        from opentelemetry.sdk.trace.export import SpanExporter
 
         from runguard.proxy.telemetry.export import BoundedExport, SpanDrops
         from runguard.proxy.telemetry.ids import RunTraceIds
@@ -90,7 +92,6 @@ class Telemetry:
         tracer, meters = None, None
         if config.traces_endpoint:
             spans = _span_exporter(config)
-            assert isinstance(spans, SpanExporter)
             self._traces = TracerProvider(resource=resource, id_generator=ids, shutdown_on_exit=False)
             self._traces.add_span_processor(
                 BoundedExport(spans, self.drops, config.max_queue_size, config.export_timeout)
@@ -98,7 +99,6 @@ class Telemetry:
             tracer = self._traces.get_tracer("runguard.proxy")
         if config.metrics_endpoint:
             exporter = _metric_exporter(config)
-            assert isinstance(exporter, MetricExporter)
             reader = PeriodicExportingMetricReader(
                 exporter,
                 export_interval_millis=config.metric_interval * 1000,
@@ -106,9 +106,8 @@ class Telemetry:
             )
             self._metrics = MeterProvider(metric_readers=[reader], resource=resource, shutdown_on_exit=False)
             meters = GenAiMeters(self._metrics.get_meter("runguard.proxy"))
-        assert tracer is None or hasattr(tracer, "start_span")
         self.tracer = GenAiTracer(
-            tracer,  # type: ignore[arg-type]  # the SDK's get_tracer is typed as the API's Tracer
+            tracer,
             ids,
             meters,
             capture_content=config.capture_content,
@@ -130,7 +129,10 @@ class Telemetry:
     async def _sweep(self) -> None:
         while True:
             await asyncio.sleep(SWEEP_SECONDS)
-            self.tracer.turns.sweep(time.time_ns())
+            try:
+                self.tracer.turns.sweep(time.time_ns())
+            except Exception:  # a span that cannot end must not stop the next sweeps
+                log.exception("ending idle agent turns failed")
 
     def shutdown(self) -> None:
         if self._traces is not None:

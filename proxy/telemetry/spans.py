@@ -23,9 +23,8 @@ import time
 from collections.abc import Mapping
 
 from opentelemetry.context import Context
-from opentelemetry.sdk.trace import Tracer
 from opentelemetry.semconv._incubating.attributes import gen_ai_attributes as gen_ai
-from opentelemetry.trace import Span, SpanKind, Status, StatusCode, set_span_in_context
+from opentelemetry.trace import Span, SpanKind, Status, StatusCode, Tracer, set_span_in_context
 from opentelemetry.util.types import AttributeValue
 
 from runguard.detectors.base import ResponseSeen
