@@ -37,6 +37,7 @@ import orjson
 
 from bench import payloads, proxy_setup, serving
 from bench.procs import Service, Services, free_port
+from tests.support.otlp_receiver import hung_collector
 
 STEPS = 10  # requests per run
 
@@ -54,17 +55,6 @@ async def _collector_main() -> None:
     await stop.wait()
     print(orjson.dumps({"spans": len(receiver.spans), "exports": receiver.exports}).decode(), flush=True)
     await receiver.stop()
-
-
-class _Swallow(asyncio.Protocol):
-    """A collector's connection that takes every byte and never answers."""
-
-    def data_received(self, data: bytes) -> None:
-        pass
-
-
-async def _hung(port: int) -> asyncio.Server:
-    return await asyncio.get_running_loop().create_server(_Swallow, "127.0.0.1", port)
 
 
 def _proxy(services: Services, name: str, upstream: str, config: Path, otel: dict[str, str]) -> Service:
@@ -114,8 +104,7 @@ def _row(name: str, values: list[float], base: list[float] | None) -> str:
 async def _main(requests: int) -> None:
     home = Path(tempfile.mkdtemp(prefix="bench-otel-"))
     config = proxy_setup.write_config(home / "runguard.yaml")
-    hung_port = free_port()
-    hung = await _hung(hung_port)
+    hung, hung_url = await hung_collector()
     with Services(home) as services:
         upstream = services.start_announcing("upstream", [sys.executable, "-m", "bench.upstream"])
         collector = services.start_announcing("collector", [sys.executable, "-m", "bench.otel", "--collector"])
@@ -126,7 +115,7 @@ async def _main(requests: int) -> None:
             "http": {"OTEL_EXPORTER_OTLP_ENDPOINT": live_http},
             "grpc": {"OTEL_EXPORTER_OTLP_ENDPOINT": live_grpc, "OTEL_EXPORTER_OTLP_PROTOCOL": "grpc"},
             "refused": {"OTEL_EXPORTER_OTLP_ENDPOINT": f"http://127.0.0.1:{free_port()}"},
-            "hung": {"OTEL_EXPORTER_OTLP_ENDPOINT": f"http://127.0.0.1:{hung_port}"},
+            "hung": {"OTEL_EXPORTER_OTLP_ENDPOINT": hung_url},
         }
         proxies = {name: _proxy(services, f"proxy-{name}", upstream.url, config, env) for name, env in variants.items()}
         targets = {name: service.url for name, service in proxies.items()}

@@ -13,6 +13,7 @@ import asyncio
 import contextlib
 import logging
 import os
+import threading
 import time
 from collections.abc import AsyncIterator, Callable, Mapping
 from typing import TYPE_CHECKING
@@ -116,15 +117,46 @@ class Telemetry:
         )
 
     async def lifetime(self, _app: web.Application) -> AsyncIterator[None]:
-        """Ends idle agent turns while the app runs; at cleanup ends the rest and flushes and shuts the
-        providers down (in a thread: a dead collector holds them for up to the export timeout)."""
+        """Ends idle agent turns while the app runs; at cleanup ends the rest, then flushes and shuts the
+        providers down (`shut_down`)."""
         sweeper = asyncio.create_task(self._sweep())
         yield
         sweeper.cancel()
         with contextlib.suppress(asyncio.CancelledError):
             await sweeper
         self.tracer.turns.close()
-        await asyncio.to_thread(self.shutdown)
+        await self.shut_down()
+
+    async def shut_down(self) -> None:
+        """Flush what is queued and stop the exporters, waiting at most the export timeout.
+
+        The SDK's shutdown blocks while an export is under way, and against a
+        collector that never answers that is one export timeout per batch and
+        signal. It runs on a daemon thread: past the timeout the proxy stops
+        without the spans still queued (a warning says so), and the thread
+        does not hold the process's exit.
+        """
+        loop = asyncio.get_running_loop()
+        done = asyncio.Event()
+
+        def run() -> None:
+            try:
+                self.shutdown()
+            except Exception:
+                log.exception("OpenTelemetry shutdown failed")
+            finally:
+                with contextlib.suppress(RuntimeError):  # the loop is gone already
+                    loop.call_soon_threadsafe(done.set)
+
+        threading.Thread(target=run, name="runguard-otel-shutdown", daemon=True).start()
+        try:
+            await asyncio.wait_for(done.wait(), self.config.export_timeout)
+        except TimeoutError:
+            log.warning(
+                "OpenTelemetry: the collector took no export for %.0f s; stopping without %d queued spans",
+                self.config.export_timeout,
+                self.drops.pending,
+            )
 
     async def _sweep(self) -> None:
         while True:

@@ -28,9 +28,9 @@ from runguard.proxy.telemetry.meters import DURATION_BUCKETS, TOKEN_BUCKETS
 from tests.e2e import agents as loops
 from tests.e2e.agents import sdk_model
 from tests.e2e.test_multi_agent import adk_agent, adk_script, adk_session, ping_pong
-from tests.support.otlp_receiver import OtlpReceiver, ReceivedSpan
+from tests.support.otlp_receiver import OtlpReceiver, ReceivedSpan, hung_collector
 from tests.support.processes import start_serve
-from tests.support.proxy import settings_for
+from tests.support.proxy import settings_for, start_proxy
 from tests.support.upstream import FakeUpstream
 
 set_tracing_disabled(True)
@@ -339,3 +339,29 @@ async def test_serve_with_otel_sdk_disabled_exports_nothing(
         await served.stop()  # a shutdown flushes whatever was queued
     assert "runguard_requests_total" in scraped and "runguard_otel_spans" not in scraped  # no exporter was built
     assert receiver.exports == 0
+
+
+@pytest.mark.parametrize("protocol", ["http/protobuf", "grpc"])
+async def test_a_collector_that_never_answers_costs_requests_nothing_and_shutdown_gives_up_on_it(
+    upstream: FakeUpstream, sdk_client: Any, protocol: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    hung, endpoint = await hung_collector()
+    upstream.script = loops.chat_script(steps=3)
+    more = {"protocol": protocol, "max_queue_size": 3, "export_timeout_seconds": 1}
+    proxy = await start_proxy(settings_for(upstream.url, **telemetry(endpoint, **more)))
+    try:
+        client = sdk_client(proxy.url, "sk-otel-hung", {"X-Run-Id": "otel-hung"})
+        for _ in range(3):  # 12 requests, 9 tool results: more spans than the queue holds
+            assert await loops.chat_agent(client, loops.progressing_tool) == "Done."
+        async with httpx.AsyncClient() as http:
+            scraped = (await http.get(proxy.url + "/runguard/metrics")).text
+    finally:
+        await proxy.stop()
+        hung.close()
+    dropped = {
+        line.split('"')[1]: float(line.rsplit(" ", 1)[1])
+        for line in scraped.splitlines()
+        if line.startswith("runguard_otel_spans_dropped_total")
+    }
+    assert dropped["queue_full"] > 0  # the queue stayed bounded while the collector hung
+    assert "stopping without" in caplog.text  # the shutdown waited one export timeout, then left

@@ -220,6 +220,19 @@ def dead_endpoint() -> str:
     return f"http://127.0.0.1:{closed_port()}"
 
 
+class _Swallow(asyncio.Protocol):
+    def data_received(self, data: bytes) -> None:
+        pass  # taken, never answered
+
+
+async def hung_collector() -> tuple[asyncio.Server, str]:
+    """A collector that accepts connections and requests and never answers: every export waits its whole
+    timeout. Returns the server (close it) and its endpoint URL."""
+    server = await asyncio.get_running_loop().create_server(_Swallow, "127.0.0.1", 0)
+    port = server.sockets[0].getsockname()[1]
+    return server, f"http://127.0.0.1:{port}"
+
+
 async def _main() -> None:
     receiver = OtlpReceiver()
     print("OTLP/HTTP on", await receiver.start_http(), "OTLP/gRPC on", await receiver.start_grpc(), flush=True)
