@@ -86,7 +86,8 @@ class GenAiTracer:
         turn = None
         agent = ticket.request.agent
         if parent is None:
-            turn = self.turns.current(ticket.run_id, agent.label, lambda: self._turn_span(ticket, start), start)
+            # `steady`: the agent's name learned from a handoff to it later does not start a turn of its own.
+            turn = self.turns.current(ticket.run_id, agent.steady, lambda: self._turn_span(ticket, start), start)
             parent = set_span_in_context(turn.span)
         self._tool_spans(ticket, parent, start)
         span = self._chat_span(ticket, seen, record, parent, start, error)
