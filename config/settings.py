@@ -232,6 +232,35 @@ class LogSettings(_Section):
     access_log: bool = Field(True, description="Write one JSON line per request.")
 
 
+class TelemetrySettings(_Section):
+    """OpenTelemetry export (docs/opentelemetry.md). The standard `OTEL_*` variables win over these."""
+
+    enabled: bool | None = Field(
+        None, description="Export spans and metrics over OTLP; unset: on when an endpoint is set (here or in env)."
+    )
+    endpoint: str | None = Field(
+        None, description="OTLP collector base URL, as OTEL_EXPORTER_OTLP_ENDPOINT (http://host:4318, or :4317 grpc)."
+    )
+    protocol: Literal["http/protobuf", "grpc"] | None = Field(
+        None, description="OTLP transport, as OTEL_EXPORTER_OTLP_PROTOCOL; unset: http/protobuf."
+    )
+    headers: dict[str, str] = Field(
+        default_factory=dict, description="Headers sent to the collector (auth), as OTEL_EXPORTER_OTLP_HEADERS."
+    )
+    service_name: str | None = Field(None, description="service.name of the spans; unset: runguard-proxy.")
+    capture_content: bool = Field(
+        False,
+        description="Put message text, tool arguments and tool results on spans (off: ids, names and counts only), "
+        "as OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT=true.",
+    )
+    max_queue_size: int = Field(2048, gt=0, description="Spans waiting for export before new ones are dropped.")
+    export_timeout_seconds: float = Field(10.0, gt=0, description="Seconds one export to the collector may take.")
+    metric_interval_seconds: float = Field(60.0, gt=0, description="Seconds between metric exports.")
+    agent_turn_idle_seconds: float = Field(
+        30.0, gt=0, description="An agent turn's span ends after its agent has been silent this long."
+    )
+
+
 class Settings(_Section):
     server: ServerSettings = Field(default_factory=ServerSettings)
     upstreams: UpstreamSettings = Field(default_factory=UpstreamSettings)
@@ -241,5 +270,6 @@ class Settings(_Section):
     alerts: AlertSettings = Field(default_factory=AlertSettings)
     guard: GuardSettings = Field(default_factory=GuardSettings)
     log: LogSettings = Field(default_factory=LogSettings)
+    telemetry: TelemetrySettings = Field(default_factory=TelemetrySettings)
     pricing_file: str | None = Field(None, description="YAML pricing table that extends the shipped one.")
     models_file: str | None = Field(None, description="YAML context-window table that extends the shipped one.")

@@ -30,8 +30,10 @@ from runguard.proxy.policy import Policy
 from runguard.proxy.pricing import ModelTables
 from runguard.proxy.records import Record, RecordSink
 from runguard.proxy.safe_text import proxy_url
+from runguard.proxy.spend_metrics import SpendMetrics
 from runguard.proxy.state.base import ScopeTtls, StateBackend
 from runguard.proxy.state.memory import MemoryState
+from runguard.proxy.telemetry import setup as telemetry
 from runguard.proxy.upstream import Upstreams
 
 log = logging.getLogger("runguard.app")
@@ -115,6 +117,9 @@ def create_app(
     observers: list[Observer] = [observer] if observer is not None else []
     metrics = Metrics()
     observers.append(metrics)
+    spend = SpendMetrics(settings.guard.key_labels)  # spend by key label, cost avoided
+    metrics.registry.register(spend)
+    observers.append(spend)
     if settings.log.access_log:
         access = AccessLog()
         observers.append(access)
@@ -143,6 +148,7 @@ def create_app(
     )
     app[CONTEXT] = context
     app[STATE] = backend
+    guard.on_request = telemetry.install(app, settings, metrics.registry)  # before `lifetime`: cleaned up after it
     metrics.watch(sink, lambda: guard.degraded_since is not None, history)
 
     async def lifetime(app: web.Application) -> AsyncIterator[None]:

@@ -33,7 +33,7 @@ from runguard.proxy.keys import redact
 from runguard.proxy.observe import Observer
 from runguard.proxy.policy import Policy, Tightening
 from runguard.proxy.pricing import ModelTables
-from runguard.proxy.records import RecordedBody, RecordSink, TripRecord
+from runguard.proxy.records import RecordedBody, RecordSink, RequestRecord, TripRecord
 from runguard.proxy.roots import Owner
 from runguard.proxy.safe_text import proxy_url
 from runguard.proxy.state.base import ScopeIds, StateBackend
@@ -90,6 +90,8 @@ class Guard:
         self._undoing: set[asyncio.Task[None]] = set()  # undos waiting for a lost batch to settle
         # Background responses, accounted for when a poll finds them finished.
         self.background = BackgroundCosts(state, tables, sink, observer, settings.runs.idle_seconds, clock)
+        # Told of every finished request with its ticket and response (OpenTelemetry spans, `telemetry`).
+        self.on_request: Callable[[Ticket, ResponseSeen | None, RequestRecord], None] | None = None
 
     # -- helpers ---------------------------------------------------------------------------
 
@@ -637,5 +639,7 @@ class Guard:
         self._sink.submit(record)
         try:
             self._observer.request_done(record)
+            if self.on_request is not None:
+                self.on_request(ticket, seen, record)
         except Exception:  # an observer must never break a request
             log.exception("observer failed")

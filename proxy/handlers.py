@@ -337,6 +337,7 @@ async def _guarded(
         tight=tightening_from(request.headers),
     )
     ticket.credentials = functools.partial(_credentials, request)  # read only if an upstream error needs it
+    ticket.traceparent, ticket.tracestate = request.headers.get("traceparent"), request.headers.get("tracestate")
     if ticket.answer is not None:
         # Recorded with no upstream answer (status None): a replay sees the request that was stopped.
         kept = _recorded(request, decoded, b"", None) if settings.store.record_bodies else None

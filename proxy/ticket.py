@@ -44,6 +44,8 @@ class Ticket:
     # The request's own credentials, read when an upstream error text must be masked (`keys.redact`).
     credentials: Callable[[], tuple[str, ...]] = tuple
     started: float = field(default_factory=time.perf_counter)
+    traceparent: str | None = None  # the agent's W3C trace context, if its request carried one (`telemetry`)
+    tracestate: str | None = None
 
     @staticmethod
     def carried_text(late: list[Finding]) -> str:
