@@ -205,6 +205,13 @@ class GuardSettings(_Section):
     gemini_error_status: Literal[429, 400] = Field(
         429, description="Status of Gemini error responses: 429 RESOURCE_EXHAUSTED, or 400 FAILED_PRECONDITION."
     )
+    unreadable: Literal["forward", "refuse"] = Field(
+        "forward",
+        description="A model request whose body cannot be parsed (not JSON, a lone surrogate, nested too deep, an "
+        "unknown Content-Encoding): forward it untouched, or refuse it with the provider's 400. Either way it "
+        "counts toward its run (X-Run-Id, else its key's anonymous run) and key, an open breaker or a reached cap "
+        "stops it, and it is recorded and counted in runguard_unreadable_requests_total.",
+    )
     key_labels: dict[str, str] = Field(
         default_factory=dict, description="Human labels for API-key hashes, usable in overrides."
     )
