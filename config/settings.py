@@ -46,6 +46,21 @@ class ServerSettings(_Section):
     shutdown_grace_seconds: float = Field(
         30.0, ge=0, description="How long a graceful shutdown waits for in-flight streams to finish."
     )
+    header_timeout: float = Field(
+        20.0,
+        gt=0,
+        description="Seconds a client has to send a request's whole head (request line and headers) from its first "
+        "byte, or from opening the connection; then the connection is closed (a slowloris holds it forever).",
+    )
+    body_timeout: float = Field(
+        60.0,
+        gt=0,
+        description="Seconds a request body may pause between two pieces before the connection is closed and the "
+        "request abandoned (a long upload that keeps moving is never cut).",
+    )
+    keepalive_timeout: float = Field(
+        75.0, gt=0, description="Seconds an idle keep-alive connection stays open waiting for its next request."
+    )
     history_cache_mb: int = Field(
         32,
         ge=0,
