@@ -145,7 +145,7 @@ def _synthetic(answer: Synthetic, ticket: Ticket) -> web.Response:
 
 def _recorded(request: web.Request, body: bytes, response: bytes, status: int | None) -> RecordedBody:
     query = "&".join(f"{k}={v}" for k, v in request.query.items() if k.lower() != "key")
-    return RecordedBody(request.path, query, body, response, status)
+    return RecordedBody(canonical(request.raw_path) or request.path, query, body, response, status)  # as routed
 
 
 def _key_refusal(ctx: ProxyContext, route: Route, key_hash: str) -> web.Response | None:

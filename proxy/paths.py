@@ -38,7 +38,9 @@ REFUSED = (
     "a request path with ';' parameters, a backslash, an escaped '/', '\\', '.', ';' or '%', a control "
     "character or a '..' above the root is refused"
 )
-_PLAIN = re.compile(r"[A-Za-z0-9/:@!$&'()*+,=\-_~.]*")  # nothing to decode or resolve, maybe
+_UNESCAPED = re.compile(r"[A-Za-z0-9/:@!$&'()*+,=\-_~.]*")  # nothing `upstream` would encode
+# Segments of safe characters, none empty or starting with '.': nothing to decode, collapse or resolve.
+_PLAIN = re.compile(r"(?:/[A-Za-z0-9:@!$&'()*+,=\-_~][A-Za-z0-9:@!$&'()*+,=\-_~.]*)+")
 
 
 def canonical(raw_path: str) -> str | None:
@@ -47,7 +49,7 @@ def canonical(raw_path: str) -> str | None:
     path = raw_path.partition("?")[0]
     if not path.startswith("/"):
         return None
-    if _PLAIN.fullmatch(path) and "//" not in path and "/." not in path and (len(path) == 1 or path[-1] != "/"):
+    if _PLAIN.fullmatch(path) or path == "/":
         return path  # the usual request: nothing to change (one regex match on the hot path)
     if _ODD.search(path) or _ESCAPE.search(path):
         return None
@@ -72,4 +74,4 @@ def canonical(raw_path: str) -> str | None:
 
 def upstream(path: str) -> str:
     """`path` (a `canonical` one, or its tail) encoded for the request line: unchanged when it needs no escapes."""
-    return quote(path, safe=_SAFE)
+    return path if _UNESCAPED.fullmatch(path) else quote(path, safe=_SAFE)
