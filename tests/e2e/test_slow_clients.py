@@ -27,6 +27,8 @@ from tests.support.raw_http import address, head
 from tests.support.served import serving
 from tests.support.upstream import FakeUpstream, Reply
 
+pytestmark = pytest.mark.slow  # each test starts the serve process
+
 HEAD_S, BODY_S, IDLE_S = 1.0, 1.0, 1.5
 SLACK_S = 1.5  # the most a closing may lag its deadline on a loaded machine
 CHAT_BODY = orjson.dumps({"model": "gpt-4o-mini", "messages": [{"role": "user", "content": "hi"}]})

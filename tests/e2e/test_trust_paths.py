@@ -29,6 +29,8 @@ from tests.support.raw_http import request
 from tests.support.served import serving
 from tests.support.upstream import FakeUpstream, Received, Reply
 
+pytestmark = pytest.mark.slow  # each test starts the serve process
+
 CHAT = "/v1/chat/completions"
 FLASH = "/v1beta/models/gemini-2.5-flash"
 OPENAI_KEY = "sk-trust-paths"
