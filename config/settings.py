@@ -52,6 +52,21 @@ class ServerSettings(_Section):
     shutdown_grace_seconds: float = Field(
         30.0, ge=0, description="How long a graceful shutdown waits for in-flight streams to finish."
     )
+    header_timeout: float = Field(
+        20.0,
+        gt=0,
+        description="Seconds a client has to send a request's whole head (request line and headers) from its first "
+        "byte, or from opening the connection; then the connection is closed (a slowloris holds it forever).",
+    )
+    body_timeout: float = Field(
+        60.0,
+        gt=0,
+        description="Seconds a request body may pause between two pieces before the connection is closed and the "
+        "request abandoned (a long upload that keeps moving is never cut).",
+    )
+    keepalive_timeout: float = Field(
+        75.0, gt=0, description="Seconds an idle keep-alive connection stays open waiting for its next request."
+    )
     history_cache_mb: int = Field(
         32,
         ge=0,
@@ -216,6 +231,13 @@ class GuardSettings(_Section):
     shadow: bool = Field(False, description="Shadow mode: every detector only warns, nothing is blocked.")
     gemini_error_status: Literal[429, 400] = Field(
         429, description="Status of Gemini error responses: 429 RESOURCE_EXHAUSTED, or 400 FAILED_PRECONDITION."
+    )
+    unreadable: Literal["forward", "refuse"] = Field(
+        "forward",
+        description="A model request whose body cannot be parsed (not JSON, a lone surrogate, nested too deep, an "
+        "unknown Content-Encoding): forward it untouched, or refuse it with the provider's 400. Either way it "
+        "counts toward its run (X-Run-Id, else its key's anonymous run) and key, an open breaker or a reached cap "
+        "stops it, and it is recorded and counted in runguard_unreadable_requests_total.",
     )
     key_labels: dict[str, str] = Field(
         default_factory=dict, description="Human labels for API-key hashes, usable in overrides."

@@ -93,9 +93,11 @@ def _banner(settings: Settings, url: str) -> str:
 async def _serve(settings: Settings) -> None:
     from runguard.proxy.app import create_app
     from runguard.proxy.server import start
+    from runguard.proxy.timeouts import ClientTimeouts
 
     app = create_app(settings)
-    running = await start(app, settings.server.host, settings.server.port, settings.server.shutdown_grace_seconds)
+    server = settings.server
+    running = await start(app, server.host, server.port, server.shutdown_grace_seconds, ClientTimeouts.of(server))
     # What start-up built (modules, models, the app) lives as long as the process: frozen out of the
     # collector, full collections only walk what requests and runs add.
     gc.collect()

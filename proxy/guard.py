@@ -21,7 +21,7 @@ from typing import TypeVar
 from runguard.config.settings import Settings
 from runguard.detectors.base import RequestSeen, ResponseKind, ResponseSeen
 from runguard.detectors.ops import CompareAndSet, Get, Op, OpResult, Put, Scope
-from runguard.proxy import accounting, agent_names, breaker, continuation, nesting, reporting, roots
+from runguard.proxy import accounting, agent_names, breaker, continuation, nesting, reporting, roots, unreadable
 from runguard.proxy.adapters import handoffs
 from runguard.proxy.adapters.base import Adapter, StopNotice, Synthetic
 from runguard.proxy.background import BackgroundCosts
@@ -337,6 +337,8 @@ class Guard:
         ids = scope_ids(run_id, key_hash, request.model, seen.now, thread)
         ticket = Ticket(run_id, key_hash, ids, seen, adapter, nests=not header_run, proxy_url=self._proxy_url)
         ticket.lineup = self._policy.lineup(key_hash, request.model, tight)
+        if request.parse_error:
+            ticket.lineup = unreadable.counting(ticket.lineup)  # only what needs no content can judge it
         batch = self._engine.plan_request(ticket.lineup, seen, accounting.REQUEST_OPS, nested)
         ops = [*accounting.request_ops(seen.now, seen.body_hash), *batch.ops]
         if timed:

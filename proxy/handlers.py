@@ -27,7 +27,7 @@ from multidict import CIMultiDict, CIMultiDictProxy
 
 from runguard.config.settings import Settings
 from runguard.detectors.frozen import frozen
-from runguard.proxy import websocket
+from runguard.proxy import unreadable, websocket
 from runguard.proxy.adapters import adapter_for
 from runguard.proxy.adapters.base import Adapter, RequestContext, Synthetic
 from runguard.proxy.adapters.history import HistoryCache, HistorySlot
@@ -40,6 +40,7 @@ from runguard.proxy.guard import Guard
 from runguard.proxy.headers import header_text, is_upgrade, upstream_request_headers
 from runguard.proxy.keys import KeyHasher, credentials, raw_key, redact
 from runguard.proxy.observe import Observer
+from runguard.proxy.paths import REFUSED, canonical
 from runguard.proxy.policy import SHORT_HEADERS, tightening_from
 from runguard.proxy.records import RecordedBody
 from runguard.proxy.relay import is_stream, relay_stream, whole_response
@@ -152,7 +153,8 @@ def _recorded(request: web.Request, body: bytes, response: bytes, status: int | 
     query = "&".join(f"{k}={v}" for k, v in request.query.items() if k.lower() != "key")
     # An upstream error may echo the request's key: the stored answer has it masked (as records do).
     said = redact(response.decode("utf-8", "surrogateescape"), _credentials(request))
-    return RecordedBody(request.path, query, body, said.encode("utf-8", "surrogateescape"), status)
+    path = canonical(request.raw_path) or request.path  # as routed
+    return RecordedBody(path, query, body, said.encode("utf-8", "surrogateescape"), status)
 
 
 def _key_refusal(ctx: ProxyContext, route: Route, key_hash: str) -> web.Response | None:
@@ -172,9 +174,14 @@ def _carries_gemini_key(request: web.Request) -> bool:
 
 async def handle(request: web.Request) -> web.StreamResponse:
     ctx = request.app[CONTEXT]
-    route = resolve(request.path, _carries_gemini_key(request), "api-version" in request.query_string)
+    gemini_key, api_version = _carries_gemini_key(request), "api-version" in request.query_string
+    path = canonical(request.raw_path)
+    if path is None:  # a spelling servers read differently (`paths`): refused before routing
+        route = resolve(request.path, gemini_key, api_version)
+        return provider_error(route.dialect if route else None, 404, f"RunGuard: {REFUSED}", "unknown_path")
+    route = resolve(path, gemini_key, api_version)
     if route is None:
-        return provider_error(None, 404, f"RunGuard: no provider serves {request.path}", "unknown_path")
+        return provider_error(None, 404, f"RunGuard: no provider serves {path}", "unknown_path")
     key_hash = ctx.hasher.hash(raw_key(request.headers, request.query))
     refusal = _key_refusal(ctx, route, key_hash)
     if refusal is not None:
@@ -215,9 +222,7 @@ async def _send_untouched(
     headers = upstream_request_headers(request.headers, ctx.own_headers)
     if not isinstance(body, bytes) and request.content_length is not None:
         headers["Content-Length"] = str(request.content_length)
-    return await ctx.upstreams[route.provider].send(
-        request.method, raw_target(route, request.path, request.raw_path), headers, body
-    )
+    return await ctx.upstreams[route.provider].send(request.method, raw_target(route, request.raw_path), headers, body)
 
 
 async def _passthrough(
@@ -326,8 +331,8 @@ async def _guarded(
     context = RequestContext(route.model, agent, route.stream, history=slot, json_array_stream=json_array)
     info = adapter.parse_request(body_read, context)
     if decoded is None or info.parse_error:
-        ctx.observer.parse_error(route.api.value)
-        return await _passthrough(request, ctx, route, body)
+        problem = info.parse_error if decoded is not None else "the Content-Encoding cannot be decoded"
+        return await _unreadable(request, ctx, route, adapter, body, key_hash, problem or "unknown")
     ticket = await ctx.guard.admit(
         adapter,
         info,
@@ -353,6 +358,35 @@ async def _guarded(
             headers.popall("Content-Encoding", None)
             headers.popall("Accept-Encoding", None)
     return await _forward(request, ctx, route, ticket, Outgoing(headers, body, rewrite))
+
+
+async def _unreadable(
+    request: web.Request, ctx: ProxyContext, route: Route, adapter: Adapter, body: bytes, key_hash: str, problem: str
+) -> web.StreamResponse:
+    """A model request whose body cannot be read: judged by what needs no body, recorded with its parse error,
+    then forwarded untouched or refused with a 400 (`guard.unreadable`; see `unreadable`)."""
+    action = ctx.settings.guard.unreadable
+    ctx.observer.parse_error(route.api.value)
+    json_array = route.stream and not gemini_streams_sse(request.query)
+    info = unreadable.request_info(
+        adapter.api, problem, body, model=route.model, stream=route.stream, json_array=json_array
+    )
+    header_run, _ = ctx.names(request.headers)
+    tight = tightening_from(request.headers)
+    ticket = await ctx.guard.admit(adapter, info, body=body, key_hash=key_hash, header_run=header_run, tight=tight)
+    kept = _recorded(request, body, b"", None) if ctx.settings.store.record_bodies else None
+    ctx.observer.unreadable(route.provider.value, "blocked" if ticket.answer is not None else action)
+    if ticket.answer is not None:
+        await ctx.settle(ctx.guard.complete(ticket, None, client_status=ticket.answer.status, body=kept))
+        return _synthetic(ticket.answer, ticket)
+    if action == "refuse":
+        message = f"RunGuard cannot read this request's body ({problem}) and does not forward what it cannot read"
+        reply = provider_error(route.dialect, 400, message, "unreadable_request")
+        reply.headers["x-runguard-run-id"] = ticket.run_id
+        await ctx.settle(ctx.guard.complete(ticket, None, client_status=reply.status, body=kept))
+        return reply
+    headers = upstream_request_headers(request.headers, ctx.own_headers)
+    return await _forward(request, ctx, route, ticket, Outgoing(headers, body))
 
 
 @frozen
@@ -390,7 +424,7 @@ async def _forward(
 
     try:
         upstream = await ctx.upstreams[route.provider].send(
-            request.method, raw_target(route, request.path, request.raw_path), sending.headers, sending.body
+            request.method, raw_target(route, request.raw_path), sending.headers, sending.body
         )
     except UpstreamError as exc:
         return await failed(exc)

@@ -30,6 +30,7 @@ Metric names (values in milliseconds where the name says `_ms`):
   runguard_proxy_overhead_ms                        time spent in the proxy itself
   runguard_detector_faults_total{detector,hook}     detectors that raised (request went on)
   runguard_parse_errors_total{api,body}             bodies the adapters could not parse (request, or a 2xx response)
+  runguard_unreadable_requests_total{provider,action}   model requests not parsed: forward, refuse, blocked
   runguard_state_errors_total                       state backend failures
   runguard_alerts_total{outcome}                    webhook deliveries: delivered, failed, dropped
   runguard_store_backlog, runguard_store_dropped_total   read from the record sink, when it has them
@@ -165,6 +166,7 @@ class Metrics:
         self._trips: dict[tuple[str, str], int] = {}  # (detector, action)
         self._faults: dict[tuple[str, str], int] = {}  # (detector, hook)
         self._parse_errors: dict[tuple[str, str], int] = {}  # (api, body)
+        self._unreadable: dict[tuple[str, str], int] = {}  # (provider, action)
         self._state_errors = 0
         self._alerts: dict[str, int] = {}  # outcome
         # Per model label: [usd, *tokens in TOKEN_KINDS order]; client model names map to their label's row.
@@ -221,6 +223,9 @@ class Metrics:
 
     def parse_error(self, api: str, body: str = "request") -> None:
         _bump(self._parse_errors, (api, body))
+
+    def unreadable(self, provider: str, action: str) -> None:
+        _bump(self._unreadable, (provider, action))
 
     def alert_outcome(self, outcome: str) -> None:
         _bump(self._alerts, outcome)
@@ -322,6 +327,12 @@ class Metrics:
             "runguard_detector_faults_total", "Detectors that raised.", ("detector", "hook"), self._faults.items()
         )
         yield _counter("runguard_parse_errors_total", "Unparsable bodies.", ("api", "body"), self._parse_errors.items())
+        yield _counter(
+            "runguard_unreadable_requests_total",
+            "Model requests whose body could not be read, by what was done with them.",
+            ("provider", "action"),
+            self._unreadable.items(),
+        )
         yield CounterMetricFamily("runguard_state_errors_total", "State backend failures.", value=self._state_errors)
         alerts = (((outcome,), n) for outcome, n in self._alerts.items())
         yield _counter("runguard_alerts_total", "Webhook alert deliveries.", ("outcome",), alerts)

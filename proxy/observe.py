@@ -23,6 +23,11 @@ class Observer(Protocol):
 
     def parse_error(self, api: str, body: str = "request") -> None: ...
 
+    def unreadable(self, provider: str, action: str) -> None:
+        """A model request whose body cannot be read: `action` says what became of it (`forward`, `refuse`,
+        as `guard.unreadable` says, or `blocked`: a breaker or a cap answered it)."""
+        ...
+
 
 class NullObserver:
     """Observes nothing; the default."""
@@ -40,6 +45,9 @@ class NullObserver:
         pass
 
     def parse_error(self, api: str, body: str = "request") -> None:
+        pass
+
+    def unreadable(self, provider: str, action: str) -> None:
         pass
 
 
@@ -70,3 +78,6 @@ class FanOut:
 
     def parse_error(self, api: str, body: str = "request") -> None:
         self._each("parse_error", api, body)
+
+    def unreadable(self, provider: str, action: str) -> None:
+        self._each("unreadable", provider, action)

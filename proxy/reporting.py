@@ -5,6 +5,7 @@ from __future__ import annotations
 import time
 
 from runguard.detectors.base import ResponseSeen
+from runguard.proxy import unreadable
 from runguard.proxy.continuation import Pending
 from runguard.proxy.engine import Finding
 from runguard.proxy.events import ResponseInfo
@@ -49,6 +50,9 @@ def request_record(
     response = seen.response if seen is not None else None
     usage = response.usage if response is not None else None
     latency = seen.latency if seen is not None else 0.0
+    error = error or (response.error[:200] if response and response.error else None)
+    if request.parse_error:
+        error = unreadable.record_error(request.parse_error, error)
     return RequestRecord(
         run_id=ticket.run_id,
         key_hash=ticket.key_hash,
@@ -72,7 +76,7 @@ def request_record(
         handoff_to=response.handoffs[0].target if response and response.handoffs else None,
         finish_reason=response.finish_reason if response else None,
         blocked_by=ticket.blocked_by,
-        error=error or (response.error[:200] if response and response.error else None),
+        error=error,
         verdicts=tuple(VerdictRecord(t.detector, t.action, t.reason) for t in ticket.trips),
         body=body,
     )

@@ -26,6 +26,7 @@ import re
 from collections.abc import Mapping
 
 from runguard.detectors.frozen import frozen
+from runguard.proxy import paths
 from runguard.proxy.events import Api, Provider
 
 
@@ -79,7 +80,7 @@ def _strip(path: str, prefix: str) -> str:
 
 
 def resolve(path: str, gemini_key: bool = False, api_version: bool = False) -> Route | None:
-    """The route for a request path, or None for a path no provider serves.
+    """The route for a request path (a `paths.canonical` one), or None for a path no provider serves.
 
     `gemini_key`: the request carries a Gemini API key (`x-goog-api-key` or `?key=`);
     `api_version`: its query names an `api-version` (Azure OpenAI's).
@@ -101,11 +102,15 @@ def resolve(path: str, gemini_key: bool = False, api_version: bool = False) -> R
     return None
 
 
-def raw_target(route: Route, path: str, raw_path: str) -> str:
-    """The path and query to request upstream, exactly as sent (`raw_path`), less the explicit
-    `/openai` or `/gemini` prefix `route` dropped from `path`."""
-    dropped = len(path) - len(route.upstream_path)
-    return raw_path[dropped:] if dropped > 0 else raw_path
+def raw_target(route: Route, raw_path: str) -> str:
+    """The path and query to request upstream: the path `route` was resolved for (a `paths.canonical` one, less
+    an explicit `/openai` or `/gemini` prefix), encoded, and the query exactly as sent (`raw_path`'s).
+
+    Built from the route, never from the bytes the client sent: the provider is
+    asked for the endpoint that was routed (and guarded), whatever the spelling.
+    """
+    _, mark, query = raw_path.partition("?")
+    return paths.upstream(route.upstream_path) + mark + query
 
 
 def gemini_streams_sse(query: Mapping[str, str]) -> bool:

@@ -2,7 +2,8 @@
 
 The runner cancels a handler when its client disconnects (so an abandoned
 stream stops the upstream request), leaves request bodies compressed as sent
-(the proxy forwards bytes untouched), and on shutdown waits for in-flight
+(the proxy forwards bytes untouched), closes connections whose clients are too
+slow or idle too long (`timeouts`), and on shutdown waits for in-flight
 streams up to the configured grace period.
 """
 
@@ -13,6 +14,7 @@ from dataclasses import dataclass
 from aiohttp import web
 
 from runguard.proxy.http_errors import ProxyRunner
+from runguard.proxy.timeouts import ClientTimeouts, WatchedSite
 
 
 @dataclass(slots=True)
@@ -30,12 +32,21 @@ class Running:
         await self.runner.cleanup()
 
 
-async def start(app: web.Application, host: str, port: int, grace: float = 30.0) -> Running:
+async def start(
+    app: web.Application, host: str, port: int, grace: float = 30.0, timeouts: ClientTimeouts | None = None
+) -> Running:
+    """Serve `app` on `host:port`; `timeouts` bound slow and idle clients (`runguard.proxy.timeouts`)."""
+    bounds = timeouts or ClientTimeouts()
     runner = ProxyRunner(  # an AppRunner that never echoes a request it cannot parse (keys in it)
-        app, handler_cancellation=True, auto_decompress=False, access_log=None, shutdown_timeout=grace
+        app,
+        handler_cancellation=True,
+        auto_decompress=False,
+        access_log=None,
+        shutdown_timeout=grace,
+        keepalive_timeout=bounds.keepalive,
     )
     await runner.setup()
-    site = web.TCPSite(runner, host, port, reuse_address=True)
+    site = WatchedSite(runner, host, port, bounds)
     await site.start()
     bound = port
     for address in runner.addresses:  # the real port when 0 asked for a free one

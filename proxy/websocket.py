@@ -59,7 +59,7 @@ async def relay(request: web.Request, ctx: ProxyContext, route: Route, key_hash:
     headers = upstream_request_headers(request.headers, ctx.own_headers)
     for name in _HANDSHAKE:
         headers.popall(name, None)
-    target = raw_target(route, request.path, request.raw_path)
+    target = raw_target(route, request.raw_path)
     try:
         upstream = await ctx.upstreams[route.provider].connect(target, headers, _protocols(request))
     except UpstreamRefused as exc:

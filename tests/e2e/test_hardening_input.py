@@ -69,7 +69,9 @@ async def test_unparsable_bodies_are_forwarded_untouched(
     received = upstream.received[-1]
     assert received.body == body
     assert received.headers["Content-Type"] == content_type
-    assert requests_of(sink) == []  # fail open: forwarded and counted, not a run's request
+    # Fail open, yet counted: a request of its key's anonymous run, recorded with its parse error.
+    (record,) = requests_of(sink)
+    assert record.status == 400 and record.error is not None and record.error.startswith("unreadable request: ")
     await _still_healthy(proxy_url, upstream, sink)
 
 

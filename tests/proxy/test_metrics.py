@@ -79,23 +79,24 @@ async def test_counters_and_histograms_move_and_no_key_or_run_leaks(upstream: Fa
         async with aiohttp.ClientSession() as session:
             broken = session.post(running.url + "/v1/chat/completions", data=b"{not json", headers={"X-Run-Id": RUN})
             async with broken as response:
-                assert response.status == 200  # forwarded untouched (fail-open)
+                assert response.status == 429  # unreadable, yet the run's: its open breaker refuses it
         text = await scrape(running.url)
     finally:
         await sdk.close()
         await running.stop()
     found = samples(text)
-    assert value(found, "runguard_requests_total", provider="openai", api="chat", status="200") == 3
-    assert value(found, "runguard_requests_total", provider="openai", api="chat", status="429") == 1
+    assert value(found, "runguard_requests_total", provider="openai", api="chat", status="200") == 2
+    assert value(found, "runguard_requests_total", provider="openai", api="chat", status="429") == 2
     assert value(found, "runguard_trips_total", detector="max_requests", action="block") == 1
-    assert value(found, "runguard_blocked_requests_total", detector="max_requests") == 1
+    assert value(found, "runguard_blocked_requests_total", detector="max_requests") == 2
     assert value(found, "runguard_tokens_total", model="gpt-4o-mini", kind="input") == 24
     assert value(found, "runguard_tokens_total", model="gpt-4o-mini", kind="output") == 10
     assert value(found, "runguard_usd_total", model="gpt-4o-mini") > 0
     assert value(found, "runguard_upstream_latency_ms_count", provider="openai", api="chat") == 2
-    assert value(found, "runguard_proxy_overhead_ms_count") == 3
+    assert value(found, "runguard_proxy_overhead_ms_count") == 4
     assert value(found, "runguard_detector_faults_total", detector="exploding", hook="check_request") >= 1
     assert value(found, "runguard_parse_errors_total", api="chat", body="request") == 1
+    assert value(found, "runguard_unreadable_requests_total", provider="openai", action="blocked") == 1
     assert value(found, "runguard_in_flight_requests") == 0
     assert value(found, "runguard_state_degraded") == 0
     key_hash = sink.records[0].key_hash

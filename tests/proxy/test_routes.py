@@ -3,6 +3,7 @@ from __future__ import annotations
 import pytest
 
 from runguard.proxy.events import Api, Provider
+from runguard.proxy.paths import canonical
 from runguard.proxy.routes import Route, gemini_streams_sse, raw_target, resolve
 
 
@@ -96,18 +97,35 @@ def test_a_bare_v1_path_with_a_gemini_key_is_gemini(path: str) -> None:
 def test_azure_openai_paths_keep_their_prefix_upstream(path: str, api_version: bool, api: Api) -> None:
     route = resolve(path, api_version=api_version)
     assert route == Route(Provider.OPENAI, api, path)
-    assert raw_target(route, path, path + "?api-version=2024-10-21") == path + "?api-version=2024-10-21"
+    assert raw_target(route, path + "?api-version=2024-10-21") == path + "?api-version=2024-10-21"
 
 
 def test_an_explicit_prefix_is_dropped_from_the_raw_target_as_sent() -> None:
     route = resolve("/openai/v1/files/a b")
     assert route is not None and route.upstream_path == "/v1/files/a b"
-    assert raw_target(route, "/openai/v1/files/a b", "/openai/v1/files/a%20b?purpose=x") == "/v1/files/a%20b?purpose=x"
+    assert raw_target(route, "/openai/v1/files/a%20b?purpose=x") == "/v1/files/a%20b?purpose=x"
     gemini = resolve("/gemini/v1beta/models/g:generateContent")
     assert gemini is not None
-    assert raw_target(
-        gemini, "/gemini/v1beta/models/g:generateContent", "/gemini/v1beta/models/g:generateContent?alt=sse"
-    ) == ("/v1beta/models/g:generateContent?alt=sse")
+    assert raw_target(gemini, "/gemini/v1beta/models/g:generateContent?alt=sse") == (
+        "/v1beta/models/g:generateContent?alt=sse"
+    )
+
+
+@pytest.mark.parametrize(
+    ("raw", "target"),
+    [
+        ("/v1//chat/completions", "/v1/chat/completions"),
+        ("/v1/models/../chat/completions?x=%2e", "/v1/chat/completions?x=%2e"),
+        ("/gemini//v1beta/models/g:generateContent/?alt=sse", "/v1beta/models/g:generateContent?alt=sse"),
+        ("/v1beta/models/g%3AgenerateContent", "/v1beta/models/g:generateContent"),
+    ],
+)
+def test_the_target_sent_upstream_is_the_path_routed_whatever_its_spelling(raw: str, target: str) -> None:
+    path = canonical(raw)
+    assert path is not None
+    route = resolve(path)
+    assert route is not None and route.api is not Api.OTHER
+    assert raw_target(route, raw) == target
 
 
 @pytest.mark.parametrize(
