@@ -16,13 +16,14 @@ from collections.abc import Iterable, Mapping
 
 from prometheus_client.metrics_core import CounterMetricFamily, Metric
 
+from runguard.proxy.observe import NullObserver
 from runguard.proxy.records import RequestRecord, TripRecord
 
 UNLABELLED = "unlabelled"
 
 
-class SpendMetrics:
-    """Cheap on the request path: a dict lookup and an addition per request."""
+class SpendMetrics(NullObserver):
+    """Cheap on the request path: a dict lookup and an addition per request (the other hooks: no-ops)."""
 
     def __init__(self, key_labels: Mapping[str, str]) -> None:
         self._labels = dict(key_labels)
@@ -37,15 +38,6 @@ class SpendMetrics:
     def tripped(self, trip: TripRecord) -> None:
         if trip.action == "block" and trip.usd_avoided_estimate > 0:
             self._avoided[trip.detector] = self._avoided.get(trip.detector, 0.0) + trip.usd_avoided_estimate
-
-    def detector_fault(self, detector: str, hook: str) -> None:
-        pass
-
-    def state_error(self) -> None:
-        pass
-
-    def parse_error(self, api: str, body: str = "request") -> None:
-        pass
 
     def collect(self) -> Iterable[Metric]:
         by_key = CounterMetricFamily("runguard_key_usd", "Cost in USD per API key label.", labels=("key",))
