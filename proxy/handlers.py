@@ -26,7 +26,7 @@ from multidict import CIMultiDict, CIMultiDictProxy
 
 from runguard.config.settings import Settings
 from runguard.detectors.frozen import frozen
-from runguard.proxy import websocket
+from runguard.proxy import credentials, websocket
 from runguard.proxy.adapters import adapter_for
 from runguard.proxy.adapters.base import Adapter, RequestContext, Synthetic
 from runguard.proxy.adapters.history import HistoryCache, HistorySlot
@@ -37,7 +37,7 @@ from runguard.proxy.errors import UpstreamError
 from runguard.proxy.events import Api, Provider, ResponseInfo
 from runguard.proxy.guard import Guard
 from runguard.proxy.headers import header_text, is_upgrade, upstream_request_headers
-from runguard.proxy.keys import KeyHasher, raw_key
+from runguard.proxy.keys import KeyHasher
 from runguard.proxy.observe import Observer
 from runguard.proxy.policy import SHORT_HEADERS, tightening_from
 from runguard.proxy.records import RecordedBody
@@ -156,30 +156,49 @@ def _key_refusal(ctx: ProxyContext, route: Route, key_hash: str) -> web.Response
     )
 
 
-def _carries_gemini_key(request: web.Request) -> bool:
-    """`x-goog-api-key`, or `?key=`: the query is parsed only when its text names a key (an OpenAI request,
-    keyed by its Authorization header, then parses no query)."""
-    return "x-goog-api-key" in request.headers or ("key" in request.query_string and "key" in request.query)
+def _carries_gemini_key(request: web.Request, headers: CIMultiDict[str]) -> bool:
+    """`x-goog-api-key` (among the `headers` that go upstream), or `?key=`: the query is parsed only when its
+    text names a key (an OpenAI request, keyed by its Authorization header, then parses no query)."""
+    return "x-goog-api-key" in headers or ("key" in request.query_string and "key" in request.query)
+
+
+def _credential_refusal(route: Route, credential: credentials.Credential) -> web.Response:
+    places = ", ".join(credential.conflict)
+    return provider_error(
+        route.dialect,
+        400,
+        f"RunGuard: this request carries different API keys ({places}); send one key, in one place",
+        "conflicting_credentials",
+    )
 
 
 async def handle(request: web.Request) -> web.StreamResponse:
     ctx = request.app[CONTEXT]
-    route = resolve(request.path, _carries_gemini_key(request), "api-version" in request.query_string)
+    # What goes upstream is computed once, hop-by-hop headers (and those `Connection:` names) already out,
+    # and the key is read from it: the key judged is the key sent (`credentials`).
+    outgoing = upstream_request_headers(request.headers, ctx.own_headers)
+    route = resolve(request.path, _carries_gemini_key(request, outgoing), "api-version" in request.query_string)
     if route is None:
         return provider_error(None, 404, f"RunGuard: no provider serves {request.path}", "unknown_path")
-    key_hash = ctx.hasher.hash(raw_key(request.headers, request.query))
+    upgrade = is_upgrade(request.method, request.headers)
+    protocols = websocket.offered_protocols(request) if upgrade else ()
+    credential = credentials.read(route.provider, outgoing, request.query, protocols)
+    if credential.conflict:
+        return _credential_refusal(route, credential)
+    credentials.drop_unread(route.provider, outgoing)
+    key_hash = ctx.hasher.hash(credential.key)
     refusal = _key_refusal(ctx, route, key_hash)
     if refusal is not None:
         return refusal
-    if is_upgrade(request.method, request.headers):
-        return await websocket.relay(request, ctx, route, key_hash)
+    if upgrade:
+        return await websocket.relay(request, ctx, route, key_hash, outgoing)
     if ctx.stopping.is_set() and not request.content.is_eof():
         # The rest of this body would be dropped (see `stop_reading`): say so now, the SDK retries elsewhere.
         return provider_error(route.dialect, 503, "RunGuard is shutting down; retry the request", "shutting_down")
     adapter = adapter_for(route.api) if request.method == "POST" else None
     if adapter is None and not _is_poll(request, route):
         # Nothing here is read: the body streams upstream as it arrives, whatever its size (a file upload).
-        return await _passthrough(request, ctx, route, request.content if request.body_exists else b"")
+        return await _passthrough(request, ctx, route, request.content if request.body_exists else b"", outgoing)
     task = asyncio.current_task()
     if task is not None:
         ctx.reading.add(task)
@@ -190,8 +209,8 @@ async def handle(request: web.Request) -> web.StreamResponse:
     finally:
         ctx.reading.discard(task)
     if adapter is None:
-        return await _poll(request, ctx, route, body)
-    return await _guarded(request, ctx, route, adapter, body, key_hash)
+        return await _poll(request, ctx, route, body, outgoing)
+    return await _guarded(request, ctx, route, adapter, body, key_hash, outgoing)
 
 
 def _is_poll(request: web.Request, route: Route) -> bool:
@@ -200,11 +219,15 @@ def _is_poll(request: web.Request, route: Route) -> bool:
 
 
 async def _send_untouched(
-    request: web.Request, ctx: ProxyContext, route: Route, body: bytes | aiohttp.StreamReader
+    request: web.Request,
+    ctx: ProxyContext,
+    route: Route,
+    body: bytes | aiohttp.StreamReader,
+    headers: CIMultiDict[str],
 ) -> aiohttp.ClientResponse:
-    """The request upstream as the client sent it (less hop-by-hop and RunGuard's own headers); a body still
-    arriving (`StreamReader`) streams on with the length the client declared."""
-    headers = upstream_request_headers(request.headers, ctx.own_headers)
+    """The request upstream as the client sent it, with the `headers` `handle` computed (hop-by-hop, RunGuard's
+    own and unread credentials out); a body still arriving (`StreamReader`) streams on with the length the
+    client declared."""
     if not isinstance(body, bytes) and request.content_length is not None:
         headers["Content-Length"] = str(request.content_length)
     return await ctx.upstreams[route.provider].send(
@@ -213,10 +236,14 @@ async def _send_untouched(
 
 
 async def _passthrough(
-    request: web.Request, ctx: ProxyContext, route: Route, body: bytes | aiohttp.StreamReader
+    request: web.Request,
+    ctx: ProxyContext,
+    route: Route,
+    body: bytes | aiohttp.StreamReader,
+    headers: CIMultiDict[str],
 ) -> web.StreamResponse:
     try:
-        upstream = await _send_untouched(request, ctx, route, body)
+        upstream = await _send_untouched(request, ctx, route, body, headers)
     except UpstreamError as exc:
         return upstream_failed(route.dialect, exc)
     async with upstream:
@@ -230,7 +257,9 @@ async def _passthrough(
         return whole_response(upstream, raw, CIMultiDict())
 
 
-async def _poll(request: web.Request, ctx: ProxyContext, route: Route, body: bytes) -> web.StreamResponse:
+async def _poll(
+    request: web.Request, ctx: ProxyContext, route: Route, body: bytes, headers: CIMultiDict[str]
+) -> web.StreamResponse:
     """`GET /v1/responses/{id}`, whole or a resumed stream: forwarded as `_passthrough` does, then read.
 
     What the client gets is what `_passthrough` gives it, byte for byte; the
@@ -239,7 +268,7 @@ async def _poll(request: web.Request, ctx: ProxyContext, route: Route, body: byt
     """
     began = time.perf_counter()
     try:
-        upstream = await _send_untouched(request, ctx, route, body)
+        upstream = await _send_untouched(request, ctx, route, body, headers)
     except UpstreamError as exc:
         return upstream_failed(route.dialect, exc)
     sent = time.perf_counter()
@@ -294,7 +323,13 @@ def _poll_answer(responses: ResponsesAdapter, raw: bytes, encoding: str | None) 
 
 
 async def _guarded(
-    request: web.Request, ctx: ProxyContext, route: Route, adapter: Adapter, body: bytes, key_hash: str
+    request: web.Request,
+    ctx: ProxyContext,
+    route: Route,
+    adapter: Adapter,
+    body: bytes,
+    key_hash: str,
+    headers: CIMultiDict[str],
 ) -> web.StreamResponse:
     settings = ctx.settings
     try:
@@ -309,7 +344,7 @@ async def _guarded(
     info = adapter.parse_request(body_read, context)
     if decoded is None or info.parse_error:
         ctx.observer.parse_error(route.api.value)
-        return await _passthrough(request, ctx, route, body)
+        return await _passthrough(request, ctx, route, body, headers)
     ticket = await ctx.guard.admit(
         adapter,
         info,
@@ -323,7 +358,6 @@ async def _guarded(
         kept = _recorded(request, decoded, b"", None) if settings.store.record_bodies else None
         await ctx.settle(ctx.guard.complete(ticket, None, client_status=ticket.answer.status, body=kept))
         return _synthetic(ticket.answer, ticket)
-    headers = upstream_request_headers(request.headers, ctx.own_headers)
     rewrite: UsageChunkFilter | None = None
     if settings.upstreams.inject_stream_usage and info.api is Api.CHAT and info.stream and not info.include_usage:
         asked = with_usage_requested(decoded)

@@ -1,7 +1,7 @@
 """Which API key a request carries, kept only as a salted hash.
 
-The key is read from `Authorization: Bearer`, `x-goog-api-key`, `api-key`
-(Azure OpenAI's), `x-api-key` or the `key` query parameter, in that order. The hash is an HMAC-SHA256 under
+Which header or query parameter a route's key is read from is `credentials`'
+business; here it is hashed. The hash is an HMAC-SHA256 under
 the install's salt, shortened to 16 hex characters and prefixed `k_`; the key
 itself is never stored, logged or returned.
 """
@@ -13,7 +13,6 @@ import hmac
 import os
 import re
 import secrets
-from collections.abc import Mapping
 from pathlib import Path
 
 ANONYMOUS = "k_anonymous"
@@ -23,18 +22,6 @@ _SECRETS = re.compile(r"(?i)([?&;]key=|bearer\s+|api-key[\"']?\s*[:=]\s*[\"']?)[
 def redact(text: str) -> str:
     """`text` with anything that looks like an API key (query `key=`, bearer token) masked."""
     return _SECRETS.sub(r"\1<redacted>", text)
-
-
-def raw_key(headers: Mapping[str, str], query: Mapping[str, str]) -> str | None:
-    auth = headers.get("Authorization", "")
-    if auth[:7].lower() == "bearer " and auth[7:].strip():
-        return auth[7:].strip()
-    for name in ("x-goog-api-key", "api-key", "x-api-key"):
-        value = headers.get(name)
-        if value:
-            return value.strip()
-    value = query.get("key")
-    return value.strip() if value else None
 
 
 class KeyHasher:

@@ -26,6 +26,7 @@ import re
 from collections.abc import Mapping
 
 from runguard.detectors.frozen import frozen
+from runguard.proxy.credentials import target_without_unread
 from runguard.proxy.events import Api, Provider
 
 
@@ -103,9 +104,10 @@ def resolve(path: str, gemini_key: bool = False, api_version: bool = False) -> R
 
 def raw_target(route: Route, path: str, raw_path: str) -> str:
     """The path and query to request upstream, exactly as sent (`raw_path`), less the explicit
-    `/openai` or `/gemini` prefix `route` dropped from `path`."""
+    `/openai` or `/gemini` prefix `route` dropped from `path`, and less a query credential the provider
+    does not read (`credentials`)."""
     dropped = len(path) - len(route.upstream_path)
-    return raw_path[dropped:] if dropped > 0 else raw_path
+    return target_without_unread(route.provider, raw_path[dropped:] if dropped > 0 else raw_path)
 
 
 def gemini_streams_sse(query: Mapping[str, str]) -> bool:
