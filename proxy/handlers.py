@@ -209,7 +209,7 @@ async def handle(request: web.Request) -> web.StreamResponse:
     finally:
         ctx.reading.discard(task)
     if adapter is None:
-        return await _poll(request, ctx, route, body, outgoing)
+        return await _poll(request, ctx, route, body, outgoing, key_hash)
     return await _guarded(request, ctx, route, adapter, body, key_hash, outgoing)
 
 
@@ -258,7 +258,7 @@ async def _passthrough(
 
 
 async def _poll(
-    request: web.Request, ctx: ProxyContext, route: Route, body: bytes, headers: CIMultiDict[str]
+    request: web.Request, ctx: ProxyContext, route: Route, body: bytes, headers: CIMultiDict[str], key_hash: str
 ) -> web.StreamResponse:
     """`GET /v1/responses/{id}`, whole or a resumed stream: forwarded as `_passthrough` does, then read.
 
@@ -281,7 +281,10 @@ async def _poll(
 
             def account() -> Coroutine[Any, Any, None]:
                 latency = time.perf_counter() - sent
-                return background.polled(parser.close(), streamed=True, status=status, latency=latency, began=began)
+                info = parser.close()
+                return background.polled(
+                    info, key_hash=key_hash, streamed=True, status=status, latency=latency, began=began
+                )
 
             try:
                 out, _ = await relay_stream(request, upstream, parser, CIMultiDict(), None)
@@ -300,7 +303,9 @@ async def _poll(
         async def account_whole() -> None:
             info = _poll_answer(responses, raw, encoding) if status == 200 else None
             if info is not None:
-                await background.polled(info, streamed=False, status=status, latency=latency, began=began)
+                await background.polled(
+                    info, key_hash=key_hash, streamed=False, status=status, latency=latency, began=began
+                )
 
         reply = whole_response(upstream, raw, CIMultiDict())
         try:

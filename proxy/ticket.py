@@ -26,6 +26,7 @@ class Ticket:
     seen: RequestSeen
     adapter: Adapter
     nests: bool = False  # no X-Run-Id: threads its tool calls start join this run (see `nesting`)
+    tenant: str = ""  # whose run it is (`tenants`): `ids.run` is the run's state id in that tenant
     facts: RunFacts | None = None  # None when state was unavailable (detectors skipped)
     lineup: Lineup = NO_DETECTORS
     before: dict[str, Results] = field(default_factory=dict)
@@ -75,7 +76,7 @@ class Ticket:
     def reset_hint(self, scope: Scope) -> str:
         """How a user reopens what this request tripped."""
         if scope is Scope.RUN:
-            return f"Reset with: runguard-proxy reset {self.ids.run}"
+            return f"Reset with: runguard-proxy reset {self.run_id}"
         model = self.request.model
         if scope is Scope.KEY_MODEL:
             return f"It closes after its cooldown, or: runguard-proxy reset --key {self.ids.key} --model {model}"
