@@ -25,7 +25,7 @@ only one an upstream, or a gateway in front of it, can use.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterable, Mapping
 from urllib.parse import unquote_plus
 
 from multidict import CIMultiDict, MultiMapping
@@ -42,6 +42,7 @@ _QUERY: Mapping[Provider, tuple[str, ...]] = {
     Provider.GEMINI: ("key", "$key", "access_token", "oauth_token"),
 }
 _ANY_HEADER = ("api-key", "x-goog-api-key", "x-api-key")
+_UNREAD = {provider: tuple(name for name in _ANY_HEADER if name not in read) for provider, read in _HEADERS.items()}
 _ANY_QUERY = frozenset(_QUERY[Provider.GEMINI])
 BROWSER_KEY_PROTOCOL = "openai-insecure-api-key."  # the Realtime API's subprotocol for a key in a browser
 
@@ -61,19 +62,9 @@ def _bearer(value: str) -> str:
     return token.strip() if scheme.lower() == "bearer" else value.strip()
 
 
-def _places(
-    provider: Provider, headers: MultiMapping[str], query: MultiMapping[str], protocols: Iterable[str]
-) -> Iterator[tuple[str, str]]:
-    for name in _HEADERS[provider]:
-        for value in headers.getall(name, ()):
-            yield name, _bearer(value) if name == "Authorization" else value.strip()
-    for name in _QUERY[provider]:
-        for value in query.getall(name, ()):
-            yield f"?{name}=", value.strip()
-    if provider is Provider.OPENAI:
-        for protocol in protocols:
-            if protocol.startswith(BROWSER_KEY_PROTOCOL):
-                yield "Sec-WebSocket-Protocol", protocol[len(BROWSER_KEY_PROTOCOL) :].strip()
+def _add(found: dict[str, str], value: str, place: str) -> None:
+    if value:
+        found.setdefault(value, place)
 
 
 def read(
@@ -81,10 +72,19 @@ def read(
 ) -> Credential:
     """The credential of a request for `provider`, from the `headers` that go upstream and its `query`
     (`protocols`: a WebSocket handshake's offered subprotocols)."""
-    found: dict[str, str] = {}
-    for place, value in _places(provider, headers, query, protocols):
-        if value:
-            found.setdefault(value, place)
+    found: dict[str, str] = {}  # value -> the first place it was found in
+    for name in _HEADERS[provider]:
+        if name in headers:  # most places are empty: a membership test is the cheap way to say so
+            for value in headers.getall(name):
+                _add(found, _bearer(value) if name == "Authorization" else value.strip(), name)
+    for name in _QUERY[provider]:
+        if name in query:
+            for value in query.getall(name):
+                _add(found, value.strip(), f"?{name}=")
+    if provider is Provider.OPENAI:
+        for protocol in protocols:
+            if protocol.startswith(BROWSER_KEY_PROTOCOL):
+                _add(found, protocol[len(BROWSER_KEY_PROTOCOL) :].strip(), "Sec-WebSocket-Protocol")
     if len(found) > 1:
         return Credential(None, tuple(dict.fromkeys(found.values())))
     return Credential(next(iter(found), None))
@@ -92,9 +92,9 @@ def read(
 
 def drop_unread(provider: Provider, headers: CIMultiDict[str]) -> None:
     """Take out of `headers` (the copy going upstream) the credential headers `provider` does not read."""
-    for name in _ANY_HEADER:
-        if name not in _HEADERS[provider]:
-            headers.popall(name, None)
+    for name in _UNREAD[provider]:
+        if name in headers:
+            headers.popall(name)
 
 
 def target_without_unread(provider: Provider, target: str) -> str:
