@@ -7,6 +7,7 @@ against each detector's own config model by `runguard.config.loader`.
 
 from __future__ import annotations
 
+import re
 from typing import Any, Literal
 from urllib.parse import urlsplit
 
@@ -113,6 +114,24 @@ class UpstreamSettings(_Section):
         return _http_url(url)
 
 
+_TENANT_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
+_KEY_HASH = re.compile(r"^k_[0-9a-f]{16}$")
+
+
+def check_tenants(tenants: dict[str, tuple[str, ...]]) -> dict[str, tuple[str, ...]]:
+    """`runs.tenants` if every name is plain and no key hash is malformed or in two tenants; else a ValueError."""
+    owner: dict[str, str] = {}
+    for name, hashes in tenants.items():
+        if not _TENANT_NAME.match(name) or name.startswith("k_"):
+            raise ValueError(f"tenant name {name!r}: letters, digits, '_', '.', '-' (not starting with 'k_')")
+        for key_hash in hashes:
+            if not _KEY_HASH.match(key_hash):
+                raise ValueError(f"tenant {name!r}: {key_hash!r} is not a key hash (k_ and 16 hex digits)")
+            if owner.setdefault(key_hash, name) != name:
+                raise ValueError(f"key hash {key_hash} is in two tenants: {owner[key_hash]!r} and {name!r}")
+    return tenants
+
+
 class RunSettings(_Section):
     run_header: str = Field("X-Run-Id", min_length=1, description="Request header that names the run.")
     agent_header: str = Field("X-Agent-Name", min_length=1, description="Request header that names the agent speaking.")
@@ -143,6 +162,18 @@ class RunSettings(_Section):
     key_allowlist: tuple[str, ...] = Field(
         (), description="If set, only these API-key hashes may use the proxy; others get a 403."
     )
+    tenants: dict[str, tuple[str, ...]] = Field(
+        default_factory=dict,
+        description="Tenants that hold more than one API key, by name: {name: [key hash, ...]} (hashes as "
+        "`runguard-proxy key-hash` prints them). A run (X-Run-Id, previous_response_id, a conversation's root) "
+        "belongs to its tenant: the keys of one tenant share their runs, other tenants never see them. A key "
+        "named nowhere is a tenant of its own.",
+    )
+
+    @field_validator("tenants")
+    @classmethod
+    def _tenants(cls, tenants: dict[str, tuple[str, ...]]) -> dict[str, tuple[str, ...]]:
+        return check_tenants(tenants)
 
 
 class StateSettings(_Section):

@@ -3,9 +3,9 @@
 Routes (JSON unless noted):
   GET  /runguard/metrics                    Prometheus text format
   GET  /runguard/runs?limit=N               recent runs (needs the record store)
-  GET  /runguard/runs/{run_id}              live state (breaker, counters) + the store's timeline
+  GET  /runguard/runs/{run_id}?tenant=T     live state (breaker, counters) + the store's timeline
   GET  /runguard/trips?limit=N&run_id=R     recent trips (needs the record store)
-  POST /runguard/runs/{run_id}/reset        clear the run's breaker and counters
+  POST /runguard/runs/{run_id}/reset?tenant=T   clear the run's breaker and counters
   POST /runguard/keys/{key_hash}/reset?model=M   clear the key's breaker (and key+model's)
 
 Access is decided by the `admin_access.admin_guard` middleware, which
@@ -13,6 +13,10 @@ Access is decided by the `admin_access.admin_guard` middleware, which
 must name this proxy, mutating requests carry JSON, and the token and bind
 rules of `admin_access.admin_denial` apply (docs/security.md, "Admin API").
 `/runguard/health` is registered by the app and is never protected.
+
+A run id is the one its requests sent; its state is its tenant's (see
+`tenants`). Without `tenant`, the run's tenant is found in the state; when
+runs of several tenants have that id, the answer is 409 and names them.
 
 Resets go through the state backend, so with shared Redis state one reset
 reopens the run on every replica. Nothing here returns an API key: runs are
@@ -31,7 +35,7 @@ from aiohttp import web
 
 from runguard.config.settings import ServerSettings
 from runguard.detectors.ops import Scope
-from runguard.proxy import breaker
+from runguard.proxy import breaker, tenants
 from runguard.proxy.admin_access import admin_denial, admin_guard, is_loopback
 from runguard.proxy.breaker import BreakerRecord
 from runguard.proxy.errors import RunGuardError, StateUnavailable
@@ -153,9 +157,32 @@ class AdminApi:
             return _no_store("trips")
         return _json({"trips": await _read(reader.recent_trips(_limit(request), request.query.get("run_id")))})
 
+    async def _tenant_of(self, request: web.Request, run_id: str) -> str | web.Response | None:
+        """The tenant whose run `run_id` the request means: `?tenant=`, else the one with state for it (None:
+        none has); a 409 naming them when several have."""
+        named = request.query.get("tenant")
+        if named:
+            return named
+        live = await self._state.ids_ending(Scope.RUN, tenants.SEPARATOR + run_id)
+        found = sorted({pair[0] for pair in map(tenants.split, live) if pair is not None and pair[1] == run_id})
+        if len(found) > 1:
+            return _json(
+                {
+                    "error": f"runs of {len(found)} tenants are named {run_id!r}: name one with ?tenant=",
+                    "tenants": found,
+                },
+                409,
+            )
+        return found[0] if found else None
+
     async def run(self, request: web.Request) -> web.StreamResponse:
         run_id = request.match_info["run_id"]
-        fields = dict(await self._state.read_scope(Scope.RUN, run_id))  # a copy: the breaker field is taken out
+        tenant = await self._tenant_of(request, run_id)
+        if isinstance(tenant, web.Response):
+            return tenant
+        state_id = tenants.state_id(tenant, run_id) if tenant is not None else None
+        # a copy: the breaker field is taken out
+        fields = dict(await self._state.read_scope(Scope.RUN, state_id)) if state_id is not None else {}
         record = BreakerRecord.loads(fields.pop(breaker.FIELD, None))
         reader = self._reader(request)
         timeline = await _read(reader.run_timeline(run_id)) if reader is not None else None
@@ -164,6 +191,7 @@ class AdminApi:
         return _json(
             {
                 "run_id": run_id,
+                "tenant": tenant,
                 "breaker": dataclasses.asdict(record) if record is not None else {"state": "closed"},
                 "counters": fields,
                 "timeline": timeline,
@@ -173,9 +201,12 @@ class AdminApi:
 
     async def reset_run(self, request: web.Request) -> web.StreamResponse:
         run_id = request.match_info["run_id"]
-        cleared = await self._state.clear_scope(Scope.RUN, run_id)
-        log.warning("admin reset of run %s (%s)", printable(run_id), "cleared" if cleared else "no state")
-        return _json({"run_id": run_id, "cleared": cleared})
+        tenant = await self._tenant_of(request, run_id)
+        if isinstance(tenant, web.Response):
+            return tenant
+        cleared = tenant is not None and await self._state.clear_scope(Scope.RUN, tenants.state_id(tenant, run_id))
+        log.warning("admin reset of run %s of %s (%s)", printable(run_id), tenant, "cleared" if cleared else "no state")
+        return _json({"run_id": run_id, "tenant": tenant, "cleared": cleared})
 
     async def reset_key(self, request: web.Request) -> web.StreamResponse:
         key_hash = request.match_info["key_hash"]

@@ -3,8 +3,9 @@
 `POST /v1/responses` with `background: true` is answered at once with a
 queued Response object (no output, no usage); the client then polls
 `GET /v1/responses/{id}` (or resumes its stream with `?stream=true`) until
-the response is done. The POST's entry in the state (`resp:{id}`, see
-`continuation`) says which request started it. The first answer of a poll
+the response is done. The POST's entry in the state (`continuation.entry`,
+in its tenant's) says which request started it; a poll looks it up in the
+poll's own tenant, so another tenant's poll counts nothing in this run. The first answer of a poll
 that is final, for a response so remembered, adds its usage and cost to that
 request's run, key, key and model, and key's day (`accounting.usage_ops`),
 once: a claim in the state (`StateBackend.claim`) lets one poll of all those
@@ -26,7 +27,7 @@ import re
 import time
 from collections.abc import Awaitable, Callable
 
-from runguard.proxy import accounting, continuation, nesting, reporting, roots
+from runguard.proxy import accounting, continuation, nesting, reporting, roots, tenants
 from runguard.proxy.adapters.openai_responses import FINAL_STATUSES
 from runguard.proxy.errors import StateUnavailable
 from runguard.proxy.events import ResponseInfo
@@ -49,8 +50,8 @@ def polled_id(path: str) -> str | None:
     return match["id"] if match else None
 
 
-def claim_key(response_id: str) -> str:
-    return f"polled:{response_id}"
+def claim_key(tenant: str, response_id: str) -> str:
+    return f"polled:{tenant}:{response_id}"
 
 
 class BackgroundCosts:
@@ -63,6 +64,7 @@ class BackgroundCosts:
         sink: RecordSink,
         observer: Observer,
         ttl: float,
+        of: tenants.Tenants,
         clock: Callable[[], float] = time.time,
     ) -> None:
         """`ttl`: seconds a response's entry and its claim are kept (a run's idle time)."""
@@ -71,6 +73,7 @@ class BackgroundCosts:
         self._sink = sink
         self._observer = observer
         self._ttl = ttl
+        self._tenants = of
         self._clock = clock
 
     async def _quietly(self, step: Awaitable[object]) -> None:
@@ -80,29 +83,40 @@ class BackgroundCosts:
         except StateUnavailable:
             self._observer.state_error()
 
-    async def polled(self, info: ResponseInfo, *, streamed: bool, status: int, latency: float, began: float) -> None:
+    async def polled(
+        self, info: ResponseInfo, *, key_hash: str, streamed: bool, status: int, latency: float, began: float
+    ) -> None:
         """A poll's answer, sent to the client already: account for it if it finishes a pending response.
 
-        `latency`: seconds the upstream took; `began`: `time.perf_counter()` when the poll arrived.
+        `key_hash`: the poll's key (its tenant's responses are the ones it can finish); `latency`: seconds
+        the upstream took; `began`: `time.perf_counter()` when the poll arrived.
         """
         response_id = info.response_id
         if status != 200 or response_id is None or info.finish_reason not in FINAL_STATUSES:
             return
         try:
-            await self._account(response_id, info, streamed, status, latency, began)
+            await self._account(self._tenants.of(key_hash), response_id, info, streamed, status, latency, began)
         except StateUnavailable:
             self._observer.state_error()
         except Exception:  # the client has its answer; a bug here must not surface as a failed request
             log.exception("accounting for a background response failed")
 
     async def _account(
-        self, response_id: str, info: ResponseInfo, streamed: bool, status: int, latency: float, began: float
+        self,
+        tenant: str,
+        response_id: str,
+        info: ResponseInfo,
+        streamed: bool,
+        status: int,
+        latency: float,
+        began: float,
     ) -> None:
-        raw = await self._state.recall(f"resp:{response_id}")
+        entry = continuation.entry(tenant, response_id)
+        raw = await self._state.recall(entry)
         found = continuation.pending_of(raw) if raw is not None else None
         if found is None:
             return  # not started through this proxy, or accounted for already (or an ordinary response)
-        if not await self._state.claim(claim_key(response_id), self._ttl):
+        if not await self._state.claim(claim_key(tenant, response_id), self._ttl):
             return  # another poll (here or on another replica) accounts for it
         run_id, pending = found
         now = self._clock()
@@ -111,11 +125,12 @@ class BackgroundCosts:
         finished = continuation.dumps(run_id, info.tool_calls)  # no longer pending: later polls stop at `recall`
         # One after the other: a gather's tasks would hand the loop over, and with a state that never
         # waits nothing here is shielded from the handler's cancellation (`ProxyContext.settle`).
-        await self._quietly(self._state.remember(f"resp:{response_id}", finished, self._ttl))
+        await self._quietly(self._state.remember(entry, finished, self._ttl))
         if ops:
-            await self._quietly(self._state.execute(scope_ids(run_id, pending.key_hash, pending.model, now), ops))
+            ids = scope_ids(tenants.state_id(tenant, run_id), pending.key_hash, pending.model, now)
+            await self._quietly(self._state.execute(ids, ops))
         if pending.nests:
-            scope = roots.scope(pending.key_hash, pending.end_user)
+            scope = roots.scope(tenant, pending.end_user)
             await self._quietly(nesting.remember(self._state, scope, run_id, info.tool_calls, self._ttl))
         record = reporting.polled_record(
             run_id, pending, info, at=now, usd=usd, streamed=streamed, status=status, latency=latency, began=began

@@ -45,6 +45,8 @@ def call_admin(url: str, path: str, token: str | None, params: dict[str, str] | 
         body = {"error": response.text[:200]}
     if response.status_code == 401:
         raise _fail("the proxy wants its admin token: pass --token or set RUNGUARD_ADMIN_TOKEN")
+    if response.status_code == 409 and body.get("tenants"):
+        raise _fail(f"{body.get('error')}: {', '.join(map(str, body['tenants']))} (pass --tenant)")
     if not response.is_success:
         raise _fail(f"the proxy answered {response.status_code}: {body.get('error', body)}")
     return dict(body)
@@ -60,6 +62,12 @@ def register(app: typer.Typer) -> None:
             str | None, typer.Option("--key", help="API-key hash whose breaker to reset (instead of a run).")
         ] = None,
         model: Annotated[str | None, typer.Option("--model", help="With --key: also reset key+model.")] = None,
+        tenant: Annotated[
+            str | None,
+            typer.Option(
+                "--tenant", help="With RUN_ID: the tenant (a runs.tenants name or a key hash) whose run it is."
+            ),
+        ] = None,
         url: UrlOption = DEFAULT_URL,
         token: TokenOption = None,
     ) -> None:
@@ -68,8 +76,11 @@ def register(app: typer.Typer) -> None:
             raise _fail("name either a RUN_ID or --key HASH", 2)
         if model and key is None:
             raise _fail("--model goes with --key", 2)
+        if tenant and run_id is None:
+            raise _fail("--tenant goes with a RUN_ID", 2)
         if run_id is not None:
-            result = call_admin(url, f"/runguard/runs/{quote(run_id, safe='')}/reset", token)
+            params = {"tenant": tenant} if tenant else None
+            result = call_admin(url, f"/runguard/runs/{quote(run_id, safe='')}/reset", token, params)
             state = "reset" if result.get("cleared") else "had no state (nothing to reset)"
             typer.echo(f"run {run_id} {state}")
             return

@@ -7,9 +7,10 @@ import typer
 
 def register(app: typer.Typer) -> None:
     """Add every command module's commands to `app` (explicit list, in help order)."""
-    from runguard.proxy import cli_admin, cli_config, cli_detectors, cli_store
+    from runguard.proxy import cli_admin, cli_config, cli_detectors, cli_keys, cli_store
 
     cli_config.register(app)
     cli_detectors.register(app)
     cli_store.register(app)
     cli_admin.register(app)
+    cli_keys.register(app)

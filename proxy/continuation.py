@@ -34,6 +34,12 @@ class Pending:
     end_user: str | None = None  # the request's `RequestInfo.end_user`: where those threads are looked up
 
 
+def entry(tenant: str, response_id: str) -> str:
+    """The state entry of a response id, in the tenant of the request that made it (`tenants`): another
+    tenant's `previous_response_id` or poll finds nothing there."""
+    return f"resp:{tenant}:{response_id}"
+
+
 def dumps(run_id: str, calls: Sequence[ToolCall], pending: Pending | None = None) -> str:
     table = {c.call_id: [c.name, c.arguments[:2000]] for c in calls if c.call_id}
     entry: dict[str, object] = {"run": run_id, "calls": table}

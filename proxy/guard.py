@@ -21,7 +21,17 @@ from typing import TypeVar
 from runguard.config.settings import Settings
 from runguard.detectors.base import RequestSeen, ResponseKind, ResponseSeen
 from runguard.detectors.ops import CompareAndSet, Get, Op, OpResult, Put, Scope
-from runguard.proxy import accounting, agent_names, breaker, continuation, nesting, reporting, roots, unreadable
+from runguard.proxy import (
+    accounting,
+    agent_names,
+    breaker,
+    continuation,
+    nesting,
+    reporting,
+    roots,
+    tenants,
+    unreadable,
+)
 from runguard.proxy.adapters import handoffs
 from runguard.proxy.adapters.base import Adapter, StopNotice, Synthetic
 from runguard.proxy.background import BackgroundCosts
@@ -87,9 +97,12 @@ class Guard:
         self._owner_ttl = settings.runs.idle_seconds * roots.OWNER_TTL_RUNS
         self._handed = nesting.HandedOut()  # the conversations header runs' delegations started
         self._proxy_url = proxy_url(settings.server)  # named in reset hints when not the default address
+        self.tenants = tenants.Tenants(settings.runs.tenants)
         self._undoing: set[asyncio.Task[None]] = set()  # undos waiting for a lost batch to settle
         # Background responses, accounted for when a poll finds them finished.
-        self.background = BackgroundCosts(state, tables, sink, observer, settings.runs.idle_seconds, clock)
+        self.background = BackgroundCosts(
+            state, tables, sink, observer, settings.runs.idle_seconds, self.tenants, clock
+        )
         # Told of every finished request with its ticket and response (OpenTelemetry spans, `telemetry`).
         self.on_request: Callable[[Ticket, ResponseSeen | None, RequestRecord], None] | None = None
 
@@ -185,14 +198,15 @@ class Guard:
     # -- before the request goes upstream -----------------------------------------------------
 
     async def _resolve_run(
-        self, header_run: str | None, key_hash: str, request: RequestInfo, now: float
+        self, header_run: str | None, tenant: str, request: RequestInfo, now: float
     ) -> tuple[str, RequestInfo, Owner | None]:
         """The run id, the request with tool-result names filled from a previous response, and the
-        root's owner when the run was found by the conversation's root (see `roots`)."""
+        root's owner when the run was found by the conversation's root (see `roots`); all in the request's
+        `tenant` (see `tenants`)."""
         run_id = header_run
         if request.previous_response_id:
             try:
-                remembered = await self._state.recall(f"resp:{request.previous_response_id}")
+                remembered = await self._state.recall(continuation.entry(tenant, request.previous_response_id))
             except StateUnavailable:
                 remembered = None
             if remembered is not None:
@@ -201,7 +215,7 @@ class Guard:
                 request = continuation.fill_names(request, calls)
         if run_id:
             return run_id, request, None
-        scope = roots.scope(key_hash, request.end_user)
+        scope = roots.scope(tenant, request.end_user)
         owner = await self._owner(scope, request, now)
         if owner is None:  # the state does not answer
             return roots.fallback_run(scope, request.root_hash), request, None
@@ -230,7 +244,7 @@ class Guard:
         return roots.loads(found) if found is not None else None
 
     async def _rewrite_owner(self, ticket: Ticket, owner: Owner) -> bool:
-        name = roots.key(roots.scope(ticket.key_hash, ticket.request.end_user), ticket.request.root_hash)
+        name = roots.key(roots.scope(ticket.tenant, ticket.request.end_user), ticket.request.root_hash)
         try:
             await self._state.remember(name, roots.dumps(owner), self._owner_ttl)
         except StateUnavailable:
@@ -254,7 +268,7 @@ class Guard:
             and idle > self._settings.runs.inferred_idle_seconds
             and accounting.facts_from(results)[0].in_flight == 1  # read last: admit reads the facts anyway
         ):
-            fresh = roots.new_run(roots.scope(ticket.key_hash, ticket.request.end_user), ticket.request.root_hash, now)
+            fresh = roots.new_run(roots.scope(ticket.tenant, ticket.request.end_user), ticket.request.root_hash, now)
             if await self._rewrite_owner(ticket, fresh):
                 log.info("run %s was idle %.0f s: its root starts run %s", ticket.run_id, idle, fresh.run_id)
                 await self._execute(ticket.ids, accounting.release_ops())
@@ -275,12 +289,13 @@ class Guard:
     ) -> Ticket:
         """Decide whether the request may go upstream; `ticket.answer` is set if not."""
         now = self._clock()
-        run_id, request, owner = await self._resolve_run(header_run, key_hash, request, now)
+        tenant = self.tenants.of(key_hash)
+        run_id, request, owner = await self._resolve_run(header_run, tenant, request, now)
         # A handoff's acknowledgement names its target now; a name learned before is read back with
         # the run's state (the last op of the batch), whichever replica learned it.
         acked, naming = agent_names.naming(request)
         request = agent_names.named(request, acked)
-        threaded = header_run is not None and self._handed.started(run_id, request)
+        threaded = header_run is not None and self._handed.started(tenants.state_id(tenant, run_id), request)
         nested = threaded or (owner is not None and owner.nested)
         own = None if nested else owner  # a run found by its root, which may start over (`roots`)
         seen = RequestSeen(run_id, key_hash, now, request, self._tables.window(request.model), digest(body))
@@ -333,9 +348,13 @@ class Guard:
         `_asks_tasks` the tasks its run's delegations handed out (`nesting.TASKS`, read here: see
         `_thread_found`), and the agent's `naming` op (last)."""
         run_id, key_hash, request = seen.run_id, seen.key_hash, seen.request
-        thread = nesting.thread_id(run_id, request.root_hash, request.agent.fingerprint) if nested else ""
-        ids = scope_ids(run_id, key_hash, request.model, seen.now, thread)
-        ticket = Ticket(run_id, key_hash, ids, seen, adapter, nests=not header_run, proxy_url=self._proxy_url)
+        tenant = self.tenants.of(key_hash)
+        state_run = tenants.state_id(tenant, run_id)  # the run's state is its tenant's (`tenants`)
+        thread = nesting.thread_id(state_run, request.root_hash, request.agent.fingerprint) if nested else ""
+        ids = scope_ids(state_run, key_hash, request.model, seen.now, thread)
+        ticket = Ticket(
+            run_id, key_hash, ids, seen, adapter, nests=not header_run, tenant=tenant, proxy_url=self._proxy_url
+        )
         ticket.lineup = self._policy.lineup(key_hash, request.model, tight)
         if request.parse_error:
             ticket.lineup = unreadable.counting(ticket.lineup)  # only what needs no content can judge it
@@ -560,8 +579,8 @@ class Guard:
         """A header run's request whose conversation its run's delegations started (`tasks`, read with its
         batch) is judged in its thread from its response on, and every request after it from the start."""
         request = ticket.request
-        if self._handed.found(ticket.run_id, request, tasks):
-            thread = nesting.thread_id(ticket.run_id, request.root_hash, request.agent.fingerprint)
+        if self._handed.found(ticket.ids.run, request, tasks):
+            thread = nesting.thread_id(ticket.ids.run, request.root_hash, request.agent.fingerprint)
             ticket.ids = dataclasses.replace(ticket.ids, thread=thread)
 
     def _handing_out(self, ticket: Ticket, seen: ResponseSeen) -> list[Op]:
@@ -575,7 +594,7 @@ class Guard:
         texts = nesting.delegated(calls)
         if not texts:
             return []
-        self._handed.learn(ticket.run_id, texts)
+        self._handed.learn(ticket.ids.run, texts)
         return [nesting.tasks_push(texts)]
 
     async def _count_unguarded(self, ticket: Ticket, seen: ResponseSeen) -> None:
@@ -613,7 +632,7 @@ class Guard:
             )
         try:
             await self._state.remember(
-                f"resp:{response_id}",
+                continuation.entry(ticket.tenant, response_id),
                 continuation.dumps(ticket.run_id, seen.response.tool_calls, pending),
                 self._settings.runs.idle_seconds,
             )
@@ -624,7 +643,7 @@ class Guard:
         """Map the texts this response's tool calls may hand to another agent to the run (see `nesting`)."""
         try:
             calls, ttl = seen.response.tool_calls, self._settings.runs.idle_seconds
-            scope = roots.scope(ticket.key_hash, ticket.request.end_user)
+            scope = roots.scope(ticket.tenant, ticket.request.end_user)
             await nesting.remember(self._state, scope, ticket.run_id, calls, ttl)
         except StateUnavailable:
             self._observer.state_error()

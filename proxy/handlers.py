@@ -27,7 +27,7 @@ from multidict import CIMultiDict, CIMultiDictProxy
 
 from runguard.config.settings import Settings
 from runguard.detectors.frozen import frozen
-from runguard.proxy import unreadable, websocket
+from runguard.proxy import credentials, keys, unreadable, websocket
 from runguard.proxy.adapters import adapter_for
 from runguard.proxy.adapters.base import Adapter, RequestContext, Synthetic
 from runguard.proxy.adapters.history import HistoryCache, HistorySlot
@@ -38,7 +38,7 @@ from runguard.proxy.errors import UpstreamError
 from runguard.proxy.events import Api, Provider, ResponseInfo
 from runguard.proxy.guard import Guard
 from runguard.proxy.headers import header_text, is_upgrade, upstream_request_headers
-from runguard.proxy.keys import KeyHasher, credentials, raw_key, redact
+from runguard.proxy.keys import KeyHasher, redact
 from runguard.proxy.observe import Observer
 from runguard.proxy.paths import REFUSED, canonical
 from runguard.proxy.policy import SHORT_HEADERS, tightening_from
@@ -146,7 +146,7 @@ def _synthetic(answer: Synthetic, ticket: Ticket) -> web.Response:
 
 def _credentials(request: web.Request) -> tuple[str, ...]:
     """The request's credentials, to mask in what the upstream says (its query parsed only if it may name one)."""
-    return credentials(request.headers, request.query if "key" in request.query_string else {})
+    return keys.credentials(request.headers, request.query if "key" in request.query_string else {})
 
 
 def _recorded(request: web.Request, body: bytes, response: bytes, status: int | None) -> RecordedBody:
@@ -166,15 +166,28 @@ def _key_refusal(ctx: ProxyContext, route: Route, key_hash: str) -> web.Response
     )
 
 
-def _carries_gemini_key(request: web.Request) -> bool:
-    """`x-goog-api-key`, or `?key=`: the query is parsed only when its text names a key (an OpenAI request,
-    keyed by its Authorization header, then parses no query)."""
-    return "x-goog-api-key" in request.headers or ("key" in request.query_string and "key" in request.query)
+def _carries_gemini_key(request: web.Request, headers: CIMultiDict[str]) -> bool:
+    """`x-goog-api-key` (among the `headers` that go upstream), or `?key=`: the query is parsed only when its
+    text names a key (an OpenAI request, keyed by its Authorization header, then parses no query)."""
+    return "x-goog-api-key" in headers or ("key" in request.query_string and "key" in request.query)
+
+
+def _credential_refusal(route: Route, credential: credentials.Credential) -> web.Response:
+    places = ", ".join(credential.conflict)
+    return provider_error(
+        route.dialect,
+        400,
+        f"RunGuard: this request carries different API keys ({places}); send one key, in one place",
+        "conflicting_credentials",
+    )
 
 
 async def handle(request: web.Request) -> web.StreamResponse:
     ctx = request.app[CONTEXT]
-    gemini_key, api_version = _carries_gemini_key(request), "api-version" in request.query_string
+    # What goes upstream is computed once, hop-by-hop headers (and those `Connection:` names) already out,
+    # and the key is read from it: the key judged is the key sent (`credentials`).
+    outgoing = upstream_request_headers(request.headers, ctx.own_headers)
+    gemini_key, api_version = _carries_gemini_key(request, outgoing), "api-version" in request.query_string
     path = canonical(request.raw_path)
     if path is None:  # a spelling servers read differently (`paths`): refused before routing
         route = resolve(request.path, gemini_key, api_version)
@@ -182,19 +195,25 @@ async def handle(request: web.Request) -> web.StreamResponse:
     route = resolve(path, gemini_key, api_version)
     if route is None:
         return provider_error(None, 404, f"RunGuard: no provider serves {path}", "unknown_path")
-    key_hash = ctx.hasher.hash(raw_key(request.headers, request.query))
+    upgrade = is_upgrade(request.method, request.headers)
+    protocols = websocket.offered_protocols(request) if upgrade else ()
+    credential = credentials.read(route.provider, outgoing, request.query, protocols)
+    if credential.conflict:
+        return _credential_refusal(route, credential)
+    credentials.drop_unread(route.provider, outgoing)
+    key_hash = ctx.hasher.hash(credential.key)
     refusal = _key_refusal(ctx, route, key_hash)
     if refusal is not None:
         return refusal
-    if is_upgrade(request.method, request.headers):
-        return await websocket.relay(request, ctx, route, key_hash)
+    if upgrade:
+        return await websocket.relay(request, ctx, route, key_hash, outgoing)
     if ctx.stopping.is_set() and not request.content.is_eof():
         # The rest of this body would be dropped (see `stop_reading`): say so now, the SDK retries elsewhere.
         return provider_error(route.dialect, 503, "RunGuard is shutting down; retry the request", "shutting_down")
     adapter = adapter_for(route.api) if request.method == "POST" else None
     if adapter is None and not _is_poll(request, route):
         # Nothing here is read: the body streams upstream as it arrives, whatever its size (a file upload).
-        return await _passthrough(request, ctx, route, request.content if request.body_exists else b"")
+        return await _passthrough(request, ctx, route, request.content if request.body_exists else b"", outgoing)
     task = asyncio.current_task()
     if task is not None:
         ctx.reading.add(task)
@@ -205,8 +224,8 @@ async def handle(request: web.Request) -> web.StreamResponse:
     finally:
         ctx.reading.discard(task)
     if adapter is None:
-        return await _poll(request, ctx, route, body)
-    return await _guarded(request, ctx, route, adapter, body, key_hash)
+        return await _poll(request, ctx, route, body, outgoing, key_hash)
+    return await _guarded(request, ctx, route, adapter, body, key_hash, outgoing)
 
 
 def _is_poll(request: web.Request, route: Route) -> bool:
@@ -215,21 +234,29 @@ def _is_poll(request: web.Request, route: Route) -> bool:
 
 
 async def _send_untouched(
-    request: web.Request, ctx: ProxyContext, route: Route, body: bytes | aiohttp.StreamReader
+    request: web.Request,
+    ctx: ProxyContext,
+    route: Route,
+    body: bytes | aiohttp.StreamReader,
+    headers: CIMultiDict[str],
 ) -> aiohttp.ClientResponse:
-    """The request upstream as the client sent it (less hop-by-hop and RunGuard's own headers); a body still
-    arriving (`StreamReader`) streams on with the length the client declared."""
-    headers = upstream_request_headers(request.headers, ctx.own_headers)
+    """The request upstream as the client sent it, with the `headers` `handle` computed (hop-by-hop, RunGuard's
+    own and unread credentials out); a body still arriving (`StreamReader`) streams on with the length the
+    client declared."""
     if not isinstance(body, bytes) and request.content_length is not None:
         headers["Content-Length"] = str(request.content_length)
     return await ctx.upstreams[route.provider].send(request.method, raw_target(route, request.raw_path), headers, body)
 
 
 async def _passthrough(
-    request: web.Request, ctx: ProxyContext, route: Route, body: bytes | aiohttp.StreamReader
+    request: web.Request,
+    ctx: ProxyContext,
+    route: Route,
+    body: bytes | aiohttp.StreamReader,
+    headers: CIMultiDict[str],
 ) -> web.StreamResponse:
     try:
-        upstream = await _send_untouched(request, ctx, route, body)
+        upstream = await _send_untouched(request, ctx, route, body, headers)
     except UpstreamError as exc:
         return upstream_failed(route.dialect, exc)
     async with upstream:
@@ -243,7 +270,9 @@ async def _passthrough(
         return whole_response(upstream, raw, CIMultiDict())
 
 
-async def _poll(request: web.Request, ctx: ProxyContext, route: Route, body: bytes) -> web.StreamResponse:
+async def _poll(
+    request: web.Request, ctx: ProxyContext, route: Route, body: bytes, headers: CIMultiDict[str], key_hash: str
+) -> web.StreamResponse:
     """`GET /v1/responses/{id}`, whole or a resumed stream: forwarded as `_passthrough` does, then read.
 
     What the client gets is what `_passthrough` gives it, byte for byte; the
@@ -252,7 +281,7 @@ async def _poll(request: web.Request, ctx: ProxyContext, route: Route, body: byt
     """
     began = time.perf_counter()
     try:
-        upstream = await _send_untouched(request, ctx, route, body)
+        upstream = await _send_untouched(request, ctx, route, body, headers)
     except UpstreamError as exc:
         return upstream_failed(route.dialect, exc)
     sent = time.perf_counter()
@@ -266,7 +295,9 @@ async def _poll(request: web.Request, ctx: ProxyContext, route: Route, body: byt
             def account() -> Coroutine[Any, Any, None]:
                 latency = time.perf_counter() - sent
                 info = _masked(parser.close(), request)
-                return background.polled(info, streamed=True, status=status, latency=latency, began=began)
+                return background.polled(
+                    info, key_hash=key_hash, streamed=True, status=status, latency=latency, began=began
+                )
 
             try:
                 out, _ = await relay_stream(request, upstream, parser, CIMultiDict(), None)
@@ -286,7 +317,12 @@ async def _poll(request: web.Request, ctx: ProxyContext, route: Route, body: byt
             info = _poll_answer(responses, raw, encoding) if status == 200 else None
             if info is not None:
                 await background.polled(
-                    _masked(info, request), streamed=False, status=status, latency=latency, began=began
+                    _masked(info, request),
+                    key_hash=key_hash,
+                    streamed=False,
+                    status=status,
+                    latency=latency,
+                    began=began,
                 )
 
         reply = whole_response(upstream, raw, CIMultiDict())
@@ -317,7 +353,13 @@ def _poll_answer(responses: ResponsesAdapter, raw: bytes, encoding: str | None) 
 
 
 async def _guarded(
-    request: web.Request, ctx: ProxyContext, route: Route, adapter: Adapter, body: bytes, key_hash: str
+    request: web.Request,
+    ctx: ProxyContext,
+    route: Route,
+    adapter: Adapter,
+    body: bytes,
+    key_hash: str,
+    headers: CIMultiDict[str],
 ) -> web.StreamResponse:
     settings = ctx.settings
     try:
@@ -332,7 +374,7 @@ async def _guarded(
     info = adapter.parse_request(body_read, context)
     if decoded is None or info.parse_error:
         problem = info.parse_error if decoded is not None else "the Content-Encoding cannot be decoded"
-        return await _unreadable(request, ctx, route, adapter, body, key_hash, problem or "unknown")
+        return await _unreadable(request, ctx, route, adapter, body, key_hash, problem or "unknown", headers)
     ticket = await ctx.guard.admit(
         adapter,
         info,
@@ -348,7 +390,6 @@ async def _guarded(
         kept = _recorded(request, decoded, b"", None) if settings.store.record_bodies else None
         await ctx.settle(ctx.guard.complete(ticket, None, client_status=ticket.answer.status, body=kept))
         return _synthetic(ticket.answer, ticket)
-    headers = upstream_request_headers(request.headers, ctx.own_headers)
     rewrite: UsageChunkFilter | None = None
     if settings.upstreams.inject_stream_usage and info.api is Api.CHAT and info.stream and not info.include_usage:
         asked = with_usage_requested(decoded)
@@ -361,7 +402,14 @@ async def _guarded(
 
 
 async def _unreadable(
-    request: web.Request, ctx: ProxyContext, route: Route, adapter: Adapter, body: bytes, key_hash: str, problem: str
+    request: web.Request,
+    ctx: ProxyContext,
+    route: Route,
+    adapter: Adapter,
+    body: bytes,
+    key_hash: str,
+    problem: str,
+    headers: CIMultiDict[str],
 ) -> web.StreamResponse:
     """A model request whose body cannot be read: judged by what needs no body, recorded with its parse error,
     then forwarded untouched or refused with a 400 (`guard.unreadable`; see `unreadable`)."""
@@ -385,7 +433,6 @@ async def _unreadable(
         reply.headers["x-runguard-run-id"] = ticket.run_id
         await ctx.settle(ctx.guard.complete(ticket, None, client_status=reply.status, body=kept))
         return reply
-    headers = upstream_request_headers(request.headers, ctx.own_headers)
     return await _forward(request, ctx, route, ticket, Outgoing(headers, body))
 
 

@@ -1,7 +1,7 @@
 """Which API key a request carries, kept only as a salted hash.
 
-The key is read from `Authorization: Bearer`, `x-goog-api-key`, `api-key`
-(Azure OpenAI's), `x-api-key` or the `key` query parameter, in that order. The hash is an HMAC-SHA256 under
+Which header or query parameter a route's key is read from is `credentials`'
+business; here it is hashed. The hash is an HMAC-SHA256 under
 the install's salt, shortened to 16 hex characters and prefixed `k_`; the key
 itself is never stored, logged or returned.
 """
@@ -58,18 +58,6 @@ def credentials(headers: Mapping[str, str], query: Mapping[str, str]) -> tuple[s
     if value:
         found.append(value.strip())
     return tuple(v for v in found if v)
-
-
-def raw_key(headers: Mapping[str, str], query: Mapping[str, str]) -> str | None:
-    auth = headers.get("Authorization", "")
-    if auth[:7].lower() == "bearer " and auth[7:].strip():
-        return auth[7:].strip()
-    for name in ("x-goog-api-key", "api-key", "x-api-key"):
-        value = headers.get(name)
-        if value:
-            return value.strip()
-    value = query.get("key")
-    return value.strip() if value else None
 
 
 class KeyHasher:

@@ -27,6 +27,7 @@ from collections.abc import Mapping
 
 from runguard.detectors.frozen import frozen
 from runguard.proxy import paths
+from runguard.proxy.credentials import target_without_unread
 from runguard.proxy.events import Api, Provider
 
 
@@ -104,13 +105,14 @@ def resolve(path: str, gemini_key: bool = False, api_version: bool = False) -> R
 
 def raw_target(route: Route, raw_path: str) -> str:
     """The path and query to request upstream: the path `route` was resolved for (a `paths.canonical` one, less
-    an explicit `/openai` or `/gemini` prefix), encoded, and the query exactly as sent (`raw_path`'s).
+    an explicit `/openai` or `/gemini` prefix), encoded, and the query as sent (`raw_path`'s) less a query
+    credential the provider does not read (`credentials`).
 
     Built from the route, never from the bytes the client sent: the provider is
     asked for the endpoint that was routed (and guarded), whatever the spelling.
     """
     _, mark, query = raw_path.partition("?")
-    return paths.upstream(route.upstream_path) + mark + query
+    return target_without_unread(route.provider, paths.upstream(route.upstream_path) + mark + query)
 
 
 def gemini_streams_sse(query: Mapping[str, str]) -> bool:

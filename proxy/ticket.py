@@ -28,6 +28,7 @@ class Ticket:
     seen: RequestSeen
     adapter: Adapter
     nests: bool = False  # no X-Run-Id: threads its tool calls start join this run (see `nesting`)
+    tenant: str = ""  # whose run it is (`tenants`): `ids.run` is the run's state id in that tenant
     facts: RunFacts | None = None  # None when state was unavailable (detectors skipped)
     lineup: Lineup = NO_DETECTORS
     before: dict[str, Results] = field(default_factory=dict)
@@ -83,7 +84,7 @@ class Ticket:
         """How a user reopens what this request tripped: a command whose client-chosen words are quoted."""
         url = self.proxy_url
         if scope is Scope.RUN:
-            return f"Reset with: {reset_command(run_id=self.ids.run, url=url)}"
+            return f"Reset with: {reset_command(run_id=self.run_id, url=url)}"
         if scope is Scope.KEY_MODEL:
             command = reset_command(key=self.ids.key, model=self.request.model, url=url)
             return f"It closes after its cooldown, or: {command}"

@@ -28,10 +28,10 @@ from typing import TYPE_CHECKING, Protocol
 
 import aiohttp
 from aiohttp import WSCloseCode, WSMsgType, web
+from multidict import CIMultiDict
 
 from runguard.proxy.errors import UpstreamError, UpstreamRefused
 from runguard.proxy.events import Api, Provider
-from runguard.proxy.headers import upstream_request_headers
 from runguard.proxy.policy import tightening_from
 from runguard.proxy.replies import provider_error, upstream_failed
 from runguard.proxy.routes import Route, raw_target
@@ -49,19 +49,22 @@ CLOSE_SENT_WAIT = 0.1  # seconds a stopping server gives a close frame to leave 
 _CLOSED = (WSMsgType.CLOSE, WSMsgType.CLOSING, WSMsgType.CLOSED, WSMsgType.ERROR)
 
 
-def _protocols(request: web.Request) -> tuple[str, ...]:
+def offered_protocols(request: web.Request) -> tuple[str, ...]:
+    """The subprotocols a handshake offers (a browser's Realtime key among them: see `credentials`)."""
     offered = request.headers.getall("Sec-WebSocket-Protocol", ())
     return tuple(name.strip() for value in offered for name in value.split(",") if name.strip())
 
 
-async def relay(request: web.Request, ctx: ProxyContext, route: Route, key_hash: str) -> web.StreamResponse:
-    """Open the upstream socket, then the client's, and relay between them until either closes."""
-    headers = upstream_request_headers(request.headers, ctx.own_headers)
+async def relay(
+    request: web.Request, ctx: ProxyContext, route: Route, key_hash: str, headers: CIMultiDict[str]
+) -> web.StreamResponse:
+    """Open the upstream socket, then the client's, and relay between them until either closes (`headers`:
+    what goes upstream, as `handlers.handle` computed it, the key `key_hash` names read from it)."""
     for name in _HANDSHAKE:
         headers.popall(name, None)
     target = raw_target(route, request.raw_path)
     try:
-        upstream = await ctx.upstreams[route.provider].connect(target, headers, _protocols(request))
+        upstream = await ctx.upstreams[route.provider].connect(target, headers, offered_protocols(request))
     except UpstreamRefused as exc:
         return provider_error(route.dialect, exc.status, f"RunGuard: the provider refused: {exc}", "websocket_refused")
     except UpstreamError as exc:

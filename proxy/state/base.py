@@ -82,6 +82,11 @@ class StateBackend(Protocol):
         """Forget one scope's state (manual reset); True if there was any."""
         ...
 
+    async def ids_ending(self, scope: Scope, suffix: str) -> list[str]:
+        """The ids of `scope`'s instances with state whose id ends with `suffix` (the admin API finds a run's
+        tenants so: a scan of the state, never made for a request)."""
+        ...
+
     async def remember(self, name: str, value: str, ttl: float) -> None:
         """A plain key/value with a TTL (e.g. response id -> run id)."""
         ...

@@ -160,6 +160,14 @@ class MemoryState:
         self._deadlines.pop(name, None)
         return self._slots.pop(name, None) is not None
 
+    async def ids_ending(self, scope: Scope, suffix: str) -> list[str]:
+        head, now = f"{scope.value}:", self._clock()
+        return [
+            name[len(head) :]
+            for name in self._slots
+            if name.startswith(head) and name.endswith(suffix) and self._deadlines[name] > now
+        ]
+
     async def remember(self, name: str, value: str, ttl: float) -> None:
         self._keep(name, value, ttl)
 

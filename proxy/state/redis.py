@@ -44,6 +44,7 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import os
+import re
 import time
 from collections.abc import Sequence
 from importlib.resources import files
@@ -68,6 +69,11 @@ _FAILURES = (rexc.RedisError, OSError)
 # The failures after which a batch may have run all the same: its reply, not the call, was lost.
 _REPLY_LOST = (rexc.ConnectionError, rexc.TimeoutError, OSError)
 SETTLE_PAUSE = 0.1  # seconds before the first new send of a batch whose reply was lost; doubled after each
+
+
+def _glob_literal(text: str) -> str:
+    """`text` as a Redis glob pattern that matches it alone (SCAN MATCH)."""
+    return re.sub(r"([\\*?\[\]])", r"\\\1", text)
 
 
 def _millis(seconds: float) -> int:
@@ -258,6 +264,15 @@ class RedisState:
             return bool(await self._client.delete(self.key(scope, scope_id)))
         except _FAILURES as exc:
             raise StateUnavailable(f"redis: {exc}") from exc
+
+    async def ids_ending(self, scope: Scope, suffix: str) -> list[str]:
+        head = f"{self._prefix}:{{{scope.value}:"
+        pattern = f"{_glob_literal(head)}*{_glob_literal(suffix)}}}"
+        try:
+            found = [raw.decode() async for raw in self._client.scan_iter(match=pattern, count=1000)]
+        except _FAILURES as exc:
+            raise StateUnavailable(f"redis: {exc}") from exc
+        return [key[len(head) : -1] for key in found if key.startswith(head) and key.endswith(suffix + "}")]
 
     async def remember(self, name: str, value: str, ttl: float) -> None:
         try:

@@ -12,10 +12,11 @@ import orjson
 import pytest
 
 from runguard.detectors.ops import Op, OpResult, Put, Scope
-from runguard.proxy import breaker
+from runguard.proxy import breaker, tenants
 from runguard.proxy.accounting import release_ops, request_ops
 from runguard.proxy.app import create_app
 from runguard.proxy.handlers import CONTEXT
+from runguard.proxy.keys import ANONYMOUS, KeyHasher
 from runguard.proxy.server import Running, start
 from runguard.proxy.state.base import ScopeIds
 from runguard.proxy.state.memory import MemoryState
@@ -137,7 +138,9 @@ async def test_a_client_that_closes_its_connection_once_answered_is_still_record
         (record,) = requests_of(sink)
         assert (record.input_tokens, record.output_tokens, record.tool_calls) == (1000, 200, ("search_invoices",))
         assert (record.status, record.error) == (200, None)
-        run = await state.read_scope(Scope.RUN, "one-shot")
+        run = await state.read_scope(
+            Scope.RUN, tenants.state_id(KeyHasher(b"test-salt").hash("sk-one-shot"), "one-shot")
+        )
         assert (run["core.in"], run["core.out"], run["core.inflight"]) == (1000.0, 200.0, 0.0)
     finally:
         await running.stop()
@@ -205,14 +208,14 @@ async def test_a_client_gone_while_its_request_is_being_admitted_gives_its_in_fl
         server = running.runner.server
         assert server is not None
         await eventually(lambda: not server.connections)  # the proxy saw the client go
-        run = await state.read_scope(Scope.RUN, "gone")
+        run = await state.read_scope(Scope.RUN, tenants.state_id(ANONYMOUS, "gone"))
         assert run["core.inflight"] == 1.0  # the batch ran: the slot is taken
         state.go.set()
         for _ in range(50):  # the slot is given back in the background, once the batch has answered
-            if (await state.read_scope(Scope.RUN, "gone"))["core.inflight"] == 0.0:
+            if (await state.read_scope(Scope.RUN, tenants.state_id(ANONYMOUS, "gone")))["core.inflight"] == 0.0:
                 break
             await asyncio.sleep(0.02)
-        assert (await state.read_scope(Scope.RUN, "gone"))["core.inflight"] == 0.0
+        assert (await state.read_scope(Scope.RUN, tenants.state_id(ANONYMOUS, "gone")))["core.inflight"] == 0.0
         assert not upstream.received  # the request never went on
     finally:
         await running.stop()
@@ -261,10 +264,12 @@ async def test_a_client_gone_while_its_request_s_trip_opens_the_breaker_gives_it
         await eventually(lambda: not server.connections)  # the proxy saw the client go
         state.go.set()
         for _ in range(50):  # the rest of the admission runs to its end in the background
-            if (await state.read_scope(Scope.RUN, "gone-tripping")).get("core.inflight") == 0.0:
+            if (await state.read_scope(Scope.RUN, tenants.state_id(ANONYMOUS, "gone-tripping"))).get(
+                "core.inflight"
+            ) == 0.0:
                 break
             await asyncio.sleep(0.02)
-        run = await state.read_scope(Scope.RUN, "gone-tripping")
+        run = await state.read_scope(Scope.RUN, tenants.state_id(ANONYMOUS, "gone-tripping"))
         assert run["core.inflight"] == 0.0
         assert run[breaker.FIELD]  # the trip's breaker is open: the run's next request is answered locally
         assert len(upstream.received) == 1

@@ -16,6 +16,7 @@ from runguard.detectors.ops import Put, Scope
 from runguard.proxy.admin import STORE_READER, admin_denial, is_loopback
 from runguard.proxy.app import create_app
 from runguard.proxy.breaker import BreakerRecord, BreakerState
+from runguard.proxy.keys import KeyHasher
 from runguard.proxy.records import RequestRecord
 from runguard.proxy.server import Running, start
 from runguard.proxy.state.base import ScopeIds
@@ -135,7 +136,10 @@ async def test_reset_reopens_a_stopped_run(blocking: tuple[str, ListSink, Memory
         assert detail["breaker"]["state"] == "open" and detail["breaker"]["detector"] == "max_requests"
         assert detail["counters"] and detail["timeline"] is None and detail["store"] is False
         status, result = await call(url, "POST", "/runguard/runs/run-reset-1/reset")
-        assert (status, result) == (200, {"run_id": "run-reset-1", "cleared": True})
+        assert (status, result) == (
+            200,
+            {"run_id": "run-reset-1", "tenant": KeyHasher(b"test-salt").hash(KEY), "cleared": True},
+        )
         await ask(sdk)  # goes through again
         status, detail = await call(url, "GET", "/runguard/runs/run-reset-1")
         assert detail["breaker"] == {"state": "closed"}

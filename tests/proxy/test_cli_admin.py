@@ -92,3 +92,21 @@ async def test_unreachable_proxy_and_bad_arguments() -> None:
     assert (await reset("r1", "--key", "k"))[0] == 2
     code, _, err = await reset("r1", "--model", "m")
     assert code == 2 and "--model goes with --key" in err
+
+
+async def test_reset_of_a_run_id_two_tenants_use_names_them_and_takes_a_tenant(proxy: tuple[str, ListSink]) -> None:
+    url, sink = proxy
+    ask = {"model": "gpt-4o-mini", "messages": [{"role": "user", "content": "a"}]}
+    for key in ("sk-tenant-one", "sk-tenant-two"):
+        async with openai.AsyncOpenAI(
+            base_url=url + "/v1", api_key=key, max_retries=0, default_headers={"X-Run-Id": "run-x"}
+        ) as sdk:
+            await sdk.chat.completions.create(**ask)  # type: ignore[call-overload]
+    one, two = sorted({record.key_hash for record in sink.records if hasattr(record, "key_hash")})
+    code, _, err = await reset("run-x", "--url", url, token=TOKEN)
+    assert code == 1 and one in err and two in err and "--tenant" in err
+    code, out, err = await reset("run-x", "--tenant", one, "--url", url, token=TOKEN)
+    assert (code, out.strip()) == (0, "run run-x reset"), err
+    code, out, err = await reset("run-x", "--url", url, token=TOKEN)  # only the other tenant's is left
+    assert (code, out.strip()) == (0, "run run-x reset"), err
+    assert (await reset("--key", "k_abc", "--tenant", one, "--url", url, token=TOKEN))[0] == 2

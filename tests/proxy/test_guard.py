@@ -14,7 +14,9 @@ import openai
 import pytest
 
 from runguard.detectors.ops import Op, OpResult, Scope
+from runguard.proxy import tenants
 from runguard.proxy.errors import StateUnavailable
+from runguard.proxy.keys import KeyHasher
 from runguard.proxy.records import RequestRecord
 from runguard.proxy.state.base import ScopeIds
 from runguard.proxy.state.memory import MemoryState
@@ -24,6 +26,7 @@ from tests.support.proxy import ListSink, settings_for, start_proxy
 from tests.support.upstream import FakeUpstream, Reply
 
 RUN = "outage-run"
+RUN_STATE = tenants.state_id(KeyHasher(b"test-salt").hash("sk-outage"), RUN)  # the key's run (`tenants`)
 ASK: dict[str, Any] = {"model": "gpt-4o-mini", "messages": [{"role": "user", "content": "find the invoice"}]}
 USD = 1000 * 0.15e-6 + 200 * 0.6e-6  # gpt-4o-mini: $0.15 per million input tokens, $0.60 per million output
 
@@ -76,7 +79,7 @@ async def test_a_request_let_through_while_the_state_failed_still_counts_and_rec
     assert (record.input_tokens, record.output_tokens) == (1000, 200)
     assert record.usd == pytest.approx(USD)
     assert record.tool_calls == ("search_invoices",)
-    run = await state.read_scope(Scope.RUN, RUN)
+    run = await state.read_scope(Scope.RUN, RUN_STATE)
     assert (run["core.in"], run["core.out"], run["core.usd"]) == (1000.0, 200.0, pytest.approx(USD))
     assert "core.requests" not in run and "core.inflight" not in run  # the step that counts those failed
     assert (await state.read_scope(Scope.KEY_DAY, _day(record)))["core.usd"] == pytest.approx(USD)
@@ -84,7 +87,7 @@ async def test_a_request_let_through_while_the_state_failed_still_counts_and_rec
     await client.chat.completions.create(**ASK)  # the state answers again: guarded as usual
     _, second = await _records(sink, 2)
     assert second.index == 1  # the first request the run's counters saw
-    run = await state.read_scope(Scope.RUN, RUN)
+    run = await state.read_scope(Scope.RUN, RUN_STATE)
     assert run["core.in"] == 2000.0 and run["core.usd"] == pytest.approx(2 * USD)
     assert run["core.inflight"] == 0.0
 
@@ -100,5 +103,5 @@ async def test_a_stream_let_through_while_the_state_failed_records_its_estimated
     (record,) = await _records(sink, 1)
     assert record.usage_estimated and record.input_tokens > 0 and record.output_tokens > 0
     assert record.usd > 0
-    run = await state.read_scope(Scope.RUN, RUN)
+    run = await state.read_scope(Scope.RUN, RUN_STATE)
     assert run["core.out"] == float(record.output_tokens) and run["core.usd"] == pytest.approx(record.usd)

@@ -18,7 +18,7 @@ import openai
 import pytest
 
 from runguard.detectors.ops import Scope
-from runguard.proxy import nesting, roots
+from runguard.proxy import nesting, roots, tenants
 from runguard.proxy.events import ToolCall, digest
 from runguard.proxy.state.memory import MemoryState
 from tests.conftest import ProxyFactory, SdkClient
@@ -172,7 +172,7 @@ async def test_a_delegation_is_accounted_when_its_client_leaves_with_the_answer(
         await asyncio.to_thread(delegate_and_leave)
         await eventually(lambda: len(requests_of(sink)) == 1)
         (leader,) = requests_of(sink)
-        counters = await state.read_scope(Scope.RUN, leader.run_id)
+        counters = await state.read_scope(Scope.RUN, tenants.state_id(leader.key_hash, leader.run_id))
         assert counters.get("core.inflight") == 0
         assert counters.get("core.out") is not None
         owner = await state.recall(roots.key(leader.key_hash, digest(TASK)))

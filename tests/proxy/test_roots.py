@@ -21,7 +21,7 @@ from google import genai
 from google.genai import types
 
 from runguard.detectors.ops import Scope
-from runguard.proxy import roots
+from runguard.proxy import roots, tenants
 from runguard.proxy.errors import StateUnavailable
 from runguard.proxy.state.memory import MemoryState
 from tests.conftest import ProxyFactory, SdkClient
@@ -194,7 +194,8 @@ async def test_a_run_that_outlives_its_root_entry_s_first_ttl_keeps_its_id(
         runs = {r.run_id for r in requests_of(sink)}
         assert len(runs) == 1
         (run,) = runs
-        assert (await state.read_scope(Scope.RUN, run)).get("core.requests") == 10
+        own = tenants.state_id(requests_of(sink)[0].key_hash, run)  # the key's run (`tenants`)
+        assert (await state.read_scope(Scope.RUN, own)).get("core.requests") == 10
     finally:
         await client.close()
         await running.stop()

@@ -7,6 +7,7 @@ one writes under a key prefix of the test's own, deleted afterwards.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 from collections.abc import AsyncIterator, Callable
 
 import pytest
@@ -204,6 +205,18 @@ async def test_read_scope_and_clear_scope(make: Make) -> None:
     assert await state.clear_scope(RUN, IDS.run) is False
     assert await state.read_scope(KEY, IDS.key) == {"k": 1.0}  # other scopes untouched
     assert await run(state, Get(RUN, "n"), Add(RUN, "n")) == [None, 1.0]
+
+
+async def test_ids_ending_finds_a_run_s_state_ids_whatever_glob_characters_they_hold(make: Make) -> None:
+    state = make()
+    names = ["k_a/demo", "team.b/demo", "k_c/x/demo", "k_d/demo*[1]", "k_e/other"]
+    for name in names:
+        await run(state, Add(RUN, "n"), ids=dataclasses.replace(IDS, run=name))
+    await run(state, Add(KEY, "n"), ids=dataclasses.replace(IDS, key="k_f/demo"))  # another scope
+    assert sorted(await state.ids_ending(RUN, "/demo")) == ["k_a/demo", "k_c/x/demo", "team.b/demo"]
+    assert await state.ids_ending(RUN, "/demo*[1]") == ["k_d/demo*[1]"]
+    await state.clear_scope(RUN, "k_a/demo")
+    assert sorted(await state.ids_ending(RUN, "/demo")) == ["k_c/x/demo", "team.b/demo"]
 
 
 async def test_a_scope_expires_after_its_ttl_of_inactivity(make: Make) -> None:
