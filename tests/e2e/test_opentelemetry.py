@@ -221,7 +221,8 @@ async def test_openai_agents_run_spans(
     receiver: OtlpReceiver, upstream: FakeUpstream, make_proxy: Callable[..., Any]
 ) -> None:
     upstream.script = loops.chat_script(steps=1)
-    url = await make_proxy(**telemetry(receiver.http_url))
+    # One agent's two requests are one turn: an idle time a loaded machine's tool round trip stays under.
+    url = await make_proxy(**telemetry(receiver.http_url, agent_turn_idle_seconds=3))
     client = openai.AsyncOpenAI(base_url=url + "/v1", api_key="sk-otel-agents", default_headers={"X-Run-Id": "oa"})
 
     @function_tool
