@@ -3,7 +3,8 @@
 Routes (JSON unless noted):
   GET  /runguard/metrics                    Prometheus text format
   GET  /runguard/runs?limit=N               recent runs (needs the record store)
-  GET  /runguard/runs/{run_id}              live state (breaker, counters) + the store's timeline
+  GET  /runguard/runs/{run_id}              one run: breaker, live counters, stored totals, timeline, trips
+                                            (named fields, documented in docs/admin-api.md)
   GET  /runguard/trips?limit=N&run_id=R     recent trips (needs the record store)
   POST /runguard/runs/{run_id}/reset        clear the run's breaker and counters
   POST /runguard/keys/{key_hash}/reset?model=M   clear the key's breaker (and key+model's)
@@ -25,7 +26,6 @@ named by id and keys by their salted hash.
 
 from __future__ import annotations
 
-import dataclasses
 import hmac
 import ipaddress
 import logging
@@ -37,7 +37,7 @@ from aiohttp import web
 
 from runguard.config.settings import ServerSettings
 from runguard.detectors.ops import Scope
-from runguard.proxy import breaker
+from runguard.proxy import breaker, run_state
 from runguard.proxy.breaker import BreakerRecord
 from runguard.proxy.errors import RunGuardError, StateUnavailable
 from runguard.proxy.metrics import Metrics
@@ -59,6 +59,8 @@ class StoreReader(Protocol):
     async def recent_trips(self, limit: int, run_id: str | None) -> Sequence[Mapping[str, Any]]: ...
 
     async def run_timeline(self, run_id: str) -> Sequence[Mapping[str, Any]] | None: ...
+
+    async def run(self, run_id: str) -> Mapping[str, Any] | None: ...
 
 
 STORE_READER: web.AppKey[StoreReader] = web.AppKey("runguard_store_reader")
@@ -187,18 +189,27 @@ class AdminApi:
 
     async def run(self, request: web.Request) -> web.StreamResponse:
         run_id = request.match_info["run_id"]
-        fields = dict(await self._state.read_scope(Scope.RUN, run_id))  # a copy: the breaker field is taken out
-        record = BreakerRecord.loads(fields.pop(breaker.FIELD, None))
+        fields = await self._state.read_scope(Scope.RUN, run_id)
+        record = BreakerRecord.loads(fields.get(breaker.FIELD))
         reader = self._reader(request)
-        timeline = await _read(reader.run_timeline(run_id)) if reader is not None else None
-        if not fields and record is None and not timeline:
+        timeline = summary = None
+        trips: Sequence[Mapping[str, Any]] = ()
+        if reader is not None:
+            timeline = await _read(reader.run_timeline(run_id))
+            summary = await _read(reader.run(run_id))
+            trips = await _read(reader.recent_trips(MAX_LIMIT, run_id))
+        live = run_state.live_view(fields)
+        if live is None and record is None and not timeline and summary is None:
             return _error(404, f"no live state or records for run {run_id!r}")
         return _json(
             {
                 "run_id": run_id,
-                "breaker": dataclasses.asdict(record) if record is not None else {"state": "closed"},
-                "counters": fields,
+                "status": summary["status"] if summary is not None else "live",
+                "breaker": run_state.breaker_view(record),
+                "live": live,
+                "summary": summary,
                 "timeline": timeline,
+                "trips": list(trips)[::-1],
                 "store": reader is not None,
             }
         )
