@@ -152,6 +152,10 @@ class AdminApi:
         router.add_post("/runguard/runs/{run_id}/reset", self._guarded(self.reset_run))
         router.add_post("/runguard/keys/{key_hash}/reset", self._guarded(self.reset_key))
 
+    def guarded(self, handler: Handler) -> Handler:
+        """`handler` behind the admin API's access rules (for the dashboard's pages)."""
+        return self._guarded(handler)
+
     def _guarded(self, handler: Handler, *, admin: bool = True) -> Handler:
         async def guarded(request: web.Request) -> web.StreamResponse:
             denied = admin_denial(self._server, request.headers.get("Authorization"), admin=admin)

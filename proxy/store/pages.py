@@ -17,7 +17,7 @@ from sqlalchemy import Executable, case, func, select
 from sqlalchemy.sql import ColumnElement
 
 from runguard.proxy.store.batch import stored_run_id
-from runguard.proxy.store.models import Body, Request, Run, Trip
+from runguard.proxy.store.models import Body, Request, Run, RunAgent, Trip
 from runguard.proxy.store.reader import Row, StoreReader, trip_columns
 
 DAY = 86400.0
@@ -82,7 +82,7 @@ async def runs(reader: StoreReader, found: RunFilter, page: int = 1, per_page: i
     (rows,) = await reader.read(query)
     rows, more = rows[:per_page], len(rows) > per_page
     ids = [row["run_id"] for row in rows]
-    agents, models = await reader.read(reader.agents_of(Run.run_id.in_(ids)), _models_of(ids)) if ids else ([], [])
+    agents, models = await reader.read(reader.agents_of(RunAgent.run_id.in_(ids)), _models_of(ids)) if ids else ([], [])
     by_run: dict[str, list[str]] = {run_id: [] for run_id in ids}
     for row in models:
         by_run[row["run_id"]].append(row["model"])
@@ -179,7 +179,7 @@ async def run(reader: StoreReader, run_id: str, page: int = 1, per_page: int = 2
     found = select(*trip_columns()).where(Trip.run_id == stored).order_by(Trip.at)
     recorded = select(func.count()).select_from(Body).where(Body.run_id == stored)
     rows, agents, requests, trip_rows, bodies = await reader.read(
-        totals, reader.agents_of(Run.run_id == stored), steps, found, recorded
+        totals, reader.agents_of(RunAgent.run_id == stored), steps, found, recorded
     )
     if not rows:
         return None
