@@ -11,7 +11,7 @@ another page follows, instead of counting every row.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 from sqlalchemy import Executable, case, func, select
 from sqlalchemy.sql import ColumnElement
@@ -113,41 +113,70 @@ def day_start(at: float) -> float:
     return at - at % DAY
 
 
-async def spend_by_day(reader: StoreReader, days: int, by: str) -> tuple[list[float], list[Row]]:
+SETTLE = 300.0  # seconds after midnight UTC when a day has ended for `DayCache` (records arrive within seconds)
+
+
+class DayCache(Protocol):
+    """Where the sums of ended days are kept between pages (`runguard.proxy.ui.past_days.PastDays`)."""
+
+    def get(self, name: str, start: float) -> list[Row] | None: ...
+
+    def put(self, name: str, start: float, rows: list[Row]) -> None: ...
+
+
+async def _by_day(reader: StoreReader, starts: list[float], groups: list[str], past: DayCache | None) -> list[Row]:
+    """Spend and requests per (day index into `starts`, *groups) since `starts[0]`; ended days from `past`."""
+    now = reader.now()
+    name = ",".join(groups)
+    ended = [i for i, start in enumerate(starts) if past is not None and start + DAY + SETTLE <= now]
+    kept = {i: past.get(name, starts[i]) for i in ended} if past is not None else {}
+    read_from = next((i for i in range(len(starts)) if kept.get(i) is None), len(starts))
+    rows: list[Row] = [row for i in range(read_from) for row in kept[i] or ()]
+    if read_from < len(starts):
+        bounds = list(enumerate(starts))[read_from:]
+        day = case(*((Request.at >= start, index) for index, start in reversed(bounds)), else_=read_from)
+        columns = [getattr(Request, group) for group in groups]
+        query = (
+            select(day.label("day"), *columns, func.sum(Request.usd).label("usd"), func.count().label("n"))
+            .where(Request.at >= starts[read_from])
+            .group_by(day, *columns)
+        )
+        (fresh,) = await reader.read(query)
+        for row in fresh:
+            row["usd"] = float(row["usd"] or 0.0)
+        rows += fresh
+        if past is not None:
+            for i in ended:
+                if i >= read_from:
+                    past.put(name, starts[i], [row for row in fresh if row["day"] == i])
+    return rows
+
+
+async def spend_by_day(
+    reader: StoreReader, days: int, by: str, past: DayCache | None = None
+) -> tuple[list[float], list[Row]]:
     """Spend per UTC day over the last `days` days (today included), grouped by `by` ("key_hash" or "model").
 
-    Returns the days' starts (oldest first) and rows of (day index into them, `by`, usd, requests). The day
-    is a CASE over the days' bounds, the same on SQLite and PostgreSQL.
+    Returns the days' starts (oldest first) and rows of (day index into them, `group`: the `by` value, usd,
+    requests). The day is a CASE over the days' bounds, the same on SQLite and PostgreSQL.
     """
     today = day_start(reader.now())
     starts = [today - DAY * back for back in range(days - 1, -1, -1)]
-    day = case(*((Request.at >= start, index) for index, start in reversed(list(enumerate(starts)))), else_=0)
-    column = getattr(Request, by)
-    query = (
-        select(day.label("day"), column.label("group"), func.sum(Request.usd).label("usd"), func.count().label("n"))
-        .where(Request.at >= starts[0])
-        .group_by(day, column)
-    )
-    (rows,) = await reader.read(query)
-    for row in rows:
-        row["usd"] = float(row["usd"] or 0.0)
-    return starts, rows
+    rows = await _by_day(reader, starts, [by], past)
+    return starts, [{"day": row["day"], "group": row[by], "usd": row["usd"], "n": row["n"]} for row in rows]
 
 
-async def keys(reader: StoreReader, since: float) -> list[Row]:
-    """The keys that made requests since `since`: spend, requests and the models they used, most spend first."""
-    query = (
-        select(Request.key_hash, Request.model, func.sum(Request.usd).label("usd"), func.count().label("requests"))
-        .where(Request.at >= since)
-        .group_by(Request.key_hash, Request.model)
-    )
-    (rows,) = await reader.read(query)
+async def keys(reader: StoreReader, days: int, past: DayCache | None = None) -> list[Row]:
+    """The keys that made requests in the last `days` UTC days: spend, requests and models, most spend first."""
+    today = day_start(reader.now())
+    starts = [today - DAY * back for back in range(days - 1, -1, -1)]
     found: dict[str, Row] = {}
-    for row in rows:
+    for row in await _by_day(reader, starts, ["key_hash", "model"], past):
         key = found.setdefault(row["key_hash"], {"key_hash": row["key_hash"], "usd": 0.0, "requests": 0, "models": []})
-        key["usd"] += float(row["usd"] or 0.0)
-        key["requests"] += int(row["requests"])
-        key["models"].append(row["model"])
+        key["usd"] += row["usd"]
+        key["requests"] += int(row["n"])
+        if row["model"] not in key["models"]:
+            key["models"].append(row["model"])
     return sorted(found.values(), key=lambda key: (-key["usd"], key["key_hash"]))
 
 

@@ -1,4 +1,4 @@
-"""Keys: each API key (by salted hash) seen in the last 7 days, today's spend against its daily budget, and
+"""Keys: each API key (by salted hash) seen in the last 7 UTC days, today's spend against its daily budget, and
 its breakers.
 
 Today's spend and the breakers come from the shared state, the figures the
@@ -23,7 +23,7 @@ from runguard.proxy.ui.html import Html, esc, href, join, layout, link, short, t
 from runguard.proxy.ui.routes import UiContext, no_store, reader_of
 from runguard.proxy.ui.run_page import reset_control
 
-WEEK = 7 * 86400.0
+DAYS = 7
 MAX_KEYS = 200
 
 
@@ -46,7 +46,7 @@ async def page(request: web.Request, ctx: UiContext) -> Html:
     if not isinstance(reader, StoreReader):
         return layout("Keys", "keys", no_store())
     now = reader.now()
-    found = (await queries.keys(reader, now - WEEK))[:MAX_KEYS]
+    found = (await queries.keys(reader, DAYS, ctx.past))[:MAX_KEYS]
     stored_today = await queries.spend_today(reader, [key["key_hash"] for key in found])
     labels = ctx.settings.guard.key_labels
     rows = []

@@ -38,10 +38,13 @@ def _spend_chart(title: str, starts: Sequence[float], series: dict[str, list[flo
     days = [_day(start) for start in starts]
     rows = [[name, *(usd(v) for v in values), usd(sum(values))] for name, values in series.items()]
     numbers = table(["", *days, "total"], rows, caption=f"{title} (USD)")
-    return Html(
-        tag("h2", title)
-        + charts.stacked_days(title, days, series)
-        + tag("details", Html(tag("summary", "the numbers") + numbers))
+    return tag(
+        "section",
+        Html(
+            tag("h2", title)
+            + charts.stacked_days(title, days, series)
+            + tag("details", Html(tag("summary", "the numbers") + numbers))
+        ),
     )
 
 
@@ -59,8 +62,8 @@ async def page(request: web.Request, ctx: UiContext) -> Html:
         return layout("Overview", "", no_store())
     labels = {hash_: name for hash_, name in ctx.settings.guard.key_labels.items()}
     now = reader.now()
-    starts, by_key = await queries.spend_by_day(reader, DAYS, "key_hash")
-    _, by_model = await queries.spend_by_day(reader, DAYS, "model")
+    starts, by_key = await queries.spend_by_day(reader, DAYS, "key_hash", ctx.past)
+    _, by_model = await queries.spend_by_day(reader, DAYS, "model", ctx.past)
     live = await queries.count_live(reader)
     recent = await queries.runs(reader, queries.RunFilter(status="running"), per_page=10)
     day_trips = await reader.trips_by_detector(now - 86400)

@@ -18,7 +18,7 @@ import importlib
 import importlib.resources
 import logging
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from aiohttp import web
 
@@ -28,6 +28,7 @@ from runguard.proxy.errors import StateUnavailable
 from runguard.proxy.policy import Policy
 from runguard.proxy.state.base import StateBackend
 from runguard.proxy.ui.html import BASE, Html, layout, tag
+from runguard.proxy.ui.past_days import PastDays
 
 log = logging.getLogger("runguard.ui")
 
@@ -50,6 +51,7 @@ class UiContext:
     settings: Settings
     state: StateBackend
     policy: Policy
+    past: PastDays = field(default_factory=PastDays)  # spend of ended days, read once
 
 
 Page = Callable[[web.Request, UiContext], Awaitable[Html]]

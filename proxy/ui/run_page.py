@@ -149,24 +149,22 @@ async def page(request: web.Request, ctx: UiContext) -> Html:
             parts.append(dl({name.replace("_", " "): value for name, value in live.items()}))
         return layout(f"Run {run_id}", "runs", Html("".join(parts)))
     run = detail["run"]
-    parts.insert(
-        0,
-        dl(
-            {
-                "status": badge(run["status"]),
-                "key": short(run["key_hash"], 64),
-                "agents": join(run["agents"], ", "),
-                "requests": run["requests"],
-                "tokens in / out": f"{tokens(run['input_tokens'])} / {tokens(run['output_tokens'])}",
-                "spend": usd(run["usd"]),
-                "cost avoided (est.)": usd(run["usd_avoided"]),
-                "started": when(run["first_seen"]),
-                "last activity": when(run["last_seen"]),
-                "duration": f"{run['duration_s']:.1f} s",
-                "in flight now": live["in_flight"] if live else 0,
-            }
-        ),
+    summary = dl(
+        {
+            "status": badge(run["status"]),
+            "key": short(run["key_hash"], 64),
+            "agents": join(run["agents"], ", "),
+            "requests": run["requests"],
+            "tokens in / out": f"{tokens(run['input_tokens'])} / {tokens(run['output_tokens'])}",
+            "spend": usd(run["usd"]),
+            "cost avoided (est.)": usd(run["usd_avoided"]),
+            "started": when(run["first_seen"]),
+            "last activity": when(run["last_seen"]),
+            "duration": f"{run['duration_s']:.1f} s",
+            "in flight now": live["in_flight"] if live else 0,
+        }
     )
+    parts = [tag("div", Html(tag("section", summary) + tag("section", Html("".join(parts)))), class_="grid2")]
     for trip in detail["trips"]:
         title = f"{trip['detector']} ({'stopped the run' if trip['action'] == 'block' else 'warning'})"
         facts = dl(

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from runguard.proxy.store import StoreReader
-from runguard.proxy.store import pages
+from runguard.proxy.store import StoreReader, pages
+from runguard.proxy.ui.past_days import PastDays
 from tests.proxy.store import factory
 from tests.proxy.store.conftest import SinkFactory
 
@@ -65,7 +65,7 @@ async def test_spend_by_day_and_keys(make_sink: SinkFactory) -> None:
     by = {(row["day"], row["group"]): row["usd"] for row in rows}
     assert by[(today, "kh-b")] == pytest.approx(24 * 0.001) and by[(today, "kh-a")] == pytest.approx(96 * 0.001)
     assert by[(today - 1, "kh-a")] == pytest.approx(0.25)
-    keys = await pages.keys(reader, T0 - 7 * DAY)
+    keys = await pages.keys(reader, 7)
     assert [key["key_hash"] for key in keys] == ["kh-a", "kh-b"] and keys[0]["requests"] == 97
     assert await pages.spend_today(reader, ["kh-a"]) == {"kh-a": pytest.approx(0.096)}
 
@@ -89,3 +89,20 @@ async def test_one_run_with_its_recorded_body(make_sink: SinkFactory) -> None:
     other = await pages.run(reader, "run-008")
     assert other is not None and other["recorded"] == 0 and other["bodies"] == {}
     assert await pages.run(reader, "no-such-run") is None
+
+
+async def test_ended_days_are_read_once_and_today_every_time(make_sink: SinkFactory) -> None:
+    """With a day cache, a record that arrives late for a day that has ended is not read again (it is past
+    the settling time), while today's sums stay live."""
+    reader = await _fill(make_sink)
+    cache = PastDays()
+    first = await pages.spend_by_day(reader, 7, "model", cache)
+    assert first == await pages.spend_by_day(reader, 7, "model")  # the same figures as without a cache
+    sink = make_sink()
+    sink.submit(factory.request("late", 1, at=T0 - 2 * DAY, usd=5.0, model="gpt-4o", tool_calls=()))
+    sink.submit(factory.request("now", 1, at=T0 + 150, usd=1.0, model="gpt-4o", tool_calls=()))
+    await sink.flush()
+    starts, rows = await pages.spend_by_day(reader, 7, "model", cache)
+    by = {(row["day"], row["group"]): row["usd"] for row in rows}
+    assert (len(starts) - 3, "gpt-4o") not in by  # the ended day came from the cache
+    assert by[(len(starts) - 1, "gpt-4o")] == pytest.approx(60 * 0.001 + 1.0)  # today is read again
