@@ -66,7 +66,13 @@ async def main(out: Path) -> None:
     await asyncio.to_thread(out.mkdir, parents=True, exist_ok=True)
     upstream = await FakeUpstream().start()
     with tempfile.TemporaryDirectory() as tmp:
-        running = await start_dashboard_proxy(upstream, f"sqlite+aiosqlite:///{tmp}/shots.db")
+        guard = {
+            "detectors": {"budget": {"key_daily_usd": 0.05}},
+            "overrides": [
+                {"model": "gpt-4o", "detectors": {"budget": {"run_usd": 1.0}, "tool_storm": {"threshold": 5}}}
+            ],
+        }
+        running = await start_dashboard_proxy(upstream, f"sqlite+aiosqlite:///{tmp}/shots.db", guard=guard)
         try:
             await traffic(running, upstream)
             await asyncio.to_thread(shoot, running.url, out)

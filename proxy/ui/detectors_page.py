@@ -32,7 +32,7 @@ async def page(request: web.Request, ctx: UiContext) -> Html:
     parts.append(tag("nav", Html(" · ".join(index)), aria_label="detectors", class_="toc"))
     for detector in ctx.policy.detectors:
         config = effective[detector.name]
-        doc = (inspect.getdoc(inspect.getmodule(detector)) or "").split("\n\n")[0]
+        doc = (inspect.getdoc(inspect.getmodule(detector)) or "").split("\n\n")[0].replace("`", "")
         rows = []
         for name, info in type(config).model_fields.items():
             default = info.get_default(call_default_factory=True)

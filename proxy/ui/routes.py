@@ -127,7 +127,7 @@ class Dashboard:
             except web.HTTPException:
                 raise
             except Exception as exc:  # a store that does not answer: say so, the proxy goes on
-                log.warning("dashboard page %s failed: %r", request.path, exc)
+                log.warning("dashboard page %s failed: %r", request.path, exc, exc_info=True)
                 message = f"The record store did not answer: {type(exc).__name__}: {exc}"
                 return page_response(layout("Unavailable", "", tag("p", message, class_="notice")), 503)
 
