@@ -3,7 +3,8 @@
 Routes (JSON unless noted):
   GET  /runguard/metrics                    Prometheus text format
   GET  /runguard/runs?limit=N               recent runs (needs the record store)
-  GET  /runguard/runs/{run_id}?tenant=T     live state (breaker, counters) + the store's timeline
+  GET  /runguard/runs/{run_id}?tenant=T     one run: breaker, live counters, stored totals, timeline, trips
+                                            (named fields, documented in docs/admin-api.md)
   GET  /runguard/trips?limit=N&run_id=R     recent trips (needs the record store)
   POST /runguard/runs/{run_id}/reset?tenant=T   clear the run's breaker and counters
   POST /runguard/keys/{key_hash}/reset?model=M   clear the key's breaker (and key+model's)
@@ -25,7 +26,6 @@ named by id and keys by their salted hash.
 
 from __future__ import annotations
 
-import dataclasses
 import logging
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any, Protocol, TypeVar
@@ -35,7 +35,7 @@ from aiohttp import web
 
 from runguard.config.settings import ServerSettings
 from runguard.detectors.ops import Scope
-from runguard.proxy import breaker, tenants
+from runguard.proxy import breaker, run_state, tenants
 from runguard.proxy.admin_access import admin_denial, admin_guard, is_loopback
 from runguard.proxy.breaker import BreakerRecord
 from runguard.proxy.errors import RunGuardError, StateUnavailable
@@ -61,6 +61,8 @@ class StoreReader(Protocol):
     async def recent_trips(self, limit: int, run_id: str | None) -> Sequence[Mapping[str, Any]]: ...
 
     async def run_timeline(self, run_id: str) -> Sequence[Mapping[str, Any]] | None: ...
+
+    async def run(self, run_id: str) -> Mapping[str, Any] | None: ...
 
 
 STORE_READER: web.AppKey[StoreReader] = web.AppKey("runguard_store_reader")
@@ -123,6 +125,11 @@ class AdminApi:
         router.add_post("/runguard/runs/{run_id}/reset", self._guarded(self.reset_run))
         router.add_post("/runguard/keys/{key_hash}/reset", self._guarded(self.reset_key))
 
+    def guarded(self, handler: Handler) -> Handler:
+        """`handler` with its failures answered as the admin API's are (for the dashboard's pages; access is
+        decided for every route under `/runguard/` by `admin_guard`)."""
+        return self._guarded(handler)
+
     def _guarded(self, handler: Handler) -> Handler:
         """`handler`, its failures answered as JSON errors (access was decided by `admin_guard`)."""
 
@@ -181,20 +188,28 @@ class AdminApi:
         if isinstance(tenant, web.Response):
             return tenant
         state_id = tenants.state_id(tenant, run_id) if tenant is not None else None
-        # a copy: the breaker field is taken out
-        fields = dict(await self._state.read_scope(Scope.RUN, state_id)) if state_id is not None else {}
-        record = BreakerRecord.loads(fields.pop(breaker.FIELD, None))
+        fields = await self._state.read_scope(Scope.RUN, state_id) if state_id is not None else {}
+        record = BreakerRecord.loads(fields.get(breaker.FIELD))
         reader = self._reader(request)
-        timeline = await _read(reader.run_timeline(run_id)) if reader is not None else None
-        if not fields and record is None and not timeline:
+        timeline = summary = None
+        trips: Sequence[Mapping[str, Any]] = ()
+        if reader is not None:
+            timeline = await _read(reader.run_timeline(run_id))
+            summary = await _read(reader.run(run_id))
+            trips = await _read(reader.recent_trips(MAX_LIMIT, run_id))
+        live = run_state.live_view(fields)
+        if live is None and record is None and not timeline and summary is None:
             return _error(404, f"no live state or records for run {run_id!r}")
         return _json(
             {
                 "run_id": run_id,
                 "tenant": tenant,
-                "breaker": dataclasses.asdict(record) if record is not None else {"state": "closed"},
-                "counters": fields,
+                "status": summary["status"] if summary is not None else "live",
+                "breaker": run_state.breaker_view(record),
+                "live": live,
+                "summary": summary,
                 "timeline": timeline,
+                "trips": list(trips)[::-1],
                 "store": reader is not None,
             }
         )

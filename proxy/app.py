@@ -34,6 +34,7 @@ from runguard.proxy.spend_metrics import SpendMetrics
 from runguard.proxy.state.base import ScopeTtls, StateBackend
 from runguard.proxy.state.memory import MemoryState
 from runguard.proxy.telemetry import setup as telemetry
+from runguard.proxy.ui.routes import Dashboard
 from runguard.proxy.upstream import Upstreams
 
 log = logging.getLogger("runguard.app")
@@ -164,6 +165,8 @@ def create_app(
     app.on_shutdown.append(stopping)
     app.cleanup_ctx.append(lifetime)
     app.router.add_get("/runguard/health", health)
-    AdminApi(settings.server, backend, metrics).add_routes(app)
+    admin = AdminApi(settings.server, backend, metrics)
+    admin.add_routes(app)
+    Dashboard(settings, backend, policy).add_routes(app, admin.guarded)
     app.router.add_route("*", "/{tail:.*}", metrics.counted(handle))
     return app

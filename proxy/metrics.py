@@ -25,6 +25,7 @@ Metric names (values in milliseconds where the name says `_ms`):
   runguard_blocked_requests_total{detector}         requests answered locally
   runguard_trips_total{detector,action}             verdicts that tripped (block) or warned
   runguard_usd_total{model}                         cost from usage and the pricing table
+  runguard_usd_avoided_total{detector}              estimated cost avoided by blocking trips (runguard.proxy.costs)
   runguard_tokens_total{model,kind}                 input, output, cached, reasoning tokens
   runguard_upstream_latency_ms{provider,api}        send to end of response (streams: last byte)
   runguard_proxy_overhead_ms                        time spent in the proxy itself
@@ -50,6 +51,7 @@ from prometheus_client.exposition import CONTENT_TYPE_PLAIN_0_0_4, generate_late
 from prometheus_client.metrics_core import CounterMetricFamily, GaugeMetricFamily, HistogramMetricFamily, Metric
 
 from runguard.proxy.adapters.history import HistoryCache
+from runguard.proxy.costs import counted_avoided
 from runguard.proxy.headers import is_upgrade
 from runguard.proxy.records import RequestRecord, TripRecord
 from runguard.proxy.routes import resolve
@@ -164,6 +166,7 @@ class Metrics:
         self._sockets = 0
         self._blocked: dict[str, int] = {}  # detector
         self._trips: dict[tuple[str, str], int] = {}  # (detector, action)
+        self._avoided: dict[str, float] = {}  # detector
         self._faults: dict[tuple[str, str], int] = {}  # (detector, hook)
         self._parse_errors: dict[tuple[str, str], int] = {}  # (api, body)
         self._unreadable: dict[tuple[str, str], int] = {}  # (provider, action)
@@ -214,6 +217,9 @@ class Metrics:
 
     def tripped(self, trip: TripRecord) -> None:
         _bump(self._trips, (trip.detector, trip.action))
+        avoided = counted_avoided(trip.action, trip.usd_avoided_estimate)
+        if avoided > 0:
+            self._avoided[trip.detector] = self._avoided.get(trip.detector, 0.0) + avoided
 
     def detector_fault(self, detector: str, hook: str) -> None:
         _bump(self._faults, (detector, hook))
@@ -303,6 +309,8 @@ class Metrics:
         yield _counter("runguard_trips_total", "Detector trips.", ("detector", "action"), self._trips.items())
         usd = (((label,), row[0]) for label, row in self._by_label.items())
         yield _counter("runguard_usd_total", "Cost in USD.", ("model",), usd)
+        avoided = (((detector,), usd) for detector, usd in self._avoided.items())
+        yield _counter("runguard_usd_avoided_total", "Estimated USD avoided by blocking trips.", ("detector",), avoided)
         tokens = (
             ((label, kind), count)
             for label, row in self._by_label.items()

@@ -115,5 +115,14 @@ class Policy:
             self._cache[cache_key] = found
         return found
 
+    @property
+    def detectors(self) -> Sequence[Detector[Any]]:
+        return tuple(self._detectors)
+
+    def effective(self, key_hash: str, model: str) -> dict[str, DetectorConfig]:
+        """Every detector's settings for a key and model, off ones included (for the dashboard)."""
+        layers = self._layers(key_hash, model)
+        return {d.name: self._resolve(d, layers, ()) for d in self._detectors}
+
     def config_of(self, detector: str, key_hash: str, model: str) -> DetectorConfig | None:
         return self.lineup(key_hash, model).configs.get(detector)

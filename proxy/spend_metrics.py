@@ -1,8 +1,9 @@
-"""Spend per API key and cost avoided per detector, as Prometheus metrics of the app's registry.
+"""Spend per API key, as a Prometheus metric of the app's registry.
 
   runguard_key_usd_total{key}                 cost per API key: its label from `guard.key_labels`,
                                               `unlabelled` for every key without one
-  runguard_usd_avoided_total{detector}        the trips' estimate of the spend they stopped (blocking trips)
+
+(Cost avoided per detector is `Metrics`' `runguard_usd_avoided_total`, from `costs`.)
 
 An `Observer` registered as a collector of `Metrics.registry` beside the
 others (`create_app`). Key hashes never become labels (a client with many
@@ -17,7 +18,7 @@ from collections.abc import Iterable, Mapping
 from prometheus_client.metrics_core import CounterMetricFamily, Metric
 
 from runguard.proxy.observe import NullObserver
-from runguard.proxy.records import RequestRecord, TripRecord
+from runguard.proxy.records import RequestRecord
 
 UNLABELLED = "unlabelled"
 
@@ -28,25 +29,14 @@ class SpendMetrics(NullObserver):
     def __init__(self, key_labels: Mapping[str, str]) -> None:
         self._labels = dict(key_labels)
         self._by_key: dict[str, float] = {}
-        self._avoided: dict[str, float] = {}
 
     def request_done(self, record: RequestRecord) -> None:
         if record.usd > 0:
             label = self._labels.get(record.key_hash, UNLABELLED)
             self._by_key[label] = self._by_key.get(label, 0.0) + record.usd
 
-    def tripped(self, trip: TripRecord) -> None:
-        if trip.action == "block" and trip.usd_avoided_estimate > 0:
-            self._avoided[trip.detector] = self._avoided.get(trip.detector, 0.0) + trip.usd_avoided_estimate
-
     def collect(self) -> Iterable[Metric]:
         by_key = CounterMetricFamily("runguard_key_usd", "Cost in USD per API key label.", labels=("key",))
         for label, usd in self._by_key.items():
             by_key.add_metric((label,), usd)
         yield by_key
-        avoided = CounterMetricFamily(
-            "runguard_usd_avoided", "Estimated USD the blocking trips stopped.", labels=("detector",)
-        )
-        for detector, usd in self._avoided.items():
-            avoided.add_metric((detector,), usd)
-        yield avoided

@@ -32,6 +32,10 @@ class Base(DeclarativeBase):
 
 class Run(Base):
     __tablename__ = "runs"
+    __table_args__ = (
+        Index("ix_runs_key_last_seen", "key_hash", "last_seen"),
+        Index("ix_runs_exit_last_seen", "exit_reason", "last_seen"),
+    )
 
     run_id: Mapped[str] = mapped_column(String, primary_key=True)
     key_hash: Mapped[str] = mapped_column(String)
@@ -62,7 +66,10 @@ class RunAgent(Base):
 
 class Request(Base):
     __tablename__ = "requests"
-    __table_args__ = (Index("ix_requests_run", "run_id", "request_index"),)
+    __table_args__ = (
+        Index("ix_requests_run", "run_id", "request_index"),
+        Index("ix_requests_at_spend", "at", "key_hash", "model", "usd"),
+    )
 
     id: Mapped[str] = mapped_column(String, primary_key=True)
     run_id: Mapped[str] = mapped_column(String)
@@ -93,7 +100,11 @@ class Request(Base):
 
 class Trip(Base):
     __tablename__ = "trips"
-    __table_args__ = (Index("ix_trips_run", "run_id", "at"), Index("ix_trips_detector", "detector"))
+    __table_args__ = (
+        Index("ix_trips_run", "run_id", "at"),
+        Index("ix_trips_detector", "detector"),
+        Index("ix_trips_detector_run", "detector", "run_id"),
+    )
 
     id: Mapped[str] = mapped_column(String, primary_key=True)
     run_id: Mapped[str] = mapped_column(String)

@@ -20,6 +20,7 @@ from sqlalchemy import Engine, Executable, case, distinct, func, select
 from sqlalchemy.ext.asyncio import AsyncEngine
 from sqlalchemy.sql import ColumnElement
 
+from runguard.proxy import costs
 from runguard.proxy.store.batch import stored_run_id
 from runguard.proxy.store.database import make_engine, parse, sqlite_reader_engine
 from runguard.proxy.store.models import Body, Request, Run, RunAgent, Trip
@@ -78,6 +79,14 @@ _TRIP_COLUMNS = (
     "usd_avoided",
     "evidence",
 )
+# A trip's cost avoided as every view counts it (`runguard.proxy.costs`): a warning avoids nothing, also when an
+# older version stored an estimate for it.
+COUNTED_AVOIDED = case((Trip.action == costs.BLOCK, Trip.usd_avoided), else_=0.0)
+
+
+def trip_columns() -> list[ColumnElement[Any]]:
+    """The trip columns every trip listing reads, `usd_avoided` as counted."""
+    return [COUNTED_AVOIDED.label(name) if name == "usd_avoided" else getattr(Trip, name) for name in _TRIP_COLUMNS]
 
 
 class StoreMissing(LookupError):
@@ -118,6 +127,22 @@ class StoreReader:
         if self._owns_engine:
             await self._engine.dispose()
 
+    @property
+    def idle_seconds(self) -> float:
+        """A run whose last request left tool calls open shows as `running` until this long, then `idle`."""
+        return self._idle_seconds
+
+    def now(self) -> float:
+        return self._clock()
+
+    async def read(self, *queries: Executable) -> list[list[Row]]:
+        """Each query's rows as dicts, from one snapshot (for query modules such as `store.pages`)."""
+        return await self._all(*queries)
+
+    def runs_of(self, runs: list[Row], agent_rows: list[Row]) -> list[Row]:
+        """Run rows (`_RUN_COLUMNS`) with their agents (`agents_of`), as `recent_runs` returns them."""
+        return self._runs(runs, agent_rows)
+
     def _status(self, exit_reason: str | None, last_seen: float) -> str:
         if exit_reason:
             return exit_reason
@@ -136,6 +161,22 @@ class StoreReader:
     def _plain_all(engine: Engine, queries: Sequence[Executable]) -> list[list[Row]]:
         with engine.connect() as conn:
             return [[dict(row._mapping) for row in conn.execute(query)] for query in queries]
+
+    @staticmethod
+    def run_columns() -> list[ColumnElement[Any]]:
+        return [getattr(Run, name) for name in _RUN_COLUMNS]
+
+    @staticmethod
+    def request_columns() -> list[ColumnElement[Any]]:
+        return [getattr(Request, name) for name in _REQUEST_COLUMNS]
+
+    @staticmethod
+    def agents_of(runs: ColumnElement[bool]) -> Executable:
+        return StoreReader._agents_of(runs)
+
+    @staticmethod
+    def indexed(requests: list[Row]) -> list[Row]:
+        return StoreReader._indexed(requests)
 
     @staticmethod
     def _agents_of(runs: ColumnElement[bool]) -> Executable:
@@ -193,7 +234,7 @@ class StoreReader:
 
     @staticmethod
     def _trips(limit: int, run_id: str | None = None) -> Executable:
-        query = select(*[getattr(Trip, name) for name in _TRIP_COLUMNS]).order_by(Trip.at.desc()).limit(limit)
+        query = select(*trip_columns()).order_by(Trip.at.desc()).limit(limit)
         return query if run_id is None else query.where(Trip.run_id == stored_run_id(run_id))
 
     async def recent_trips(self, limit: int = 50, run_id: str | None = None) -> list[Row]:
@@ -222,7 +263,7 @@ class StoreReader:
                 blocked.label("trips"),
                 func.sum(case((Trip.action == "block", 0), else_=1)).label("warnings"),
                 func.count(distinct(Trip.run_id)).label("runs"),
-                func.sum(case((Trip.action == "block", Trip.usd_avoided), else_=0.0)).label("usd_avoided"),
+                func.sum(COUNTED_AVOIDED).label("usd_avoided"),
                 func.max(Trip.at).label("last_at"),
             )
             .group_by(Trip.detector)

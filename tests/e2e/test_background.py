@@ -130,7 +130,7 @@ def _polled(sink: ListSink) -> list[RequestRecord]:
 async def _counters(url: str, run_id: str) -> dict[str, Any]:
     async with aiohttp.ClientSession() as session, session.get(f"{url}/runguard/runs/{run_id}") as response:
         assert response.status == 200
-        counters: dict[str, Any] = (await response.json())["counters"]
+        counters: dict[str, Any] = (await response.json())["live"]
         return counters
 
 
@@ -186,8 +186,8 @@ async def test_a_finished_response_polled_three_times_counts_once(
     assert background.polls[queued.id] == 4  # in progress once, then completed three times
     await eventually(lambda: len(_polled(sink)) >= 1)
     counters = await _counters(url, "bg-once")
-    assert counters["core.usd"] == pytest.approx(USD) and counters["core.in"] == 50_000
-    assert counters["core.out"] == 700_000 and counters["core.requests"] == 1
+    assert counters["usd"] == pytest.approx(USD) and counters["input_tokens"] == 50_000
+    assert counters["output_tokens"] == 700_000 and counters["requests"] == 1
     # Counted twice, the run (and the key's day) would be past its budget: the next step goes through.
     follow = await client.responses.create(model=MODEL, input="write it up")
     assert follow.status == "completed"
@@ -208,7 +208,7 @@ async def test_only_a_background_response_started_here_is_counted_by_its_poll(
     await eventually(lambda: len(_polled(sink)) == 1)
     assert [r.index for r in _polled(sink)] == [2]
     counters = await _counters(url, "bg-mixed")
-    assert counters["core.in"] == 20 + 50_000  # the plain answer's usage, and the background one's
+    assert counters["input_tokens"] == 20 + 50_000  # the plain answer's usage, and the background one's
     assert len(requests_of(sink)) == 3  # the two POSTs and the background response's poll; no other poll
 
 
@@ -228,7 +228,7 @@ async def test_a_resumed_background_stream_is_counted_once(
     record = _polled(sink)[0]
     assert record.streamed and record.tool_calls == ("search",) and record.usd == pytest.approx(USD)
     counters = await _counters(url, "bg-stream")
-    assert counters["core.usd"] == pytest.approx(USD) and counters["core.in"] == 50_000
+    assert counters["usd"] == pytest.approx(USD) and counters["input_tokens"] == 50_000
 
 
 async def test_a_follow_up_of_a_polled_response_gets_its_tool_results_named(

@@ -23,6 +23,9 @@ import redis.asyncio as aioredis
 import yaml
 from agents import Runner
 
+from runguard.detectors.ops import Scope
+from runguard.proxy.state.base import ScopeTtls
+from runguard.proxy.state.redis import RedisState
 from tests.e2e import agents, payloads, test_background
 from tests.e2e.agents import sdk_model
 from tests.e2e.teams import analyst_script, run_analyst_team, run_team, team_script
@@ -64,11 +67,17 @@ def _config(
 
 
 @pytest.fixture
-async def replicas(upstream: FakeUpstream, tmp_path: Path) -> AsyncIterator[Replicas]:
+def replica_prefix() -> str:
+    """The Redis key prefix of this test's replicas (`replicas`)."""
+    return unique_name("rgtest")
+
+
+@pytest.fixture
+async def replicas(upstream: FakeUpstream, tmp_path: Path, replica_prefix: str) -> AsyncIterator[Replicas]:
     """make(guard={...}, count=2, state_url=..., runs={...}) -> the replicas' URLs; all stopped and their keys
     deleted after."""
     url = require_redis()
-    prefix = unique_name("rgtest")
+    prefix = replica_prefix
     started: list[ServeProcess] = []
 
     async def make(
@@ -94,8 +103,9 @@ def _client(url: str, run_id: str, key: str = "sk-replica-test", **kwargs: Any) 
 
 
 async def _counters(url: str, run_id: str) -> dict[str, Any]:
+    """The run's live counters as the admin API names them (docs/admin-api.md)."""
     async with httpx.AsyncClient() as http:
-        counters: dict[str, Any] = (await http.get(f"{url}/runguard/runs/{run_id}")).json()["counters"]
+        counters: dict[str, Any] = (await http.get(f"{url}/runguard/runs/{run_id}")).json()["live"] or {}
     return counters
 
 
@@ -104,7 +114,7 @@ async def _settled(url: str, run_id: str, within: float = 1.0) -> dict[str, Any]
     deadline = time.monotonic() + within
     while True:
         counters = await _counters(url, run_id)
-        if counters.get("core.inflight") == 0 or time.monotonic() > deadline:
+        if counters.get("in_flight") == 0 or time.monotonic() > deadline:
             return counters
         await asyncio.sleep(0.02)
 
@@ -157,12 +167,12 @@ async def test_a_background_response_polled_on_both_replicas_at_once_counts_once
     finished = await asyncio.gather(*(client.responses.retrieve(queued.id) for client in clients * 3))
     assert {response.status for response in finished} == {"completed"}
     deadline = time.monotonic() + 2.0  # the poll is accounted for once its answer is sent
-    while "core.usd" not in (counters := await _counters(urls[1], "bg-across-replicas")):
+    while "usd" not in (counters := await _counters(urls[1], "bg-across-replicas")):
         assert time.monotonic() < deadline, counters
         await asyncio.sleep(0.02)
     await asyncio.sleep(0.2)  # time for a second count, were there one
     counters = await _counters(urls[1], "bg-across-replicas")
-    assert counters["core.usd"] == pytest.approx(test_background.USD) and counters["core.out"] == 700_000
+    assert counters["usd"] == pytest.approx(test_background.USD) and counters["output_tokens"] == 700_000
     with pytest.raises(openai.RateLimitError) as stopped:
         await clients[1].responses.create(model=test_background.MODEL, input="write it up")
     assert stopped.value.code == "runguard_budget"
@@ -189,7 +199,7 @@ async def test_in_flight_limit_holds_across_replicas_and_no_count_is_lost(
     assert len(upstream.received) >= 15  # the limit is 20; the breaker opened once it was passed
     assert {b.code for b in blocked} == {"runguard_over_spawn"}
     counters = await _counters(urls[0], "fan-out")
-    assert counters["core.requests"] == 50  # every increment from both replicas counted
+    assert counters["requests"] == 50  # every increment from both replicas counted
 
 
 async def test_a_state_reply_lost_on_the_way_counts_once_and_frees_its_slot(
@@ -201,14 +211,14 @@ async def test_a_state_reply_lost_on_the_way_counts_once_and_frees_its_slot(
         (url,) = await replicas(count=1, state_url=relay.url)
         ask = {"model": "gpt-4o-mini", "messages": [{"role": "user", "content": "hello"}]}
         await _client(url, "warm-up", max_retries=0).chat.completions.create(**ask)  # script loaded, pool open
-        assert (await _settled(url, "warm-up"))["core.inflight"] == 0
+        assert (await _settled(url, "warm-up"))["in_flight"] == 0
         relay.armed = True  # the next reply from Redis is the request step of the run below
         done = await _client(url, "lost-reply", max_retries=0).chat.completions.create(**ask)
         assert done.choices[0].message.content == "done"
         assert relay.lost == 1
         counters = await _settled(url, "lost-reply")
-    assert counters["core.requests"] == 1  # counted once, not again by the retry
-    assert counters["core.inflight"] == 0  # and its slot given back: the request was guarded as usual
+    assert counters["requests"] == 1  # counted once, not again by the retry
+    assert counters["in_flight"] == 0  # and its slot given back: the request was guarded as usual
     assert len(upstream.received) == 2
 
 
@@ -222,15 +232,15 @@ async def test_a_state_step_that_timed_out_still_gives_its_slot_back(
         (url,) = await replicas(count=1, state_url=relay.url)  # state.timeout 0.5 s
         ask = {"model": "gpt-4o-mini", "messages": [{"role": "user", "content": "hello"}]}
         await _client(url, "warm-up", max_retries=0).chat.completions.create(**ask)
-        assert (await _settled(url, "warm-up"))["core.inflight"] == 0
+        assert (await _settled(url, "warm-up"))["in_flight"] == 0
         relay.armed = True  # the next reply from Redis, the request step of the run below, is held back
         done = await _client(url, "timed-out", max_retries=0).chat.completions.create(**ask)
         assert done.choices[0].message.content == "done"
         assert relay.lost == 1
         counters = await _settled(url, "timed-out", within=5.0)
-    assert counters["core.requests"] == 1  # the step ran once: the sends after the timeout found it done
-    assert counters["core.inflight"] == 0
-    assert (counters["core.in"], counters["core.out"]) == (12, 5)  # and what the answer cost was counted
+    assert counters["requests"] == 1  # the step ran once: the sends after the timeout found it done
+    assert counters["in_flight"] == 0
+    assert (counters["input_tokens"], counters["output_tokens"]) == (12, 5)  # and what the answer cost was counted
 
 
 async def test_retry_cascade_opened_by_one_replica_is_honoured_by_the_other_with_one_probe(
@@ -397,7 +407,7 @@ async def test_a_member_thread_on_another_replica_is_nested_under_the_leader_s_r
 
 
 async def test_with_the_header_a_member_on_another_replica_is_judged_in_its_thread(
-    upstream: FakeUpstream, replicas: Replicas
+    upstream: FakeUpstream, replicas: Replicas, replica_prefix: str
 ) -> None:
     """`X-Run-Id` on every agent; the leader's requests go to one replica, its member's to the other, which
     relayed no delegation: it learns from the run's state that the member's conversation is a thread of the
@@ -409,8 +419,11 @@ async def test_with_the_header_a_member_on_another_replica_is_judged_in_its_thre
     await leader.close()
     await member.close()
     counters = await _settled(leader_url, "team-across")
-    assert counters["core.requests"] == 4
-    assert len(counters["context_growth.first"]) == 2  # the member's two went to its thread
+    assert counters["requests"] == 4
+    state = RedisState.from_url(require_redis(), key_prefix=replica_prefix, ttls=ScopeTtls(), timeout=2.0)
+    first = (await state.read_scope(Scope.RUN, "team-across"))["context_growth.first"]  # the detector's own state
+    await state.close()
+    assert isinstance(first, tuple) and len(first) == 2  # the member's two went to its thread
 
 
 @pytest.mark.parametrize("run", [None, "team-on-replicas"])

@@ -134,7 +134,8 @@ async def test_reset_reopens_a_stopped_run(blocking: tuple[str, ListSink, Memory
         status, detail = await call(url, "GET", "/runguard/runs/run-reset-1")
         assert status == 200
         assert detail["breaker"]["state"] == "open" and detail["breaker"]["detector"] == "max_requests"
-        assert detail["counters"] and detail["timeline"] is None and detail["store"] is False
+        assert detail["live"]["requests"] == 4 and detail["timeline"] is None and detail["store"] is False
+        assert not any("." in name for name in detail["live"])  # named fields, no internal state keys
         status, result = await call(url, "POST", "/runguard/runs/run-reset-1/reset")
         assert (status, result) == (
             200,
@@ -186,6 +187,9 @@ class FakeReader:
     async def run_timeline(self, run_id: str) -> Sequence[Mapping[str, Any]] | None:
         return [{"index": 1, "agent": "planner"}] if run_id == "stored" else None
 
+    async def run(self, run_id: str) -> Mapping[str, Any] | None:
+        return {"run_id": run_id, "status": "completed"} if run_id == "stored" else None
+
 
 async def test_listings_and_timeline_come_from_an_installed_store_reader(upstream: FakeUpstream) -> None:
     app = create_app(settings_for(upstream.url), detectors=[])
@@ -198,6 +202,7 @@ async def test_listings_and_timeline_come_from_an_installed_store_reader(upstrea
         assert status == 200 and body["trips"] == [{"run_id": "r9", "detector": "spiral"}]
         status, body = await call(running.url, "GET", "/runguard/runs/stored")
         assert status == 200 and body["timeline"] == [{"index": 1, "agent": "planner"}] and body["store"] is True
+        assert body["status"] == "completed" and body["summary"] == {"run_id": "stored", "status": "completed"}
         for path, given in (("/runguard/runs?limit=lots", "'lots'"), ("/runguard/trips?limit=1.5", "'1.5'")):
             # a JSON error, as every other refusal of the admin API
             assert await call(running.url, "GET", path) == (400, {"error": f"limit must be an integer, got {given}"})

@@ -1,10 +1,10 @@
-"""Spend per key label and cost avoided per detector, as the app's Prometheus exposition shows them."""
+"""Spend per key label, as the app's Prometheus exposition shows it (cost avoided: tests/proxy/test_costs.py)."""
 
 from __future__ import annotations
 
 from prometheus_client import CollectorRegistry, generate_latest
 
-from runguard.proxy.records import RequestRecord, TripRecord
+from runguard.proxy.records import RequestRecord
 from runguard.proxy.spend_metrics import SpendMetrics
 
 
@@ -15,25 +15,13 @@ def _request(key_hash: str, usd: float) -> RequestRecord:
     )  # fmt: skip
 
 
-def _trip(detector: str, action: str, avoided: float) -> TripRecord:
-    return TripRecord(
-        run_id="r", key_hash="k_1", detector=detector, action=action, reason="looping", scope="run",
-        request_index=3, at=0.0, usd_so_far=0.3, tokens_so_far=10, usd_avoided_estimate=avoided,
-    )  # fmt: skip
-
-
 def test_spend_is_summed_per_key_label_and_keys_without_one_are_pooled() -> None:
     spend = SpendMetrics({"k_search": "search-team"})
     registry = CollectorRegistry()
     registry.register(spend)
     for key, usd in (("k_search", 0.25), ("k_search", 0.5), ("k_other1", 0.125), ("k_other2", 0.125), ("k_x", 0.0)):
         spend.request_done(_request(key, usd))
-    spend.tripped(_trip("non_progress", "block", 2.5))
-    spend.tripped(_trip("non_progress", "block", 0.5))
-    spend.tripped(_trip("tool_storm", "warn", 9.0))  # a warning stops nothing
     text = generate_latest(registry).decode()
     assert 'runguard_key_usd_total{key="search-team"} 0.75' in text
     assert 'runguard_key_usd_total{key="unlabelled"} 0.25' in text
     assert "k_other" not in text  # key hashes never become labels
-    assert 'runguard_usd_avoided_total{detector="non_progress"} 3.0' in text
-    assert "tool_storm" not in text

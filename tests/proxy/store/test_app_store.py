@@ -93,6 +93,9 @@ class _DownReader:
     async def run_timeline(self, run_id: str) -> list[dict[str, object]] | None:
         raise ConnectionRefusedError("database down")
 
+    async def run(self, run_id: str) -> dict[str, object] | None:
+        raise ConnectionRefusedError("database down")
+
 
 async def test_admin_answers_503_while_the_store_is_down(upstream: FakeUpstream) -> None:
     from runguard.proxy.admin import STORE_READER

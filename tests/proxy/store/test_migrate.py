@@ -28,7 +28,7 @@ async def test_upgrade_creates_the_schema_and_is_idempotent(store_url: str) -> N
         assert await current_revision(engine) is None
         for _ in range(3):
             await upgrade(engine, target)
-        assert await current_revision(engine) == head_revision() == "0001"
+        assert await current_revision(engine) == head_revision() is not None
         async with engine.connect() as conn:
             assert await conn.run_sync(_differences) == []  # the migration builds exactly the models
     finally:
@@ -56,7 +56,7 @@ async def test_concurrent_starts_migrate_once(store_url: str) -> None:
     engines = [make_engine(target) for _ in range(4)]
     try:
         await asyncio.gather(*(upgrade(engine, target) for engine in engines))
-        assert {await current_revision(engine) for engine in engines} == {"0001"}
+        assert {await current_revision(engine) for engine in engines} == {head_revision()}
     finally:
         for engine in engines:
             await engine.dispose()
@@ -103,5 +103,5 @@ async def test_processes_starting_together_migrate_once(store_url: str) -> None:
     results = [await process.communicate() for process in processes]
     for process, (out, err) in zip(processes, results, strict=True):
         assert process.returncode == 0, err.decode()
-        assert out.decode().strip() == "0001"
+        assert out.decode().strip() == head_revision()
     assert await count(store_url, "alembic_version") == 1

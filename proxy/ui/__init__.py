@@ -1,0 +1,1 @@
+"""The web dashboard served at /runguard/ui/ (see docs/dashboard.md)."""
