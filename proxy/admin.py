@@ -170,8 +170,7 @@ class AdminApi:
         named = request.query.get("tenant")
         if named:
             return named
-        live = await self._state.ids_ending(Scope.RUN, tenants.SEPARATOR + run_id)
-        found = sorted({pair[0] for pair in map(tenants.split, live) if pair is not None and pair[1] == run_id})
+        found = await tenants.with_run(self._state, run_id)
         if len(found) > 1:
             return _json(
                 {

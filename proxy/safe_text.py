@@ -54,7 +54,12 @@ def _option(name: str, value: str) -> list[str]:
 
 
 def reset_command(
-    *, run_id: str | None = None, key: str | None = None, model: str | None = None, url: str | None
+    *,
+    run_id: str | None = None,
+    key: str | None = None,
+    model: str | None = None,
+    url: str | None,
+    tenant: str | None = None,
 ) -> str:
     """`runguard-proxy reset ...` for a run, or for a key (and model), every client-chosen word quoted.
 
@@ -67,6 +72,8 @@ def reset_command(
         words += _option("--key", key)
         if model is not None:
             words += _option("--model", model)
+    if tenant is not None:
+        words += _option("--tenant", tenant)
     if run_id is not None:
         if run_id.startswith("-"):
             words.append("--")

@@ -19,6 +19,12 @@ Per-key state (a key's daily budget, its breakers) stays per key.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING
+
+from runguard.detectors.ops import Scope
+
+if TYPE_CHECKING:
+    from runguard.proxy.state.base import StateBackend
 
 SEPARATOR = "/"  # tenant names and key hashes hold none: the first one ends the tenant
 
@@ -43,3 +49,9 @@ def split(scope_id: str) -> tuple[str, str] | None:
     """The tenant and the run id of a run's state id; None for an id `state_id` did not make."""
     tenant, sep, run_id = scope_id.partition(SEPARATOR)
     return (tenant, run_id) if sep and tenant and run_id else None
+
+
+async def with_run(state: StateBackend, run_id: str) -> list[str]:
+    """The tenants whose run named `run_id` has live state, sorted (the admin API and the dashboard ask)."""
+    live = await state.ids_ending(Scope.RUN, SEPARATOR + run_id)
+    return sorted({pair[0] for pair in map(split, live) if pair is not None and pair[1] == run_id})

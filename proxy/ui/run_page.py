@@ -9,14 +9,16 @@ only for requests whose bodies `store.record_bodies` recorded.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 from urllib.parse import quote
 
 from aiohttp import web
 
 from runguard.detectors.ops import Scope
-from runguard.proxy import breaker, run_state
+from runguard.proxy import breaker, run_state, tenants
 from runguard.proxy.breaker import BreakerRecord
+from runguard.proxy.safe_text import reset_command
 from runguard.proxy.store import StoreReader
 from runguard.proxy.store import pages as queries
 from runguard.proxy.ui.content import Entry, request_entries, response_entries
@@ -129,19 +131,31 @@ def _conversation(detail: dict[str, Any]) -> Html:
     return Html("".join(parts) + esc(note))
 
 
+async def _tenant(request: web.Request, ctx: UiContext, run_id: str, detail: Mapping[str, Any] | None) -> str | None:
+    """Whose run the page shows (its state is its tenant's: `tenants`): `?tenant=`, else the tenant of the
+    key its records name, else the one tenant with live state for the id (None when none or several)."""
+    named = request.query.get("tenant")
+    if named:
+        return named
+    if detail is not None:
+        return tenants.Tenants(ctx.settings.runs.tenants).of(detail["run"]["key_hash"])
+    live = await tenants.with_run(ctx.state, run_id)
+    return live[0] if len(live) == 1 else None
+
+
 async def page(request: web.Request, ctx: UiContext) -> Html:
     run_id = request.match_info["run_id"]
     number = page_number(request.query.get("page"))
-    fields = await ctx.state.read_scope(Scope.RUN, run_id)
-    record = BreakerRecord.loads(fields.get(breaker.FIELD))
-    live = run_state.live_view(fields)
     reader = reader_of(request)
     detail = await queries.run(reader, run_id, number) if isinstance(reader, StoreReader) else None
+    tenant = await _tenant(request, ctx, run_id, detail)
+    fields = await ctx.state.read_scope(Scope.RUN, tenants.state_id(tenant, run_id)) if tenant else {}
+    record = BreakerRecord.loads(fields.get(breaker.FIELD))
+    live = run_state.live_view(fields)
     if detail is None and live is None and record is None:
         raise NotFound(f"No run {run_id!r} in the record store or the live state.")
-    reset = reset_control(
-        f"/runguard/runs/{quote(run_id, safe='')}/reset", f"runguard-proxy reset {run_id}", "Reset this run"
-    )
+    action = f"/runguard/runs/{quote(run_id, safe='')}/reset" + (f"?tenant={quote(tenant, safe='')}" if tenant else "")
+    reset = reset_control(action, reset_command(run_id=run_id, tenant=tenant, url=None), "Reset this run")
     parts = [_breaker(record), reset]
     if detail is None:
         parts.append(no_store() if not isinstance(reader, StoreReader) else tag("p", "Nothing recorded yet."))

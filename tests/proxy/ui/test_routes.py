@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import html
+import re
 import time
 from pathlib import Path
 from urllib.parse import quote
@@ -46,8 +47,9 @@ async def test_pages_show_the_runs_the_proxy_served(upstream: FakeUpstream, stor
             run = (await http.get(f"/runguard/ui/runs/{RUNAWAY}")).text
             assert "non_progress (stopped the run)" in run and "partial_parse_error" in run  # the tool's result
             assert "parse_document" in run and "Extract the invoice total." in run  # a call, the user's message
-            assert 'data-reset="/runguard/runs/run-runaway-1/reset"' in run
-            assert "runguard-proxy reset run-runaway-1" in run  # the command, without script
+            # The run's state is its tenant's (by default its key's): the reset names the tenant.
+            assert re.search(r'data-reset="/runguard/runs/run-runaway-1/reset\?tenant=k_[0-9a-f]{16}"', run)
+            assert re.search(r"runguard-proxy reset --tenant k_[0-9a-f]{16} run-runaway-1", run)  # without script
             only_tripped = (await http.get("/runguard/ui/runs", params={"status": "tripped"})).text
             assert RUNAWAY in only_tripped and HEALTHY not in only_tripped
             by_detector = (await http.get("/runguard/ui/runs", params={"detector": "non_progress"})).text
