@@ -8,6 +8,7 @@ nothing is module-global and tests can run several proxies in one process.
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 import time
 from collections.abc import AsyncIterator, Callable, Sequence
@@ -29,6 +30,7 @@ from runguard.proxy.observe import FanOut, NullObserver, Observer
 from runguard.proxy.policy import Policy
 from runguard.proxy.pricing import ModelTables
 from runguard.proxy.records import Record, RecordSink
+from runguard.proxy.shutdown import Shutdown
 from runguard.proxy.state.base import ScopeTtls, StateBackend
 from runguard.proxy.state.memory import MemoryState
 from runguard.proxy.upstream import Upstreams
@@ -36,6 +38,7 @@ from runguard.proxy.upstream import Upstreams
 log = logging.getLogger("runguard.app")
 
 STATE: web.AppKey[StateBackend] = web.AppKey("runguard_state")
+SHUTDOWN: web.AppKey[Shutdown] = web.AppKey("runguard_shutdown", Shutdown)
 
 
 class DiscardSink:
@@ -60,21 +63,23 @@ def build_state(settings: Settings) -> StateBackend:
     return MemoryState(ttls=ttls, max_scopes=settings.runs.max_runs)
 
 
-def install_store(app: web.Application, settings: Settings) -> RecordSink:
+def install_store(app: web.Application, settings: Settings, shutdown: Shutdown | None = None) -> RecordSink:
     """The record store named by `store.database_url`: its queue as the sink, its reader for the admin API.
 
     Its lifetime goes on `cleanup_ctx` before the app's own, so on shutdown it
-    runs after in-flight requests have finished and flushes their records.
+    runs after in-flight requests have finished and flushes their records, for
+    what is left of the grace period (`shutdown`).
     SQLAlchemy is imported only here, when a store is configured.
     """
     from runguard.config.loader import ConfigError
     from runguard.proxy.store import QueueSink, StoreReader
 
     try:
-        store = QueueSink.from_settings(settings.store)
+        store = QueueSink.from_settings(settings.store, settings.server.shutdown_grace_seconds)
     except ValueError as exc:
         raise ConfigError(f"store.database_url: {exc}") from exc
-    app.cleanup_ctx.append(store.lifetime)
+    budget = shutdown.remaining if shutdown is not None else None
+    app.cleanup_ctx.append(functools.partial(store.lifetime, budget=budget))
     reader = StoreReader(store.engine, idle_seconds=settings.runs.idle_seconds)
     app[STORE_READER] = reader
 
@@ -123,8 +128,10 @@ def create_app(
         observers.append(alerts)
         app.cleanup_ctx.append(alerts.lifetime)  # first in, so cleaned up last: trips of finishing requests go out
     observer = FanOut(observers) if observers else NullObserver()
+    shutdown = Shutdown(settings.server.shutdown_grace_seconds)
+    app[SHUTDOWN] = shutdown
     if sink is None and settings.store.database_url:
-        sink = install_store(app, settings)
+        sink = install_store(app, settings, shutdown)
     policy = Policy(list(detectors) if detectors is not None else _default_detectors(), settings.guard)
     tables = ModelTables(settings.pricing_file, settings.models_file)
     salt = load_salt(settings.runs.key_salt.get_secret_value() if settings.runs.key_salt else None)
@@ -137,6 +144,7 @@ def create_app(
         KeyHasher(salt),
         observer,
         set(),
+        shutdown=shutdown,
         history=history,
         state_never_waits=backend.never_waits,
     )
@@ -147,11 +155,13 @@ def create_app(
     async def lifetime(app: web.Application) -> AsyncIterator[None]:
         yield
         if context.background:
-            await asyncio.wait(set(context.background), timeout=settings.server.shutdown_grace_seconds)
+            await asyncio.wait(set(context.background), timeout=shutdown.remaining())
+        await guard.settle(shutdown.remaining())  # undos of abandoned requests give their slots back
         await context.upstreams.close()
         await backend.close()
 
     async def stopping(_app: web.Application) -> None:
+        shutdown.begin()
         context.stop_reading()
 
     app.on_shutdown.append(stopping)

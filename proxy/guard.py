@@ -88,6 +88,12 @@ class Guard:
         # Background responses, accounted for when a poll finds them finished.
         self.background = BackgroundCosts(state, tables, sink, observer, settings.runs.idle_seconds, clock)
 
+    async def settle(self, within: float) -> None:
+        """At shutdown: wait (up to `within` seconds) for the undos of abandoned requests, so the
+        in-flight slots they give back are not left taken in a shared state backend."""
+        if self._undoing:
+            await asyncio.wait(set(self._undoing), timeout=within)
+
     # -- helpers ---------------------------------------------------------------------------
 
     def _on_fault(self, detector: str, hook: str, exc: BaseException) -> None:

@@ -29,6 +29,7 @@ from runguard.detectors.frozen import frozen
 from runguard.proxy import websocket
 from runguard.proxy.adapters import adapter_for
 from runguard.proxy.adapters.base import Adapter, RequestContext, Synthetic
+from runguard.proxy.adapters.gemini_replies import stream_error_element
 from runguard.proxy.adapters.history import HistoryCache, HistorySlot
 from runguard.proxy.adapters.openai_responses import ResponsesAdapter
 from runguard.proxy.background import polled_id
@@ -44,6 +45,7 @@ from runguard.proxy.records import RecordedBody
 from runguard.proxy.relay import is_stream, relay_stream, whole_response
 from runguard.proxy.replies import provider_error, upstream_failed
 from runguard.proxy.routes import Route, gemini_streams_sse, raw_target, resolve
+from runguard.proxy.shutdown import Shutdown
 from runguard.proxy.stream_usage import UsageChunkFilter, with_usage_requested
 from runguard.proxy.tasks import hold
 from runguard.proxy.ticket import Ticket
@@ -63,6 +65,7 @@ class ProxyContext:
     observer: Observer
     background: set[asyncio.Task[None]]
     reading: set[asyncio.Task[Any]] = field(default_factory=set)  # handlers still receiving a request body
+    shutdown: Shutdown = field(default_factory=lambda: Shutdown(30.0))  # the graceful stop's clock
     history: HistoryCache | None = None  # checkpoints of long conversations (None: every request read whole)
     stopping: asyncio.Event = field(default_factory=asyncio.Event)  # set when the server begins to stop
     # The state backend never awaits (the in-memory one): a request's bookkeeping cannot be cancelled
@@ -422,8 +425,8 @@ async def _forward_stream(
     guard = ctx.guard
     parser = ticket.adapter.stream_parser()
 
-    def error_event(message: str) -> bytes:
-        return ticket.adapter.stream_error_event(message, "upstream_error")
+    json_array = ticket.request.json_array_stream
+    error_event = stream_error_element if json_array else ticket.adapter.stream_error_event
 
     finished = False
 
@@ -437,18 +440,21 @@ async def _forward_stream(
         await guard.complete(ticket, seen, client_status=upstream.status, error=error, body=kept)
 
     try:
-        out, outcome = await relay_stream(
-            request,
-            upstream,
-            parser,
-            _extra_headers(ctx, ticket),
-            error_event,
-            capture=recorded_request is not None,
-            rewrite=rewrite,
-        )
+        with ctx.shutdown.streaming(upstream.content):
+            out, outcome = await relay_stream(
+                request,
+                upstream,
+                parser,
+                _extra_headers(ctx, ticket),
+                error_event,
+                capture=recorded_request is not None,
+                rewrite=rewrite,
+                json_array=json_array,
+            )
         finished = True
         captured = bytes(outcome.captured) if outcome.captured is not None else None
-        await ctx.settle(finish(outcome.error, outcome.error is not None, captured))
+        upstream_broke = outcome.error is not None and outcome.error != "proxy_shutdown"
+        await ctx.settle(finish(outcome.error, upstream_broke, captured))
         return out
     except (asyncio.CancelledError, ConnectionResetError):
         if not finished:

@@ -3,7 +3,7 @@
 The runner cancels a handler when its client disconnects (so an abandoned
 stream stops the upstream request), leaves request bodies compressed as sent
 (the proxy forwards bytes untouched), and on shutdown waits for in-flight
-streams up to the configured grace period.
+streams for the part of the grace period that is theirs (`shutdown`).
 """
 
 from __future__ import annotations
@@ -11,6 +11,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from aiohttp import web
+
+from runguard.proxy.shutdown import reserve_of
 
 
 @dataclass(slots=True)
@@ -29,8 +31,9 @@ class Running:
 
 
 async def start(app: web.Application, host: str, port: int, grace: float = 30.0) -> Running:
+    drain = grace - reserve_of(grace)  # the rest of the grace period is the records' (see `shutdown`)
     runner = web.AppRunner(
-        app, handler_cancellation=True, auto_decompress=False, access_log=None, shutdown_timeout=grace
+        app, handler_cancellation=True, auto_decompress=False, access_log=None, shutdown_timeout=drain
     )
     await runner.setup()
     site = web.TCPSite(runner, host, port, reuse_address=True)
