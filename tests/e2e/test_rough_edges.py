@@ -1,0 +1,76 @@
+"""Rough edges a new user meets first: environment variables, breaker refusals, where the banner goes."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import re
+from pathlib import Path
+
+import httpx
+import openai
+import pytest
+
+from tests.e2e import payloads
+from tests.e2e.faults import proxy
+from tests.support.processes import console_script, start_serve
+from tests.support.proxy import ListSink
+from tests.support.upstream import FakeUpstream, Reply
+
+
+async def _cli(env: dict[str, str], cwd: Path, *args: str) -> tuple[int, str]:
+    process = await asyncio.create_subprocess_exec(
+        console_script(),
+        *args,
+        env={**os.environ, **env},
+        cwd=cwd,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.STDOUT,
+    )
+    out, _ = await asyncio.wait_for(process.communicate(), 60)
+    return process.returncode if process.returncode is not None else -1, out.decode()
+
+
+async def test_the_environment_reset_help_advertises_and_a_numeric_token_work_everywhere(
+    upstream: FakeUpstream, tmp_path: Path
+) -> None:
+    env = {
+        "RUNGUARD_PROXY_URL": "http://127.0.0.1:8787",  # what `reset --help` tells users to set
+        "RUNGUARD_SERVER__ADMIN_TOKEN": "12345",  # a token that happens to look like a number
+        "RUNGUARD_OPENAI_UPSTREAM": upstream.url,
+        "RUNGUARD_DATABASE_URL": f"sqlite+aiosqlite:///{tmp_path}/runguard.db",
+        "RUNGUARD_HOME": str(tmp_path / "home"),
+    }
+    served = await start_serve(env, tmp_path)
+    try:
+        async with httpx.AsyncClient(base_url=served.url, timeout=10) as http:
+            assert (await http.get("/runguard/runs")).status_code == 401
+            allowed = await http.get("/runguard/runs", headers={"Authorization": "Bearer 12345"})
+            assert allowed.status_code == 200, allowed.text
+    finally:
+        assert await served.stop() == 0, served.diagnostics()
+    for command in (("config", "show"), ("runs",)):  # the store exists now: `runs` has something to read
+        code, out = await _cli(env, tmp_path, *command)
+        assert code == 0, (command, out)
+
+
+async def test_a_breaker_refusal_says_when_to_retry_in_retry_after(upstream: FakeUpstream) -> None:
+    upstream.script = lambda _: Reply.json({"error": {"message": "overloaded"}}, status=503)
+    sink = ListSink()
+    async with proxy(upstream.url, sink) as url:
+        client = openai.AsyncOpenAI(
+            base_url=url + "/v1", api_key="sk-retry-0123456789", max_retries=0, default_headers={"X-Run-Id": "retry"}
+        )
+        for _ in range(2):  # two upstream failures open the key+model breaker for 60 s
+            with pytest.raises(openai.InternalServerError):
+                await client.chat.completions.create(model="gpt-4o-mini", messages=[{"role": "user", "content": "1"}])
+        upstream.script = lambda _: Reply.json(payloads.chat_completion("fine"))
+        with pytest.raises(openai.RateLimitError) as caught:
+            await client.chat.completions.create(model="gpt-4o-mini", messages=[{"role": "user", "content": "2"}])
+        await client.close()
+    headers = caught.value.response.headers
+    assert headers["x-runguard-trip"] == "retry_cascade"
+    said = re.search(r"retry in (\d+) s", caught.value.message)
+    assert said is not None, caught.value.message
+    assert headers["retry-after"] == said.group(1)  # whole seconds, as the message says
+    assert 59 <= int(headers["retry-after"]) <= 60  # rounded up: never earlier than the breaker reopens
