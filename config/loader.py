@@ -19,6 +19,7 @@ from typing import Any, Union, get_args, get_origin
 import yaml
 from pydantic import BaseModel, SecretStr, ValidationError
 
+from runguard.config.placeholders import placeholder_secrets
 from runguard.config.settings import Settings
 from runguard.proxy.errors import RunGuardError
 
@@ -239,6 +240,12 @@ def load_settings(
         settings = Settings.model_validate(merged)
     except ValidationError as exc:
         raise ConfigError(_describe(exc)) from exc
+    placeholders = placeholder_secrets(settings)
+    if placeholders:
+        raise ConfigError(
+            f"{', '.join(placeholders)}: a placeholder (such as change-me) where a secret belongs; "
+            "set a long random value of your own"
+        )
     if validate_detectors is not None:
         _check_detectors(settings, validate_detectors)
     return LoadedSettings(settings=settings, sources=sources)

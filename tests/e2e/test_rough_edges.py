@@ -74,3 +74,16 @@ async def test_a_breaker_refusal_says_when_to_retry_in_retry_after(upstream: Fak
     assert said is not None, caught.value.message
     assert headers["retry-after"] == said.group(1)  # whole seconds, as the message says
     assert 59 <= int(headers["retry-after"]) <= 60  # rounded up: never earlier than the breaker reopens
+
+
+async def test_serve_refuses_to_start_with_the_compose_examples_old_placeholder_secrets(tmp_path: Path) -> None:
+    env = {
+        "RUNGUARD_KEY_SALT": "change-me-to-a-long-random-string",
+        "RUNGUARD_ADMIN_TOKEN": "change-me-admin-token",
+        "RUNGUARD_HOME": str(tmp_path / "home"),
+        "RUNGUARD_DATABASE_URL": "",
+    }
+    code, out = await _cli(env, tmp_path, "serve", "--port", "0")
+    assert code == 2, out
+    assert "server.admin_token" in out and "runs.key_salt" in out and "placeholder" in out
+    assert "listening on" not in out
