@@ -89,6 +89,11 @@ class Guard:
         # Background responses, accounted for when a poll finds them finished.
         self.background = BackgroundCosts(state, tables, sink, observer, settings.runs.idle_seconds, clock)
 
+    @property
+    def policy(self) -> Policy:
+        """Which detectors run with which settings (and what per-run headers may change)."""
+        return self._policy
+
     async def settle(self, within: float) -> None:
         """At shutdown: wait (up to `within` seconds) for the undos of abandoned requests, so the
         in-flight slots they give back are not left taken in a shared state backend."""

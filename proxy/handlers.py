@@ -313,14 +313,14 @@ async def _guarded(
     if decoded is None or info.parse_error:
         ctx.observer.parse_error(route.api.value)
         return await _passthrough(request, ctx, route, body)
-    ticket = await ctx.guard.admit(
-        adapter,
-        info,
-        body=decoded,
-        key_hash=key_hash,
-        header_run=header_run,
-        tight=tightening_from(request.headers),
-    )
+    tight = tightening_from(request.headers)
+    refused = ctx.guard.policy.header_errors(tight) if tight else None
+    if refused:
+        message = f"RunGuard: invalid X-RunGuard-* header: {'; '.join(refused)}"
+        return provider_error(route.dialect, 400, message[:1000], "invalid_runguard_header")
+    ticket = await ctx.guard.admit(adapter, info, body=decoded, key_hash=key_hash, header_run=header_run, tight=tight)
+    if tight:
+        ticket.notes = ctx.guard.policy.ignored(key_hash, ticket.request.model, tight)
     if ticket.answer is not None:
         # Recorded with no upstream answer (status None): a replay sees the request that was stopped.
         kept = _recorded(request, decoded, b"", None) if settings.store.record_bodies else None

@@ -38,6 +38,7 @@ class Ticket:
     inspected: list[Finding] | None = None  # inspect_response findings, once run
     views: Views | None = None  # the response as each detector sees it, once built
     carried: str | None = None  # warnings found after the run's previous response, shown on this one
+    notes: tuple[str, ...] = ()  # per-run header entries not applied because they would loosen the policy
     started: float = field(default_factory=time.perf_counter)
 
     @staticmethod
@@ -68,6 +69,7 @@ class Ticket:
         parts = [f"{w.detector}: {w.verdict.reason}" for w in warnings]
         if self.carried:
             parts.append(self.carried)
+        parts += self.notes
         if not parts:
             return None
         return "; ".join(parts).encode("ascii", "replace").decode()[:1000].replace("\r", " ").replace("\n", " ")

@@ -10,6 +10,9 @@ from pathlib import Path
 import httpx
 import openai
 import pytest
+from google import genai
+from google.genai import errors as genai_errors
+from google.genai import types
 
 from tests.e2e import payloads
 from tests.e2e.faults import proxy
@@ -87,3 +90,48 @@ async def test_serve_refuses_to_start_with_the_compose_examples_old_placeholder_
     assert code == 2, out
     assert "server.admin_token" in out and "runs.key_salt" in out and "placeholder" in out
     assert "listening on" not in out
+
+
+@pytest.mark.parametrize(
+    ("headers", "named"),
+    [
+        ({"X-RunGuard-Limit": "spirall.threshold=0.5"}, "spirall: no such detector"),
+        ({"X-RunGuard-Limit": "budget.run_ud=0.5"}, "budget.run_ud: no such field"),
+        ({"X-RunGuard-Max-Requests": "abc"}, "max_requests.limit='abc'"),
+    ],
+    ids=["unknown-detector", "typo-field", "not-a-number"],
+)
+async def test_an_invalid_runguard_header_is_refused_with_a_provider_400_naming_it(
+    upstream: FakeUpstream, headers: dict[str, str], named: str
+) -> None:
+    upstream.script = lambda _: Reply.json(payloads.chat_completion("fine"))
+    async with proxy(upstream.url) as url:
+        client = openai.AsyncOpenAI(base_url=url + "/v1", api_key="sk-hdr-0123456789", max_retries=0)
+        with pytest.raises(openai.BadRequestError) as caught:
+            await client.chat.completions.create(
+                model="gpt-4o-mini", messages=[{"role": "user", "content": "hi"}], extra_headers=headers
+            )
+        gemini = genai.Client(
+            api_key="g-hdr", http_options=types.HttpOptions(base_url=url, headers={"X-Run-Id": "g", **headers})
+        )
+        with pytest.raises(genai_errors.ClientError) as refused:
+            await gemini.aio.models.generate_content(model="gemini-2.5-flash", contents="hi")
+        await client.close()
+    assert named in caught.value.message and caught.value.code == "invalid_runguard_header"
+    assert refused.value.code == 400 and named in str(refused.value.message)
+    assert upstream.received == []  # refused before anything went upstream
+
+
+async def test_a_loosening_runguard_header_is_ignored_with_a_warning(upstream: FakeUpstream) -> None:
+    upstream.script = lambda _: Reply.json(payloads.chat_completion("fine"))
+    async with proxy(upstream.url, guard={"detectors": {"max_requests": {"limit": 5}}}) as url:
+        client = openai.AsyncOpenAI(base_url=url + "/v1", api_key="sk-hdr-0123456789", max_retries=0)
+        response = await client.chat.completions.with_raw_response.create(
+            model="gpt-4o-mini",
+            messages=[{"role": "user", "content": "hi"}],
+            extra_headers={"X-RunGuard-Max-Requests": "500"},
+        )
+        await client.close()
+    assert response.http_response.status_code == 200
+    warning = response.headers["x-runguard-warning"]
+    assert "max_requests.limit=500 ignored" in warning and "configured: 5" in warning
