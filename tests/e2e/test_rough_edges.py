@@ -135,3 +135,25 @@ async def test_a_loosening_runguard_header_is_ignored_with_a_warning(upstream: F
     assert response.http_response.status_code == 200
     warning = response.headers["x-runguard-warning"]
     assert "max_requests.limit=500 ignored" in warning and "configured: 5" in warning
+
+
+async def test_a_validator_failure_in_structured_output_is_counted_not_passed_as_valid(
+    upstream: FakeUpstream,
+) -> None:
+    # A recursive schema and an answer nested 900 deep: jsonschema itself gives up (RecursionError).
+    nested = {"$ref": "#/$defs/n", "$defs": {"n": {"type": "array", "items": {"$ref": "#/$defs/n"}}}}
+    fmt = {"type": "json_schema", "json_schema": {"name": "nested", "schema": nested}}
+    upstream.script = lambda _: Reply.json(payloads.chat_completion("[" * 900 + "]" * 900))
+    async with proxy(upstream.url) as url:
+        client = openai.AsyncOpenAI(base_url=url + "/v1", api_key="sk-schema-0123456789", max_retries=0)
+        for _ in range(2):
+            await client.chat.completions.create(
+                model="gpt-4o-mini", messages=[{"role": "user", "content": "nest"}], response_format=fmt
+            )
+        await client.close()
+        async with httpx.AsyncClient(base_url=url) as http:
+            metrics = (await http.get("/runguard/metrics")).text
+    faults = re.search(
+        r'runguard_detector_faults_total\{detector="structured_output",hook="plan_response"\} (\S+)', metrics
+    )
+    assert faults is not None and float(faults.group(1)) == 2.0, metrics
