@@ -160,10 +160,16 @@ def create_app(
         await context.upstreams.close()
         await backend.close()
 
+    async def preload_tokens(_app: web.Application) -> None:
+        # tiktoken's tables take about a second to load: in a thread before serving, not at the
+        # first stream without usage on the event loop (nothing is downloaded: see `tokens`).
+        await asyncio.to_thread(guard.tokens.preload)
+
     async def stopping(_app: web.Application) -> None:
         shutdown.begin()
         context.stop_reading()
 
+    app.on_startup.append(preload_tokens)
     app.on_shutdown.append(stopping)
     app.cleanup_ctx.append(lifetime)
     app.router.add_get("/runguard/health", health)

@@ -90,6 +90,11 @@ class Guard:
         self.background = BackgroundCosts(state, tables, sink, observer, settings.runs.idle_seconds, clock)
 
     @property
+    def tokens(self) -> TokenEstimator:
+        """The token estimator of responses without usage (`create_app` preloads it off the loop)."""
+        return self._tokens
+
+    @property
     def policy(self) -> Policy:
         """Which detectors run with which settings (and what per-run headers may change)."""
         return self._policy
