@@ -5,8 +5,10 @@ from __future__ import annotations
 import asyncio
 import os
 import re
+from collections.abc import Sequence
 from pathlib import Path
 
+import aiohttp
 import httpx
 import openai
 import pytest
@@ -14,10 +16,15 @@ from google import genai
 from google.genai import errors as genai_errors
 from google.genai import types
 
+from runguard.detectors.ops import Op, OpResult, Scope
+from runguard.proxy.accounting import request_ops
+from runguard.proxy.errors import StateUnavailable
+from runguard.proxy.state.base import ScopeIds
+from runguard.proxy.state.memory import MemoryState
 from tests.e2e import payloads
 from tests.e2e.faults import proxy
 from tests.support.processes import console_script, start_serve
-from tests.support.proxy import ListSink
+from tests.support.proxy import ListSink, settings_for, start_proxy
 from tests.support.upstream import FakeUpstream, Reply
 
 
@@ -157,3 +164,45 @@ async def test_a_validator_failure_in_structured_output_is_counted_not_passed_as
         r'runguard_detector_faults_total\{detector="structured_output",hook="plan_response"\} (\S+)', metrics
     )
     assert faults is not None and float(faults.group(1)) == 2.0, metrics
+
+
+class HeldReplyThenClosed(MemoryState):
+    """In-memory state whose request batch runs but answers only at `go` (a Redis reply on its way), and
+    that refuses every batch once closed, as a closed Redis pool does."""
+
+    never_waits = False
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.ran, self.go, self.closed = asyncio.Event(), asyncio.Event(), False
+
+    async def execute(self, ids: ScopeIds, ops: Sequence[Op]) -> list[OpResult]:
+        if self.closed:
+            raise StateUnavailable("the state backend is closed")
+        results = await super().execute(ids, ops)
+        if ops and ops[0] == request_ops(0.0, "")[0] and not self.go.is_set():
+            self.ran.set()
+            await self.go.wait()
+        return results
+
+    async def close(self) -> None:
+        self.closed = True  # what it holds stays, as in a Redis server other replicas share
+
+
+async def test_shutdown_waits_for_the_undo_of_an_abandoned_request_so_its_slot_is_given_back(
+    upstream: FakeUpstream,
+) -> None:
+    state = HeldReplyThenClosed()
+    running = await start_proxy(settings_for(upstream.url), state=state)
+    async with aiohttp.ClientSession() as session:
+        body = {"model": "gpt-4o-mini", "messages": [{"role": "user", "content": "hi"}]}
+        sending = asyncio.ensure_future(
+            session.post(running.url + "/v1/chat/completions", json=body, headers={"X-Run-Id": "abandoned"})
+        )
+        await state.ran.wait()
+        sending.cancel()  # the client leaves while its request's batch is on its way: the slot is taken
+        with pytest.raises(asyncio.CancelledError):
+            await sending
+    asyncio.get_running_loop().call_later(0.3, state.go.set)  # the batch answers during the shutdown
+    await running.stop()
+    assert (await state.read_scope(Scope.RUN, "abandoned"))["core.inflight"] == 0.0
