@@ -319,6 +319,7 @@ async def _guarded(
         message = f"RunGuard: invalid X-RunGuard-* header: {'; '.join(refused)}"
         return provider_error(route.dialect, 400, message[:1000], "invalid_runguard_header")
     ticket = await ctx.guard.admit(adapter, info, body=decoded, key_hash=key_hash, header_run=header_run, tight=tight)
+    ticket.upstream = route.provider  # Gemini's OpenAI-compatible Chat: provider gemini, api chat
     if tight:
         ticket.notes = ctx.guard.policy.ignored(key_hash, ticket.request.model, tight)
     if ticket.answer is not None:

@@ -9,7 +9,7 @@ from runguard.detectors.base import RequestSeen, ResponseSeen, Results, RunFacts
 from runguard.detectors.ops import CompareAndSet, Scope
 from runguard.proxy.adapters.base import Adapter, Synthetic
 from runguard.proxy.engine import NO_DETECTORS, Finding, Lineup, Views
-from runguard.proxy.events import RequestInfo
+from runguard.proxy.events import Provider, RequestInfo
 from runguard.proxy.records import TripRecord
 from runguard.proxy.state.base import ScopeIds
 
@@ -38,6 +38,9 @@ class Ticket:
     inspected: list[Finding] | None = None  # inspect_response findings, once run
     views: Views | None = None  # the response as each detector sees it, once built
     carried: str | None = None  # warnings found after the run's previous response, shown on this one
+    # The provider the request goes to, when its dialect's is not it: Gemini's OpenAI-compatible Chat is
+    # recorded and counted as provider gemini, api chat (`provider`).
+    upstream: Provider | None = None
     notes: tuple[str, ...] = ()  # per-run header entries not applied because they would loosen the policy
     started: float = field(default_factory=time.perf_counter)
 
@@ -46,6 +49,12 @@ class Ticket:
         """Warnings found once the response's headers were sent, as the run's next answer shows them
         (bounded: they wait in the run's state)."""
         return "; ".join(f"{w.detector} (previous response): {w.verdict.reason}" for w in late)[:CARRIED_CHARS]
+
+    @property
+    def provider(self) -> Provider:
+        """Whom the request is for: its upstream (records and metrics name it); the adapter's own
+        provider is the dialect the client reads (error shapes, synthetic answers)."""
+        return self.upstream or self.adapter.provider
 
     @property
     def request(self) -> RequestInfo:
