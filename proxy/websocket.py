@@ -56,6 +56,10 @@ def _protocols(request: web.Request) -> tuple[str, ...]:
 
 async def relay(request: web.Request, ctx: ProxyContext, route: Route, key_hash: str) -> web.StreamResponse:
     """Open the upstream socket, then the client's, and relay between them until either closes."""
+    refused = ctx.guard.policy.header_errors(tightening_from(request.headers))
+    if refused:  # as for HTTP requests: a per-run header the proxy cannot use is named, not ignored
+        message = f"RunGuard: invalid X-RunGuard-* header: {'; '.join(refused)}"
+        return provider_error(route.dialect, 400, message[:1000], "invalid_runguard_header")
     headers = upstream_request_headers(request.headers, ctx.own_headers)
     for name in _HANDSHAKE:
         headers.popall(name, None)

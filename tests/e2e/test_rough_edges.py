@@ -206,3 +206,12 @@ async def test_shutdown_waits_for_the_undo_of_an_abandoned_request_so_its_slot_i
     asyncio.get_running_loop().call_later(0.3, state.go.set)  # the batch answers during the shutdown
     await running.stop()
     assert (await state.read_scope(Scope.RUN, "abandoned"))["core.inflight"] == 0.0
+
+
+async def test_an_invalid_runguard_header_on_a_websocket_handshake_is_refused_too(upstream: FakeUpstream) -> None:
+    async with proxy(upstream.url) as url, aiohttp.ClientSession() as session:
+        headers = {"Authorization": "Bearer sk-ws-0123456789", "X-RunGuard-Limit": "max_requests.limit=abc"}
+        with pytest.raises(aiohttp.WSServerHandshakeError) as caught:
+            await session.ws_connect(url.replace("http", "ws", 1) + "/v1/realtime?model=gpt-realtime", headers=headers)
+    assert caught.value.status == 400
+    assert upstream.handshakes == []  # refused before the provider was asked
