@@ -11,19 +11,26 @@ ENV PYTHONDONTWRITEBYTECODE=1 \
     RUNGUARD_PORT=8787
 
 WORKDIR /opt/runguard/src
+# The dependencies at the exact versions of the lock file (its own layer: rebuilt only when the lock changes).
+COPY requirements.lock ./
+RUN pip install -r requirements.lock
 COPY pyproject.toml README.md ./
 COPY proxy ./proxy
 COPY detectors ./detectors
 COPY config ./config
-RUN pip install . \
+RUN pip install --no-deps . \
     # Pre-seed tiktoken's encodings at build time (the build has network, the sidecar may not).
     && python -c "import tiktoken; [tiktoken.get_encoding(n) for n in ('o200k_base', 'cl100k_base')]" \
     && useradd --system --uid 10001 --home-dir /var/lib/runguard runguard \
     && mkdir -p /var/lib/runguard && chown runguard /var/lib/runguard
 
 USER runguard
+# The key salt (RUNGUARD_HOME/salt) and the SQLite record store live here: a volume, so a recreated
+# container keeps them (a new salt would change every key hash: budgets, allowlists, overrides).
+VOLUME ["/var/lib/runguard"]
 EXPOSE 8787
+# The port comes from RUNGUARD_PORT, as `serve` reads it: change the port there, not with --port.
 HEALTHCHECK --interval=10s --timeout=3s --start-period=5s --retries=3 \
-    CMD python -c "import urllib.request,sys; sys.exit(0 if urllib.request.urlopen('http://127.0.0.1:8787/runguard/health', timeout=2).status == 200 else 1)"
+    CMD python -c "import os,sys,urllib.request; url='http://127.0.0.1:%s/runguard/health' % os.environ['RUNGUARD_PORT']; sys.exit(0 if urllib.request.urlopen(url, timeout=2).status == 200 else 1)"
 # Bound beyond loopback inside the container: set RUNGUARD_ADMIN_TOKEN to enable the admin API.
 CMD ["runguard-proxy", "serve"]

@@ -13,11 +13,13 @@ import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from types import UnionType
+from typing import Any, Union, get_args, get_origin
 
 import yaml
-from pydantic import ValidationError
+from pydantic import BaseModel, SecretStr, ValidationError
 
+from runguard.config.placeholders import placeholder_secrets
 from runguard.config.settings import Settings
 from runguard.proxy.errors import RunGuardError
 
@@ -66,8 +68,8 @@ ENV_ALIASES: dict[str, str] = {
     "RUNGUARD_PRICING_FILE": "pricing_file",
     "RUNGUARD_MODELS_FILE": "models_file",
 }
-# Environment variables that are not settings.
-ENV_IGNORED = {"RUNGUARD_CONFIG", "RUNGUARD_HOME", "RUNGUARD_REQUIRE_SERVICES"}
+# Environment variables that are not settings (RUNGUARD_PROXY_URL: where the admin commands find the proxy).
+ENV_IGNORED = {"RUNGUARD_CONFIG", "RUNGUARD_HOME", "RUNGUARD_REQUIRE_SERVICES", "RUNGUARD_PROXY_URL"}
 
 
 class ConfigError(RunGuardError, ValueError):
@@ -123,21 +125,54 @@ def _parse_env_value(raw: str) -> Any:
         return raw
 
 
+_TEXT_TYPES = (str, SecretStr)
+
+
+def _is_text(annotation: Any) -> bool:
+    """A field type whose value is text as written: str, SecretStr, optionally None."""
+    if annotation in _TEXT_TYPES:
+        return True
+    if get_origin(annotation) in (Union, UnionType):
+        kinds = [a for a in get_args(annotation) if a is not type(None)]
+        return bool(kinds) and all(kind in _TEXT_TYPES for kind in kinds)
+    return False
+
+
+def is_text_setting(dotted: str) -> bool:
+    """Whether the setting at `dotted` takes text, whatever the text looks like (`12345`, `true`, `null`).
+
+    Found by walking the settings models' fields, so an environment value is typed by the field it sets,
+    not by how its variable is spelt (alias or SECTION__FIELD).
+    """
+    model: Any = Settings
+    parts = dotted.split(".")
+    for i, part in enumerate(parts):
+        field = model.model_fields.get(part) if isinstance(model, type) and issubclass(model, BaseModel) else None
+        if field is None:
+            return False
+        if i == len(parts) - 1:
+            return _is_text(field.annotation)
+        model = field.annotation
+    return False
+
+
 def env_layer(environ: Mapping[str, str]) -> dict[str, Any]:
-    """`RUNGUARD_OPENAI_UPSTREAM` (aliases) and `RUNGUARD_SECTION__FIELD` (generic)."""
+    """`RUNGUARD_OPENAI_UPSTREAM` (aliases) and `RUNGUARD_SECTION__FIELD` (generic).
+
+    A value for a text setting (a URL, a token, a salt) is taken as written; any other is read as a YAML
+    scalar or flow collection (`true`, `8787`, `[a, b]`) and validated against its field.
+    """
     layer: dict[str, Any] = {}
     for name, raw in environ.items():
         if not name.startswith(ENV_PREFIX) or name in ENV_IGNORED:
             continue
         if name in ENV_ALIASES:
             dotted = ENV_ALIASES[name]
-            text_setting = dotted.endswith(("url", "openai", "gemini", "token", "salt", "_file"))
-            value: Any = raw if text_setting else _parse_env_value(raw)
         elif "__" in name:
             dotted = name[len(ENV_PREFIX) :].lower().replace("__", ".")
-            value = _parse_env_value(raw)
         else:
             raise ConfigError(f"{name}: unknown environment variable (use RUNGUARD_SECTION__FIELD)")
+        value: Any = raw if is_text_setting(dotted) else _parse_env_value(raw)
         _set_path(layer, dotted, value)
     return layer
 
@@ -205,6 +240,12 @@ def load_settings(
         settings = Settings.model_validate(merged)
     except ValidationError as exc:
         raise ConfigError(_describe(exc)) from exc
+    placeholders = placeholder_secrets(settings)
+    if placeholders:
+        raise ConfigError(
+            f"{', '.join(placeholders)}: a placeholder (such as change-me) where a secret belongs; "
+            "set a long random value of your own"
+        )
     if validate_detectors is not None:
         _check_detectors(settings, validate_detectors)
     return LoadedSettings(settings=settings, sources=sources)

@@ -51,7 +51,10 @@ class ServerSettings(_Section):
         "whatever their size.",
     )
     shutdown_grace_seconds: float = Field(
-        30.0, ge=0, description="How long a graceful shutdown waits for in-flight streams to finish."
+        30.0,
+        ge=0,
+        description="How long a graceful shutdown takes at most, all of it: in-flight streams get all but the "
+        "last fifth (at most 5 s), then end with their provider's error event; the rest finishes their records.",
     )
     header_timeout: float = Field(
         20.0,

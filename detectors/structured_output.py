@@ -36,10 +36,12 @@ class StructuredOutputConfig(DetectorConfig):
     )
 
 
-def _valid(output: OutputSchema, text: str) -> bool:
+def _valid(output: OutputSchema, text: str) -> bool | None:
+    """Whether the answer validates; None for a schema that cannot be used (not judged). A failure of
+    the validator itself raises: the engine logs it and counts it as this detector's fault."""
     from runguard.proxy import schema
 
-    return bool(schema.validate(schema.to_json_schema(output), text))
+    return schema.validate(schema.to_json_schema(output), text)
 
 
 class StructuredOutput(Detector[StructuredOutputConfig]):
@@ -55,8 +57,10 @@ class StructuredOutput(Detector[StructuredOutputConfig]):
             return {}
         if seen.upstream_failed or not response.complete:
             return {}  # a cut-off answer says nothing about the model and the schema
-        outcome = "1" if _valid(output, response.text) else "0"
-        return {"outcomes": Push(Scope.RUN, "outcomes", (outcome,), keep=WINDOW)}
+        valid = _valid(output, response.text)
+        if valid is None:
+            return {}
+        return {"outcomes": Push(Scope.RUN, "outcomes", ("1" if valid else "0",), keep=WINDOW)}
 
     def check_response(self, seen: ResponseSeen, got: Results, cfg: StructuredOutputConfig) -> Verdict | None:
         outcomes = got.get("outcomes")

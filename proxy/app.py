@@ -8,6 +8,7 @@ nothing is module-global and tests can run several proxies in one process.
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 import time
 from collections.abc import AsyncIterator, Callable, Sequence
@@ -25,11 +26,12 @@ from runguard.proxy.guard import Guard
 from runguard.proxy.handlers import CONTEXT, ProxyContext, handle
 from runguard.proxy.keys import KeyHasher, load_salt
 from runguard.proxy.metrics import Metrics
-from runguard.proxy.observe import FanOut, NullObserver, Observer
+from runguard.proxy.observe import FanOut, Observer
 from runguard.proxy.policy import Policy
 from runguard.proxy.pricing import ModelTables
 from runguard.proxy.records import Record, RecordSink
 from runguard.proxy.safe_text import proxy_url
+from runguard.proxy.shutdown import Shutdown
 from runguard.proxy.spend_metrics import SpendMetrics
 from runguard.proxy.state.base import ScopeTtls, StateBackend
 from runguard.proxy.state.memory import MemoryState
@@ -40,6 +42,7 @@ from runguard.proxy.upstream import Upstreams
 log = logging.getLogger("runguard.app")
 
 STATE: web.AppKey[StateBackend] = web.AppKey("runguard_state")
+SHUTDOWN: web.AppKey[Shutdown] = web.AppKey("runguard_shutdown", Shutdown)
 
 
 class DiscardSink:
@@ -64,21 +67,23 @@ def build_state(settings: Settings) -> StateBackend:
     return MemoryState(ttls=ttls, max_scopes=settings.runs.max_runs)
 
 
-def install_store(app: web.Application, settings: Settings) -> RecordSink:
+def install_store(app: web.Application, settings: Settings, shutdown: Shutdown | None = None) -> RecordSink:
     """The record store named by `store.database_url`: its queue as the sink, its reader for the admin API.
 
     Its lifetime goes on `cleanup_ctx` before the app's own, so on shutdown it
-    runs after in-flight requests have finished and flushes their records.
+    runs after in-flight requests have finished and flushes their records, for
+    what is left of the grace period (`shutdown`).
     SQLAlchemy is imported only here, when a store is configured.
     """
     from runguard.config.loader import ConfigError
     from runguard.proxy.store import QueueSink, StoreReader
 
     try:
-        store = QueueSink.from_settings(settings.store)
+        store = QueueSink.from_settings(settings.store, settings.server.shutdown_grace_seconds)
     except ValueError as exc:
         raise ConfigError(f"store.database_url: {exc}") from exc
-    app.cleanup_ctx.append(store.lifetime)
+    budget = shutdown.remaining if shutdown is not None else None
+    app.cleanup_ctx.append(functools.partial(store.lifetime, budget=budget))
     reader = StoreReader(store.engine, idle_seconds=settings.runs.idle_seconds)
     app[STORE_READER] = reader
 
@@ -103,6 +108,24 @@ async def health(request: web.Request) -> web.Response:
     return web.json_response(body, status=200)
 
 
+def _observers(app: web.Application, settings: Settings, metrics: Metrics, given: Observer | None) -> Observer:
+    """What sees every request and trip: `given`, the metrics, spend by key, the access log and alerts."""
+    observers: list[Observer] = [given] if given is not None else []
+    observers.append(metrics)
+    spend = SpendMetrics(settings.guard.key_labels)  # spend by key label
+    metrics.registry.register(spend)
+    observers.append(spend)
+    if settings.log.access_log:
+        access = AccessLog()
+        observers.append(access)
+        app.cleanup_ctx.append(access.lifetime)  # before the app's own: written after in-flight requests end
+    if settings.alerts.webhooks:
+        alerts = Alerts(settings.alerts, outcome=metrics.alert_outcome, proxy_url=proxy_url(settings.server))
+        observers.append(alerts)
+        app.cleanup_ctx.append(alerts.lifetime)  # first in, so cleaned up last: trips of finishing requests go out
+    return FanOut(observers)
+
+
 def create_app(
     settings: Settings,
     *,
@@ -114,24 +137,12 @@ def create_app(
 ) -> web.Application:
     app = web.Application(client_max_size=settings.server.max_body_bytes + 1)
     backend = state if state is not None else build_state(settings)
-    # Observers see every request and trip: metrics, access log and alerts join this list.
-    observers: list[Observer] = [observer] if observer is not None else []
     metrics = Metrics()
-    observers.append(metrics)
-    spend = SpendMetrics(settings.guard.key_labels)  # spend by key label, cost avoided
-    metrics.registry.register(spend)
-    observers.append(spend)
-    if settings.log.access_log:
-        access = AccessLog()
-        observers.append(access)
-        app.cleanup_ctx.append(access.lifetime)  # before the app's own: written after in-flight requests end
-    if settings.alerts.webhooks:
-        alerts = Alerts(settings.alerts, outcome=metrics.alert_outcome, proxy_url=proxy_url(settings.server))
-        observers.append(alerts)
-        app.cleanup_ctx.append(alerts.lifetime)  # first in, so cleaned up last: trips of finishing requests go out
-    observer = FanOut(observers) if observers else NullObserver()
+    observer = _observers(app, settings, metrics, observer)
+    shutdown = Shutdown(settings.server.shutdown_grace_seconds)
+    app[SHUTDOWN] = shutdown
     if sink is None and settings.store.database_url:
-        sink = install_store(app, settings)
+        sink = install_store(app, settings, shutdown)
     policy = Policy(list(detectors) if detectors is not None else _default_detectors(), settings.guard)
     tables = ModelTables(settings.pricing_file, settings.models_file)
     salt = load_salt(settings.runs.key_salt.get_secret_value() if settings.runs.key_salt else None)
@@ -144,6 +155,7 @@ def create_app(
         KeyHasher(salt),
         observer,
         set(),
+        shutdown=shutdown,
         history=history,
         state_never_waits=backend.never_waits,
     )
@@ -155,13 +167,21 @@ def create_app(
     async def lifetime(app: web.Application) -> AsyncIterator[None]:
         yield
         if context.background:
-            await asyncio.wait(set(context.background), timeout=settings.server.shutdown_grace_seconds)
+            await asyncio.wait(set(context.background), timeout=shutdown.remaining())
+        await guard.settle(shutdown.remaining())  # undos of abandoned requests give their slots back
         await context.upstreams.close()
         await backend.close()
 
+    async def preload_tokens(_app: web.Application) -> None:
+        # tiktoken's tables take about a second to load: in a thread before serving, not at the
+        # first stream without usage on the event loop (nothing is downloaded: see `tokens`).
+        await asyncio.to_thread(guard.tokens.preload)
+
     async def stopping(_app: web.Application) -> None:
+        shutdown.begin()
         context.stop_reading()
 
+    app.on_startup.append(preload_tokens)
     app.on_shutdown.append(stopping)
     app.cleanup_ctx.append(lifetime)
     app.router.add_get("/runguard/health", health)

@@ -12,7 +12,6 @@ import contextlib
 import gc
 import logging
 import signal
-import sys
 from collections.abc import Coroutine
 from pathlib import Path
 from typing import Annotated, Any
@@ -102,8 +101,7 @@ async def _serve(settings: Settings) -> None:
     # collector, full collections only walk what requests and runs add.
     gc.collect()
     gc.freeze()
-    typer.echo(_banner(settings, running.url), err=False)
-    sys.stdout.flush()
+    typer.echo(_banner(settings, running.url), err=True)  # stdout carries the JSON access log alone
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGTERM, signal.SIGINT):

@@ -14,6 +14,7 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import logging
+import math
 import time
 from collections.abc import Awaitable, Callable, Sequence
 from typing import TypeVar
@@ -105,6 +106,22 @@ class Guard:
         )
         # Told of every finished request with its ticket and response (OpenTelemetry spans, `telemetry`).
         self.on_request: Callable[[Ticket, ResponseSeen | None, RequestRecord], None] | None = None
+
+    @property
+    def tokens(self) -> TokenEstimator:
+        """The token estimator of responses without usage (`create_app` preloads it off the loop)."""
+        return self._tokens
+
+    @property
+    def policy(self) -> Policy:
+        """Which detectors run with which settings (and what per-run headers may change)."""
+        return self._policy
+
+    async def settle(self, within: float) -> None:
+        """At shutdown: wait (up to `within` seconds) for the undos of abandoned requests, so the
+        in-flight slots they give back are not left taken in a shared state backend."""
+        if self._undoing:
+            await asyncio.wait(set(self._undoing), timeout=within)
 
     # -- helpers ---------------------------------------------------------------------------
 
@@ -418,11 +435,15 @@ class Guard:
 
     def _deny(self, ticket: Ticket, scope: Scope, record: BreakerRecord) -> None:
         remaining = max(0.0, record.reopens_at() - self._clock())
-        reason = f"breaker open since request {record.request_index}: {record.reason} (retry in {remaining:.0f} s)"
+        retry = math.ceil(remaining) if math.isfinite(remaining) else None  # whole seconds, never early
+        reason = f"breaker open since request {record.request_index}: {record.reason} (retry in {retry} s)"
         notice = StopNotice(record.detector, ticket.run_id, reason, ticket.reset_hint(scope))
         config = self._policy.config_of(record.detector, ticket.key_hash, ticket.request.model)
         kind = config.response if config is not None else ResponseKind.ERROR
-        ticket.answer = self._answer(ticket, notice, kind)
+        answer = self._answer(ticket, notice, kind)
+        if retry and answer.status >= 400:  # an error says when to come back; a stop completion cannot
+            answer = dataclasses.replace(answer, headers={**answer.headers, "Retry-After": str(retry)})
+        ticket.answer = answer
         ticket.blocked_by = record.detector
 
     async def _act(

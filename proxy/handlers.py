@@ -30,6 +30,7 @@ from runguard.detectors.frozen import frozen
 from runguard.proxy import credentials, keys, unreadable, websocket
 from runguard.proxy.adapters import adapter_for
 from runguard.proxy.adapters.base import Adapter, RequestContext, Synthetic
+from runguard.proxy.adapters.gemini_replies import stream_error_element
 from runguard.proxy.adapters.history import HistoryCache, HistorySlot
 from runguard.proxy.adapters.openai_responses import ResponsesAdapter
 from runguard.proxy.background import polled_id
@@ -46,6 +47,7 @@ from runguard.proxy.records import RecordedBody
 from runguard.proxy.relay import is_stream, relay_stream, whole_response
 from runguard.proxy.replies import provider_error, upstream_failed
 from runguard.proxy.routes import Route, gemini_streams_sse, raw_target, resolve
+from runguard.proxy.shutdown import Shutdown
 from runguard.proxy.stream_usage import UsageChunkFilter, with_usage_requested
 from runguard.proxy.tasks import hold
 from runguard.proxy.ticket import Ticket
@@ -65,6 +67,7 @@ class ProxyContext:
     observer: Observer
     background: set[asyncio.Task[None]]
     reading: set[asyncio.Task[Any]] = field(default_factory=set)  # handlers still receiving a request body
+    shutdown: Shutdown = field(default_factory=lambda: Shutdown(30.0))  # the graceful stop's clock
     history: HistoryCache | None = None  # checkpoints of long conversations (None: every request read whole)
     stopping: asyncio.Event = field(default_factory=asyncio.Event)  # set when the server begins to stop
     # The state backend never awaits (the in-memory one): a request's bookkeeping cannot be cancelled
@@ -372,17 +375,18 @@ async def _guarded(
     json_array = route.stream and not gemini_streams_sse(request.query)
     context = RequestContext(route.model, agent, route.stream, history=slot, json_array_stream=json_array)
     info = adapter.parse_request(body_read, context)
+    tight = tightening_from(request.headers)
+    refused = ctx.guard.policy.header_errors(tight) if tight else None
+    if refused:
+        message = f"RunGuard: invalid X-RunGuard-* header: {'; '.join(refused)}"
+        return provider_error(route.dialect, 400, message[:1000], "invalid_runguard_header")
     if decoded is None or info.parse_error:
         problem = info.parse_error if decoded is not None else "the Content-Encoding cannot be decoded"
         return await _unreadable(request, ctx, route, adapter, body, key_hash, problem or "unknown", headers)
-    ticket = await ctx.guard.admit(
-        adapter,
-        info,
-        body=decoded,
-        key_hash=key_hash,
-        header_run=header_run,
-        tight=tightening_from(request.headers),
-    )
+    ticket = await ctx.guard.admit(adapter, info, body=decoded, key_hash=key_hash, header_run=header_run, tight=tight)
+    ticket.upstream = route.provider  # Gemini's OpenAI-compatible Chat: provider gemini, api chat
+    if tight:
+        ticket.notes = ctx.guard.policy.ignored(key_hash, ticket.request.model, tight)
     ticket.credentials = functools.partial(_credentials, request)  # read only if an upstream error needs it
     ticket.traceparent, ticket.tracestate = request.headers.get("traceparent"), request.headers.get("tracestate")
     if ticket.answer is not None:
@@ -523,8 +527,8 @@ async def _forward_stream(
     guard = ctx.guard
     parser = ticket.adapter.stream_parser()
 
-    def error_event(message: str) -> bytes:
-        return ticket.adapter.stream_error_event(message, "upstream_error")
+    json_array = ticket.request.json_array_stream
+    error_event = stream_error_element if json_array else ticket.adapter.stream_error_event
 
     finished = False
 
@@ -538,18 +542,21 @@ async def _forward_stream(
         await guard.complete(ticket, seen, client_status=upstream.status, error=error, body=kept)
 
     try:
-        out, outcome = await relay_stream(
-            request,
-            upstream,
-            parser,
-            _extra_headers(ctx, ticket),
-            error_event,
-            capture=recorded_request is not None,
-            rewrite=rewrite,
-        )
+        with ctx.shutdown.streaming(upstream.content):
+            out, outcome = await relay_stream(
+                request,
+                upstream,
+                parser,
+                _extra_headers(ctx, ticket),
+                error_event,
+                capture=recorded_request is not None,
+                rewrite=rewrite,
+                json_array=json_array,
+            )
         finished = True
         captured = bytes(outcome.captured) if outcome.captured is not None else None
-        await ctx.settle(finish(outcome.error, outcome.error is not None, captured))
+        upstream_broke = outcome.error is not None and outcome.error != "proxy_shutdown"
+        await ctx.settle(finish(outcome.error, upstream_broke, captured))
         return out
     except (asyncio.CancelledError, ConnectionResetError):
         if not finished:

@@ -33,16 +33,29 @@ Tightening = tuple[tuple[str, str, str], ...]  # (detector, field, raw value)
 
 
 def tightening_from(headers: Mapping[str, str]) -> Tightening:
-    """Parse `X-RunGuard-Limit: budget.run_usd=0.5, spiral.threshold=0.6` and the short headers."""
+    """Parse `X-RunGuard-Limit: budget.run_usd=0.5, spiral.threshold=0.6` and the short headers.
+
+    Every entry is kept, malformed ones too (a missing field or value is an empty string), so that
+    `Policy.header_errors` can name them; `Policy.lineup` applies only the ones that are valid.
+    """
     entries: list[tuple[str, str, str]] = []
     raw = [f"{target}={headers[name]}" for name, target in SHORT_HEADERS.items() if name in headers]
     raw += [part for part in headers.get(LIMIT_HEADER, "").replace(";", ",").split(",") if part.strip()]
     for item in raw:
         target, _, value = item.partition("=")
         detector, _, field = target.strip().partition(".")
-        if detector and field and value.strip():
-            entries.append((detector, field, value.strip()))
+        entries.append((detector, field.strip(), value.strip()))
     return tuple(sorted(entries))
+
+
+def _direction(config: type[DetectorConfig], field: str) -> str | None:
+    """The way a header may move `field` ("lower", "higher"; "up" for an action), None if it may not."""
+    if field == "action":
+        return "up"
+    info = config.model_fields.get(field)
+    extra = info.json_schema_extra if info is not None and isinstance(info.json_schema_extra, dict) else {}
+    direction = extra.get("tighten")
+    return direction if direction in ("lower", "higher") else None
 
 
 def _matches_model(pattern: str, model: str) -> bool:
@@ -101,6 +114,49 @@ class Policy:
             if _stricter(config, field, getattr(candidate, field)):
                 config = candidate
         return config
+
+    def header_errors(self, tight: Tightening) -> list[str]:
+        """What no detector can take from the per-run headers, each naming its field: a malformed
+        entry, an unknown detector or field, a field headers cannot set, a value the field refuses."""
+        detectors = {d.name: d for d in self._detectors}
+        errors: list[str] = []
+        for name, field, raw in tight:
+            detector = detectors.get(name)
+            if not name or not field or not raw:
+                errors.append(f"{name or '?'}.{field or '?'}: expected detector.field=value")
+            elif detector is None:
+                errors.append(f"{name}: no such detector (runguard-proxy detectors lists them)")
+            elif field not in detector.Config.model_fields:
+                errors.append(f"{name}.{field}: no such field")
+            elif _direction(detector.Config, field) is None:
+                errors.append(f"{name}.{field}: cannot be set per run (only limits and thresholds can)")
+            else:
+                try:
+                    detector.Config.model_validate({field: raw})
+                except ValidationError as exc:
+                    reason = exc.errors()[0]["msg"] if exc.errors() else "invalid"
+                    errors.append(f"{name}.{field}={raw[:40]!r}: {reason}")
+        return errors
+
+    def ignored(self, key_hash: str, model: str, tight: Tightening) -> tuple[str, ...]:
+        """The valid header entries that would loosen the configured policy (so are not applied)."""
+        detectors = {d.name: d for d in self._detectors}
+        layers = self._layers(key_hash, model)
+        notes: list[str] = []
+        for name, field, raw in tight:
+            detector = detectors.get(name)
+            if detector is None or not field or _direction(detector.Config, field) is None:
+                continue
+            config = self._resolve(detector, layers, ())
+            try:
+                value = detector.Config.model_validate({**config.model_dump(), field: raw})
+            except ValidationError:
+                continue
+            if not _stricter(config, field, getattr(value, field)):
+                current = getattr(config, field)
+                shown = current.value if isinstance(current, Action) else current
+                notes.append(f"{name}.{field}={raw} ignored: headers only tighten (configured: {shown})")
+        return tuple(notes)
 
     def lineup(self, key_hash: str, model: str, tight: Tightening = ()) -> Lineup:
         """The detectors to run, with their effective settings (off ones left out)."""

@@ -2,8 +2,10 @@
 
 A stream is written to the client as each chunk arrives (never buffered) and
 a decoded copy is fed to the adapter's parser, in batches (`ParseBatch`). If
-the upstream breaks off mid-stream, the client stream ends with the
-provider's own error event.
+the upstream breaks off mid-stream, or the proxy's shutdown cuts the stream
+at the end of its grace period (`shutdown.StreamCut`), the client stream ends
+with the provider's own error event: one more SSE event, or for Gemini's
+JSON-array streams one more array element (`json_array`).
 
 Writes are coalesced where that delays no body bytes: the response headers
 leave with the first chunk (or, if that chunk is slow to come, alone after
@@ -28,6 +30,8 @@ from multidict import CIMultiDict
 from runguard.proxy.adapters.base import StreamParser
 from runguard.proxy.codec import Decoder, stream_decoder
 from runguard.proxy.headers import client_response_headers
+from runguard.proxy.json_array import WholeElements
+from runguard.proxy.shutdown import StreamCut
 
 MAX_PENDING_EVENT = 1 << 20  # bytes of one unfinished SSE event held back at most
 PARSE_BATCH = 64 * 1024  # bytes of a stream relayed before its parser reads them (at the latest: at its end)
@@ -37,6 +41,19 @@ HEADERS_HOLD = 0.005  # seconds a stream's headers wait for its first chunk to l
 def is_stream(response: aiohttp.ClientResponse, streamed_method: bool) -> bool:
     """SSE, or Gemini's streamGenerateContent without alt=sse (a JSON array sent in pieces)."""
     return response.content_type == "text/event-stream" or (streamed_method and response.status == 200)
+
+
+ErrorEvent = Callable[[str, str], bytes]  # (message, code) -> the provider's error, as the stream carries it
+
+
+class _Framing(Protocol):
+    """Lets whole units of a stream through (SSE events, array elements) and ends it with an error."""
+
+    pending: bytes
+
+    def take(self, chunk: bytes) -> bytes: ...
+
+    def ending(self, error: bytes) -> bytes: ...
 
 
 class ChunkFilter(Protocol):
@@ -51,7 +68,7 @@ class ChunkFilter(Protocol):
 class StreamOutcome:
     """How a relayed stream ended."""
 
-    error: str | None = None  # "upstream_reset", "upstream_idle_timeout"
+    error: str | None = None  # "upstream_reset", "upstream_idle_timeout", "proxy_shutdown"
     captured: bytearray | None = field(default=None, repr=False)
 
 
@@ -66,16 +83,19 @@ async def relay_stream(
     response: aiohttp.ClientResponse,
     parser: StreamParser | None,
     extra: CIMultiDict[str],
-    error_event: Callable[[str], bytes] | None,
+    error_event: ErrorEvent | None,
     capture: bool = False,
     rewrite: ChunkFilter | None = None,
+    json_array: bool = False,
 ) -> tuple[web.StreamResponse, StreamOutcome]:
     """Relay chunks as they arrive; feed the parser a decoded copy.
 
     Only reading upstream is guarded here: a failed write means the client
     left, and that propagates to the caller. For a plain SSE stream that can
     end in an error event, the bytes of an unfinished event wait for its
-    blank line, so an error event never lands inside a half-sent one.
+    blank line, so an error event never lands inside a half-sent one; for a
+    JSON-array stream (`json_array`) the bytes of an unfinished element wait
+    for its end, so the error can follow as one more element.
     """
     headers = client_response_headers(response.headers, keep_length=False)
     headers.extend(extra)
@@ -83,7 +103,7 @@ async def relay_stream(
     writer = await out.prepare(request)
     hold = asyncio.get_running_loop().call_later(HEADERS_HOLD, _send_headers, writer)
     try:
-        return out, await _relay_body(out, response, parser, error_event, capture, rewrite)
+        return out, await _relay_body(out, response, parser, error_event, capture, rewrite, json_array)
     finally:
         hold.cancel()
 
@@ -92,14 +112,20 @@ async def _relay_body(
     out: web.StreamResponse,
     response: aiohttp.ClientResponse,
     parser: StreamParser | None,
-    error_event: Callable[[str], bytes] | None,
+    error_event: ErrorEvent | None,
     capture: bool,
     rewrite: ChunkFilter | None,
+    json_array: bool,
 ) -> StreamOutcome:
     encoding = response.headers.get("Content-Encoding")
     parsing = ParseBatch(parser, stream_decoder(encoding)) if parser is not None else None
     plain = (encoding or "identity").strip().lower() == "identity"
-    events = _WholeEvents(error_event is not None and plain and response.content_type == "text/event-stream")
+    sse = response.content_type == "text/event-stream"
+    events: _Framing
+    if json_array and not sse:
+        events = WholeElements(error_event is not None and plain, MAX_PENDING_EVENT)
+    else:
+        events = _WholeEvents(error_event is not None and plain and sse)
     outcome = StreamOutcome(captured=bytearray() if capture else None)
     try:
         return await _relay_chunks(out, response, parsing, events, outcome, error_event, rewrite)
@@ -112,9 +138,9 @@ async def _relay_chunks(
     out: web.StreamResponse,
     response: aiohttp.ClientResponse,
     parsing: ParseBatch | None,
-    events: _WholeEvents,
+    events: _Framing,
     outcome: StreamOutcome,
-    error_event: Callable[[str], bytes] | None,
+    error_event: ErrorEvent | None,
     rewrite: ChunkFilter | None,
 ) -> StreamOutcome:
     content = response.content
@@ -128,6 +154,10 @@ async def _relay_chunks(
         except (aiohttp.ClientError, OSError) as exc:
             outcome.error = "upstream_reset"
             message = f"upstream connection broke off mid-stream: {type(exc).__name__}"
+            break
+        except StreamCut:
+            outcome.error = "proxy_shutdown"
+            message = "RunGuard proxy is shutting down: the stream was cut at the end of its grace period"
             break
         if not chunk:
             break
@@ -147,7 +177,8 @@ async def _relay_chunks(
             if parsing is not None:
                 parsing.add(chunk)
     if outcome.error is not None:
-        await _end_with_error(out, error_event, message)  # an unfinished event is dropped
+        code = "proxy_shutdown" if outcome.error == "proxy_shutdown" else "upstream_error"
+        await _end_with_error(out, events, error_event, message, code)  # an unfinished event is dropped
         return outcome
     await out.write_eof(_rest(events, rewrite))
     return outcome
@@ -190,7 +221,7 @@ class ParseBatch:
         self._parser.feed(self._decode(data) if self._decode is not None else data)
 
 
-def _rest(events: _WholeEvents, rewrite: ChunkFilter | None) -> bytes:
+def _rest(events: _Framing, rewrite: ChunkFilter | None) -> bytes:
     """What is still held back when the upstream body has ended."""
     if rewrite is None:
         return events.pending
@@ -234,6 +265,10 @@ class _WholeEvents:
             chunk, self.pending, self.on = chunk + self.pending, b"", False
         return chunk
 
+    def ending(self, error: bytes) -> bytes:
+        """An SSE error event follows the last whole event as it is."""
+        return error
+
 
 def _events_end(data: bytes) -> int:
     """Where the last complete SSE event in `data` ends (0: none)."""
@@ -242,7 +277,8 @@ def _events_end(data: bytes) -> int:
     return max(lf + 2 if lf >= 0 else 0, crlf + 4 if crlf >= 0 else 0)
 
 
-async def _end_with_error(out: web.StreamResponse, error_event: Callable[[str], bytes] | None, message: str) -> None:
-    if error_event is not None:
-        await out.write(error_event(message))
-    await out.write_eof()
+async def _end_with_error(
+    out: web.StreamResponse, events: _Framing, error_event: ErrorEvent | None, message: str, code: str
+) -> None:
+    ending = events.ending(error_event(message, code)) if error_event is not None else b""
+    await out.write_eof(ending)

@@ -59,7 +59,7 @@ def request_record(
         at=ticket.seen.now,
         agent=request.agent.label,
         model=request.model,
-        provider=ticket.adapter.provider.value,
+        provider=ticket.provider.value,
         api=request.api.value,
         streamed=request.stream,
         status=status,

@@ -16,6 +16,8 @@ from urllib.parse import unquote
 
 import orjson
 from jsonschema import validators
+from jsonschema.exceptions import SchemaError, UnknownType
+from referencing.exceptions import Unresolvable
 
 from runguard.proxy.events import OutputSchema
 
@@ -93,8 +95,19 @@ def to_json_schema(output: OutputSchema) -> dict[str, Any]:
     return output.schema
 
 
-def validate(schema: dict[str, Any], text: str) -> bool:
-    """Whether `text` is JSON valid for `schema`. A schema that cannot be compiled passes (fail open)."""
+# A schema jsonschema cannot use (a bad keyword value, an unknown type, a $ref it cannot resolve):
+# the request's problem, not the model's.
+SCHEMA_PROBLEMS: tuple[type[Exception], ...] = (SchemaError, UnknownType, Unresolvable)
+
+
+def validate(schema: dict[str, Any], text: str) -> bool | None:
+    """Whether `text` is JSON valid for `schema`; None when the schema itself is unusable (`SCHEMA_PROBLEMS`):
+    the answer is then not judged either way.
+
+    Any other exception (a failure of the validator itself, e.g. recursion on a deep answer) is raised:
+    the detector that asked fails for this response, which the engine logs and counts
+    (`runguard_detector_faults_total`), instead of the answer passing as valid unseen.
+    """
     try:
         instance = orjson.loads(text)
     except orjson.JSONDecodeError:
@@ -102,8 +115,8 @@ def validate(schema: dict[str, Any], text: str) -> bool:
     try:
         cls = validators.validator_for(schema)
         return bool(cls(schema).is_valid(instance))
-    except Exception:  # an invalid or unresolvable schema is the request's problem, not the model's
-        return True
+    except SCHEMA_PROBLEMS:
+        return None
 
 
 class _Filler:

@@ -4,7 +4,7 @@ The runner cancels a handler when its client disconnects (so an abandoned
 stream stops the upstream request), leaves request bodies compressed as sent
 (the proxy forwards bytes untouched), closes connections whose clients are too
 slow or idle too long (`timeouts`), and on shutdown waits for in-flight
-streams up to the configured grace period.
+streams for the part of the grace period that is theirs (`shutdown`).
 """
 
 from __future__ import annotations
@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from aiohttp import web
 
 from runguard.proxy.http_errors import ProxyRunner
+from runguard.proxy.shutdown import reserve_of
 from runguard.proxy.timeouts import ClientTimeouts, WatchedSite
 
 
@@ -37,12 +38,13 @@ async def start(
 ) -> Running:
     """Serve `app` on `host:port`; `timeouts` bound slow and idle clients (`runguard.proxy.timeouts`)."""
     bounds = timeouts or ClientTimeouts()
+    drain = grace - reserve_of(grace)  # the rest of the grace period is the records' (see `shutdown`)
     runner = ProxyRunner(  # an AppRunner that never echoes a request it cannot parse (keys in it)
         app,
         handler_cancellation=True,
         auto_decompress=False,
         access_log=None,
-        shutdown_timeout=grace,
+        shutdown_timeout=drain,
         keepalive_timeout=bounds.keepalive,
     )
     await runner.setup()

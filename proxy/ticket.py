@@ -10,7 +10,7 @@ from runguard.detectors.base import RequestSeen, ResponseSeen, Results, RunFacts
 from runguard.detectors.ops import CompareAndSet, Scope
 from runguard.proxy.adapters.base import Adapter, Synthetic
 from runguard.proxy.engine import NO_DETECTORS, Finding, Lineup, Views
-from runguard.proxy.events import RequestInfo
+from runguard.proxy.events import Provider, RequestInfo
 from runguard.proxy.records import TripRecord
 from runguard.proxy.safe_text import reset_command
 from runguard.proxy.state.base import ScopeIds
@@ -44,6 +44,10 @@ class Ticket:
     proxy_url: str | None = None  # the `--url` a reset command needs (None: the default address)
     # The request's own credentials, read when an upstream error text must be masked (`keys.redact`).
     credentials: Callable[[], tuple[str, ...]] = tuple
+    # The provider the request goes to, when its dialect's is not it: Gemini's OpenAI-compatible Chat is
+    # recorded and counted as provider gemini, api chat (`provider`).
+    upstream: Provider | None = None
+    notes: tuple[str, ...] = ()  # per-run header entries not applied because they would loosen the policy
     started: float = field(default_factory=time.perf_counter)
     traceparent: str | None = None  # the agent's W3C trace context, if its request carried one (`telemetry`)
     tracestate: str | None = None
@@ -53,6 +57,12 @@ class Ticket:
         """Warnings found once the response's headers were sent, as the run's next answer shows them
         (bounded: they wait in the run's state)."""
         return "; ".join(f"{w.detector} (previous response): {w.verdict.reason}" for w in late)[:CARRIED_CHARS]
+
+    @property
+    def provider(self) -> Provider:
+        """Whom the request is for: its upstream (records and metrics name it); the adapter's own
+        provider is the dialect the client reads (error shapes, synthetic answers)."""
+        return self.upstream or self.adapter.provider
 
     @property
     def request(self) -> RequestInfo:
@@ -76,6 +86,7 @@ class Ticket:
         parts = [f"{w.detector}: {w.verdict.reason}" for w in warnings]
         if self.carried:
             parts.append(self.carried)
+        parts += self.notes
         if not parts:
             return None
         return "; ".join(parts).encode("ascii", "replace").decode()[:1000].replace("\r", " ").replace("\n", " ")

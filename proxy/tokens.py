@@ -54,8 +54,16 @@ def cached_table(encoding: str, environ: dict[str, str] | None = None) -> str | 
     return path if intact else None
 
 
+ENCODINGS = ("o200k_base", "cl100k_base")  # every encoding `encoding_name` answers
+
+
 class TokenEstimator:
-    """Counts a text's tokens for a model: exactly when a cached table exists, else by characters."""
+    """Counts a text's tokens for a model: exactly when a cached table exists, else by characters.
+
+    Loading an encoding reads and hashes its table (megabytes) and builds tiktoken's ranks: about a
+    second of blocking work. `preload` does it for every encoding, meant for a thread at start-up
+    (`create_app`), so no request waits on it on the event loop.
+    """
 
     def __init__(self, environ: dict[str, str] | None = None) -> None:
         self._environ = environ
@@ -73,6 +81,11 @@ class TokenEstimator:
                     found = None
             self._encodings[name] = found
         return self._encodings[name]
+
+    def preload(self) -> None:
+        """Load every encoding now (blocking: run it off the event loop)."""
+        for name in ENCODINGS:
+            self._encoding(name)
 
     def count(self, text: str, model: str) -> int:
         if not text:

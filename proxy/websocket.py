@@ -60,6 +60,10 @@ async def relay(
 ) -> web.StreamResponse:
     """Open the upstream socket, then the client's, and relay between them until either closes (`headers`:
     what goes upstream, as `handlers.handle` computed it, the key `key_hash` names read from it)."""
+    refused = ctx.guard.policy.header_errors(tightening_from(request.headers))
+    if refused:  # as for HTTP requests: a per-run header the proxy cannot use is named, not ignored
+        message = f"RunGuard: invalid X-RunGuard-* header: {'; '.join(refused)}"
+        return provider_error(route.dialect, 400, message[:1000], "invalid_runguard_header")
     for name in _HANDSHAKE:
         headers.popall(name, None)
     target = raw_target(route, request.raw_path)

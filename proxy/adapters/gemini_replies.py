@@ -53,6 +53,11 @@ def stop_response(model: str, text: str, *, stream: bool, json_array: bool = Fal
     return Synthetic(200, JSON, body)
 
 
+def stream_error_element(message: str, code: str, status: int = 502) -> bytes:
+    """The error object that ends a stream mid-way (`error` its first key, as google-genai looks for it)."""
+    return orjson.dumps({"error": {"code": status, "message": f"{message} ({code})", "status": "UNAVAILABLE"}})
+
+
 def stream_error_event(message: str, code: str, status: int = 502) -> bytes:
-    body = {"error": {"code": status, "message": f"{message} ({code})", "status": "UNAVAILABLE"}}
-    return b"data: " + orjson.dumps(body) + b"\r\n\r\n"
+    """The error object as an SSE event (`alt=sse`); a JSON-array stream takes `stream_error_element`."""
+    return b"data: " + stream_error_element(message, code, status) + b"\r\n\r\n"

@@ -109,11 +109,12 @@ class QueueSink:
         self.dropped = 0
         self._dropping = False  # the queue was full at the last submit
         self.written = 0
+        self.lost = 0  # records still unwritten when `close` gave up
         self.failures = 0  # failed write attempts (each retried)
         self.migrated = asyncio.Event()
 
     @classmethod
-    def from_settings(cls, store: StoreSettings) -> QueueSink:
+    def from_settings(cls, store: StoreSettings, shutdown_timeout: float = SHUTDOWN_TIMEOUT) -> QueueSink:
         """The sink `Settings.store` describes."""
         return cls(
             store.database_url,
@@ -121,6 +122,7 @@ class QueueSink:
             queue_size=store.queue_size,
             batch_size=store.batch_size,
             flush_interval=store.flush_interval,
+            shutdown_timeout=shutdown_timeout,
         )
 
     @property
@@ -158,26 +160,39 @@ class QueueSink:
         if not task.cancelled() and task.exception() is not None:
             log.error("record store: the writer stopped: %r", task.exception(), exc_info=task.exception())
 
-    async def close(self) -> None:
-        """Flush what is queued (for up to `shutdown_timeout`), then release the database."""
+    async def close(self, within: float | None = None) -> None:
+        """Flush what is queued for up to `within` seconds (default `shutdown_timeout`), then release the
+        database. What could not be written by then is counted in `lost` and logged, exactly: the queue
+        and the batch being written when the time ran out."""
         self._stopping.set()
         self._wake.set()
+        limit = self._shutdown_timeout if within is None else within
         if self._task is not None:
             try:
-                await asyncio.wait_for(asyncio.shield(self._task), self._shutdown_timeout)
+                await asyncio.wait_for(asyncio.shield(self._task), limit)
             except TimeoutError:
+                self.lost = self.backlog  # before the cancellation lets go of the batch in hand
                 self._task.cancel()
                 with contextlib.suppress(asyncio.CancelledError):
                     await self._task
-                log.error("record store: shutdown gave up with %d records not written", self.backlog)
+                log.error(
+                    "record store: shutdown gave up after %.1f s with %d records not written (%s does not "
+                    "answer); %d written, %d dropped before",
+                    limit,
+                    self.lost,
+                    self.target.describe(),
+                    self.written,
+                    self.dropped,
+                )
         await self.writer.close()
         await self.engine.dispose()
 
-    async def lifetime(self, _app: object) -> AsyncIterator[None]:
+    async def lifetime(self, _app: object, budget: Callable[[], float] | None = None) -> AsyncIterator[None]:
         """For `app.cleanup_ctx`: start on app start, flush on shutdown.
 
         The start waits up to `STARTUP_WAIT` seconds for the schema, so the store is ready when the
         proxy begins to serve; a database that does not answer by then only delays the records.
+        `budget()`, when given, says how many seconds the shutdown has left for the last flush.
         """
         self.start()
         try:
@@ -185,7 +200,7 @@ class QueueSink:
         except TimeoutError:
             log.warning("record store: %s does not answer yet; serving, records queue", self.target.describe())
         yield
-        await self.close()
+        await self.close(budget() if budget is not None else None)
 
     async def flush(self) -> None:
         """Wait until every record submitted so far is in the database (tests, `replay`)."""
@@ -260,7 +275,7 @@ class QueueSink:
             if batch.unbuilt:
                 self.dropped += len(batch.unbuilt)
                 log.error("record store: dropped %d records no row can hold: %r", len(batch.unbuilt), batch.unbuilt[0])
-            count = len(batch)
+            count = self._pending = len(batch)
             if not count:
                 return
             try:
@@ -287,4 +302,5 @@ class QueueSink:
             except self.writer.rejects as exc:
                 self.dropped += 1
                 log.error("record store: dropped a record the database rejects: %r", exc)
+            self._pending -= 1  # this one is settled: no longer in the backlog
         return written

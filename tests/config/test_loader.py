@@ -140,3 +140,19 @@ def test_a_string_setting_keeps_a_word_yaml_1_1_would_turn_into_a_boolean(tmp_pa
 def test_the_config_loader_leaves_pyyamls_own_safe_loader_as_it_was() -> None:
     assert load_yaml("a: off\nb: true") == {"a": "off", "b": True}
     assert yaml.safe_load("a: off\nb: true") == {"a": False, "b": True}  # other users of PyYAML keep YAML 1.1
+
+
+@pytest.mark.parametrize("name", ["RUNGUARD_ADMIN_TOKEN", "RUNGUARD_SERVER__ADMIN_TOKEN"])
+def test_an_environment_value_is_typed_by_its_field_not_by_the_variables_spelling(name: str) -> None:
+    env = {name: "12345", "RUNGUARD_RUNS__KEY_SALT": "0x1f", "RUNGUARD_RUNS__RUN_HEADER": "true"}
+    settings = load_settings(environ=env).settings
+    assert settings.server.admin_token is not None and settings.server.admin_token.get_secret_value() == "12345"
+    assert settings.runs.key_salt is not None and settings.runs.key_salt.get_secret_value() == "0x1f"
+    assert settings.runs.run_header == "true"
+    numbers = load_settings(environ={"RUNGUARD_SERVER__PORT": "9100", "RUNGUARD_PORT": "9200"}).settings
+    assert numbers.server.port in (9100, 9200)  # numbers are still numbers, whichever spelling
+
+
+def test_the_admin_commands_proxy_url_is_not_a_setting() -> None:
+    settings = load_settings(environ={"RUNGUARD_PROXY_URL": "http://127.0.0.1:9999"}).settings
+    assert settings.server.port == 8787

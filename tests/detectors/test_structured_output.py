@@ -1,43 +1,17 @@
-"""`structured_output`: answers that keep failing the demanded JSON schema."""
+"""`structured_output`: answers that keep failing the demanded JSON schema, judged by the real validator
+(`runguard.proxy.schema`, jsonschema)."""
 
 from __future__ import annotations
 
 import json
-import sys
-import types
 from typing import Any
 
-import pytest
-
-import runguard.proxy
 from runguard.detectors.structured_output import StructuredOutput
-from runguard.proxy.events import OutputSchema
 from tests.detectors.harness import RunSimulator, Step, call, first_trip, request, response
 
 SCHEMA = {"type": "object", "properties": {"answer": {"type": "string"}}, "required": ["answer"]}
 GOOD = json.dumps({"answer": "42"})
 BAD = "The answer is 42."
-
-
-@pytest.fixture(autouse=True)
-def schema_module(monkeypatch: pytest.MonkeyPatch) -> None:
-    """A tiny stand-in for `runguard.proxy.schema` (required keys of a JSON object only)."""
-
-    def validate(schema: dict[str, Any], text: str) -> bool:
-        try:
-            value = json.loads(text)
-        except ValueError:
-            return False
-        return isinstance(value, dict) and all(key in value for key in schema.get("required", []))
-
-    def to_json_schema(output: OutputSchema) -> dict[str, Any]:
-        return output.schema
-
-    module = types.ModuleType("runguard.proxy.schema")
-    module.validate = validate  # type: ignore[attr-defined]
-    module.to_json_schema = to_json_schema  # type: ignore[attr-defined]
-    monkeypatch.setitem(sys.modules, "runguard.proxy.schema", module)
-    monkeypatch.setattr(runguard.proxy, "schema", module, raising=False)
 
 
 def answer(text: str, schema: dict[str, Any] | None = SCHEMA) -> Step:
@@ -69,3 +43,17 @@ async def test_tool_call_turns_and_requests_without_a_schema_are_not_judged() ->
     steps = [Step(request(output_schema=SCHEMA), response(text=BAD, tool_calls=[call("search")])) for _ in range(5)]
     steps += [answer(BAD, schema=None) for _ in range(5)]
     assert first_trip(await sim.run(steps)) is None
+
+
+async def test_an_answer_of_the_wrong_type_fails_like_prose() -> None:
+    sim = RunSimulator([StructuredOutput()])
+    wrong = json.dumps({"answer": 42})  # parses, has the key, but the schema wants a string
+    assert first_trip(await sim.run([answer(wrong) for _ in range(4)])) == 4
+
+
+async def test_a_schema_the_validator_cannot_use_judges_nothing() -> None:
+    # The request's own schema is broken (an unknown type): neither the model's failure nor a pass.
+    sim = RunSimulator([StructuredOutput()])
+    broken = {"type": "objekt"}
+    assert first_trip(await sim.run([answer(GOOD, schema=broken) for _ in range(6)])) is None
+    assert first_trip(await sim.run([answer(BAD) for _ in range(4)])) == 4  # judged answers still count

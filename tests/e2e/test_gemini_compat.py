@@ -8,6 +8,7 @@ Gemini upstream, guarded like any other.
 
 from __future__ import annotations
 
+import httpx
 import openai
 import pytest
 from agents import Agent, OpenAIChatCompletionsModel, RunConfig, Runner, function_tool
@@ -64,3 +65,26 @@ async def test_a_proxy_error_on_that_endpoint_is_in_openai_s_format(make_proxy: 
         await client.chat.completions.create(model="gemini-2.5-flash", messages=[{"role": "user", "content": "hi"}])
     assert caught.value.status_code == 502
     assert caught.value.code == "upstream_unreachable"  # read from OpenAI's error shape
+
+
+async def test_records_and_metrics_agree_that_it_is_gemini_spoken_as_openai_chat(
+    upstream: FakeUpstream, make_proxy: ProxyFactory, sink: ListSink
+) -> None:
+    upstream.script = agents.chat_script(steps=1)
+    url = await make_proxy()
+    await compat(url).chat.completions.create(
+        model="gemini-2.5-flash", messages=[{"role": "user", "content": "hi"}], stream=False
+    )
+    await eventually(lambda: len(requests_of(sink)) == 1)
+    (record,) = requests_of(sink)
+    assert (record.provider, record.api) == ("gemini", "chat")  # the upstream it went to, the dialect it spoke
+    async with httpx.AsyncClient(base_url=url) as http:
+        metrics = (await http.get("/runguard/metrics")).text
+    counted = [
+        line
+        for line in metrics.splitlines()
+        if line.startswith(("runguard_requests_total{", "runguard_upstream_latency_ms_count{"))
+    ]
+    assert counted and all(
+        'provider="gemini",api="chat"' in line or 'api="chat",provider="gemini"' in line for line in counted
+    ), counted

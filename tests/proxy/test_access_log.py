@@ -175,7 +175,8 @@ async def test_serve_writes_the_lines_to_stdout_and_its_messages_elsewhere(
         ("run-serve-log", 1, 200),
         ("run-serve-log", 2, 200),
     ]
-    assert any("listening on" in line for line in out)
+    assert all(line.startswith("{") for line in out), out  # stdout is the JSON lines alone: no banner mixed in
     stderr_only = [line for line in served.output if line not in served.stdout]
     assert not any(line.startswith(b"{") for line in stderr_only)
+    assert any(b"listening on" in line for line in stderr_only)
     assert any(b"shutting down" in line for line in stderr_only)

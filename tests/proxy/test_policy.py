@@ -89,3 +89,31 @@ def test_state_names_are_kept_once_per_detector_whatever_the_number_of_keys(monk
         assert [limit.state_name(f"n.{key}.{i}") for i in range(2)] == [f"limit.n.{key}.0", f"limit.n.{key}.1"]
     (limit,) = (a for a in policy.lineup("k_4", "gpt-4o").armed if a.name == "limit")
     assert limit.names == {"n.k_1.0": "limit.n.k_1.0", "n.k_1.1": "limit.n.k_1.1", "n.k_2.0": "limit.n.k_2.0"}
+
+
+@pytest.mark.parametrize(
+    ("header", "named"),
+    [
+        ("limitt.limit=10", "limitt: no such detector"),
+        ("limit.limti=10", "limit.limti: no such field"),
+        ("limit.limit=abc", "limit.limit='abc'"),
+        ("limit.note=y", "limit.note: cannot be set per run"),
+        ("limit", "limit.?: expected detector.field=value"),
+        ("limit.limit=", "limit.limit: expected detector.field=value"),
+        ("warny.action=sometimes", "warny.action='sometimes'"),
+    ],
+)
+def test_header_entries_no_detector_can_take_are_named(header: str, named: str) -> None:
+    errors = _policy().header_errors(tightening_from({"X-RunGuard-Limit": header}))
+    assert len(errors) == 1 and errors[0].startswith(named), errors
+
+
+def test_valid_header_entries_have_no_errors_and_loosening_ones_are_noted() -> None:
+    policy = _policy(detectors={"limit": {"limit": 50}})
+    tight = tightening_from({"X-RunGuard-Limit": "limit.limit=500, limit.action=off, warny.action=block"})
+    assert policy.header_errors(tight) == []
+    assert policy.ignored("k_1", "gpt-4o", tight) == (
+        "limit.action=off ignored: headers only tighten (configured: block)",
+        "limit.limit=500 ignored: headers only tighten (configured: 50)",
+    )
+    assert policy.ignored("k_1", "gpt-4o", tightening_from({"X-RunGuard-Limit": "limit.limit=5"})) == ()

@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import socket
+import threading
 from pathlib import Path
 
+import aiohttp
 import pytest
 
 from runguard.proxy.tokens import TokenEstimator, cached_table, encoding_name
@@ -39,3 +42,36 @@ def test_a_damaged_cached_table_is_not_trusted(tmp_path: Path) -> None:
     # tiktoken would delete it and download the table again; the proxy does not let it.
     assert cached_table("o200k_base", {"TIKTOKEN_CACHE_DIR": str(tmp_path)}) is None
     assert TokenEstimator({"TIKTOKEN_CACHE_DIR": str(tmp_path)}).count("abcd" * 3, "gpt-4o") == 3
+
+
+async def test_the_proxy_loads_the_encodings_at_start_up_off_the_event_loop(monkeypatch: pytest.MonkeyPatch) -> None:
+    from runguard.proxy import tokens
+    from tests.e2e import payloads
+    from tests.support.proxy import ListSink, settings_for, start_proxy
+    from tests.support.upstream import FakeUpstream, Reply
+
+    loop_thread = threading.get_ident()
+    looked_up: list[tuple[str, bool, bool]] = []  # (encoding, on the loop's thread, before the first request)
+    first_request = asyncio.Event()
+    real = tokens.cached_table
+
+    def watched(encoding: str, environ: dict[str, str] | None = None) -> str | None:
+        looked_up.append((encoding, threading.get_ident() == loop_thread, first_request.is_set()))
+        return real(encoding, environ)
+
+    monkeypatch.setattr(tokens, "cached_table", watched)
+    upstream = await FakeUpstream().start()
+    upstream.script = lambda _: Reply.sse(payloads.chat_stream("no usage in this stream"))  # estimated
+    sink = ListSink()
+    running = await start_proxy(settings_for(upstream.url), sink=sink)
+    try:
+        first_request.set()
+        async with aiohttp.ClientSession() as session:
+            body = {"model": "gpt-4o-mini", "messages": [{"role": "user", "content": "hi"}], "stream": True}
+            async with session.post(running.url + "/v1/chat/completions", json=body) as response:
+                await response.read()
+    finally:
+        await running.stop()
+        await upstream.stop()
+    assert sorted(looked_up) == [("cl100k_base", False, False), ("o200k_base", False, False)]
+    assert sink.records[-1].usage_estimated  # type: ignore[union-attr]

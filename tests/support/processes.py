@@ -49,15 +49,22 @@ class ServeProcess:
         return "\n".join(said[-lines:])
 
 
-async def _drain(stream: asyncio.StreamReader, into: list[bytes], also: list[bytes] | None = None) -> None:
+async def _drain(
+    stream: asyncio.StreamReader,
+    into: list[bytes],
+    also: list[bytes] | None = None,
+    listening: asyncio.Future[str] | None = None,
+) -> None:
     while line := await stream.readline():
         into.append(line)
         if also is not None:
             also.append(line)
+        if listening is not None and not listening.done() and (found := _LISTENING.search(line)):
+            listening.set_result(found.group(1).decode())
 
 
 async def start_serve(env: dict[str, str], cwd: Path, *args: str, wait_seconds: float = 30.0) -> ServeProcess:
-    """Start `runguard-proxy serve --port 0 ...` and wait until it says where it listens."""
+    """Start `runguard-proxy serve --port 0 ...` and wait until it says where it listens (on stderr)."""
     process = await asyncio.create_subprocess_exec(
         console_script(),
         "serve",
@@ -72,23 +79,25 @@ async def start_serve(env: dict[str, str], cwd: Path, *args: str, wait_seconds: 
     assert process.stdout is not None and process.stderr is not None
     output: list[bytes] = []
     stdout: list[bytes] = []
-    errors = asyncio.ensure_future(_drain(process.stderr, output))
+    listening: asyncio.Future[str] = asyncio.get_running_loop().create_future()
+    drains = [
+        asyncio.ensure_future(_drain(process.stderr, output, listening=listening)),
+        asyncio.ensure_future(_drain(process.stdout, output, stdout, listening)),
+    ]
+    exited = asyncio.ensure_future(process.wait())
     try:
         async with asyncio.timeout(wait_seconds):
-            while True:
-                line = await process.stdout.readline()
-                if not line:
-                    await errors
-                    raise RuntimeError("runguard-proxy exited before listening:\n" + b"".join(output).decode())
-                output.append(line)
-                stdout.append(line)
-                found = _LISTENING.search(line)
-                if found:
-                    break
+            await asyncio.wait({listening, exited}, return_when=asyncio.FIRST_COMPLETED)
+        if not listening.done():
+            await asyncio.gather(*drains)
+            raise RuntimeError("runguard-proxy exited before listening:\n" + b"".join(output).decode())
     except BaseException:
-        process.kill()
+        exited.cancel()
+        if process.returncode is None:
+            process.kill()
         await process.wait()
         raise
-    served = ServeProcess(process, found.group(1).decode(), output, stdout)
-    served._drains = [errors, asyncio.ensure_future(_drain(process.stdout, output, stdout))]
+    exited.cancel()
+    served = ServeProcess(process, listening.result(), output, stdout)
+    served._drains = drains
     return served
