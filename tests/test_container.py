@@ -135,3 +135,17 @@ def test_compose_starts_with_no_placeholder_secret() -> None:
         assert "${POSTGRES_PASSWORD:?" in env["RUNGUARD_DATABASE_URL"]
     assert services["postgres"]["environment"]["POSTGRES_PASSWORD"].startswith("${POSTGRES_PASSWORD:?")
     assert "change-me" not in (COMPOSE / "docker-compose.yml").read_text().split("services:")[1]
+
+
+def test_the_admin_api_answers_to_the_names_the_gateway_and_prometheus_use() -> None:
+    """The admin API refuses a Host that does not name the proxy (DNS rebinding): nginx sends its upstream's
+    name and Prometheus each replica's, so those must be in `server.admin_hosts`, or metrics get 403."""
+    compose = yaml.safe_load((COMPOSE / "docker-compose.yml").read_text())
+    conf = _nginx((COMPOSE / "nginx.conf").read_text())
+    (upstream,) = _find(conf, "upstream")
+    scrape = yaml.safe_load((COMPOSE / "prometheus" / "prometheus.yml").read_text())
+    targets = {t.split(":")[0] for job in scrape["scrape_configs"] for c in job["static_configs"] for t in c["targets"]}
+    for name, service in compose["services"].items():
+        if name.startswith("proxy"):
+            allowed = {host.strip() for host in service["environment"]["RUNGUARD_SERVER__ADMIN_HOSTS"].split(",")}
+            assert upstream[1][0] in allowed and targets <= allowed, (allowed, upstream[1], targets)
