@@ -41,6 +41,9 @@ Results = Mapping[str, OpResult]
 class Action(StrEnum):
     BLOCK = "block"  # stop the run: answer with a synthetic response
     WARN = "warn"  # forward, add x-runguard-warning, record the verdict (shadow mode)
+    # The first time in a run: forward with a note to the model asking it to change course (the one case
+    # where the proxy changes a request); the next time the detector fires in that run: block.
+    NUDGE = "nudge"
     OFF = "off"  # do not run
 
 
@@ -58,7 +61,10 @@ class DetectorConfig(BaseModel):
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    action: Action = Field(Action.BLOCK, description="block, warn (record and flag only) or off.")
+    action: Action = Field(
+        Action.BLOCK,
+        description="block, warn (record and flag only), nudge (first a note to the model, then block) or off.",
+    )
     response: ResponseKind = Field(
         ResponseKind.ERROR, description="What a block answers: error (429 the SDK won't retry) or stop."
     )
@@ -137,6 +143,12 @@ class Detector(Generic[C]):
     # started through a tool call), its run state is that thread's own. Caps and multi-agent
     # detectors judge the whole run.
     per_thread: ClassVar[bool] = False
+    # A run this detector stopped stays stopped until it is reset or forgotten (its breaker is latched:
+    # no cooldown, no probe). False for upstream-health detectors, whose breakers heal after a cooldown.
+    stays_stopped: ClassVar[bool] = True
+    # Whether `action: nudge` makes sense: the model can change what the detector sees (its calls, its
+    # handoffs), not an upstream's health or a client's retries.
+    nudges: ClassVar[bool] = True
 
     def plan_request(self, seen: RequestSeen, cfg: C) -> Plan:
         return {}

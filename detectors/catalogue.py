@@ -43,13 +43,26 @@ _PER_THREAD = (
 )
 
 
+_STAYS_STOPPED = (
+    "A run it stops stays stopped until it is reset or forgotten: every later request of the run, a client's"
+    " retry after any wait included, gets the same answer locally."
+)
+_HEALS = "Its breaker closes by itself: after the cooldown, one probe request is let through (see Breakers)."
+_NO_NUDGE = " `nudge` is not available (the model cannot change what it judges)."
+
+
+def _after(cls: type[Detector[Any]]) -> str:
+    """What follows a block by this detector (see the Breakers and Nudge sections)."""
+    return (_STAYS_STOPPED if cls.stays_stopped else _HEALS) + ("" if cls.nudges else _NO_NUDGE)
+
+
 def _section(cls: type[Detector[Any]]) -> str:
     module = inspect.getmodule(cls)
     doc = inspect.cleandoc(module.__doc__ or "") if module else ""
     summary = doc.split("\n\n")[0].replace("\n", " ")
     if cls.per_thread:
         summary += _PER_THREAD
-    lines = [f"## `{cls.name}`", "", summary, "", "| setting | default | |", "|---|---|---|"]
+    lines = [f"## `{cls.name}`", "", summary, "", _after(cls), "", "| setting | default | |", "|---|---|---|"]
     for name, info in cls.Config.model_fields.items():
         extra = info.json_schema_extra if isinstance(info.json_schema_extra, dict) else {}
         tight = " *tightenable*" if extra.get("tighten") else ""

@@ -33,6 +33,8 @@ class DuplicateRequest(Detector[DuplicateRequestConfig]):
     """Pre-flight: a window of the run's last body hashes, all equal once full."""
 
     name = "duplicate_request"
+    stays_stopped = False  # a client's retries of a slow upstream: its breaker closes after a cooldown
+    nudges = False  # the client re-sends, not the model
     Config = DuplicateRequestConfig
 
     def plan_request(self, seen: RequestSeen, cfg: DuplicateRequestConfig) -> Plan:

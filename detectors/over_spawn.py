@@ -25,6 +25,7 @@ class OverSpawn(Detector[OverSpawnConfig]):
     """Pre-flight: the run's in-flight count, this request included."""
 
     name = "over_spawn"
+    nudges = False  # requests in flight are the client's doing, not one model turn's
     Config = OverSpawnConfig
 
     def check_request(self, seen: RequestSeen, facts: RunFacts, got: Results, cfg: OverSpawnConfig) -> Verdict | None:

@@ -28,6 +28,8 @@ class RetryCascade(Detector[RetryCascadeConfig]):
     """After each response: count a failure, or reset the count on success."""
 
     name = "retry_cascade"
+    stays_stopped = False  # a key's upstream heals: its breaker closes after a cooldown through one probe
+    nudges = False  # the model cannot mend an upstream
     Config = RetryCascadeConfig
 
     def plan_response(self, seen: ResponseSeen, cfg: RetryCascadeConfig) -> Plan:

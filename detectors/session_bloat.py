@@ -39,6 +39,7 @@ class SessionBloat(Detector[SessionBloatConfig]):
     """Pre-flight, first request of a run only; requests of long conversations leave the run's trace."""
 
     name = "session_bloat"
+    nudges = False  # judged on a run's first request only: there is no second time
     Config = SessionBloatConfig
 
     def plan_request(self, seen: RequestSeen, cfg: SessionBloatConfig) -> Plan:

@@ -174,6 +174,7 @@ class Guard:
             request_index=ticket.facts.request_index if ticket.facts else 0,
             base_cooldown=cfg.cooldown_seconds,
             max_cooldown=cfg.max_cooldown_seconds,
+            latched=finding.latches and scope is Scope.RUN,
         )
         return Put(scope, breaker.FIELD, record.dumps())
 
@@ -391,8 +392,13 @@ class Guard:
         ticket.probes = tuple(probes)
 
     def _deny(self, ticket: Ticket, scope: Scope, record: BreakerRecord) -> None:
-        remaining = max(0.0, record.reopens_at() - self._clock())
-        reason = f"breaker open since request {record.request_index}: {record.reason} (retry in {remaining:.0f} s)"
+        """Answer a request locally while a breaker is open, as the detector that opened it is set to answer
+        (`response`). A run stopped for good (`latched`) gets that answer to every request until it is reset."""
+        if record.latched:
+            reason = f"run stopped at request {record.request_index}: {record.reason} (it stays stopped until reset)"
+        else:
+            remaining = max(0.0, record.reopens_at() - self._clock())
+            reason = f"breaker open since request {record.request_index}: {record.reason} (retry in {remaining:.0f} s)"
         notice = StopNotice(record.detector, ticket.run_id, reason, ticket.reset_hint(scope))
         config = self._policy.config_of(record.detector, ticket.key_hash, ticket.request.model)
         kind = config.response if config is not None else ResponseKind.ERROR
