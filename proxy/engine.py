@@ -157,7 +157,8 @@ class Finding:
 
     def escalated(self) -> Finding:
         """This nudge finding as a block: the run was nudged for it before, and the pattern goes on."""
-        return dataclasses.replace(self, blocking=True, nudge=False)
+        verdict = dataclasses.replace(self.verdict, evidence={**self.verdict.evidence, "after_nudge": True})
+        return dataclasses.replace(self, verdict=verdict, blocking=True, nudge=False)
 
     @property
     def detector(self) -> str:
@@ -231,18 +232,12 @@ class Engine:
         """A check's verdict as a finding; a check that returned something else is at fault (it raises)."""
         if not isinstance(verdict, Verdict):
             raise TypeError(f"a check returned {type(verdict).__name__}, not a Verdict or None")
-        action = hook.config.action
+        action, detector = hook.config.action, hook.armed.detector
         live = not verdict.advisory and not self._shadow
-        latches = hook.armed.detector.stays_stopped and verdict.scope in (Scope.RUN, Scope.THREAD)
-        findings.append(
-            Finding(
-                verdict,
-                action is Action.BLOCK and live,
-                hook.config.response,
-                nudge=action is Action.NUDGE and live,
-                latches=latches,
-            )
-        )
+        nudge = action is Action.NUDGE and detector.nudges  # one that cannot nudge (set by a header) blocks
+        latches = detector.stays_stopped and verdict.scope in (Scope.RUN, Scope.THREAD)
+        blocking = live and (action is Action.BLOCK or (action is Action.NUDGE and not nudge))
+        findings.append(Finding(verdict, blocking, hook.config.response, nudge=nudge and live, latches=latches))
 
     def _batch(
         self,

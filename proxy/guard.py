@@ -21,7 +21,7 @@ from typing import TypeVar
 from runguard.config.settings import Settings
 from runguard.detectors.base import RequestSeen, ResponseKind, ResponseSeen
 from runguard.detectors.ops import CompareAndSet, Get, Op, OpResult, Put, Scope
-from runguard.proxy import accounting, agent_names, breaker, continuation, nesting, reporting, roots
+from runguard.proxy import accounting, agent_names, breaker, continuation, nesting, nudge, reporting, roots
 from runguard.proxy.adapters import handoffs
 from runguard.proxy.adapters.base import Adapter, StopNotice, Synthetic
 from runguard.proxy.background import BackgroundCosts
@@ -59,6 +59,13 @@ def _asks_tasks(header_run: str | None, nested: bool, request: RequestInfo) -> b
     conversation's next requests are then known here; a replica that serves none of its first requests
     judges the thread's requests in the run's scope."""
     return header_run is not None and not nested and request.assistant_turns == 0
+
+
+def _escalated(ticket: Ticket, findings: list[Finding]) -> list[Finding]:
+    """`findings`, those of detectors that nudged the run before as blocks: the pattern went on."""
+    if not ticket.nudged or not findings:
+        return findings
+    return [f.escalated() if f.nudge and f.detector in ticket.nudged else f for f in findings]
 
 
 class Guard:
@@ -301,7 +308,9 @@ class Guard:
         facts, breakers = accounting.facts_from(results)
         ticket.facts = facts
         ticket.carried = accounting.carried_from(results)
+        ticket.nudged, ticket.note = accounting.nudged_from(results), accounting.note_from(results)
         findings, ticket.before = self._engine.check_request(ticket.lineup, batch, results, seen, facts)
+        findings = _escalated(ticket, findings)
         if not findings and breakers.run is None and breakers.key is None and breakers.key_model is None:
             return ticket  # nothing to gate, record or answer: the usual request waits on nothing more
         if self._state.never_waits:
@@ -423,6 +432,8 @@ class Guard:
         tokens count in each trip's spend so far.
         """
         blocking = next((f for f in findings if f.blocking), None)
+        if blocking is not None:  # a stop now needs no note first
+            findings = [dataclasses.replace(f, nudge=False) if f.nudge else f for f in findings]
         for finding in findings:
             trip = self._trip_record(ticket, finding, seen)
             ticket.trips.append(trip)
@@ -430,6 +441,7 @@ class Guard:
             if not finding.blocking:
                 ticket.warnings.append(finding)
         if blocking is None:
+            await self._nudge(ticket, [f for f in findings if f.nudge], now=answers)
             return None
         scope = blocking.verdict.scope
         existing = breakers.of(scope)
@@ -444,6 +456,18 @@ class Guard:
             ticket.answer = self._answer(ticket, notice, blocking.response)
             ticket.blocked_by = blocking.detector
         return blocking
+
+    async def _nudge(self, ticket: Ticket, nudges: list[Finding], *, now: bool) -> None:
+        """A run's first finding by a detector set to `nudge`: a note for the model, and the detector
+        remembered (its next finding in the run blocks). `now`: this request, not gone upstream yet, carries
+        the note; else (a finding after a response) the run's next request does."""
+        if not nudges:
+            return
+        note = nudge.note_for(nudges[0].detector, nudges[0].verdict.reason)
+        if now:
+            ticket.note = note
+        ticket.nudged |= {f.detector for f in nudges}
+        await self._execute(ticket.ids, accounting.nudge_ops([f.detector for f in nudges], None if now else note))
 
     # -- after the response -----------------------------------------------------------------------
 
@@ -480,7 +504,7 @@ class Guard:
         """Before a non-streamed response reaches the client: a replacement, or None."""
         if ticket.facts is None:
             return None
-        findings = self._engine.inspect_response(ticket.lineup, ticket.views_of(seen))
+        findings = _escalated(ticket, self._engine.inspect_response(ticket.lineup, ticket.views_of(seen)))
         blocking = next((f for f in findings if f.blocking), None)
         ticket.inspected = findings
         if blocking is None:
@@ -531,13 +555,13 @@ class Guard:
         if ticket.inspected is not None:
             findings, late = list(ticket.inspected), []
         else:
-            findings = self._engine.inspect_response(lineup, views)
+            findings = _escalated(ticket, self._engine.inspect_response(lineup, views))
             late = list(findings)
         base = accounting.response_ops(seen.response.usage, seen.usd)
         batch = self._engine.plan_response(lineup, views, len(base), ticket.nested)
         results = await self._execute(ticket.ids, [*base, *batch.ops, *self._handing_out(ticket, seen)])
         if results is not None:
-            checked = self._engine.check_response(lineup, batch, results, views)
+            checked = _escalated(ticket, self._engine.check_response(lineup, batch, results, views))
             findings += checked
             late += checked
             breakers = accounting.Breakers(None, None, None)

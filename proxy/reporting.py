@@ -29,7 +29,7 @@ def trip_record(ticket: Ticket, finding: Finding, seen: ResponseSeen | None, at:
         run_id=ticket.run_id,
         key_hash=ticket.key_hash,
         detector=finding.detector,
-        action="block" if finding.blocking else "warn",
+        action=finding.action,
         reason=finding.verdict.reason,
         scope=finding.verdict.scope.value,
         request_index=index,

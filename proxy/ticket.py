@@ -38,13 +38,15 @@ class Ticket:
     inspected: list[Finding] | None = None  # inspect_response findings, once run
     views: Views | None = None  # the response as each detector sees it, once built
     carried: str | None = None  # warnings found after the run's previous response, shown on this one
+    nudged: frozenset[str] = frozenset()  # detectors that nudged the run before: they block if they fire again
+    note: str | None = None  # a nudge's note this request carries to the model (`nudge`)
     started: float = field(default_factory=time.perf_counter)
 
     @staticmethod
     def carried_text(late: list[Finding]) -> str:
         """Warnings found once the response's headers were sent, as the run's next answer shows them
         (bounded: they wait in the run's state)."""
-        return "; ".join(f"{w.detector} (previous response): {w.verdict.reason}" for w in late)[:CARRIED_CHARS]
+        return "; ".join(f"{_label(w)} (previous response): {w.verdict.reason}" for w in late)[:CARRIED_CHARS]
 
     @property
     def request(self) -> RequestInfo:
@@ -65,7 +67,7 @@ class Ticket:
         """`x-runguard-warning`: every non-blocking finding so far, and those carried from the run's
         previous response; ASCII-safe and bounded."""
         warnings = self.warnings + [f for f in self.inspected or () if not f.blocking]
-        parts = [f"{w.detector}: {w.verdict.reason}" for w in warnings]
+        parts = [f"{_label(w)}: {w.verdict.reason}" for w in warnings]
         if self.carried:
             parts.append(self.carried)
         if not parts:
@@ -80,6 +82,11 @@ class Ticket:
         if scope is Scope.KEY_MODEL:
             return f"It closes after its cooldown, or: runguard-proxy reset --key {self.ids.key} --model {model}"
         return f"Reset with: runguard-proxy reset --key {self.ids.key}"
+
+
+def _label(finding: Finding) -> str:
+    """A warning's detector, marked when its finding nudged the model (a note went to it with the request)."""
+    return f"{finding.detector} (nudge)" if finding.nudge else finding.detector
 
 
 def scope_ids(run_id: str, key_hash: str, model: str, now: float, thread: str = "") -> ScopeIds:

@@ -89,3 +89,18 @@ def test_state_names_are_kept_once_per_detector_whatever_the_number_of_keys(monk
         assert [limit.state_name(f"n.{key}.{i}") for i in range(2)] == [f"limit.n.{key}.0", f"limit.n.{key}.1"]
     (limit,) = (a for a in policy.lineup("k_4", "gpt-4o").armed if a.name == "limit")
     assert limit.names == {"n.k_1.0": "limit.n.k_1.0", "n.k_1.1": "limit.n.k_1.1", "n.k_2.0": "limit.n.k_2.0"}
+
+
+def test_nudge_is_set_per_key_and_model_and_headers_move_it_only_towards_block() -> None:
+    policy = _policy(
+        overrides=[
+            Override(key="k_1", detectors={"warny": {"action": "nudge"}}),
+            Override(model="o3", detectors={"limit": {"action": "nudge"}}),
+        ]
+    )
+    assert _cfg(policy, "warny").action is Action.NUDGE
+    assert _cfg(policy, "warny", key="k_2").action is Action.WARN
+    assert _cfg(policy, "limit", model="o3").action is Action.NUDGE
+    assert _cfg(policy, "warny", key="k_2", headers={"X-RunGuard-Limit": "warny.action=nudge"}).action is Action.NUDGE
+    assert _cfg(policy, "warny", headers={"X-RunGuard-Limit": "warny.action=block"}).action is Action.BLOCK
+    assert _cfg(policy, "limit", headers={"X-RunGuard-Limit": "limit.action=nudge"}).action is Action.BLOCK
