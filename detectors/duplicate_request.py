@@ -13,7 +13,16 @@ from __future__ import annotations
 
 from pydantic import Field
 
-from runguard.detectors.base import Detector, DetectorConfig, Plan, RequestSeen, Results, RunFacts, Verdict
+from runguard.detectors.base import (
+    Detector,
+    DetectorConfig,
+    Evidence,
+    Plan,
+    RequestSeen,
+    Results,
+    RunFacts,
+    Verdict,
+)
 from runguard.detectors.ops import Push, Scope
 
 
@@ -52,6 +61,7 @@ class DuplicateRequest(Detector[DuplicateRequestConfig]):
             return None  # sent while another request of the run is still out: a parallel sample, not a retry
         return self.verdict(
             f"the same request body was sent {cfg.max_repeats} times in a row",
+            shows=Evidence(value=len(bodies), limit=cfg.max_repeats),
             body_hash=seen.body_hash,
             repeats=cfg.max_repeats,
         )

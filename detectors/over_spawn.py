@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from pydantic import Field
 
-from runguard.detectors.base import Detector, DetectorConfig, RequestSeen, Results, RunFacts, Verdict
+from runguard.detectors.base import Detector, DetectorConfig, Evidence, RequestSeen, Results, RunFacts, Verdict
 
 
 class OverSpawnConfig(DetectorConfig):
@@ -32,7 +32,7 @@ class OverSpawn(Detector[OverSpawnConfig]):
         if facts.in_flight > cfg.max_in_flight:
             return self.verdict(
                 f"{facts.in_flight} requests of this run in flight at once, over the limit of {cfg.max_in_flight}",
+                shows=Evidence(value=facts.in_flight, limit=cfg.max_in_flight),
                 in_flight=facts.in_flight,
-                limit=cfg.max_in_flight,
             )
         return None
