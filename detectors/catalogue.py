@@ -75,4 +75,4 @@ def _section(cls: type[Detector[Any]]) -> str:
 
 def render() -> str:
     sections = [_section(cls) for cls in DETECTOR_CLASSES]
-    return HEADER + "\n" + "\n\n".join(sections) + "\n\n" + "\n".join((guide.NUDGE, guide.BREAKERS))
+    return HEADER + "\n" + "\n\n".join(sections) + "\n\n" + "\n".join((guide.NUDGE, guide.BREAKERS, guide.EVIDENCE))

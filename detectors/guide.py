@@ -59,3 +59,86 @@ model. Two kinds:
 
 Each detector's section above says which kind it opens.
 """
+
+
+def _table(header: tuple[str, str, str], rows: tuple[tuple[str, str, str], ...]) -> str:
+    lines = [f"| {' | '.join(header)} |", "|---|---|---|", *(f"| {a} | {b} | {c} |" for a, b, c in rows)]
+    return "\n".join(lines)
+
+
+KEYS = (
+    ("`summary`", "text", "always: the verdict's reason, one sentence"),
+    (
+        "`calls`",
+        "list of `{tool, args_digest?, result_digest?, request_seq?}`",
+        "the calls (and results) that repeated",
+    ),
+    ("`batch`", "list of the same", "the calls of one response (a parallel batch)"),
+    ("`agents`", "list of agent names", "the agents of a cycle or a delegation chain, in order"),
+    ("`series`", "list of `{x, y}`", "a curve: `x` a step or request of the run, `y` the figure then"),
+    ("`value`, `limit`", "numbers", "the figure that reached its threshold, and the threshold"),
+    ("`after_nudge`", "`true`", "the block came after a nudge (see Nudge)"),
+)
+# Per detector: the well-known keys it fills, and its own figures (a test checks every detector is here).
+BY_DETECTOR = (
+    ("`budget`", "`value` (USD spent), `limit`", "`usd`"),
+    ("`max_requests`", "`value` (requests), `limit`", "`requests`"),
+    ("`max_tokens`", "`value` (tokens), `limit`", "`tokens`, `input_tokens`, `output_tokens`"),
+    ("`timeout`", "`value` (seconds), `limit`", "`elapsed_seconds`"),
+    ("`non_progress`", "`calls` (the streak of identical results)", "`tool`, `result_hash`, `repeats`"),
+    ("`spiral`", "`calls` (those in near-identical pairs, with their requests)", "`tool`, `window`, `pairs`"),
+    ("`repeat_call`", "`calls` (each repeat of the call and its answer)", "`tool`, `triple_hash`, `repeats`"),
+    ("`tool_storm`", "`calls` (the latest), `value` (calls in the run), `limit`", "`tool`"),
+    ("`consecutive_same_tool`", "`calls` (the latest turn's), `value` (turns), `limit`", "`tool`, `turns`"),
+    ("`stagnation`", "`calls` (the identical action, each time)", "`tools`, `signature`, `actions`"),
+    ("`oscillation`", "`calls` (the latest action)", "`signatures`, `sequence` (oldest first), `actions`"),
+    (
+        "`handoff_cycle`",
+        "`agents` (from, to), `calls` (the handoff); `value`, `limit` past the hard limit",
+        "`pair`, `payload` or `repeats`",
+    ),
+    (
+        "`delegation`",
+        "`agents` (the chain; the re-entering agent last); `value`, `limit` when too deep",
+        "`agent` or `depth`, `chain`",
+    ),
+    ("`over_spawn`", "`value` (in flight), `limit`", "`in_flight`"),
+    (
+        "`context_growth`",
+        "`series` (input tokens: the first steps at x 1-5, the latest at their request), `value` (ratio), `limit`",
+        "`ratio`, `first`, `recent`, `early_increment`, `late_increment`",
+    ),
+    ("`context_window`", "`value` (share of the window), `limit`", "`tokens`, `window`, `share`"),
+    ("`session_bloat`", "`value` (characters), `limit`", "`history_chars`, `assistant_turns`"),
+    (
+        "`parallel_calls`",
+        "`batch` (the calls over the limit, alike, or repeating the previous turn's); `value`, `limit` when too wide",
+        "`tools`, or `similarity`, or `width`, `previous_width`, `matching_pairs`",
+    ),
+    ("`retry_cascade`", "`value` (failures), `limit`", "`failures`, `status`, `error`"),
+    ("`duplicate_request`", "`value` (identical bodies), `limit`", "`body_hash`, `repeats`"),
+    (
+        "`structured_output`",
+        "`series` (the judged answers: y 1 valid, 0 failed), `value` (failure rate), `limit`",
+        "`failed`, `judged`, `rate`, `schema`",
+    ),
+)
+
+EVIDENCE = f"""## Evidence
+
+Every trip (`runguard-proxy trips`, `GET /runguard/trips`, the store's `trips.evidence` column) records
+what formed its pattern, under a few well-known keys, then the detector's own figures. The well-known
+keys, each present only when the detector has something for it:
+
+{_table(("key", "shape", "what"), KEYS)}
+
+`args_digest` and `result_digest` are short hex digests of the call's normalized arguments and of its
+result (volatile keys such as ids and timestamps left out), so two entries with the same digest made the
+same call or got the same answer. `request_seq` is the run's request that carried the result, or whose
+response made the call; the state keeps only digests of earlier calls, so it is known for the calls of
+the tripping request and, for `spiral`, of every call compared. No message content is recorded unless
+`store.record_bodies` is on: then the `calls` and `batch` entries that the tripping request or its
+response carries also have `args` and `result`, their text abridged to 500 characters.
+
+{_table(("detector", "well-known keys", "its own figures"), BY_DETECTOR)}
+"""

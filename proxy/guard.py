@@ -61,13 +61,6 @@ def _asks_tasks(header_run: str | None, nested: bool, request: RequestInfo) -> b
     return header_run is not None and not nested and request.assistant_turns == 0
 
 
-def _escalated(ticket: Ticket, findings: list[Finding]) -> list[Finding]:
-    """`findings`, those of detectors that nudged the run before as blocks: the pattern went on."""
-    if not ticket.nudged or not findings:
-        return findings
-    return [f.escalated() if f.nudge and f.detector in ticket.nudged else f for f in findings]
-
-
 class Guard:
     def __init__(
         self,
@@ -161,7 +154,8 @@ class Guard:
 
     def _trip_record(self, ticket: Ticket, finding: Finding, seen: ResponseSeen | None) -> TripRecord:
         cap = self._policy.config_of("max_requests", ticket.key_hash, ticket.request.model)
-        return reporting.trip_record(ticket, finding, seen, self._clock(), int(getattr(cap, "limit", 100)))
+        step_cap, texts = int(getattr(cap, "limit", 100)), self._settings.store.record_bodies
+        return reporting.trip_record(ticket, finding, seen, self._clock(), step_cap, with_texts=texts)
 
     def _record_trip(self, trip: TripRecord) -> None:
         self._sink.submit(trip)
@@ -310,7 +304,7 @@ class Guard:
         ticket.carried = accounting.carried_from(results)
         ticket.nudged, ticket.note = accounting.nudged_from(results), accounting.note_from(results)
         findings, ticket.before = self._engine.check_request(ticket.lineup, batch, results, seen, facts)
-        findings = _escalated(ticket, findings)
+        findings = nudge.escalated(ticket.nudged, findings)
         if not findings and breakers.run is None and breakers.key is None and breakers.key_model is None:
             return ticket  # nothing to gate, record or answer: the usual request waits on nothing more
         if self._state.never_waits:
@@ -441,7 +435,9 @@ class Guard:
             if not finding.blocking:
                 ticket.warnings.append(finding)
         if blocking is None:
-            await self._nudge(ticket, [f for f in findings if f.nudge], now=answers)
+            ops = nudge.nudging(ticket, [f for f in findings if f.nudge], now=answers)
+            if ops:
+                await self._execute(ticket.ids, ops)
             return None
         scope = blocking.verdict.scope
         existing = breakers.of(scope)
@@ -456,18 +452,6 @@ class Guard:
             ticket.answer = self._answer(ticket, notice, blocking.response)
             ticket.blocked_by = blocking.detector
         return blocking
-
-    async def _nudge(self, ticket: Ticket, nudges: list[Finding], *, now: bool) -> None:
-        """A run's first finding by a detector set to `nudge`: a note for the model, and the detector
-        remembered (its next finding in the run blocks). `now`: this request, not gone upstream yet, carries
-        the note; else (a finding after a response) the run's next request does."""
-        if not nudges:
-            return
-        note = nudge.note_for(nudges[0].detector, nudges[0].verdict.reason)
-        if now:
-            ticket.note = note
-        ticket.nudged |= {f.detector for f in nudges}
-        await self._execute(ticket.ids, accounting.nudge_ops([f.detector for f in nudges], None if now else note))
 
     # -- after the response -----------------------------------------------------------------------
 
@@ -504,7 +488,7 @@ class Guard:
         """Before a non-streamed response reaches the client: a replacement, or None."""
         if ticket.facts is None:
             return None
-        findings = _escalated(ticket, self._engine.inspect_response(ticket.lineup, ticket.views_of(seen)))
+        findings = nudge.escalated(ticket.nudged, self._engine.inspect_response(ticket.lineup, ticket.views_of(seen)))
         blocking = next((f for f in findings if f.blocking), None)
         ticket.inspected = findings
         if blocking is None:
@@ -555,13 +539,13 @@ class Guard:
         if ticket.inspected is not None:
             findings, late = list(ticket.inspected), []
         else:
-            findings = _escalated(ticket, self._engine.inspect_response(lineup, views))
+            findings = nudge.escalated(ticket.nudged, self._engine.inspect_response(lineup, views))
             late = list(findings)
         base = accounting.response_ops(seen.response.usage, seen.usd)
         batch = self._engine.plan_response(lineup, views, len(base), ticket.nested)
         results = await self._execute(ticket.ids, [*base, *batch.ops, *self._handing_out(ticket, seen)])
         if results is not None:
-            checked = _escalated(ticket, self._engine.check_response(lineup, batch, results, views))
+            checked = nudge.escalated(ticket.nudged, self._engine.check_response(lineup, batch, results, views))
             findings += checked
             late += checked
             breakers = accounting.Breakers(None, None, None)

@@ -34,13 +34,37 @@ from typing import Any
 
 import orjson
 
+from runguard.detectors.ops import Op
+from runguard.proxy import accounting
+from runguard.proxy.engine import Finding
 from runguard.proxy.events import Api
+from runguard.proxy.ticket import Ticket
 
 MAX_REASON = 300  # characters of the verdict's reason quoted in the note
 _STRING = re.compile(rb'"(?:[^"\\]|\\.)*"', re.DOTALL)
 _STRUCTURE = re.compile(rb'["\[\]{}]')
 _SPACE = re.compile(rb"[ \t\r\n]*")
 _SCALAR_END = re.compile(rb"[,\]}\s]")
+
+
+def escalated(nudged: frozenset[str], findings: list[Finding]) -> list[Finding]:
+    """`findings`, those of detectors that nudged the run before (`nudged`) as blocks: the pattern went on."""
+    if not nudged or not findings:
+        return findings
+    return [f.escalated() if f.nudge and f.detector in nudged else f for f in findings]
+
+
+def nudging(ticket: Ticket, nudges: list[Finding], *, now: bool) -> list[Op]:
+    """A run's first findings by detectors set to `nudge`: the note for the model, and the ops remembering
+    the detectors (their next finding in the run blocks). `now`: this request, not gone upstream yet,
+    carries the note (`ticket.note`); else (a finding after a response) the run's next request does."""
+    if not nudges:
+        return []
+    note = note_for(nudges[0].detector, nudges[0].verdict.reason)
+    if now:
+        ticket.note = note
+    ticket.nudged |= {f.detector for f in nudges}
+    return accounting.nudge_ops([f.detector for f in nudges], None if now else note)
 
 
 def note_for(detector: str, reason: str) -> str:

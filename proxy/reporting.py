@@ -5,6 +5,7 @@ from __future__ import annotations
 import time
 
 from runguard.detectors.base import ResponseSeen
+from runguard.proxy import evidence
 from runguard.proxy.continuation import Pending
 from runguard.proxy.engine import Finding
 from runguard.proxy.events import ResponseInfo
@@ -12,9 +13,12 @@ from runguard.proxy.records import RecordedBody, RequestRecord, TripRecord, Verd
 from runguard.proxy.ticket import Ticket
 
 
-def trip_record(ticket: Ticket, finding: Finding, seen: ResponseSeen | None, at: float, step_cap: int) -> TripRecord:
+def trip_record(
+    ticket: Ticket, finding: Finding, seen: ResponseSeen | None, at: float, step_cap: int, *, with_texts: bool = False
+) -> TripRecord:
     """A finding as a trip; `usd_avoided_estimate` is the run's average cost per request so
-    far times the requests left until its step cap would have stopped it.
+    far times the requests left until its step cap would have stopped it. `with_texts` (`store.record_bodies`):
+    the evidence's calls that this request or response carries get their text (`evidence.with_content`).
 
     The spend so far (USD and tokens alike) includes the response `seen`, when the finding
     was made after one."""
@@ -37,7 +41,11 @@ def trip_record(ticket: Ticket, finding: Finding, seen: ResponseSeen | None, at:
         usd_so_far=spent,
         tokens_so_far=tokens,
         usd_avoided_estimate=round(avoided, 6),
-        evidence=dict(finding.verdict.evidence),
+        evidence=(
+            evidence.with_content(finding.verdict.evidence, ticket.request, seen.response if seen else None)
+            if with_texts
+            else dict(finding.verdict.evidence)
+        ),
         model=ticket.request.model,
     )
 

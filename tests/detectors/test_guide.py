@@ -22,3 +22,8 @@ def test_the_page_ends_with_the_guide_and_says_per_detector_what_a_stop_opens() 
         section = page.split(f"## `{cls.name}`")[1].split("| setting |")[0]
         assert ("stays stopped" in section) is cls.stays_stopped
         assert ("`nudge` is not available" in section) is not cls.nudges
+
+
+def test_the_evidence_table_lists_every_detector_once() -> None:
+    listed = [name.strip("`") for name, _, _ in guide.BY_DETECTOR]
+    assert sorted(listed) == sorted(cls.name for cls in DETECTOR_CLASSES)

@@ -12,7 +12,7 @@ import pytest
 import runguard.proxy
 from runguard.detectors.structured_output import StructuredOutput
 from runguard.proxy.events import OutputSchema
-from tests.detectors.harness import RunSimulator, Step, call, first_trip, request, response
+from tests.detectors.harness import RunSimulator, Step, call, first_trip, request, response, shows
 
 SCHEMA = {"type": "object", "properties": {"answer": {"type": "string"}}, "required": ["answer"]}
 GOOD = json.dumps({"answer": "42"})
@@ -49,6 +49,7 @@ async def test_four_failed_answers_out_of_four_stop_the_run() -> None:
     results = await sim.run([answer(BAD) for _ in range(5)])
     assert first_trip(results) == 4
     assert "4 of the last 4 answers" in results[3].one("structured_output").verdict.reason
+    assert [p["y"] for p in shows(results[3].one("structured_output"), "series")["series"]] == [0.0] * 4
 
 
 async def test_the_rate_counts_over_the_recent_answers() -> None:
