@@ -35,7 +35,8 @@ The note is spliced into the body's bytes: every other byte is as the client sen
 re-serialization), the body goes as plain JSON (a compressed request body is decompressed and its
 `Content-Encoding` dropped) and its `Content-Length` is the new body's. A finding made after a response
 (such as `spiral`'s) is carried by the run's next request. A body the note cannot be placed in is
-forwarded unchanged, and the run still counts as nudged. `guard.shadow: true` records nudges as
+forwarded unchanged, and the run still counts as nudged; so is a request over a WebSocket (a Responses
+socket's `response.create`), whose messages pass as they are. `guard.shadow: true` records nudges as
 warnings and changes nothing. Detectors the model cannot influence refuse `nudge` at start-up.
 """
 

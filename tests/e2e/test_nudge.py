@@ -25,7 +25,9 @@ from runguard.proxy.records import TripRecord
 from tests.conftest import ProxyFactory
 from tests.e2e import agents, payloads
 from tests.e2e.test_runaway import _stream_agent, _streaming
-from tests.support.proxy import ListSink
+from tests.proxy.state.support import delete_prefix, redis_state
+from tests.services import require_redis, unique_name
+from tests.support.proxy import ListSink, settings_for, start_proxy
 from tests.support.upstream import FakeUpstream, Received, Reply
 
 NUDGE = {"detectors": {"non_progress": {"action": "nudge"}}}
@@ -339,3 +341,22 @@ async def test_a_compressed_body_is_sent_on_plain_with_the_note(
     nudged = upstream.received[3]
     assert "Content-Encoding" not in nudged.headers  # the noted body goes as plain JSON
     _only_the_note_added(nudged, orjson.dumps({"model": "gpt-4o-mini", "messages": messages}))
+
+
+@pytest.mark.redis
+async def test_with_the_state_in_redis_the_nudge_and_the_stop_come_as_in_memory(
+    upstream: FakeUpstream, sink: ListSink
+) -> None:
+    url, prefix = require_redis(), unique_name("rgnudge")
+    state = redis_state(url, prefix)
+    running = await start_proxy(settings_for(upstream.url, guard=NUDGE), sink=sink, state=state)
+    try:
+        upstream.script = model(ignores_note=True)
+        with pytest.raises(openai.RateLimitError):
+            await agents.chat_agent(_openai(running.url, "nudge-redis", []), agents.soft_error_tool)
+        assert _note_in(upstream.received[3]) is not None and len(upstream.received) == 4
+        assert _trips(sink) == [("non_progress", "nudge"), ("non_progress", "block")]
+    finally:
+        await running.stop()
+        await state.close()
+        await delete_prefix(url, prefix)
