@@ -16,7 +16,8 @@ and the trip is recorded with `action: nudge`. If the detector fires again later
 went on after the note: the run is stopped as with `block` (the trip's evidence has `after_nudge: true`).
 A model that changes course is left alone.
 
-This is **the one case where the proxy changes a request**; it is off by default. Set it per detector
+This is **the one case where the proxy changes what a request says** (`upstreams.inject_stream_usage`
+only asks for usage); it is off by default. Set it per detector
 (`guard.detectors.spiral.action: nudge`), per API key or model (`guard.overrides`), or tighten a run to it
 with `X-RunGuard-Limit: tool_storm.action=nudge`. Where the note goes:
 
