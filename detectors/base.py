@@ -23,7 +23,7 @@ raises is isolated by the guard: logged, counted, and the request proceeds.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from dataclasses import field
 from enum import StrEnum
 from typing import Any, ClassVar, Generic, TypeVar
@@ -31,8 +31,9 @@ from typing import Any, ClassVar, Generic, TypeVar
 from pydantic import BaseModel, ConfigDict, Field
 
 from runguard.detectors.frozen import frozen
+from runguard.detectors.normalize import call_args_digest, paired_results, result_digest_of
 from runguard.detectors.ops import Op, OpResult, Scope
-from runguard.proxy.events import RequestInfo, ResponseInfo
+from runguard.proxy.events import RequestInfo, ResponseInfo, ToolCall, ToolResult
 
 Plan = Mapping[str, Op]
 Results = Mapping[str, OpResult]
@@ -41,6 +42,9 @@ Results = Mapping[str, OpResult]
 class Action(StrEnum):
     BLOCK = "block"  # stop the run: answer with a synthetic response
     WARN = "warn"  # forward, add x-runguard-warning, record the verdict (shadow mode)
+    # The first time in a run: forward with a note to the model asking it to change course (the one case
+    # where the proxy changes a request); the next time the detector fires in that run: block.
+    NUDGE = "nudge"
     OFF = "off"  # do not run
 
 
@@ -58,7 +62,10 @@ class DetectorConfig(BaseModel):
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    action: Action = Field(Action.BLOCK, description="block, warn (record and flag only) or off.")
+    action: Action = Field(
+        Action.BLOCK,
+        description="block, warn (record and flag only), nudge (first a note to the model, then block) or off.",
+    )
     response: ResponseKind = Field(
         ResponseKind.ERROR, description="What a block answers: error (429 the SDK won't retry) or stop."
     )
@@ -115,8 +122,90 @@ class ResponseSeen:
 
 
 @frozen
+class ShownCall:
+    """One tool call (with its result, when the pattern is in the results) that formed a pattern.
+
+    Digests, never content: `args_digest` is the call's normalized arguments' (`normalize.call_args_digest`),
+    `result_digest` its result's with volatile keys dropped. `request_seq` is the run's request that carried
+    the result (or whose response made the call), when known: the state keeps only digests of earlier ones.
+    """
+
+    tool: str
+    args_digest: str | None = None
+    result_digest: str | None = None
+    request_seq: int | None = None
+
+    def as_json(self) -> dict[str, Any]:
+        shown: dict[str, Any] = {"tool": self.tool}
+        for key in ("args_digest", "result_digest", "request_seq"):
+            value = getattr(self, key)
+            if value is not None:
+                shown[key] = value
+        return shown
+
+
+@frozen
+class Point:
+    """One point of a growth curve: `x` a request (or step) of the run, `y` the figure then."""
+
+    x: float
+    y: float
+
+
+@frozen
+class Evidence:
+    """What formed a pattern, under the keys every trip's evidence uses (docs/detectors.md, "Evidence").
+
+    A verdict's evidence is `{"summary": <reason>, **these keys that are set, **the detector's figures}`:
+    `calls` (the calls and results that repeated), `agents` (the agents of a cycle or chain, in order),
+    `series` (a growth curve), `batch` (the calls of one response), `value` and `limit` (the figure that
+    reached its threshold, and the threshold).
+    """
+
+    calls: tuple[ShownCall, ...] = ()
+    agents: tuple[str, ...] = ()
+    series: tuple[Point, ...] = ()
+    batch: tuple[ShownCall, ...] = ()
+    value: float | None = None
+    limit: float | None = None
+
+    def as_json(self) -> dict[str, Any]:
+        shown: dict[str, Any] = {}
+        if self.calls:
+            shown["calls"] = [call.as_json() for call in self.calls]
+        if self.agents:
+            shown["agents"] = list(self.agents)
+        if self.series:
+            shown["series"] = [{"x": p.x, "y": p.y} for p in self.series]
+        if self.batch:
+            shown["batch"] = [call.as_json() for call in self.batch]
+        if self.value is not None:
+            shown["value"] = self.value
+        if self.limit is not None:
+            shown["limit"] = self.limit
+        return shown
+
+
+EVIDENCE_KEYS = ("summary", "calls", "agents", "series", "batch", "value", "limit")  # well known: no figure's name
+
+
+def shown_call(call: ToolCall, result: ToolResult | None = None, seq: int | None = None) -> ShownCall:
+    """A call (and its result) as evidence: its digests (the result's with the default volatile keys dropped)."""
+    return ShownCall(call.name, call_args_digest(call), result_digest_of(result) if result else None, seq)
+
+
+def shown_results(request: RequestInfo, seq: int | None, tools: Collection[str] | None = None) -> tuple[ShownCall, ...]:
+    """The results a request carries back (of `tools` only, if given), each with the call it answers."""
+    return tuple(
+        shown_call(call, result, seq) if call is not None else ShownCall(result.name or "", None, None, seq)
+        for call, result in paired_results(request)
+        if tools is None or (result.name or "") in tools
+    )
+
+
+@frozen
 class Verdict:
-    """A detector's finding. `reason` names the figure that tripped it."""
+    """A detector's finding. `reason` names the figure that tripped it; `evidence` shows what formed it."""
 
     detector: str
     reason: str
@@ -137,6 +226,12 @@ class Detector(Generic[C]):
     # started through a tool call), its run state is that thread's own. Caps and multi-agent
     # detectors judge the whole run.
     per_thread: ClassVar[bool] = False
+    # A run this detector stopped stays stopped until it is reset or forgotten (its breaker is latched:
+    # no cooldown, no probe). False for upstream-health detectors, whose breakers heal after a cooldown.
+    stays_stopped: ClassVar[bool] = True
+    # Whether `action: nudge` makes sense: the model can change what the detector sees (its calls, its
+    # handoffs), not an upstream's health or a client's retries.
+    nudges: ClassVar[bool] = True
 
     def plan_request(self, seen: RequestSeen, cfg: C) -> Plan:
         return {}
@@ -153,5 +248,8 @@ class Detector(Generic[C]):
     def check_response(self, seen: ResponseSeen, got: Results, cfg: C) -> Verdict | None:
         return None
 
-    def verdict(self, reason: str, scope: Scope = Scope.RUN, **evidence: Any) -> Verdict:
+    def verdict(self, reason: str, scope: Scope = Scope.RUN, shows: Evidence | None = None, **figures: Any) -> Verdict:
+        """A finding: its evidence is the `summary` (the reason), what `shows` holds, and the detector's own
+        `figures` (a figure under a well-known key must have its documented shape: `limit=5` is fine)."""
+        evidence = {"summary": reason, **(shows.as_json() if shows is not None else {}), **figures}
         return Verdict(detector=self.name, reason=reason, evidence=evidence, scope=scope)

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from pydantic import Field
 
-from runguard.detectors.base import Detector, DetectorConfig, RequestSeen, Results, RunFacts, Verdict
+from runguard.detectors.base import Detector, DetectorConfig, Evidence, RequestSeen, Results, RunFacts, Verdict
 from runguard.detectors.ops import Scope
 
 
@@ -39,14 +39,14 @@ class Budget(Detector[BudgetConfig]):
         if facts.usd >= cfg.run_usd:
             return self.verdict(
                 f"run spent ${facts.usd:.4f}, reaching its ${cfg.run_usd:.2f} budget",
+                shows=Evidence(value=round(facts.usd, 6), limit=cfg.run_usd),
                 usd=round(facts.usd, 6),
-                limit=cfg.run_usd,
             )
         if cfg.key_daily_usd is not None and facts.key_day_usd >= cfg.key_daily_usd:
             return self.verdict(
                 f"API key spent ${facts.key_day_usd:.4f} today, reaching its ${cfg.key_daily_usd:.2f} daily budget",
                 Scope.KEY,
+                shows=Evidence(value=round(facts.key_day_usd, 6), limit=cfg.key_daily_usd),
                 usd=round(facts.key_day_usd, 6),
-                limit=cfg.key_daily_usd,
             )
         return None

@@ -14,6 +14,7 @@ from typing import Any
 
 from pydantic.fields import FieldInfo
 
+from runguard.detectors import guide
 from runguard.detectors.base import Detector
 from runguard.detectors.registry import DETECTOR_CLASSES
 
@@ -26,6 +27,7 @@ the SDK does not retry; `stop`: a normal completion that ends the agent's turn).
 `guard.detectors.<name>` in the config, per API key or model under `guard.overrides`, or make them
 stricter for one run with `X-RunGuard-Limit: <name>.<field>=<value>` (fields marked *tightenable*).
 `guard.shadow: true` turns every block into a warning, to calibrate on real traffic first.
+`action: nudge` first sends the model a note, then blocks if the pattern goes on (see Nudge, below).
 """
 
 
@@ -43,13 +45,26 @@ _PER_THREAD = (
 )
 
 
+_STAYS_STOPPED = (
+    "A run it stops stays stopped until it is reset or forgotten: every later request of the run, a client's"
+    " retry after any wait included, gets the same answer locally (see Breakers)."
+)
+_HEALS = "Its breaker closes by itself: after the cooldown, one probe request is let through (see Breakers)."
+_NO_NUDGE = " `nudge` is not available (the model cannot change what it judges)."
+
+
+def _after(cls: type[Detector[Any]]) -> str:
+    """What follows a block by this detector (see the Breakers and Nudge sections)."""
+    return (_STAYS_STOPPED if cls.stays_stopped else _HEALS) + ("" if cls.nudges else _NO_NUDGE)
+
+
 def _section(cls: type[Detector[Any]]) -> str:
     module = inspect.getmodule(cls)
     doc = inspect.cleandoc(module.__doc__ or "") if module else ""
     summary = doc.split("\n\n")[0].replace("\n", " ")
     if cls.per_thread:
         summary += _PER_THREAD
-    lines = [f"## `{cls.name}`", "", summary, "", "| setting | default | |", "|---|---|---|"]
+    lines = [f"## `{cls.name}`", "", summary, "", _after(cls), "", "| setting | default | |", "|---|---|---|"]
     for name, info in cls.Config.model_fields.items():
         extra = info.json_schema_extra if isinstance(info.json_schema_extra, dict) else {}
         tight = " *tightenable*" if extra.get("tighten") else ""
@@ -59,4 +74,5 @@ def _section(cls: type[Detector[Any]]) -> str:
 
 
 def render() -> str:
-    return HEADER + "\n" + "\n\n".join(_section(cls) for cls in DETECTOR_CLASSES) + "\n"
+    sections = [_section(cls) for cls in DETECTOR_CLASSES]
+    return HEADER + "\n" + "\n\n".join(sections) + "\n\n" + "\n".join((guide.NUDGE, guide.BREAKERS, guide.EVIDENCE))

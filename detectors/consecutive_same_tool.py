@@ -8,7 +8,17 @@ from __future__ import annotations
 
 from pydantic import Field
 
-from runguard.detectors.base import Action, Detector, DetectorConfig, Plan, ResponseSeen, Results, Verdict
+from runguard.detectors.base import (
+    Action,
+    Detector,
+    DetectorConfig,
+    Evidence,
+    Plan,
+    ResponseSeen,
+    Results,
+    Verdict,
+    shown_call,
+)
 from runguard.detectors.normalize import tag, tool_work
 from runguard.detectors.ops import Push, Scope
 
@@ -54,8 +64,11 @@ class ConsecutiveSameTool(Detector[ConsecutiveSameToolConfig]):
         if turns[0].startswith("+"):
             return None
         tool = tool_work(seen.response)[0].name
+        seq = seen.facts.request_index
+        latest = tuple(shown_call(c, seq=seq) for c in tool_work(seen.response))
         return self.verdict(
             f"tool '{tool}' was the only tool called in {len(turns)} consecutive model turns",
+            shows=Evidence(calls=latest, value=len(turns), limit=cfg.threshold),
             tool=tool,
             turns=len(turns),
         )

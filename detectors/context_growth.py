@@ -15,7 +15,16 @@ from statistics import fmean
 
 from pydantic import Field
 
-from runguard.detectors.base import Detector, DetectorConfig, Plan, ResponseSeen, Results, Verdict
+from runguard.detectors.base import (
+    Detector,
+    DetectorConfig,
+    Evidence,
+    Plan,
+    Point,
+    ResponseSeen,
+    Results,
+    Verdict,
+)
 from runguard.detectors.ops import Push, Scope
 
 SIZE = 5  # requests in the "first" and the "recent" windows
@@ -104,8 +113,15 @@ class ContextGrowth(Detector[ContextGrowthConfig]):
             )
         else:
             return None
+        # The curve: the first steps at x 1..5, the latest at the run's request indices.
+        now = seen.facts.request_index
+        series = [Point(x, y) for x, y in enumerate(first, start=1)]
+        series += [
+            Point(now - len(recent) + 1 + k, y) for k, y in enumerate(recent) if now - len(recent) + 1 + k > SIZE
+        ]
         return self.verdict(
             f"input tokens of the last {SIZE} requests average {ratio:.1f}x the first {SIZE} and {how}",
+            shows=Evidence(series=tuple(series), value=round(ratio, 3), limit=cfg.ratio),
             ratio=round(ratio, 3),
             first=[int(v) for v in first],
             recent=[int(v) for v in recent],

@@ -10,7 +10,7 @@ import dataclasses
 
 from pydantic import Field
 
-from runguard.detectors.base import Detector, DetectorConfig, RequestSeen, Results, RunFacts, Verdict
+from runguard.detectors.base import Detector, DetectorConfig, Evidence, RequestSeen, Results, RunFacts, Verdict
 
 
 class ContextWindowConfig(DetectorConfig):
@@ -53,9 +53,9 @@ class ContextWindow(Detector[ContextWindowConfig]):
         found = self.verdict(
             f"about {tokens:,} input tokens fill {share:.0%} of the {window:,}-token context window "
             f"({'stop' if stop else 'warning'} at {limit:.0%})",
+            shows=Evidence(value=round(share, 4), limit=limit),
             tokens=tokens,
             window=window,
             share=round(share, 4),
-            limit=limit,
         )
         return found if stop else dataclasses.replace(found, advisory=True)

@@ -20,6 +20,7 @@ from pydantic import Field
 from runguard.detectors.base import (
     Detector,
     DetectorConfig,
+    Evidence,
     Plan,
     RequestSeen,
     ResponseSeen,
@@ -144,6 +145,7 @@ class Delegation(Detector[DelegationConfig]):
         shown = " -> ".join(chain)
         return self.verdict(
             f"agent '{again}' is handed work while already in the delegation chain {shown}",
+            shows=Evidence(agents=(*chain, again)),
             agent=again,
             chain=chain,
         )
@@ -153,7 +155,7 @@ class Delegation(Detector[DelegationConfig]):
             return None
         return self.verdict(
             f"delegation chain is {len(chain)} agents deep, over the limit of {cfg.max_depth}: {' -> '.join(chain)}",
+            shows=Evidence(agents=tuple(chain), value=len(chain), limit=cfg.max_depth),
             depth=len(chain),
             chain=chain,
-            limit=cfg.max_depth,
         )

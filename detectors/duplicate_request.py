@@ -13,7 +13,16 @@ from __future__ import annotations
 
 from pydantic import Field
 
-from runguard.detectors.base import Detector, DetectorConfig, Plan, RequestSeen, Results, RunFacts, Verdict
+from runguard.detectors.base import (
+    Detector,
+    DetectorConfig,
+    Evidence,
+    Plan,
+    RequestSeen,
+    Results,
+    RunFacts,
+    Verdict,
+)
 from runguard.detectors.ops import Push, Scope
 
 
@@ -33,6 +42,8 @@ class DuplicateRequest(Detector[DuplicateRequestConfig]):
     """Pre-flight: a window of the run's last body hashes, all equal once full."""
 
     name = "duplicate_request"
+    stays_stopped = False  # a client's retries of a slow upstream: its breaker closes after a cooldown
+    nudges = False  # the client re-sends, not the model
     Config = DuplicateRequestConfig
 
     def plan_request(self, seen: RequestSeen, cfg: DuplicateRequestConfig) -> Plan:
@@ -50,6 +61,7 @@ class DuplicateRequest(Detector[DuplicateRequestConfig]):
             return None  # sent while another request of the run is still out: a parallel sample, not a retry
         return self.verdict(
             f"the same request body was sent {cfg.max_repeats} times in a row",
+            shows=Evidence(value=len(bodies), limit=cfg.max_repeats),
             body_hash=seen.body_hash,
             repeats=cfg.max_repeats,
         )

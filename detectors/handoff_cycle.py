@@ -22,10 +22,22 @@ member answered each time.
 
 from __future__ import annotations
 
+import dataclasses
+
 from pydantic import Field
 
 from runguard.detectors import tally
-from runguard.detectors.base import Detector, DetectorConfig, Plan, RequestSeen, ResponseSeen, Results, Verdict
+from runguard.detectors.base import (
+    Detector,
+    DetectorConfig,
+    Evidence,
+    Plan,
+    RequestSeen,
+    ResponseSeen,
+    Results,
+    Verdict,
+    shown_call,
+)
 from runguard.detectors.normalize import call_args_digest, clip, result_digest_of, tag
 from runguard.detectors.ops import Add, Get, Op, Push, Put, Scope
 from runguard.proxy.events import Handoff, HandoffKind, digest
@@ -129,10 +141,12 @@ class HandoffCycle(Detector[HandoffCycleConfig]):
         mine = recent[-len(pairs) :]
         for (handoff, pair), item in zip(pairs[-len(mine) :], mine, strict=True):
             same = recent.count(item)
+            shows = _shown(seen, handoff, source)
             if same >= 2:
                 return self.verdict(
                     f"handoff {source} -> {handoff.target} repeated with the same payload {same} times "
                     f"within the last {len(recent)} handoffs: nothing changed between the rounds",
+                    shows=shows,
                     pair=[source, handoff.target],
                     payload=item.rpartition("#")[2],
                     repeats=same,
@@ -143,11 +157,21 @@ class HandoffCycle(Detector[HandoffCycleConfig]):
                 return self.verdict(
                     f"handoff {source} -> {handoff.target} {what}happened {int(count)} times since the "
                     f"user's last question, over the limit of {cfg.max_pair_repeats}",
+                    shows=dataclasses.replace(shows, value=int(count), limit=cfg.max_pair_repeats),
                     pair=[source, handoff.target],
                     repeats=int(count),
-                    limit=cfg.max_pair_repeats,
                 )
         return None
+
+
+def _shown(seen: ResponseSeen, handoff: Handoff, source: str) -> Evidence:
+    """The agents of the repeated handoff, and the call that made it this time."""
+    calls = [
+        shown_call(call, seq=seen.facts.request_index)
+        for call in seen.response.tool_calls
+        if (call.call_id is not None and call.call_id == handoff.call_id) or call.name == handoff.tool
+    ][:1]
+    return Evidence(calls=tuple(calls), agents=(source, handoff.target))
 
 
 def _new_question(seen: ResponseSeen, question: str | None) -> dict[str, Op]:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pydantic import Field
 
-from runguard.detectors.base import Detector, DetectorConfig, RequestSeen, Results, RunFacts, Verdict
+from runguard.detectors.base import Detector, DetectorConfig, Evidence, RequestSeen, Results, RunFacts, Verdict
 from runguard.proxy.events import Api
 
 
@@ -32,7 +32,7 @@ class MaxRequests(Detector[MaxRequestsConfig]):
         if facts.request_index > cfg.limit and seen.request.api is not Api.REALTIME:
             return self.verdict(
                 f"request {facts.request_index} exceeds the run's limit of {cfg.limit} requests",
+                shows=Evidence(value=facts.request_index, limit=cfg.limit),
                 requests=facts.request_index,
-                limit=cfg.limit,
             )
         return None

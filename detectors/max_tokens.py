@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pydantic import Field
 
-from runguard.detectors.base import Detector, DetectorConfig, RequestSeen, Results, RunFacts, Verdict
+from runguard.detectors.base import Detector, DetectorConfig, Evidence, RequestSeen, Results, RunFacts, Verdict
 
 
 class MaxTokensConfig(DetectorConfig):
@@ -30,9 +30,9 @@ class MaxTokens(Detector[MaxTokensConfig]):
         if used >= cfg.limit:
             return self.verdict(
                 f"run used {used:,} tokens, reaching its limit of {cfg.limit:,}",
+                shows=Evidence(value=used, limit=cfg.limit),
                 tokens=used,
                 input_tokens=facts.input_tokens,
                 output_tokens=facts.output_tokens,
-                limit=cfg.limit,
             )
         return None

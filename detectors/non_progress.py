@@ -16,11 +16,23 @@ from functools import cached_property
 
 from pydantic import Field
 
-from runguard.detectors.base import Detector, DetectorConfig, Plan, RequestSeen, Results, RunFacts, Verdict
+from runguard.detectors.base import (
+    Detector,
+    DetectorConfig,
+    Evidence,
+    Plan,
+    RequestSeen,
+    Results,
+    RunFacts,
+    ShownCall,
+    Verdict,
+)
 from runguard.detectors.normalize import (
     DEFAULT_VOLATILE_KEYS,
     acknowledges,
+    call_args_digest,
     lowered,
+    paired_results,
     result_digest_of,
     result_uniq,
     tag,
@@ -105,14 +117,19 @@ class NonProgress(Detector[NonProgressConfig]):
             # The same acknowledgement each time (judged only here, where it would trip: a result of the
             # same key says the same) is a tool doing what it was asked, each time.
             if run >= cfg.threshold and not (cfg.acknowledgements_progress and acknowledges(result)):
-                return self._verdict(request, keys[end], run)
+                return self._verdict(request, keys[end], run, facts.request_index)
         return None
 
-    def _verdict(self, request: RequestInfo, key: str, run: int) -> Verdict:
+    def _verdict(self, request: RequestInfo, key: str, run: int, seq: int) -> Verdict:
         tool_tag, _, result_hash = key.partition(":")
         tool = next((r.name for r in request.new_results if r.name and tag(r.name) == tool_tag), tool_tag)
+        call = next((c for c, r in paired_results(request) if c is not None and r.name == tool), None)
+        # The streak's earlier results are known by their digest only (the state keeps no more).
+        earlier = [ShownCall(tool, result_digest=result_hash) for _ in range(run - 1)]
+        last = ShownCall(tool, call_args_digest(call) if call else None, result_hash, seq)
         return self.verdict(
             f"tool '{tool}' returned the same result {run} times in a row",
+            shows=Evidence(calls=(*earlier, last)),
             tool=tool,
             result_hash=result_hash,
             repeats=run,

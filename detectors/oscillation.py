@@ -9,7 +9,17 @@ from __future__ import annotations
 
 from pydantic import Field
 
-from runguard.detectors.base import Detector, DetectorConfig, Plan, RequestSeen, Results, RunFacts, Verdict
+from runguard.detectors.base import (
+    Detector,
+    DetectorConfig,
+    Evidence,
+    Plan,
+    RequestSeen,
+    Results,
+    RunFacts,
+    Verdict,
+    shown_results,
+)
 from runguard.detectors.normalize import turn_signature
 from runguard.detectors.ops import Push, Scope
 
@@ -53,6 +63,9 @@ class Oscillation(Detector[OscillationConfig]):
         return self.verdict(
             f"the last {len(window)} actions hold only {len(signatures)} distinct ones: "
             f"the agent is going back and forth",
+            # The latest action's calls; the window's actions, oldest first, by signature (`sequence`).
+            shows=Evidence(calls=shown_results(seen.request, facts.request_index)),
             signatures=signatures,
+            sequence=[item.partition(":")[0] for item in window],
             actions=len(window),
         )

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from pydantic import Field
 
-from runguard.detectors.base import Detector, DetectorConfig, RequestSeen, Results, RunFacts, Verdict
+from runguard.detectors.base import Detector, DetectorConfig, Evidence, RequestSeen, Results, RunFacts, Verdict
 
 
 class OverSpawnConfig(DetectorConfig):
@@ -25,13 +25,14 @@ class OverSpawn(Detector[OverSpawnConfig]):
     """Pre-flight: the run's in-flight count, this request included."""
 
     name = "over_spawn"
+    nudges = False  # requests in flight are the client's doing, not one model turn's
     Config = OverSpawnConfig
 
     def check_request(self, seen: RequestSeen, facts: RunFacts, got: Results, cfg: OverSpawnConfig) -> Verdict | None:
         if facts.in_flight > cfg.max_in_flight:
             return self.verdict(
                 f"{facts.in_flight} requests of this run in flight at once, over the limit of {cfg.max_in_flight}",
+                shows=Evidence(value=facts.in_flight, limit=cfg.max_in_flight),
                 in_flight=facts.in_flight,
-                limit=cfg.max_in_flight,
             )
         return None

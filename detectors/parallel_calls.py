@@ -23,7 +23,17 @@ from itertools import combinations
 
 from pydantic import Field
 
-from runguard.detectors.base import Detector, DetectorConfig, Plan, RequestSeen, ResponseSeen, Verdict
+from runguard.detectors.base import (
+    Detector,
+    DetectorConfig,
+    Evidence,
+    Plan,
+    RequestSeen,
+    ResponseSeen,
+    ShownCall,
+    Verdict,
+    shown_call,
+)
 from runguard.detectors.normalize import (
     Sketch,
     call_asks_in_words,
@@ -68,6 +78,11 @@ AGNO_TASK_MODE = frozenset({"create_task", "execute_task", "mark_all_complete"})
 AGNO_PLAN_TOOLS = frozenset({"create_task", "update_task_status", "add_task_note", "list_tasks", "mark_all_complete"})
 
 
+def _shown(seen: ResponseSeen, calls: Sequence[ToolCall]) -> tuple[ShownCall, ...]:
+    """A batch's calls as evidence, made by the response to the run's request `seen.facts.request_index`."""
+    return tuple(shown_call(call, seq=seen.facts.request_index) for call in calls)
+
+
 def _running(seen: ResponseSeen) -> Sequence[ToolCall]:
     """The response's calls that run something: all of them, but an Agno task leader's plan keeping."""
     calls = seen.response.tool_calls
@@ -101,17 +116,17 @@ class ParallelCalls(Detector[ParallelCallsConfig]):
         if len(calls) > cfg.max_calls and len(running := _running(seen)) > cfg.max_calls:
             return self.verdict(
                 f"{len(running)} tool calls in one response, over the limit of {cfg.max_calls}",
-                calls=len(running),
+                shows=Evidence(batch=_shown(seen, running), value=len(running), limit=cfg.max_calls),
                 tools=sorted({call.name for call in running}),
-                limit=cfg.max_calls,
             )
         if len(calls) < 2:
             return None
         # One text handed to several agents (each translator the same sentence) is a fan-out, not a spray.
         work = tool_work(seen.response) if seen.response.handoffs else calls
-        return self._alike(work, cfg) or self._repeat(_stored(seen.before.get("prev")), _batch(calls), cfg)
+        alike = self._alike(seen, work, cfg)
+        return alike or self._repeat(seen, _stored(seen.before.get("prev")), _batch(calls), cfg)
 
-    def _alike(self, calls: Sequence[ToolCall], cfg: ParallelCallsConfig) -> Verdict | None:
+    def _alike(self, seen: ResponseSeen, calls: Sequence[ToolCall], cfg: ParallelCallsConfig) -> Verdict | None:
         """Two calls of the batch that are the same lookup: of one tool, or asking several tools in words."""
         for (i, (tool_a, a)), (j, (tool_b, b)) in combinations(enumerate(_batch(calls)), 2):
             if tool_a != tool_b and not (call_asks_in_words(calls[i]) and call_asks_in_words(calls[j])):
@@ -121,12 +136,13 @@ class ParallelCalls(Detector[ParallelCallsConfig]):
                 return self.verdict(
                     f"'{calls[i].name}' and '{calls[j].name}' were called in one batch with near-identical "
                     f"arguments (Jaccard {similarity:.2f} >= {cfg.similarity})",
+                    shows=Evidence(batch=_shown(seen, (calls[i], calls[j]))),
                     tools=[calls[i].name, calls[j].name],
                     similarity=round(similarity, 3),
                 )
         return None
 
-    def _repeat(self, prev: Batch, batch: Batch, cfg: ParallelCallsConfig) -> Verdict | None:
+    def _repeat(self, seen: ResponseSeen, prev: Batch, batch: Batch, cfg: ParallelCallsConfig) -> Verdict | None:
         """The batch repeats the previous one: matching pairs reach the size of the smaller batch."""
         if len(prev) < 2:
             return None
@@ -138,8 +154,9 @@ class ParallelCalls(Detector[ParallelCallsConfig]):
         return self.verdict(
             f"this batch of {len(batch)} calls repeats the previous turn's batch of {len(prev)} "
             f"({matches} matching pairs)",
-            calls=len(batch),
-            previous_calls=len(prev),
+            shows=Evidence(batch=_shown(seen, seen.response.tool_calls)),
+            width=len(batch),
+            previous_width=len(prev),
             matching_pairs=matches,
         )
 

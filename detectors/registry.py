@@ -87,6 +87,8 @@ def config_model(name: str) -> type[DetectorConfig]:
 def validate_config(name: str, values: Mapping[str, Any]) -> None:
     """Validate one detector's settings; ConfigError names the field, e.g. "spiral.threshold: ..."."""
     model = config_model(name)
+    if values.get("action") == "nudge" and not next(c for c in DETECTOR_CLASSES if c.name == name).nudges:
+        raise ConfigError(f"{name}.action: nudge is not available for {name} (the model cannot change what it judges)")
     try:
         model.model_validate(dict(values))
     except ValidationError as exc:

@@ -10,7 +10,17 @@ from __future__ import annotations
 
 from pydantic import Field
 
-from runguard.detectors.base import Detector, DetectorConfig, Plan, RequestSeen, Results, RunFacts, Verdict
+from runguard.detectors.base import (
+    Detector,
+    DetectorConfig,
+    Evidence,
+    Plan,
+    RequestSeen,
+    Results,
+    RunFacts,
+    Verdict,
+    shown_call,
+)
 from runguard.detectors.normalize import call_args_digest, is_wait, paired_results, result_digest_of, result_uniq
 from runguard.detectors.ops import Push, Scope
 from runguard.proxy.events import RequestInfo, ToolCall, ToolResult, digest, is_transfer
@@ -75,15 +85,22 @@ class RepeatCall(Detector[RepeatCallConfig]):
             triple = item.partition(":")[0]
             counts[triple] = counts.get(triple, 0) + 1
         # This request's items are known by their uniq part: no need to hash the results again.
-        mine = {result_uniq(seen.request, result, position): call for position, call, result in _counted(seen.request)}
+        mine = {
+            result_uniq(seen.request, result, position): (call, result)
+            for position, call, result in _counted(seen.request)
+        }
         for item in window:
             triple, _, uniq = item.partition(":")
-            call = mine.get(uniq)
+            call, result = mine.get(uniq, (None, None))
             # A wait between polls is the same call and answer every round (judged only where it would trip).
             if call is not None and counts[triple] >= cfg.threshold and not is_wait(call):
+                # Each repeat was this very call and answer: the earlier ones' requests are not kept.
+                same = shown_call(call, result)
+                calls = (*[same] * (counts[triple] - 1), shown_call(call, result, facts.request_index))
                 return self.verdict(
                     f"tool '{call.name}' was called {counts[triple]} times with identical arguments "
                     f"and returned the same result each time",
+                    shows=Evidence(calls=calls),
                     tool=call.name,
                     triple_hash=triple,
                     repeats=counts[triple],

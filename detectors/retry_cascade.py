@@ -10,7 +10,15 @@ from __future__ import annotations
 
 from pydantic import Field
 
-from runguard.detectors.base import Detector, DetectorConfig, Plan, ResponseSeen, Results, Verdict
+from runguard.detectors.base import (
+    Detector,
+    DetectorConfig,
+    Evidence,
+    Plan,
+    ResponseSeen,
+    Results,
+    Verdict,
+)
 from runguard.detectors.ops import Add, Put, Scope
 
 
@@ -28,6 +36,8 @@ class RetryCascade(Detector[RetryCascadeConfig]):
     """After each response: count a failure, or reset the count on success."""
 
     name = "retry_cascade"
+    stays_stopped = False  # a key's upstream heals: its breaker closes after a cooldown through one probe
+    nudges = False  # the model cannot mend an upstream
     Config = RetryCascadeConfig
 
     def plan_response(self, seen: ResponseSeen, cfg: RetryCascadeConfig) -> Plan:
@@ -44,6 +54,7 @@ class RetryCascade(Detector[RetryCascadeConfig]):
             f"{int(fails)} consecutive upstream failures for model '{seen.request.model}' "
             f"(last: {status}), limit {cfg.failures}",
             Scope.KEY_MODEL,
+            shows=Evidence(value=int(fails), limit=cfg.failures),
             failures=int(fails),
             status=seen.status,
             error=(seen.response.error or "")[:200],

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from pydantic import Field
 
-from runguard.detectors.base import Detector, DetectorConfig, Plan, RequestSeen, Results, RunFacts, Verdict
+from runguard.detectors.base import Detector, DetectorConfig, Evidence, Plan, RequestSeen, Results, RunFacts, Verdict
 from runguard.detectors.ops import Put, Scope
 
 TRACED_FROM = 4  # a conversation over this fraction of the limit leaves a trace (it may come back over it)
@@ -39,6 +39,7 @@ class SessionBloat(Detector[SessionBloatConfig]):
     """Pre-flight, first request of a run only; requests of long conversations leave the run's trace."""
 
     name = "session_bloat"
+    nudges = False  # judged on a run's first request only: there is no second time
     Config = SessionBloatConfig
 
     def plan_request(self, seen: RequestSeen, cfg: SessionBloatConfig) -> Plan:
@@ -58,7 +59,7 @@ class SessionBloat(Detector[SessionBloatConfig]):
         return self.verdict(
             f"the run's first request already carries {request.history_chars:,} characters of history "
             f"({request.assistant_turns} earlier assistant turns), over the limit of {cfg.max_history_chars:,}",
+            shows=Evidence(value=request.history_chars, limit=cfg.max_history_chars),
             history_chars=request.history_chars,
             assistant_turns=request.assistant_turns,
-            limit=cfg.max_history_chars,
         )

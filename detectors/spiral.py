@@ -28,7 +28,17 @@ from itertools import combinations
 from pydantic import Field
 
 from runguard.detectors import tally
-from runguard.detectors.base import Detector, DetectorConfig, Plan, RequestSeen, ResponseSeen, Results, Verdict
+from runguard.detectors.base import (
+    Detector,
+    DetectorConfig,
+    Evidence,
+    Plan,
+    RequestSeen,
+    ResponseSeen,
+    Results,
+    ShownCall,
+    Verdict,
+)
 from runguard.detectors.normalize import (
     call_sketch_packed,
     call_tag,
@@ -141,11 +151,14 @@ class Spiral(Detector[SpiralConfig]):
             if len(pairs) >= cfg.min_pairs:
                 tool_tag = local[2:]
                 tool = next((c.name for c in seen.response.tool_calls if call_tag(c) == tool_tag), tool_tag)
+                involved = sorted({k for i, j, _ in pairs for k in (i, j)})
+                calls = tuple(ShownCall(tool, request_seq=_turn_of(window[k])) for k in involved)
                 return self.verdict(
                     f"tool '{tool}' was called with near-identical arguments: {len(pairs)} pairs among its "
                     f"last {len(window)} calls have Jaccard >= {cfg.threshold}",
+                    shows=Evidence(calls=calls),
                     tool=tool,
-                    calls=len(window),
+                    window=len(window),
                     pairs=pairs,
                 )
         return None
@@ -176,3 +189,9 @@ class Spiral(Detector[SpiralConfig]):
                 paired.add((turn_a, turn_b))
                 found.append((i, j, round(similarity, 3)))
         return found
+
+
+def _turn_of(entry: str) -> int | None:
+    """The request whose response made a window entry's call (None for an entry kept before turns were)."""
+    turn, marked, _ = entry.partition("|")[0].partition("~")
+    return int(turn) if marked and turn.isdigit() else None

@@ -9,7 +9,17 @@ from __future__ import annotations
 
 from pydantic import Field
 
-from runguard.detectors.base import Detector, DetectorConfig, Plan, RequestSeen, Results, RunFacts, Verdict
+from runguard.detectors.base import (
+    Detector,
+    DetectorConfig,
+    Evidence,
+    Plan,
+    RequestSeen,
+    Results,
+    RunFacts,
+    Verdict,
+    shown_results,
+)
 from runguard.detectors.normalize import turn_signature
 from runguard.detectors.ops import Push, Scope
 from runguard.proxy.events import is_transfer
@@ -48,9 +58,13 @@ class Stagnation(Detector[StagnationConfig]):
         if len(signatures) != 1:
             return None
         tools = sorted({call.name for call in seen.request.prior_calls if not is_transfer(call.name)})
+        # Every action of the window was this one: the calls with their results, as this request carries them.
+        action = shown_results(seen.request, None, tools)
+        current = shown_results(seen.request, facts.request_index, tools)
         return self.verdict(
             f"the last {len(window)} actions were identical: the same call to {', '.join(tools)} "
             f"with the same arguments and the same result",
+            shows=Evidence(calls=(*action * (len(window) - 1), *current)),
             tools=tools,
             signature=next(iter(signatures)),
             actions=len(window),

@@ -10,7 +10,16 @@ from __future__ import annotations
 
 from pydantic import Field
 
-from runguard.detectors.base import Detector, DetectorConfig, Plan, ResponseSeen, Results, Verdict
+from runguard.detectors.base import (
+    Detector,
+    DetectorConfig,
+    Evidence,
+    Plan,
+    Point,
+    ResponseSeen,
+    Results,
+    Verdict,
+)
 from runguard.detectors.ops import Push, Scope
 from runguard.proxy.events import OutputSchema
 
@@ -73,6 +82,12 @@ class StructuredOutput(Detector[StructuredOutputConfig]):
         return self.verdict(
             f"{failed} of the last {len(outcomes)} answers ({rate:.0%}) failed to validate against the "
             f"requested JSON schema (limit {cfg.max_failure_rate:.0%})",
+            # The judged answers, oldest first: y 1 for one that validated, 0 for one that failed.
+            shows=Evidence(
+                series=tuple(Point(k, float(o)) for k, o in enumerate(outcomes, start=1) if o in ("0", "1")),
+                value=round(rate, 3),
+                limit=cfg.max_failure_rate,
+            ),
             failed=failed,
             judged=len(outcomes),
             rate=round(rate, 3),

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pydantic import Field
 
-from runguard.detectors.base import Detector, DetectorConfig, RequestSeen, Results, RunFacts, Verdict
+from runguard.detectors.base import Detector, DetectorConfig, Evidence, RequestSeen, Results, RunFacts, Verdict
 from runguard.proxy.events import Api
 
 
@@ -32,7 +32,7 @@ class Timeout(Detector[TimeoutConfig]):
         if elapsed > cfg.seconds and seen.request.api is not Api.REALTIME:
             return self.verdict(
                 f"run has lasted {elapsed:.0f} s, over its limit of {cfg.seconds:.0f} s",
+                shows=Evidence(value=round(elapsed, 3), limit=cfg.seconds),
                 elapsed_seconds=round(elapsed, 3),
-                limit=cfg.seconds,
             )
         return None

@@ -14,11 +14,13 @@ from runguard.detectors.base import (
     Action,
     Detector,
     DetectorConfig,
+    Evidence,
     Plan,
     RequestSeen,
     ResponseSeen,
     Results,
     Verdict,
+    shown_call,
 )
 from runguard.detectors.normalize import call_tag, tool_work
 from runguard.detectors.ops import Add, Op, Scope
@@ -74,9 +76,10 @@ class ToolStorm(Detector[ToolStormConfig]):
         if count < cfg.threshold:
             return None
         tool = next((c.name for c in seen.response.tool_calls if call_tag(c) == tool_tag), tool_tag)
+        seq = seen.facts.request_index
+        latest = tuple(shown_call(c, seq=seq) for c in seen.response.tool_calls if call_tag(c) == tool_tag)
         return self.verdict(
             f"tool '{tool}' was called {int(count)} times in this run (limit {cfg.threshold})",
+            shows=Evidence(calls=latest, value=int(count), limit=cfg.threshold),
             tool=tool,
-            calls=int(count),
-            limit=cfg.threshold,
         )

@@ -45,7 +45,7 @@ def access_line(record: RequestRecord) -> bytes:
         "upstream_ms": round(record.upstream_ms, 2) if record.upstream_ms is not None else None,
         "overhead_ms": round(record.overhead_ms, 3),
         "blocked_by": record.blocked_by,
-        "warnings": [v.detector for v in record.verdicts if v.action == "warn"],
+        "warnings": [v.detector for v in record.verdicts if v.action in ("warn", "nudge")],
         "error": record.error,
     }
     if record.polled:

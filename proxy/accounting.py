@@ -9,7 +9,8 @@ the breaker records (`breaker.FIELD`).
 
 Warnings found after a response has gone to the client (its headers were
 sent) wait in the run's state (`carry_ops`); the run's next request takes
-them (the last of `request_ops`), and its response shows them.
+them (in `request_ops`), and its response shows them. So does a nudge's note
+(`nudge_ops`), which the next request carries to the model.
 """
 
 from __future__ import annotations
@@ -66,6 +67,10 @@ _BREAKERS = (
 _RELEASE = Add(Scope.RUN, "core.inflight", -1)
 _CARRIED = "core.warned"
 _TAKE_CARRIED = Put(Scope.RUN, _CARRIED, None)  # its result: what was waiting
+_NUDGED = "core.nudged"  # the detectors that nudged the run (`nudge`): the next time they fire, they block
+_GET_NUDGED = Get(Scope.RUN, _NUDGED)
+_NOTE = "core.note"  # a nudge found after a response, for the run's next request to carry
+_TAKE_NOTE = Put(Scope.RUN, _NOTE, None)
 
 
 def request_ops(now: float, body_hash: str) -> list[Op]:
@@ -76,6 +81,8 @@ def request_ops(now: float, body_hash: str) -> list[Op]:
         Push(Scope.RUN, "core.body", (body_hash,), keep=2),
         *_BREAKERS,
         _TAKE_CARRIED,
+        _GET_NUDGED,
+        _TAKE_NOTE,
     ]
 
 
@@ -123,6 +130,26 @@ def carried_from(results: Sequence[OpResult]) -> str | None:
 def carry_ops(warnings: str) -> list[Op]:
     """Leave `warnings` for the run's next answer (replacing any still waiting)."""
     return [Put(Scope.RUN, _CARRIED, warnings)]
+
+
+def nudged_from(results: Sequence[OpResult]) -> frozenset[str]:
+    """The detectors that have nudged the run already (from `request_ops`)."""
+    nudged = results[13]
+    return frozenset(nudged) if isinstance(nudged, tuple) else frozenset()
+
+
+def note_from(results: Sequence[OpResult]) -> str | None:
+    """A nudge's note an earlier response of the run left for this request to carry (from `request_ops`)."""
+    note = results[14]
+    return note if isinstance(note, str) and note else None
+
+
+def nudge_ops(detectors: Sequence[str], note: str | None) -> list[Op]:
+    """Remember that `detectors` nudged the run; `note`: leave it for the run's next request."""
+    ops: list[Op] = [Push(Scope.RUN, _NUDGED, tuple(detectors), keep=64, unique=True)]
+    if note is not None:
+        ops.append(Put(Scope.RUN, _NOTE, note))
+    return ops
 
 
 def release_ops() -> list[Op]:

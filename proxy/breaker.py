@@ -9,6 +9,11 @@ States and the only legal transitions:
     HALF_OPEN --probe timed out-->   HALF_OPEN  (a new probe may be admitted)
     any       --manual reset-->      CLOSED
 
+A *latched* record (a run stopped for a loop, a cycle or a cap) never reaches
+HALF_OPEN: it stays OPEN until the manual reset, or until the run's state is
+forgotten. Cooldowns and probes are for upstream failures, which heal by
+themselves; a looping agent let back in after a cooldown loops again.
+
 A CLOSED breaker has no record. The record is stored as one JSON string field
 per scope (run, key, key+model) through the state backend; admitting the probe
 is a compare-and-set on that field, so only one replica ever sends it.
@@ -42,6 +47,7 @@ class BreakerRecord:
     reason: str
     request_index: int = 0
     probe_at: float = 0.0
+    latched: bool = False  # stays OPEN until reset (no cooldown, no probe)
 
     def dumps(self) -> str:
         return orjson.dumps(dataclasses.asdict(self)).decode()
@@ -79,7 +85,7 @@ def gate(record: BreakerRecord | None, now: float, probe_timeout: float) -> Gate
     """What a request may do given the breaker record."""
     if record is None or record.state is BreakerState.CLOSED:
         return Gate(GateKind.ALLOW)
-    if record.state is BreakerState.OPEN and now < record.reopens_at():
+    if record.state is BreakerState.OPEN and (record.latched or now < record.reopens_at()):
         return Gate(GateKind.DENY, record)
     if record.state is BreakerState.HALF_OPEN and now - record.probe_at < probe_timeout:
         return Gate(GateKind.DENY, record)
@@ -96,8 +102,12 @@ def trip(
     request_index: int,
     base_cooldown: float,
     max_cooldown: float,
+    latched: bool = False,
 ) -> BreakerRecord:
-    """Open the breaker; each re-trip before a successful probe doubles the cooldown."""
+    """Open the breaker; each re-trip before a successful probe doubles the cooldown.
+
+    `latched`: it stays open until reset, whatever the cooldown says (a run stopped for a loop).
+    """
     trips = record.trips + 1 if record is not None else 1
     cooldown = min(base_cooldown * 2 ** (trips - 1), max_cooldown)
-    return BreakerRecord(BreakerState.OPEN, now, cooldown, trips, detector, reason, request_index)
+    return BreakerRecord(BreakerState.OPEN, now, cooldown, trips, detector, reason, request_index, latched=latched)

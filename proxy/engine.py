@@ -145,8 +145,20 @@ class Finding:
     """A verdict with what to do about it."""
 
     verdict: Verdict
-    blocking: bool  # action is block (and shadow mode is off)
+    blocking: bool  # action is block (and shadow mode is off), or a nudged run's second finding (`escalated`)
     response: ResponseKind
+    nudge: bool = False  # action is nudge (and shadow mode is off): the guard nudges first, then blocks
+    latches: bool = False  # a block stops the run until reset (`Detector.stays_stopped`, run scope)
+
+    @property
+    def action(self) -> str:
+        """As recorded: "block", "nudge" or "warn"."""
+        return "block" if self.blocking else "nudge" if self.nudge else "warn"
+
+    def escalated(self) -> Finding:
+        """This nudge finding as a block: the run was nudged for it before, and the pattern goes on."""
+        verdict = dataclasses.replace(self.verdict, evidence={**self.verdict.evidence, "after_nudge": True})
+        return dataclasses.replace(self, verdict=verdict, blocking=True, nudge=False)
 
     @property
     def detector(self) -> str:
@@ -220,8 +232,12 @@ class Engine:
         """A check's verdict as a finding; a check that returned something else is at fault (it raises)."""
         if not isinstance(verdict, Verdict):
             raise TypeError(f"a check returned {type(verdict).__name__}, not a Verdict or None")
-        blocking = hook.config.action is Action.BLOCK and not verdict.advisory and not self._shadow
-        findings.append(Finding(verdict, blocking, hook.config.response))
+        action, detector = hook.config.action, hook.armed.detector
+        live = not verdict.advisory and not self._shadow
+        nudge = action is Action.NUDGE and detector.nudges  # one that cannot nudge (set by a header) blocks
+        latches = detector.stays_stopped and verdict.scope in (Scope.RUN, Scope.THREAD)
+        blocking = live and (action is Action.BLOCK or (action is Action.NUDGE and not nudge))
+        findings.append(Finding(verdict, blocking, hook.config.response, nudge=nudge and live, latches=latches))
 
     def _batch(
         self,

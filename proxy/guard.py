@@ -28,6 +28,7 @@ from runguard.proxy import (
     breaker,
     continuation,
     nesting,
+    nudge,
     reporting,
     roots,
     tenants,
@@ -189,7 +190,8 @@ class Guard:
 
     def _trip_record(self, ticket: Ticket, finding: Finding, seen: ResponseSeen | None) -> TripRecord:
         cap = self._policy.config_of("max_requests", ticket.key_hash, ticket.request.model)
-        return reporting.trip_record(ticket, finding, seen, self._clock(), int(getattr(cap, "limit", 100)))
+        step_cap, texts = int(getattr(cap, "limit", 100)), self._settings.store.record_bodies
+        return reporting.trip_record(ticket, finding, seen, self._clock(), step_cap, with_texts=texts)
 
     def _record_trip(self, trip: TripRecord) -> None:
         self._sink.submit(trip)
@@ -209,6 +211,7 @@ class Guard:
             request_index=ticket.facts.request_index if ticket.facts else 0,
             base_cooldown=cfg.cooldown_seconds,
             max_cooldown=cfg.max_cooldown_seconds,
+            latched=finding.latches and scope is Scope.RUN,
         )
         return Put(scope, breaker.FIELD, record.dumps())
 
@@ -337,7 +340,9 @@ class Guard:
         facts, breakers = accounting.facts_from(results)
         ticket.facts = facts
         ticket.carried = accounting.carried_from(results)
+        ticket.nudged, ticket.note = accounting.nudged_from(results), accounting.note_from(results)
         findings, ticket.before = self._engine.check_request(ticket.lineup, batch, results, seen, facts)
+        findings = nudge.escalated(ticket.nudged, findings)
         if not findings and breakers.run is None and breakers.key is None and breakers.key_model is None:
             return ticket  # nothing to gate, record or answer: the usual request waits on nothing more
         if self._state.never_waits:
@@ -434,9 +439,15 @@ class Guard:
         ticket.probes = tuple(probes)
 
     def _deny(self, ticket: Ticket, scope: Scope, record: BreakerRecord) -> None:
-        remaining = max(0.0, record.reopens_at() - self._clock())
-        retry = math.ceil(remaining) if math.isfinite(remaining) else None  # whole seconds, never early
-        reason = f"breaker open since request {record.request_index}: {record.reason} (retry in {retry} s)"
+        """Answer a request locally while a breaker is open, as the detector that opened it is set to answer
+        (`response`). A run stopped for good (`latched`) gets that answer to every request until it is reset."""
+        retry: int | None = None  # a latched run has no time to come back at: no Retry-After
+        if record.latched:
+            reason = f"run stopped at request {record.request_index}: {record.reason} (it stays stopped until reset)"
+        else:
+            remaining = max(0.0, record.reopens_at() - self._clock())
+            retry = math.ceil(remaining) if math.isfinite(remaining) else None  # whole seconds, never early
+            reason = f"breaker open since request {record.request_index}: {record.reason} (retry in {retry} s)"
         notice = StopNotice(record.detector, ticket.run_id, reason, ticket.reset_hint(scope))
         config = self._policy.config_of(record.detector, ticket.key_hash, ticket.request.model)
         kind = config.response if config is not None else ResponseKind.ERROR
@@ -464,6 +475,8 @@ class Guard:
         tokens count in each trip's spend so far.
         """
         blocking = next((f for f in findings if f.blocking), None)
+        if blocking is not None:  # a stop now needs no note first
+            findings = [dataclasses.replace(f, nudge=False) if f.nudge else f for f in findings]
         for finding in findings:
             trip = self._trip_record(ticket, finding, seen)
             ticket.trips.append(trip)
@@ -471,6 +484,9 @@ class Guard:
             if not finding.blocking:
                 ticket.warnings.append(finding)
         if blocking is None:
+            ops = nudge.nudging(ticket, [f for f in findings if f.nudge], now=answers)
+            if ops:
+                await self._execute(ticket.ids, ops)
             return None
         scope = blocking.verdict.scope
         existing = breakers.of(scope)
@@ -523,7 +539,7 @@ class Guard:
         """Before a non-streamed response reaches the client: a replacement, or None."""
         if ticket.facts is None:
             return None
-        findings = self._engine.inspect_response(ticket.lineup, ticket.views_of(seen))
+        findings = nudge.escalated(ticket.nudged, self._engine.inspect_response(ticket.lineup, ticket.views_of(seen)))
         blocking = next((f for f in findings if f.blocking), None)
         ticket.inspected = findings
         if blocking is None:
@@ -574,13 +590,13 @@ class Guard:
         if ticket.inspected is not None:
             findings, late = list(ticket.inspected), []
         else:
-            findings = self._engine.inspect_response(lineup, views)
+            findings = nudge.escalated(ticket.nudged, self._engine.inspect_response(lineup, views))
             late = list(findings)
         base = accounting.response_ops(seen.response.usage, seen.usd)
         batch = self._engine.plan_response(lineup, views, len(base), ticket.nested)
         results = await self._execute(ticket.ids, [*base, *batch.ops, *self._handing_out(ticket, seen)])
         if results is not None:
-            checked = self._engine.check_response(lineup, batch, results, views)
+            checked = nudge.escalated(ticket.nudged, self._engine.check_response(lineup, batch, results, views))
             findings += checked
             late += checked
             breakers = accounting.Breakers(None, None, None)

@@ -40,6 +40,7 @@ from runguard.proxy.events import Api, Provider, ResponseInfo
 from runguard.proxy.guard import Guard
 from runguard.proxy.headers import header_text, is_upgrade, upstream_request_headers
 from runguard.proxy.keys import KeyHasher, redact
+from runguard.proxy.nudge import with_note
 from runguard.proxy.observe import Observer
 from runguard.proxy.paths import REFUSED, canonical
 from runguard.proxy.policy import SHORT_HEADERS, tightening_from
@@ -394,6 +395,11 @@ async def _guarded(
         kept = _recorded(request, decoded, b"", None) if settings.store.record_bodies else None
         await ctx.settle(ctx.guard.complete(ticket, None, client_status=ticket.answer.status, body=kept))
         return _synthetic(ticket.answer, ticket)
+    noted = with_note(info.api, decoded, ticket.note) if ticket.note is not None else None
+    if noted is not None:
+        # A nudge: the note spliced into the body, sent as plain JSON (its length is the new body's).
+        body = decoded = noted
+        headers.popall("Content-Encoding", None)
     rewrite: UsageChunkFilter | None = None
     if settings.upstreams.inject_stream_usage and info.api is Api.CHAT and info.stream and not info.include_usage:
         asked = with_usage_requested(decoded)

@@ -5,7 +5,7 @@ override whose key matches the request's key hash (or its label), then every
 override whose model matches, then per-run request headers. Headers may only
 tighten: a field accepts a header value only if its config declares a
 `tighten` direction and the value is stricter; an action may go from off to
-warn to block, never back. Resolved sets are cached per (key, model, headers).
+warn to nudge to block, never back. Resolved sets are cached per (key, model, headers).
 """
 
 from __future__ import annotations
@@ -27,7 +27,7 @@ SHORT_HEADERS = {
     "X-RunGuard-Max-Tokens": "max_tokens.limit",
     "X-RunGuard-Timeout": "timeout.seconds",
 }
-_ACTION_RANK = {Action.OFF: 0, Action.WARN: 1, Action.BLOCK: 2}
+_ACTION_RANK = {Action.OFF: 0, Action.WARN: 1, Action.NUDGE: 2, Action.BLOCK: 3}
 
 Tightening = tuple[tuple[str, str, str], ...]  # (detector, field, raw value)
 

@@ -18,7 +18,7 @@ from runguard.detectors.frozen import frozen
 @frozen
 class VerdictRecord:
     detector: str
-    action: str  # "block" or "warn"
+    action: str  # "block", "nudge" (a note to the model first: see `nudge`) or "warn"
     reason: str
 
 
@@ -74,7 +74,7 @@ class TripRecord:
     run_id: str
     key_hash: str
     detector: str
-    action: str  # "block" or "warn"
+    action: str  # "block", "nudge" (a note to the model first: see `nudge`) or "warn"
     reason: str
     scope: str  # whose breaker: run, key, key_model
     request_index: int

@@ -5,7 +5,7 @@ from __future__ import annotations
 import time
 
 from runguard.detectors.base import ResponseSeen
-from runguard.proxy import costs, unreadable
+from runguard.proxy import costs, evidence, unreadable
 from runguard.proxy.continuation import Pending
 from runguard.proxy.engine import Finding
 from runguard.proxy.events import ResponseInfo
@@ -13,8 +13,12 @@ from runguard.proxy.records import RecordedBody, RequestRecord, TripRecord, Verd
 from runguard.proxy.ticket import Ticket
 
 
-def trip_record(ticket: Ticket, finding: Finding, seen: ResponseSeen | None, at: float, step_cap: int) -> TripRecord:
-    """A finding as a trip; `usd_avoided_estimate` is `costs.avoided_estimate` (0 for a warning).
+def trip_record(
+    ticket: Ticket, finding: Finding, seen: ResponseSeen | None, at: float, step_cap: int, *, with_texts: bool = False
+) -> TripRecord:
+    """A finding as a trip; `usd_avoided_estimate` is `costs.avoided_estimate` (0 unless it blocks).
+    `with_texts` (`store.record_bodies`): the evidence's calls that this request or response carries get their
+    text (`evidence.with_content`).
 
     The spend so far (USD and tokens alike) includes the response `seen`, when the finding
     was made after one."""
@@ -24,20 +28,23 @@ def trip_record(ticket: Ticket, finding: Finding, seen: ResponseSeen | None, at:
     spent = (facts.usd if facts else 0.0) + (seen.usd if seen is not None else 0.0)
     tokens = (facts.input_tokens + facts.output_tokens) if facts else 0
     tokens += (usage.input_tokens + usage.output_tokens) if usage else 0
-    action = costs.BLOCK if finding.blocking else "warn"
     return TripRecord(
         run_id=ticket.run_id,
         key_hash=ticket.key_hash,
         detector=finding.detector,
-        action=action,
+        action=finding.action,
         reason=finding.verdict.reason,
         scope=finding.verdict.scope.value,
         request_index=index,
         at=at,
         usd_so_far=spent,
         tokens_so_far=tokens,
-        usd_avoided_estimate=costs.avoided_estimate(action, spent, index, step_cap),
-        evidence=dict(finding.verdict.evidence),
+        usd_avoided_estimate=costs.avoided_estimate(finding.action, spent, index, step_cap),
+        evidence=(
+            evidence.with_content(finding.verdict.evidence, ticket.request, seen.response if seen else None)
+            if with_texts
+            else dict(finding.verdict.evidence)
+        ),
         model=ticket.request.model,
     )
 

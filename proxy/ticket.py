@@ -48,6 +48,8 @@ class Ticket:
     # recorded and counted as provider gemini, api chat (`provider`).
     upstream: Provider | None = None
     notes: tuple[str, ...] = ()  # per-run header entries not applied because they would loosen the policy
+    nudged: frozenset[str] = frozenset()  # detectors that nudged the run before: they block if they fire again
+    note: str | None = None  # a nudge's note this request carries to the model (`nudge`)
     started: float = field(default_factory=time.perf_counter)
     traceparent: str | None = None  # the agent's W3C trace context, if its request carried one (`telemetry`)
     tracestate: str | None = None
@@ -56,7 +58,7 @@ class Ticket:
     def carried_text(late: list[Finding]) -> str:
         """Warnings found once the response's headers were sent, as the run's next answer shows them
         (bounded: they wait in the run's state)."""
-        return "; ".join(f"{w.detector} (previous response): {w.verdict.reason}" for w in late)[:CARRIED_CHARS]
+        return "; ".join(f"{_label(w)} (previous response): {w.verdict.reason}" for w in late)[:CARRIED_CHARS]
 
     @property
     def provider(self) -> Provider:
@@ -83,7 +85,7 @@ class Ticket:
         """`x-runguard-warning`: every non-blocking finding so far, and those carried from the run's
         previous response; ASCII-safe and bounded."""
         warnings = self.warnings + [f for f in self.inspected or () if not f.blocking]
-        parts = [f"{w.detector}: {w.verdict.reason}" for w in warnings]
+        parts = [f"{_label(w)}: {w.verdict.reason}" for w in warnings]
         if self.carried:
             parts.append(self.carried)
         parts += self.notes
@@ -100,6 +102,11 @@ class Ticket:
             command = reset_command(key=self.ids.key, model=self.request.model, url=url)
             return f"It closes after its cooldown, or: {command}"
         return f"Reset with: {reset_command(key=self.ids.key, url=url)}"
+
+
+def _label(finding: Finding) -> str:
+    """A warning's detector, marked when its finding nudged the model (a note went to it with the request)."""
+    return f"{finding.detector} (nudge)" if finding.nudge else finding.detector
 
 
 def scope_ids(run_id: str, key_hash: str, model: str, now: float, thread: str = "") -> ScopeIds:

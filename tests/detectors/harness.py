@@ -321,3 +321,39 @@ class RunSimulator:
 def first_trip(results: Sequence[StepResult], detector: str | None = None) -> int | None:
     """1-based number of the first step with a finding (of `detector`), or None."""
     return next((i + 1 for i, r in enumerate(results) if r.tripped(detector)), None)
+
+
+# -- evidence ---------------------------------------------------------------------------------------
+
+_HEX = set("0123456789abcdef")
+
+
+def _shown_calls(value: Any) -> None:
+    assert isinstance(value, list) and value, "calls and batch are non-empty lists"
+    for entry in value:
+        assert isinstance(entry["tool"], str) and entry["tool"]
+        assert set(entry) <= {"tool", "args_digest", "result_digest", "request_seq"}, entry
+        for key in ("args_digest", "result_digest"):
+            assert key not in entry or (entry[key] and set(entry[key]) <= _HEX), entry
+        assert "request_seq" not in entry or (isinstance(entry["request_seq"], int) and entry["request_seq"] > 0)
+
+
+def shows(finding: Finding, *keys: str) -> dict[str, Any]:
+    """The finding's evidence, checked against the documented shape (docs/detectors.md, "Evidence"), with
+    each of `keys` present; it also passes as JSON (the store writes it so)."""
+    evidence = dict(finding.verdict.evidence)
+    assert evidence["summary"] == finding.verdict.reason
+    for key in ("calls", "batch"):
+        if key in evidence:
+            _shown_calls(evidence[key])
+    if "agents" in evidence:
+        assert evidence["agents"] and all(isinstance(a, str) and a for a in evidence["agents"])
+    if "series" in evidence:
+        assert evidence["series"] and all(set(p) == {"x", "y"} for p in evidence["series"])
+        assert all(isinstance(v, int | float) for p in evidence["series"] for v in p.values())
+    for key in ("value", "limit"):
+        assert key not in evidence or isinstance(evidence[key], int | float), key
+    missing = [key for key in keys if key not in evidence]
+    assert not missing, f"{finding.detector}'s evidence lacks {missing}"
+    assert json.loads(json.dumps(evidence)) is not None
+    return evidence

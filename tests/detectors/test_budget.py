@@ -5,7 +5,7 @@ from __future__ import annotations
 from runguard.detectors.budget import Budget, BudgetConfig
 from runguard.detectors.ops import Scope
 from runguard.proxy.state.memory import MemoryState
-from tests.detectors.harness import RunSimulator, Step, first_trip, request
+from tests.detectors.harness import RunSimulator, Step, first_trip, request, shows
 
 
 async def test_run_budget_stops_the_request_after_spend_reaches_the_cap() -> None:
@@ -14,6 +14,7 @@ async def test_run_budget_stops_the_request_after_spend_reaches_the_cap() -> Non
     # 4 responses spend exactly $5.00; the 5th request is the first to start at the cap.
     assert first_trip(results) == 5
     finding = results[4].one("budget")
+    shows(finding, "value", "limit")
     assert finding.blocking
     assert "$5.00 budget" in finding.verdict.reason
     assert finding.verdict.evidence["usd"] == 5.0

@@ -14,6 +14,7 @@ from tests.detectors.harness import (
     response,
     result,
     review_transfers,
+    shows,
 )
 
 
@@ -22,6 +23,7 @@ async def test_the_third_consecutive_turn_is_flagged() -> None:
     results = await RunSimulator([ConsecutiveSameTool()]).run(agent_loop(turns))
     assert first_trip(results) == 3
     finding = results[2].one("consecutive_same_tool")
+    shows(finding, "calls", "value", "limit")
     assert not finding.blocking
     assert "3 consecutive model turns" in finding.verdict.reason
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from runguard.detectors.context_growth import ContextGrowth
-from tests.detectors.harness import RunSimulator, Step, first_trip, request, response
+from tests.detectors.harness import RunSimulator, Step, first_trip, request, response, shows
 
 
 def with_inputs(tokens: list[int]) -> list[Step]:
@@ -24,6 +24,8 @@ async def test_each_request_adding_more_than_the_one_before_trips() -> None:
     # At step 8 the recent mean is exactly 3.0x the first and the last steps add 2x what the first did.
     assert first_trip(results) == 8
     finding = results[7].one("context_growth")
+    series = shows(finding, "series", "value", "limit")["series"]
+    assert [p["x"] for p in series] == list(range(1, 9))
     assert finding.blocking
     assert "3.0x the first 5" in finding.verdict.reason
     assert finding.verdict.evidence["recent"] == inputs[3:8]

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from runguard.detectors.context_window import ContextWindow
-from tests.detectors.harness import RunSimulator, Step, request, response
+from tests.detectors.harness import RunSimulator, Step, request, response, shows
 
 
 async def test_below_seventy_percent_passes() -> None:
@@ -16,6 +16,7 @@ async def test_seventy_percent_warns_even_when_the_action_is_block() -> None:
     sim = RunSimulator([ContextWindow()])
     result = await sim.step(Step(request(estimated_input_tokens=700), context_window=1000))
     finding = result.one("context_window")
+    shows(finding, "value", "limit")
     assert finding.verdict.advisory
     assert not finding.blocking
     assert "70%" in finding.verdict.reason

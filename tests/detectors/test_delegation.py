@@ -7,7 +7,7 @@ from itertools import pairwise
 
 from runguard.detectors.delegation import Delegation, DelegationConfig
 from runguard.proxy.events import AgentIdentity, HandoffKind
-from tests.detectors.harness import RunSimulator, Step, first_trip, handoff, request, response
+from tests.detectors.harness import RunSimulator, Step, first_trip, handoff, request, response, shows
 
 DELEGATE = HandoffKind.DELEGATE
 
@@ -37,6 +37,7 @@ async def test_the_first_agent_named_once_handed_back_to_past_its_parent_trips()
     results = await RunSimulator([Delegation()]).run(steps)
     assert first_trip(results) == 4
     finding = results[3].one("delegation")
+    assert shows(finding, "agents")["agents"][-1] in shows(finding)["agents"][:-1]
     assert "agent 'triage' is handed work while already in the delegation chain" in finding.verdict.reason
     assert finding.verdict.evidence["chain"] == ["triage", "billing", "refunds"]
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from runguard.detectors.duplicate_request import DuplicateRequest
-from tests.detectors.harness import RunSimulator, Step, first_trip, request
+from tests.detectors.harness import RunSimulator, Step, first_trip, request, shows
 
 
 async def test_the_fourth_identical_body_in_a_row_is_stopped() -> None:
@@ -12,6 +12,7 @@ async def test_the_fourth_identical_body_in_a_row_is_stopped() -> None:
     # An SDK's two default retries give three identical sends: still normal.
     assert first_trip(results) == 4
     assert "4 times in a row" in results[3].one("duplicate_request").verdict.reason
+    shows(results[3].one("duplicate_request"), "value", "limit")
 
 
 async def test_a_different_body_in_between_restarts_the_count() -> None:

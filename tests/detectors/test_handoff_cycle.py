@@ -7,7 +7,7 @@ from itertools import pairwise
 
 from runguard.detectors.handoff_cycle import HandoffCycle, HandoffCycleConfig
 from runguard.proxy.events import AgentIdentity, HandoffKind
-from tests.detectors.harness import RunSimulator, Step, call, first_trip, handoff, request, response, result
+from tests.detectors.harness import RunSimulator, Step, call, first_trip, handoff, request, response, result, shows
 
 
 def handing(source: str, target: str, text: str = "", brought: str = "") -> Step:
@@ -25,6 +25,7 @@ async def test_the_same_pair_with_the_same_payload_twice_in_the_window_trips() -
     results = await RunSimulator([HandoffCycle()]).run(steps)
     assert first_trip(results) == 3
     finding = results[2].one("handoff_cycle")
+    assert shows(finding, "agents", "calls")["agents"] == ["triage", "billing"]
     assert finding.blocking
     assert "triage -> billing repeated with the same payload 2 times" in finding.verdict.reason
     assert finding.verdict.evidence["pair"] == ["triage", "billing"]

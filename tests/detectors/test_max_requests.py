@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from runguard.detectors.max_requests import MaxRequests, MaxRequestsConfig
-from tests.detectors.harness import RunSimulator, Step, first_trip, request
+from tests.detectors.harness import RunSimulator, Step, first_trip, request, shows
 
 
 async def test_the_request_after_the_limit_is_stopped() -> None:
@@ -11,6 +11,7 @@ async def test_the_request_after_the_limit_is_stopped() -> None:
     results = await sim.run([Step(request()) for _ in range(5)])
     assert first_trip(results) == 4
     assert "request 4 exceeds" in results[3].one("max_requests").verdict.reason
+    assert shows(results[3].one("max_requests"), "value", "limit")["value"] == 4
 
 
 async def test_default_allows_a_hundred_requests() -> None:

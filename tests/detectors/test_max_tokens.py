@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from runguard.detectors.max_tokens import MaxTokens, MaxTokensConfig
-from tests.detectors.harness import RunSimulator, Step, first_trip, request, response
+from tests.detectors.harness import RunSimulator, Step, first_trip, request, response, shows
 
 
 async def test_the_request_after_tokens_reach_the_limit_is_stopped() -> None:
@@ -13,6 +13,7 @@ async def test_the_request_after_tokens_reach_the_limit_is_stopped() -> None:
     # 700 tokens after two responses, 1050 after three: the 4th request is stopped.
     assert first_trip(results) == 4
     assert results[3].one("max_tokens").verdict.evidence["tokens"] == 1050
+    assert shows(results[3].one("max_tokens"), "value", "limit")["value"] == 1050
 
 
 async def test_default_leaves_room_for_a_long_run_with_large_contexts() -> None:

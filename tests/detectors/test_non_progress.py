@@ -5,7 +5,7 @@ from __future__ import annotations
 from runguard.detectors.non_progress import NonProgress, NonProgressConfig
 from runguard.detectors.normalize import ACK_CHARS, acknowledges
 from runguard.proxy.events import ToolResult
-from tests.detectors.harness import RunSimulator, Step, agent_loop, first_trip, review_transfers
+from tests.detectors.harness import RunSimulator, Step, agent_loop, first_trip, review_transfers, shows
 
 STUCK = {"status": "partial_parse_error", "data": None}
 
@@ -20,6 +20,8 @@ async def test_trips_on_the_third_identical_result_not_the_second() -> None:
     # Response i asks for call i; request i+1 brings its result: the 3rd result arrives with request 4.
     assert first_trip(results) == 4
     finding = results[3].one("non_progress")
+    calls = shows(finding, "calls")["calls"]
+    assert len(calls) == 3 and len({c["result_digest"] for c in calls}) == 1 and calls[-1]["request_seq"] == 4
     assert finding.blocking
     assert finding.verdict.reason == "tool 'parse_document' returned the same result 3 times in a row"
     assert finding.verdict.evidence["repeats"] == 3

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from runguard.detectors.oscillation import Oscillation
-from tests.detectors.harness import RunSimulator, agent_loop, first_trip, review_transfers
+from tests.detectors.harness import RunSimulator, agent_loop, first_trip, review_transfers, shows
 
 A = ("open_tab", {"tab": "settings"}, "settings page")
 B = ("open_tab", {"tab": "billing"}, "billing page")
@@ -16,6 +16,7 @@ async def test_trips_once_six_actions_alternate_between_two() -> None:
     # The 6th action's result comes back with request 7.
     assert first_trip(results) == 7
     finding = results[6].one("oscillation")
+    shows(finding, "calls")
     assert finding.blocking
     assert "only 2 distinct" in finding.verdict.reason
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from runguard.detectors.over_spawn import OverSpawn
-from tests.detectors.harness import RunSimulator, Step, request
+from tests.detectors.harness import RunSimulator, Step, request, shows
 
 
 async def test_the_twenty_first_concurrent_request_is_stopped() -> None:
@@ -12,6 +12,7 @@ async def test_the_twenty_first_concurrent_request_is_stopped() -> None:
     assert not any(p.outcome.tripped() for p in pending)
     extra = await sim.admit(Step(request()))
     assert "21 requests" in extra.outcome.one("over_spawn").verdict.reason
+    assert shows(extra.outcome.one("over_spawn"), "value", "limit")["value"] == 21
 
 
 async def test_finished_requests_free_their_slot() -> None:

@@ -7,7 +7,7 @@ from typing import Any
 
 from runguard.detectors.parallel_calls import ParallelCalls
 from runguard.proxy.events import Handoff, HandoffKind
-from tests.detectors.harness import RunSimulator, Step, call, first_trip, request, response
+from tests.detectors.harness import RunSimulator, Step, call, first_trip, request, response, shows
 
 
 def batch(*calls: tuple[str, Any]) -> Step:
@@ -23,6 +23,7 @@ async def test_six_calls_in_one_response_are_stopped_before_the_tools_run() -> N
     )
     assert first_trip(results) == 2
     finding = results[1].one("parallel_calls")
+    shows(finding, "batch")
     assert results[1].inspect == [finding]  # decided on the response itself, before the client gets it
     assert finding.blocking
     assert "6 tool calls in one response, over the limit of 5" in finding.verdict.reason

@@ -18,7 +18,7 @@ from runguard.proxy.events import HandoffKind, ToolCall
 from tests.detectors.harness import RunSimulator, Step, Turn, agent_loop, call, handoff, request, response, result
 
 # modules of detectors/ that hold no detector
-HELPERS = {"base", "ops", "normalize", "tally", "registry", "catalogue", "frozen"}
+HELPERS = {"base", "ops", "normalize", "tally", "registry", "catalogue", "frozen", "guide"}
 NOT_OURS = {"base", "ops"}  # the contract modules, tested elsewhere
 TESTS = Path(__file__).parent
 
@@ -129,3 +129,9 @@ async def test_run_state_stays_bounded_whatever_the_run() -> None:
         prev = calls
     # Every window and roster full: about 12 KB (a typical run holds 1-2 KB; the target is under 16 KB).
     assert await sim.run_state_bytes() < 13 * 1024
+
+
+def test_nudge_is_refused_where_the_model_cannot_change_what_the_detector_judges() -> None:
+    validate_config("spiral", {"action": "nudge"})
+    with pytest.raises(ConfigError, match=r"^retry_cascade\.action: nudge is not available"):
+        validate_config("retry_cascade", {"action": "nudge"})

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from runguard.detectors.repeat_call import RepeatCall
-from tests.detectors.harness import RunSimulator, Step, Turn, agent_loop, first_trip, review_transfers
+from tests.detectors.harness import RunSimulator, Step, Turn, agent_loop, first_trip, review_transfers, shows
 
 FORBIDDEN = {"error": "403 Forbidden"}
 
@@ -17,6 +17,8 @@ async def test_trips_at_the_fourth_identical_call_and_result() -> None:
     # The 4th identical result comes back with request 5.
     assert first_trip(results) == 5
     finding = results[4].one("repeat_call")
+    calls = shows(finding, "calls")["calls"]
+    assert len(calls) == 4 and len({(c["args_digest"], c["result_digest"]) for c in calls}) == 1
     assert finding.verdict.evidence["repeats"] == 4
     assert "tool 'read_article' was called 4 times with identical arguments" in finding.verdict.reason
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from runguard.detectors.ops import Scope
 from runguard.detectors.retry_cascade import RetryCascade
-from tests.detectors.harness import RunSimulator, Step, first_trip, request, response
+from tests.detectors.harness import RunSimulator, Step, first_trip, request, response, shows
 
 
 def failing(status: int | None = 503, model: str = "m") -> Step:
@@ -22,6 +22,7 @@ async def test_the_second_consecutive_failure_trips_the_key_and_model() -> None:
     results = await sim.run([failing(), failing(429)])
     assert first_trip(results) == 2
     finding = results[1].one("retry_cascade")
+    shows(finding, "value", "limit")
     assert finding.verdict.scope is Scope.KEY_MODEL
     assert finding.blocking
     assert "2 consecutive upstream failures" in finding.verdict.reason

@@ -6,7 +6,7 @@ from runguard.detectors.ops import Scope
 from runguard.detectors.session_bloat import SessionBloat
 from runguard.proxy.state.base import ScopeTtls
 from runguard.proxy.state.memory import MemoryState
-from tests.detectors.harness import RunSimulator, Step, request
+from tests.detectors.harness import RunSimulator, Step, request, shows
 
 
 class Clock:
@@ -32,6 +32,7 @@ async def test_first_request_with_long_prior_history_is_stopped() -> None:
     sim = RunSimulator([SessionBloat()])
     result = await sim.step(Step(request(assistant_turns=12, history_chars=60_001, message_count=25)))
     finding = result.one("session_bloat")
+    shows(finding, "value", "limit")
     assert finding.blocking
     assert "60,001 characters" in finding.verdict.reason
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from runguard.detectors.ops import Scope
 from runguard.detectors.spiral import MAX_TOOLS, Spiral, SpiralConfig
-from tests.detectors.harness import RunSimulator, Turn, agent_loop, first_trip, with_handoffs
+from tests.detectors.harness import RunSimulator, Turn, agent_loop, first_trip, shows, with_handoffs
 
 BASE = "ai agent cost control production budget enforcement guide for teams"
 WORDS = ["2026", "pricing", "examples", "overview", "tutorial", "checklist"]
@@ -20,6 +20,7 @@ async def test_trips_at_the_third_near_identical_call() -> None:
     # Three calls give three similar pairs: the seed's rule fires on the third call.
     assert first_trip(results) == 3
     finding = results[2].one("spiral")
+    assert [c["request_seq"] for c in shows(finding, "calls")["calls"]] == [1, 2, 3]
     assert finding.blocking
     assert results[2].response  # judged after the response: the breaker stops the next request
     assert "tool 'web_search'" in finding.verdict.reason

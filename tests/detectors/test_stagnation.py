@@ -3,7 +3,16 @@
 from __future__ import annotations
 
 from runguard.detectors.stagnation import Stagnation
-from tests.detectors.harness import RunSimulator, Step, agent_loop, first_trip, request, response, review_transfers
+from tests.detectors.harness import (
+    RunSimulator,
+    Step,
+    agent_loop,
+    first_trip,
+    request,
+    response,
+    review_transfers,
+    shows,
+)
 
 
 def same_action(n: int, *, ids: bool = True) -> list[Step]:
@@ -15,6 +24,7 @@ async def test_trips_when_four_actions_in_a_row_are_identical() -> None:
     # The 4th action's result comes back with request 5.
     assert first_trip(results) == 5
     finding = results[4].one("stagnation")
+    assert len(shows(finding, "calls")["calls"]) >= 4
     assert finding.blocking
     assert "last 4 actions were identical" in finding.verdict.reason
 

@@ -7,7 +7,7 @@ import json
 from typing import Any
 
 from runguard.detectors.structured_output import StructuredOutput
-from tests.detectors.harness import RunSimulator, Step, call, first_trip, request, response
+from tests.detectors.harness import RunSimulator, Step, call, first_trip, request, response, shows
 
 SCHEMA = {"type": "object", "properties": {"answer": {"type": "string"}}, "required": ["answer"]}
 GOOD = json.dumps({"answer": "42"})
@@ -23,6 +23,7 @@ async def test_four_failed_answers_out_of_four_stop_the_run() -> None:
     results = await sim.run([answer(BAD) for _ in range(5)])
     assert first_trip(results) == 4
     assert "4 of the last 4 answers" in results[3].one("structured_output").verdict.reason
+    assert [p["y"] for p in shows(results[3].one("structured_output"), "series")["series"]] == [0.0] * 4
 
 
 async def test_the_rate_counts_over_the_recent_answers() -> None:

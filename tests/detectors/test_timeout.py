@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from runguard.detectors.timeout import Timeout, TimeoutConfig
-from tests.detectors.harness import RunSimulator, Step, first_trip, request
+from tests.detectors.harness import RunSimulator, Step, first_trip, request, shows
 
 
 async def test_a_request_past_the_limit_is_stopped() -> None:
@@ -12,6 +12,7 @@ async def test_a_request_past_the_limit_is_stopped() -> None:
     # Elapsed at the requests: 0, 4, 8, 12 s.
     assert first_trip(results) == 4
     assert "12 s" in results[3].one("timeout").verdict.reason
+    shows(results[3].one("timeout"), "value", "limit")
 
 
 async def test_exactly_at_the_limit_passes() -> None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from runguard.detectors.base import Action
 from runguard.detectors.ops import Scope
 from runguard.detectors.tool_storm import MAX_TOOLS, ToolStorm
-from tests.detectors.harness import RunSimulator, Turn, agent_loop, delegations, first_trip, review_transfers
+from tests.detectors.harness import RunSimulator, Turn, agent_loop, delegations, first_trip, review_transfers, shows
 
 
 async def test_the_eighth_call_of_one_tool_is_flagged_as_a_warning() -> None:
@@ -13,6 +13,7 @@ async def test_the_eighth_call_of_one_tool_is_flagged_as_a_warning() -> None:
     results = await RunSimulator([ToolStorm()]).run(agent_loop(turns))
     assert first_trip(results) == 8
     finding = results[7].one("tool_storm")
+    assert shows(finding, "calls", "value", "limit")["value"] == 8
     assert not finding.blocking
     assert finding.verdict.reason == "tool 'web_search' was called 8 times in this run (limit 8)"
     assert ToolStorm.Config().action is Action.WARN

@@ -48,3 +48,23 @@ def test_record_round_trips_and_garbage_reads_as_closed() -> None:
     assert BreakerRecord.loads("not json") is None
     assert BreakerRecord.loads(None) is None
     assert BreakerRecord.loads('{"state": "weird"}') is None
+
+
+def test_a_latched_breaker_never_offers_a_probe_and_reads_back_latched() -> None:
+    record = breaker.trip(
+        None,
+        detector="spiral",
+        reason="r",
+        now=1000.0,
+        request_index=3,
+        base_cooldown=60,
+        max_cooldown=900,
+        latched=True,
+    )
+    assert breaker.gate(record, 1000.0 + 10**6, 120).kind is GateKind.DENY
+    again = BreakerRecord.loads(record.dumps())
+    assert again is not None and again.latched
+    older = BreakerRecord.loads(
+        '{"state":"open","opened_at":1.0,"cooldown":60.0,"trips":1,"detector":"d","reason":"r"}'
+    )
+    assert older is not None and not older.latched  # a record written before latching: it keeps its cooldown

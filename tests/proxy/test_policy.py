@@ -117,3 +117,18 @@ def test_valid_header_entries_have_no_errors_and_loosening_ones_are_noted() -> N
         "limit.limit=500 ignored: headers only tighten (configured: 50)",
     )
     assert policy.ignored("k_1", "gpt-4o", tightening_from({"X-RunGuard-Limit": "limit.limit=5"})) == ()
+
+
+def test_nudge_is_set_per_key_and_model_and_headers_move_it_only_towards_block() -> None:
+    policy = _policy(
+        overrides=[
+            Override(key="k_1", detectors={"warny": {"action": "nudge"}}),
+            Override(model="o3", detectors={"limit": {"action": "nudge"}}),
+        ]
+    )
+    assert _cfg(policy, "warny").action is Action.NUDGE
+    assert _cfg(policy, "warny", key="k_2").action is Action.WARN
+    assert _cfg(policy, "limit", model="o3").action is Action.NUDGE
+    assert _cfg(policy, "warny", key="k_2", headers={"X-RunGuard-Limit": "warny.action=nudge"}).action is Action.NUDGE
+    assert _cfg(policy, "warny", headers={"X-RunGuard-Limit": "warny.action=block"}).action is Action.BLOCK
+    assert _cfg(policy, "limit", headers={"X-RunGuard-Limit": "limit.action=nudge"}).action is Action.BLOCK
