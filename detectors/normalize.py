@@ -104,6 +104,12 @@ def _parse(text: str) -> Any:
         return _MISSING
 
 
+def parse_json(text: str) -> Any:
+    """The JSON value in `text`, or None when it is not JSON."""
+    value = _parse(text)
+    return None if value is _MISSING else value
+
+
 def _dump(value: Any) -> str:
     return orjson.dumps(value, option=orjson.OPT_SORT_KEYS).decode()
 
@@ -488,6 +494,11 @@ def _drop_keys(value: Any, keys: Collection[str], depth: int = 0) -> Any:
         inner = _parse(value)
         return value if inner is _MISSING else _drop_keys(inner, keys, depth + 1)
     return value
+
+
+def drop_volatile(value: Any, keys: Collection[str]) -> Any:
+    """A JSON value without the dict entries whose key (lowercased) is in `keys`, at any depth."""
+    return _drop_keys(value, keys)
 
 
 def lowered(keys: Iterable[str]) -> frozenset[str]:

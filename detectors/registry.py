@@ -26,6 +26,7 @@ from runguard.detectors.handoff_cycle import HandoffCycle
 from runguard.detectors.max_requests import MaxRequests
 from runguard.detectors.max_tokens import MaxTokens
 from runguard.detectors.non_progress import NonProgress
+from runguard.detectors.novelty import Novelty
 from runguard.detectors.oscillation import Oscillation
 from runguard.detectors.over_spawn import OverSpawn
 from runguard.detectors.parallel_calls import ParallelCalls
@@ -47,6 +48,7 @@ DETECTOR_CLASSES: tuple[type[Detector[Any]], ...] = (
     # progress
     NonProgress,
     Spiral,
+    Novelty,
     RepeatCall,
     ToolStorm,
     ConsecutiveSameTool,

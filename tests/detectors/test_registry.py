@@ -18,7 +18,7 @@ from runguard.proxy.events import HandoffKind, ToolCall
 from tests.detectors.harness import RunSimulator, Step, Turn, agent_loop, call, handoff, request, response, result
 
 # modules of detectors/ that hold no detector
-HELPERS = {"base", "ops", "normalize", "tally", "registry", "catalogue", "frozen"}
+HELPERS = {"base", "ops", "normalize", "tally", "registry", "catalogue", "frozen", "shingles"}
 NOT_OURS = {"base", "ops"}  # the contract modules, tested elsewhere
 TESTS = Path(__file__).parent
 

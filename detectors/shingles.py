@@ -1,0 +1,112 @@
+"""What a tool result says, as a small set of word-shingle hashes (for `novelty`).
+
+A result is read as *units*: each scalar of a JSON result with the key it sits
+under ("airline TAP", "price 89"), or each line of a text result. A unit whose
+words mostly come from the call's own arguments (a search echoing its query,
+"Results for 'cheap flights Lisbon'") is left out: it says what was asked, not
+what was found. The other units' lowercase [a-z0-9] words become 3-word
+shingles (a unit of three words or fewer is one shingle), each hashed with
+XXH3-64. Half of the hashes are kept (the even ones: the same half for every
+result, so two results are compared on the same sample), and of those the
+`KEEP` smallest: a bottom-k sketch, so a result that holds another whole keeps
+the other's kept hashes. Stored, each kept hash is its top 16 bits.
+
+Work is linear in the result's text and bounded (`MAX_WORDS` words per result).
+"""
+
+from __future__ import annotations
+
+import base64
+import re
+import struct
+from collections.abc import Collection, Iterable
+from typing import Any
+
+import xxhash
+
+from runguard.detectors.normalize import call_canonical, drop_volatile, parse_json
+from runguard.proxy.events import ToolCall, ToolResult
+
+SHINGLE = 3  # words per shingle
+MAX_WORDS = 1200  # words read per result: a 300 KB file is judged by its first pages
+KEEP = 48  # hashes kept per turn of one kind of tool (bottom-k)
+MAX_DEPTH = 32
+ECHO_SHARE = 0.6  # a unit with this share of its words in the call's arguments only echoes them
+_WORD = re.compile(rb"[a-z0-9]+")
+
+
+def echo_words(call: ToolCall | None) -> frozenset[bytes]:
+    """The words of a call's arguments (keys and values), lowercase: what a result may echo."""
+    if call is None:
+        return frozenset()
+    found: frozenset[bytes] | None = call.derived.get("echo")
+    if found is None:
+        found = frozenset(_WORD.findall(call_canonical(call).lower().encode("utf-8", "surrogatepass")))
+        call.derived["echo"] = found
+    return found
+
+
+def _units(value: Any, key: str, out: list[str], depth: int = 0) -> None:
+    """Append the units of a JSON value: each scalar with the key it sits under."""
+    if depth > MAX_DEPTH:
+        return
+    if isinstance(value, dict):
+        for inner, item in value.items():
+            _units(item, str(inner), out, depth + 1)
+    elif isinstance(value, list):
+        for item in value:
+            _units(item, key, out, depth + 1)
+    elif value is not None:
+        out.append(f"{key} {value}")
+
+
+def units_of(result: ToolResult, volatile: Collection[str]) -> list[str]:
+    """A result's units: its JSON scalars less the volatile keys, else its lines."""
+    value = result.value if result.value is not None else parse_json(result.content)
+    if isinstance(value, dict | list):
+        out: list[str] = []
+        _units(drop_volatile(value, volatile), "", out)
+        return out
+    return result.content.splitlines()
+
+
+def shingles(units: Iterable[str], echo: frozenset[bytes]) -> set[int]:
+    """The sampled shingle hashes of `units`, leaving out the units that only echo `echo`."""
+    hashes: set[int] = set()
+    digest = xxhash.xxh3_64_intdigest
+    budget = MAX_WORDS
+    for unit in units:
+        words = _WORD.findall(unit.lower().encode("utf-8", "surrogatepass"))
+        if not words:
+            continue
+        if echo and sum(1 for word in words if word in echo) >= ECHO_SHARE * len(words):
+            continue  # says what was asked
+        words = words[:budget]
+        budget -= len(words)
+        if len(words) <= SHINGLE:
+            hashes.add(digest(b" ".join(words)))
+        else:
+            hashes.update(map(digest, map(b" ".join, zip(words, words[1:], words[2:], strict=False))))
+        if budget <= 0:
+            break
+    return hashes
+
+
+def sample(hashes: Iterable[int]) -> list[int]:
+    """The kept part of a set of shingle hashes: the even ones, the `KEEP` smallest, as 16-bit values."""
+    return [h >> 48 for h in sorted(h for h in hashes if not h & 1)[:KEEP]]
+
+
+def pack(values: Iterable[int]) -> str:
+    """16-bit values packed for state (base64 of big-endian pairs of bytes)."""
+    listed = sorted(set(values))
+    return base64.b64encode(struct.pack(f">{len(listed)}H", *listed)).decode("ascii")
+
+
+def unpack(text: str) -> frozenset[int]:
+    """The values `pack` packed; an unreadable value reads as none."""
+    try:
+        raw = base64.b64decode(text, validate=True)
+    except ValueError:
+        return frozenset()
+    return frozenset(struct.unpack(f">{len(raw) // 2}H", raw[: len(raw) // 2 * 2]))
