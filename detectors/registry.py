@@ -22,6 +22,7 @@ from runguard.detectors.context_growth import ContextGrowth
 from runguard.detectors.context_window import ContextWindow
 from runguard.detectors.delegation import Delegation
 from runguard.detectors.duplicate_request import DuplicateRequest
+from runguard.detectors.fan_out import FanOut
 from runguard.detectors.handoff_cycle import HandoffCycle
 from runguard.detectors.max_requests import MaxRequests
 from runguard.detectors.max_tokens import MaxTokens
@@ -64,6 +65,7 @@ DETECTOR_CLASSES: tuple[type[Detector[Any]], ...] = (
     SessionBloat,
     # per response
     ParallelCalls,
+    FanOut,
     # upstream health
     RetryCascade,
     DuplicateRequest,

@@ -127,5 +127,6 @@ async def test_run_state_stays_bounded_whatever_the_run() -> None:
         )
         await sim.step(step)
         prev = calls
-    # Every window and roster full: about 12 KB (a typical run holds 1-2 KB; the target is under 16 KB).
-    assert await sim.run_state_bytes() < 13 * 1024
+    # Every window and roster full: about 14.5 KB, of which `novelty`'s window of 16 turns and `fan_out`'s
+    # stored batch are 2.3 KB (a typical run holds 1-2 KB; the target is under 16 KB).
+    assert await sim.run_state_bytes() < 15 * 1024
