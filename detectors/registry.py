@@ -34,6 +34,7 @@ from runguard.detectors.parallel_calls import ParallelCalls
 from runguard.detectors.repeat_call import RepeatCall
 from runguard.detectors.retry_cascade import RetryCascade
 from runguard.detectors.session_bloat import SessionBloat
+from runguard.detectors.spend_rate import SpendRate
 from runguard.detectors.spiral import Spiral
 from runguard.detectors.stagnation import Stagnation
 from runguard.detectors.structured_output import StructuredOutput
@@ -43,6 +44,7 @@ from runguard.detectors.tool_storm import ToolStorm
 DETECTOR_CLASSES: tuple[type[Detector[Any]], ...] = (
     # run budgets
     Budget,
+    SpendRate,
     MaxRequests,
     MaxTokens,
     Timeout,
