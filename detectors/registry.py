@@ -38,6 +38,7 @@ from runguard.detectors.spend_rate import SpendRate
 from runguard.detectors.spiral import Spiral
 from runguard.detectors.stagnation import Stagnation
 from runguard.detectors.structured_output import StructuredOutput
+from runguard.detectors.text_loop import TextLoop
 from runguard.detectors.timeout import Timeout
 from runguard.detectors.tool_storm import ToolStorm
 
@@ -52,6 +53,7 @@ DETECTOR_CLASSES: tuple[type[Detector[Any]], ...] = (
     NonProgress,
     Spiral,
     Novelty,
+    TextLoop,
     RepeatCall,
     ToolStorm,
     ConsecutiveSameTool,
