@@ -61,27 +61,32 @@ def _units(value: Any, key: str, out: list[str], depth: int = 0) -> None:
 
 
 def units_of(result: ToolResult, volatile: Collection[str]) -> list[str]:
-    """A result's units: its JSON scalars less the volatile keys, else its lines."""
+    """A result's units: its JSON scalars less the volatile keys, else its text (each line a unit)."""
     value = result.value if result.value is not None else parse_json(result.content)
     if isinstance(value, dict | list):
         out: list[str] = []
         _units(drop_volatile(value, volatile), "", out)
         return out
-    return result.content.splitlines()
+    return [result.content]  # its lines are read as units by `shingles`
 
 
 def shingles(units: Iterable[str], echo: frozenset[bytes]) -> set[int]:
-    """The sampled shingle hashes of `units`, leaving out the units that only echo `echo`."""
+    """The shingle hashes of `units`, leaving out the units that only echo `echo`.
+
+    The units are lowered and encoded as one text (two calls, not two per unit), and a unit's echo is told
+    by a set intersection: this runs over every new tool result.
+    """
     hashes: set[int] = set()
     digest = xxhash.xxh3_64_intdigest
     budget = MAX_WORDS
-    for unit in units:
-        words = _WORD.findall(unit.lower().encode("utf-8", "surrogatepass"))
+    for line in "\n".join(units).lower().encode("utf-8", "surrogatepass").split(b"\n"):
+        words = _WORD.findall(line)
         if not words:
             continue
-        if echo and sum(1 for word in words if word in echo) >= ECHO_SHARE * len(words):
+        if echo and len(echo.intersection(words)) >= ECHO_SHARE * len(set(words)):
             continue  # says what was asked
-        words = words[:budget]
+        if len(words) > budget:
+            words = words[:budget]
         budget -= len(words)
         if len(words) <= SHINGLE:
             hashes.add(digest(b" ".join(words)))

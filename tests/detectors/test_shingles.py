@@ -18,7 +18,10 @@ def test_json_units_keep_their_key_and_drop_volatile_keys() -> None:
 
 
 def test_text_units_are_lines() -> None:
-    assert units_of(result("read", "first line\nsecond line"), DEFAULT_VOLATILE) == ["first line", "second line"]
+    assert units_of(result("read", "first line\nsecond line"), DEFAULT_VOLATILE) == ["first line\nsecond line"]
+    # Each line is a unit of its own: a line echoing the query is left out, the others are read.
+    args = {"query": "cheapest flight Lisbon to Berlin"}
+    assert read("Results for cheapest flight Lisbon to Berlin\nTAP 552 at 89 EUR", args) == read("TAP 552 at 89 EUR")
 
 
 def test_a_unit_echoing_the_arguments_is_left_out() -> None:

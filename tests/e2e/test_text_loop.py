@@ -150,19 +150,23 @@ async def test_a_code_agent_getting_the_same_error_back_is_stopped(
     assert len(upstream.received) == 5
 
 
-def group_chat(received: Received) -> Reply:
+def group_chat(drafts: list[str], reviews: list[str]) -> Callable[[Received], Reply]:
     """A selector group chat's model: the selector (its transcript in one system message) alternates writer and
-    critic; the writer sends the same draft, the critic the same review."""
-    body = received.json()
-    system = body["messages"][0]["content"]
-    if system.startswith("You are in a role play game"):
-        said = system.count("\nwriter:") + system.count("\ncritic:")
-        text = "writer" if said % 2 == 0 else "critic"
-    elif system.startswith("You are the writer"):
-        text = DRAFT
-    else:
-        text = REVIEW
-    return Reply.json(payloads.chat_completion(text, model="gpt-4o"))
+    critic; the writer's n-th turn sends drafts[n] (the last one again after), the critic's reviews[n]."""
+
+    def script(received: Received) -> Reply:
+        body = received.json()
+        system = body["messages"][0]["content"]
+        if system.startswith("You are in a role play game"):
+            said = system.count("\nwriter:") + system.count("\ncritic:")
+            text = "writer" if said % 2 == 0 else "critic"
+        else:
+            mine = sum(1 for m in body["messages"] if m["role"] == "assistant")
+            texts = drafts if system.startswith("You are the writer") else reviews
+            text = texts[min(mine, len(texts) - 1)]
+        return Reply.json(payloads.chat_completion(text, model="gpt-4o"))
+
+    return script
 
 
 DRAFT = (
@@ -176,8 +180,9 @@ REVIEW = (
 ROLES = {"writer": "You are the writer. Write the product blurb.", "critic": "You are the critic. Review the blurb."}
 
 
-async def selector_chat(client: openai.AsyncOpenAI) -> None:
-    """AutoGen's SelectorGroupChat loop: pick the next speaker from the transcript, let it speak, go on."""
+async def selector_chat(client: openai.AsyncOpenAI) -> int:
+    """AutoGen's SelectorGroupChat loop: pick the next speaker from the transcript, let it speak, until the critic
+    approves; how many turns the agents spoke."""
     thread: list[tuple[str, str]] = [("user", "Write a one-paragraph blurb for our sprint planning app.")]
     for _ in range(20):
         transcript = "\n".join(f"{source}: {text}" for source, text in thread)
@@ -198,6 +203,8 @@ async def selector_chat(client: openai.AsyncOpenAI) -> None:
                 messages.append({"role": "user", "content": text, "name": source})
         said = await client.chat.completions.create(model="gpt-4o", messages=messages)
         thread.append((speaker, said.choices[0].message.content or ""))
+        if thread[-1][1].startswith("APPROVED"):
+            return len(thread) - 1
     raise AssertionError("not stopped")
 
 
@@ -207,7 +214,7 @@ async def test_a_selector_group_chat_passing_the_task_in_circles_is_stopped(
     """AutoGen's SelectorGroupChat shape: each pick is a request whose one system message holds the roles and
     the whole transcript; each agent's request has its own system message and the others' turns as user
     messages with a `name`. The selector's growing prompt is one agent, not a new one every turn."""
-    upstream.script = group_chat
+    upstream.script = group_chat([DRAFT], [REVIEW])
     client = client_of(proxy_url, "group-chat")
     with pytest.raises(openai.RateLimitError) as caught:
         await selector_chat(client)
@@ -215,3 +222,23 @@ async def test_a_selector_group_chat_passing_the_task_in_circles_is_stopped(
     assert len(set(evidence["speakers"])) == 2  # the writer and the critic, not the selector
     # Three agents spoke (the selector, the writer, the critic), however long the selector's prompt grew.
     assert len({record.agent for record in requests_of(sink)}) == 3
+
+
+async def test_a_selector_group_chat_whose_drafts_change_runs_to_approval(
+    proxy_url: str, upstream: FakeUpstream, sink: ListSink
+) -> None:
+    drafts = [
+        "Draft 1: Our app helps remote teams plan sprints, track blockers and see who is overloaded, all on one board.",
+        "Draft 2: Remote teams: see who is overloaded before the sprint starts, then plan and unblock on one board.",
+        "Draft 3: Know who is overloaded before sprint planning begins. Spread the work, clear blockers, ship calmly.",
+        "Draft 4: Spot overloaded teammates before planning starts; rebalance the sprint in minutes, not meetings.",
+    ]
+    reviews = [
+        "Review 1: too generic. Name the audience and lead with the overload pain point instead of features.",
+        "Review 2: better audience, but 'one board' is filler; end on an outcome the reader cares about.",
+        "Review 3: strong opening; 'ship calmly' is vague. Make the benefit concrete and measurable if you can.",
+        "APPROVED: concrete, short, and it leads with the pain. Publish draft 4 as it is.",
+    ]
+    upstream.script = group_chat(drafts, reviews)
+    assert await selector_chat(client_of(proxy_url, "group-chat-healthy")) == 8
+    assert not [t for t in trips_of(sink) if t.action == "block"]
