@@ -496,11 +496,6 @@ def _drop_keys(value: Any, keys: Collection[str], depth: int = 0) -> Any:
     return value
 
 
-def drop_volatile(value: Any, keys: Collection[str]) -> Any:
-    """A JSON value without the dict entries whose key (lowercased) is in `keys`, at any depth."""
-    return _drop_keys(value, keys)
-
-
 def lowered(keys: Iterable[str]) -> frozenset[str]:
     """Key names as matched: case-insensitively."""
     return frozenset(key.lower() for key in keys)

@@ -11,7 +11,8 @@ result, so two results are compared on the same sample), and of those the
 `KEEP` smallest: a bottom-k sketch, so a result that holds another whole keeps
 the other's kept hashes. Stored, each kept hash is its top 16 bits.
 
-Work is linear in the result's text and bounded (`MAX_WORDS` words per result).
+Work is bounded: the first `MAX_CHARS` characters of a result (or of a JSON
+result's scalars) and `MAX_WORDS` words are read.
 """
 
 from __future__ import annotations
@@ -24,13 +25,16 @@ from typing import Any
 
 import xxhash
 
-from runguard.detectors.normalize import call_canonical, drop_volatile, parse_json
+from runguard.detectors.normalize import call_canonical, parse_json
 from runguard.proxy.events import ToolCall, ToolResult
 
 SHINGLE = 3  # words per shingle
 MAX_WORDS = 1200  # words read per result: a 300 KB file is judged by its first pages
 KEEP = 48  # hashes kept per turn of one kind of tool (bottom-k)
 MAX_DEPTH = 32
+MAX_CHARS = 16_384  # characters of a result (or a turn's text) read: its first pages
+MAX_PARSED = 65_536  # a JSON result longer than this is read as text, not parsed again
+_OPENERS = ("{", "[")
 ECHO_SHARE = 0.6  # a unit with this share of its words in the call's arguments only echoes them
 _WORD = re.compile(rb"[a-z0-9]+")
 
@@ -46,28 +50,50 @@ def echo_words(call: ToolCall | None) -> frozenset[bytes]:
     return found
 
 
-def _units(value: Any, key: str, out: list[str], depth: int = 0) -> None:
-    """Append the units of a JSON value: each scalar with the key it sits under."""
-    if depth > MAX_DEPTH:
-        return
-    if isinstance(value, dict):
-        for inner, item in value.items():
-            _units(item, str(inner), out, depth + 1)
-    elif isinstance(value, list):
-        for item in value:
-            _units(item, key, out, depth + 1)
-    elif value is not None:
-        out.append(f"{key} {value}")
+class _Units:
+    """Collects the units of a JSON value, volatile keys left out, until `MAX_CHARS` characters are read."""
+
+    def __init__(self, volatile: Collection[str]) -> None:
+        self.volatile = volatile
+        self.out: list[str] = []
+        self.room = MAX_CHARS
+
+    def walk(self, value: Any, key: str, depth: int = 0) -> None:
+        if depth > MAX_DEPTH or self.room <= 0:
+            return
+        if isinstance(value, dict):
+            for inner, item in value.items():
+                if str(inner).lower() not in self.volatile:
+                    self.walk(item, str(inner), depth + 1)
+        elif isinstance(value, list):
+            for item in value:
+                self.walk(item, key, depth + 1)
+        elif isinstance(value, str) and value[:1] in _OPENERS and len(value) <= MAX_PARSED:
+            # JSON text inside JSON (Gemini wraps a tool's text as {"result": "<text>"}; MCP answers in text parts)
+            inner = parse_json(value)
+            if isinstance(inner, dict | list):
+                self.walk(inner, key, depth + 1)
+            else:
+                self.add(f"{key} {value}")
+        elif value is not None:
+            self.add(f"{key} {value}")
+
+    def add(self, unit: str) -> None:
+        self.out.append(unit[: self.room])
+        self.room -= len(unit)
 
 
 def units_of(result: ToolResult, volatile: Collection[str]) -> list[str]:
-    """A result's units: its JSON scalars less the volatile keys, else its text (each line a unit)."""
-    value = result.value if result.value is not None else parse_json(result.content)
+    """A result's units: its JSON scalars less the volatile keys, else its text (each line a unit); at most
+    `MAX_CHARS` characters of them, and a result over `MAX_PARSED` characters is read as text."""
+    value = result.value
+    if value is None and result.content[:1] in _OPENERS and len(result.content) <= MAX_PARSED:
+        value = parse_json(result.content)
     if isinstance(value, dict | list):
-        out: list[str] = []
-        _units(drop_volatile(value, volatile), "", out)
-        return out
-    return [result.content]  # its lines are read as units by `shingles`
+        units = _Units(volatile)
+        units.walk(value, "")
+        return units.out
+    return [result.content[:MAX_CHARS]]  # its lines are read as units by `shingles`
 
 
 def shingles(units: Iterable[str], echo: frozenset[bytes]) -> set[int]:

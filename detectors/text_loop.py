@@ -34,7 +34,7 @@ from pydantic import Field
 from runguard.detectors.base import Detector, DetectorConfig, Plan, ResponseSeen, Results, Verdict
 from runguard.detectors.normalize import clip
 from runguard.detectors.ops import Push, Scope
-from runguard.detectors.shingles import pack, sample, shingles, unpack
+from runguard.detectors.shingles import MAX_CHARS, pack, sample, shingles, unpack
 from runguard.proxy.events import digest
 
 LABEL_CHARS = 24  # speaker labels kept in state
@@ -95,8 +95,7 @@ class TextLoop(Detector[TextLoopConfig]):
         texts = [*request.new_user_texts, response.text]
         if sum(map(len, texts)) < cfg.min_chars:
             return {}
-        units = [line for text in texts for line in text.splitlines()]
-        kept = pack(sample(shingles(units, frozenset())))
+        kept = pack(sample(shingles([text[:MAX_CHARS] for text in texts], frozenset())))
         speaker = clip(request.agent.steady, LABEL_CHARS).replace("~", "-")
         turn = digest(f"{seen.facts.request_index}:{request.message_count}", 4)
         return {"turns": Push(Scope.RUN, "turns", (f"{turn}~{speaker}~{kept}",), keep=cfg.window, unique=True)}

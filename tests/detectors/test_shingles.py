@@ -3,7 +3,18 @@
 from __future__ import annotations
 
 from runguard.detectors.normalize import DEFAULT_VOLATILE
-from runguard.detectors.shingles import KEEP, MAX_WORDS, echo_words, pack, sample, shingles, units_of, unpack
+from runguard.detectors.shingles import (
+    KEEP,
+    MAX_CHARS,
+    MAX_PARSED,
+    MAX_WORDS,
+    echo_words,
+    pack,
+    sample,
+    shingles,
+    units_of,
+    unpack,
+)
 from tests.detectors.harness import call, result
 
 
@@ -54,3 +65,18 @@ def test_pack_round_trips() -> None:
     values = [0, 1, 255, 256, 65535]
     assert unpack(pack(values)) == frozenset(values)
     assert unpack("not base64!") == frozenset()
+
+
+def test_what_is_read_of_a_large_result_is_bounded() -> None:
+    text = "\n".join(f"line {i} of a long file" for i in range(20_000))
+    assert units_of(result("read", text), DEFAULT_VOLATILE) == [text[:MAX_CHARS]]
+    rows = [{"name": f"row {i}", "note": "x" * 50} for i in range(2_000)]
+    units = units_of(result("query", rows), DEFAULT_VOLATILE)
+    assert sum(map(len, units)) <= MAX_CHARS + 64
+    huge = result("query", {"rows": ["y" * 100] * (MAX_PARSED // 100)})
+    assert units_of(huge, DEFAULT_VOLATILE) == [huge.content[:MAX_CHARS]]  # not parsed again: read as text
+
+
+def test_json_text_inside_json_is_read_as_json() -> None:
+    wrapped = result("search", {"result": '{"items": [{"name": "blue widget", "id": "x-1"}]}'})
+    assert units_of(wrapped, DEFAULT_VOLATILE) == ["name blue widget"]
