@@ -57,6 +57,7 @@ KINDS = {
     "search": ["search", "find", "lookup", "query", "retrieve"],
     "fetch": ["fetch", "get", "read", "open", "browse", "download", "scrape", "crawl", "load", "visit"],
 }
+KNOWN_TOOLS = 4096  # tool names whose kind a config remembers
 _CAMEL = re.compile(r"(?<=[a-z0-9])(?=[A-Z])")
 _NAME_WORD = re.compile(r"[a-z0-9]+")
 
@@ -88,7 +89,7 @@ class NoveltyConfig(DetectorConfig):
     min_shingles: int = Field(
         8,
         ge=1,
-        description="Sampled shingles (about half of a turn's 3-word shingles) a turn needs to be judged.",
+        description="3-word shingles (up to 48 are kept) a turn needs to be judged.",
     )
     window: int = Field(
         16,
@@ -112,6 +113,11 @@ class NoveltyConfig(DetectorConfig):
         return lowered(self.volatile_keys)
 
     @cached_property
+    def known_kinds(self) -> dict[str, str]:
+        """Tool names already sorted into kinds (`kind_of` fills it)."""
+        return {}
+
+    @cached_property
     def word_kinds(self) -> dict[str, str]:
         """Each kind word, and the kind it names (the first kind listing it)."""
         found: dict[str, str] = {}
@@ -122,10 +128,17 @@ class NoveltyConfig(DetectorConfig):
 
 
 def kind_of(tool: str, cfg: NoveltyConfig) -> str:
-    """The kind of a tool: the first word of its name that names a kind, else the name itself."""
-    words = _NAME_WORD.findall(_CAMEL.sub("_", tool).lower())
-    kinds = cfg.word_kinds
-    return next((kinds[word] for word in words if word in kinds), tool)
+    """The kind of a tool: the first word of its name that names a kind, else the name itself. Kept per
+    config for the first `KNOWN_TOOLS` tool names (a run calls the same few tools again and again)."""
+    known = cfg.known_kinds
+    found = known.get(tool)
+    if found is None:
+        words = _NAME_WORD.findall(_CAMEL.sub("_", tool).lower())
+        kinds = cfg.word_kinds
+        found = next((kinds[word] for word in words if word in kinds), tool)
+        if len(known) < KNOWN_TOOLS:
+            known[tool] = found
+    return found
 
 
 @dataclass

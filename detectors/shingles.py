@@ -6,10 +6,9 @@ words mostly come from the call's own arguments (a search echoing its query,
 "Results for 'cheap flights Lisbon'") is left out: it says what was asked, not
 what was found. The other units' lowercase [a-z0-9] words become 3-word
 shingles (a unit of three words or fewer is one shingle), each hashed with
-XXH3-64. Half of the hashes are kept (the even ones: the same half for every
-result, so two results are compared on the same sample), and of those the
-`KEEP` smallest: a bottom-k sketch, so a result that holds another whole keeps
-the other's kept hashes. Stored, each kept hash is its top 16 bits.
+XXH3-64. The `KEEP` smallest hashes are kept: a bottom-k sketch, the same
+choice for every result, so a result that holds another whole keeps the
+other's kept hashes. Stored, each kept hash is its top 16 bits.
 
 Work is bounded: the first `MAX_CHARS` characters of a result (or of a JSON
 result's scalars) and `MAX_WORDS` words are read.
@@ -18,6 +17,7 @@ result's scalars) and `MAX_WORDS` words are read.
 from __future__ import annotations
 
 import base64
+import heapq
 import re
 import struct
 from collections.abc import Collection, Iterable
@@ -124,8 +124,8 @@ def shingles(units: Iterable[str], echo: frozenset[bytes]) -> set[int]:
 
 
 def sample(hashes: Iterable[int]) -> list[int]:
-    """The kept part of a set of shingle hashes: the even ones, the `KEEP` smallest, as 16-bit values."""
-    return [h >> 48 for h in sorted(h for h in hashes if not h & 1)[:KEEP]]
+    """The kept part of a set of shingle hashes: the `KEEP` smallest (a bottom-k sketch), as 16-bit values."""
+    return [h >> 48 for h in heapq.nsmallest(KEEP, hashes)]
 
 
 def pack(values: Iterable[int]) -> str:

@@ -67,9 +67,7 @@ class TextLoopConfig(DetectorConfig):
         description="Characters the answer needs for the turn to be judged: a shorter one (a selector naming the "
         "next speaker, an acknowledgement) is neither judged nor kept.",
     )
-    min_shingles: int = Field(
-        8, ge=1, description="Sampled shingles (about half of a turn's 3-word shingles) a turn needs to be judged."
-    )
+    min_shingles: int = Field(8, ge=1, description="3-word shingles (up to 48 are kept) a turn needs to be judged.")
     window: int = Field(
         16,
         ge=2,
