@@ -58,13 +58,21 @@ def _after(cls: type[Detector[Any]]) -> str:
     return (_STAYS_STOPPED if cls.stays_stopped else _HEALS) + ("" if cls.nudges else _NO_NUDGE)
 
 
+_REASONED = ("Defaults.", "False positives.")
+
+
 def _section(cls: type[Detector[Any]]) -> str:
     module = inspect.getmodule(cls)
     doc = inspect.cleandoc(module.__doc__ or "") if module else ""
     summary = doc.split("\n\n")[0].replace("\n", " ")
     if cls.per_thread:
         summary += _PER_THREAD
-    lines = [f"## `{cls.name}`", "", summary, "", _after(cls), "", "| setting | default | |", "|---|---|---|"]
+    lines = [f"## `{cls.name}`", "", summary, "", _after(cls), ""]
+    # Paragraphs of the docstring that reason about the defaults and false positives are reference too.
+    for paragraph in doc.split("\n\n")[1:]:
+        if paragraph.startswith(_REASONED):
+            lines += [paragraph.replace("\n", " "), ""]
+    lines += ["| setting | default | |", "|---|---|---|"]
     for name, info in cls.Config.model_fields.items():
         extra = info.json_schema_extra if isinstance(info.json_schema_extra, dict) else {}
         tight = " *tightenable*" if extra.get("tighten") else ""

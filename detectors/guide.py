@@ -104,6 +104,22 @@ BY_DETECTOR = (
         "`agents` (the chain; the re-entering agent last); `value`, `limit` when too deep",
         "`agent` or `depth`, `chain`",
     ),
+    (
+        "`novelty`",
+        "`calls` (the stale turn's calls of that kind of tool, with their request)",
+        "`tools`, `kind`, `new_shares`, `turns`, `compared_turns`",
+    ),
+    ("`text_loop`", "`agents` (the speakers of the stale turns, in order)", "`new_shares`, `turns`, `compared_turns`"),
+    (
+        "`fan_out`",
+        "`batch` (the repeated fan-out's calls, with their request)",
+        "`tools`, `width`, `previous_width`, `turns`, `similarity`",
+    ),
+    (
+        "`spend_rate`",
+        "`value` (USD a minute), `limit`",
+        "`usd_in_window`, `responses`, `window_seconds`",
+    ),
     ("`over_spawn`", "`value` (in flight), `limit`", "`in_flight`"),
     (
         "`context_growth`",

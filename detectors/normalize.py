@@ -104,6 +104,12 @@ def _parse(text: str) -> Any:
         return _MISSING
 
 
+def parse_json(text: str) -> Any:
+    """The JSON value in `text`, or None when it is not JSON."""
+    value = _parse(text)
+    return None if value is _MISSING else value
+
+
 def _dump(value: Any) -> str:
     return orjson.dumps(value, option=orjson.OPT_SORT_KEYS).decode()
 

@@ -54,9 +54,12 @@ Batch = list[tuple[str, Sketch]]  # (tool tag, argument sketch) per call
 
 class ParallelCallsConfig(DetectorConfig):
     max_calls: int = Field(
-        5,
+        16,
         ge=1,
-        description="Tool calls one model response may ask for; more are stopped before the tools run.",
+        description="Tool calls one model response may ask for; more are stopped before the tools run. A "
+        "healthy fan-out asks 3-10 agents or lookups at once (one per region, city, ticker, file); past 16 a "
+        "response is spraying calls (a broken index, a list read as tasks). A fan-out repeated turn after turn "
+        "is `fan_out`'s.",
         json_schema_extra={"tighten": "lower"},
     )
     similarity: float = Field(

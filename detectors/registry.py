@@ -22,31 +22,38 @@ from runguard.detectors.context_growth import ContextGrowth
 from runguard.detectors.context_window import ContextWindow
 from runguard.detectors.delegation import Delegation
 from runguard.detectors.duplicate_request import DuplicateRequest
+from runguard.detectors.fan_out import FanOut
 from runguard.detectors.handoff_cycle import HandoffCycle
 from runguard.detectors.max_requests import MaxRequests
 from runguard.detectors.max_tokens import MaxTokens
 from runguard.detectors.non_progress import NonProgress
+from runguard.detectors.novelty import Novelty
 from runguard.detectors.oscillation import Oscillation
 from runguard.detectors.over_spawn import OverSpawn
 from runguard.detectors.parallel_calls import ParallelCalls
 from runguard.detectors.repeat_call import RepeatCall
 from runguard.detectors.retry_cascade import RetryCascade
 from runguard.detectors.session_bloat import SessionBloat
+from runguard.detectors.spend_rate import SpendRate
 from runguard.detectors.spiral import Spiral
 from runguard.detectors.stagnation import Stagnation
 from runguard.detectors.structured_output import StructuredOutput
+from runguard.detectors.text_loop import TextLoop
 from runguard.detectors.timeout import Timeout
 from runguard.detectors.tool_storm import ToolStorm
 
 DETECTOR_CLASSES: tuple[type[Detector[Any]], ...] = (
     # run budgets
     Budget,
+    SpendRate,
     MaxRequests,
     MaxTokens,
     Timeout,
     # progress
     NonProgress,
     Spiral,
+    Novelty,
+    TextLoop,
     RepeatCall,
     ToolStorm,
     ConsecutiveSameTool,
@@ -62,6 +69,7 @@ DETECTOR_CLASSES: tuple[type[Detector[Any]], ...] = (
     SessionBloat,
     # per response
     ParallelCalls,
+    FanOut,
     # upstream health
     RetryCascade,
     DuplicateRequest,

@@ -215,6 +215,9 @@ class RequestInfo:
     new_user_hash: str | None = None
     # Hash of the tail's last user message that the user asked (not an ADK quote of other agents' turns).
     question_hash: str | None = None
+    # The tail's user texts themselves (references to the request's strings, not copies): what an agent that
+    # writes its calls as text was told since its last turn (observations, other agents' messages).
+    new_user_texts: tuple[str, ...] = ()
     assistant_turns: int = 0
     output_schema: OutputSchema | None = None
     previous_response_id: str | None = None

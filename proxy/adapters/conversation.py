@@ -214,6 +214,12 @@ class Conversation:
     def instructions(self) -> str:
         return "\n".join(self._instructions)
 
+    @property
+    def _one_shot(self) -> bool:
+        """The conversation is its instructions alone: no user text, no assistant turn, no tool result (a
+        selector's prompt holding the roles and the whole transcript, a router's)."""
+        return self._root is None and not self._assistant_turns and not self._tail_results and not self._tail_texts
+
     def info(
         self,
         *,
@@ -235,7 +241,7 @@ class Conversation:
             api=api,
             model=model,
             stream=stream,
-            agent=identify(self.instructions, tool_names, ctx.agent_header),
+            agent=identify(self.instructions, tool_names, ctx.agent_header, one_shot=self._one_shot),
             tool_names=tool_names,
             agent_tools=agent_tools,
             root_hash=digest(self._root) if self._root is not None else None,
@@ -250,6 +256,7 @@ class Conversation:
             new_user_turn=self._tail_user,
             new_user_hash=digest("\x00".join(self._tail_texts)) if self._tail_texts else None,
             question_hash=digest(self._tail_question) if self._tail_question is not None else None,
+            new_user_texts=tuple(self._tail_texts),
             assistant_turns=self._assistant_turns,
             output_schema=output_schema,
             previous_response_id=previous_response_id,
@@ -276,15 +283,27 @@ def _wrapped_task_hash(root: str | None) -> str | None:
 _NUMERALS = bytes.maketrans(b"123456789", b"000000000")
 
 
-def identify(instructions: str, tool_names: Iterable[str], header: str | None) -> AgentIdentity:
+ONE_SHOT_CHARS = 200  # of a one-shot request's first line: what names the agent that sends it
+
+
+def identify(
+    instructions: str, tool_names: Iterable[str], header: str | None, *, one_shot: bool = False
+) -> AgentIdentity:
     """The speaking agent: `X-Agent-Name`, else ADK's internal name, else a fingerprint.
 
     The fingerprint is instructions + the set of tool names: openai-agents and
     Agno send no agent name, but each agent has its own instructions and tools.
     Digits are read as zeros: instructions that carry the time (Agno's
     `add_datetime_to_context`, a prompt with today's date) still name one agent.
+    A `one_shot` request (its instructions are its whole conversation: AutoGen's
+    speaker selector sends the roles and the transcript so far in one system
+    message) is named by the first line of its instructions: the transcript grows
+    with every pick, and the selector stays one agent.
     """
-    text = instructions.encode("utf-8", "surrogatepass").translate(_NUMERALS)  # bytes: 3x faster than str's
+    named = instructions
+    if one_shot:
+        named = instructions[: min(ONE_SHOT_CHARS, len(instructions))].partition("\n")[0]
+    text = named.encode("utf-8", "surrogatepass").translate(_NUMERALS)  # bytes: 3x faster than str's
     fingerprint = digest(text + b"\x00" + ",".join(sorted(set(tool_names))).encode("utf-8", "surrogatepass"))
     if header:
         return AgentIdentity(header.strip()[:128], fingerprint)

@@ -88,6 +88,7 @@ def request(
         new_results=tuple(new_results),
         new_user_turn=not new_results,
         new_user_hash=digest(user_text) if user_text else None,
+        new_user_texts=(user_text,) if user_text else (),
         question_hash=digest(question) if question else None,
         assistant_turns=assistant_turns,
         output_schema=OutputSchema(output_schema) if output_schema is not None else None,

@@ -17,16 +17,17 @@ def batch(*calls: tuple[str, Any]) -> Step:
 WEATHER = [("get_weather", {"city": city}) for city in ("Paris", "London", "Tokyo")]
 
 
-async def test_six_calls_in_one_response_are_stopped_before_the_tools_run() -> None:
+async def test_a_wide_fan_out_passes_and_seventeen_calls_are_stopped_before_the_tools_run() -> None:
+    """One response may fan out wide (sixteen lookups or sub-agents); seventeen is a spray."""
     results = await RunSimulator([ParallelCalls()]).run(
-        [batch(*[("fetch", {"id": i}) for i in range(5)]), batch(*[("fetch", {"id": 10 + i}) for i in range(6)])]
+        [batch(*[("fetch", {"id": i}) for i in range(6)]), batch(*[("fetch", {"id": 10 + i}) for i in range(17)])]
     )
     assert first_trip(results) == 2
     finding = results[1].one("parallel_calls")
     shows(finding, "batch")
     assert results[1].inspect == [finding]  # decided on the response itself, before the client gets it
     assert finding.blocking
-    assert "6 tool calls in one response, over the limit of 5" in finding.verdict.reason
+    assert "17 tool calls in one response, over the limit of 16" in finding.verdict.reason
 
 
 async def test_a_parallel_batch_of_three_different_lookups_passes() -> None:
@@ -53,10 +54,15 @@ async def test_one_text_handed_to_several_agents_at_once_is_a_fan_out() -> None:
     mixed = Step(request(), response(tool_calls=[*calls, *searches], handoffs=delegations))
     results = await RunSimulator([ParallelCalls()]).run([mixed])
     assert "'web_search' and 'news_search' were called in one batch" in results[0].one("parallel_calls").verdict.reason
-    many = [call(f"translate_to_{n}", sentence, f"c{n}", n) for n in range(6)]
-    handed = [Handoff(c.name, c.name, HandoffKind.DELEGATE, c.call_id) for c in many]
-    results = await RunSimulator([ParallelCalls()]).run([Step(request(), response(tool_calls=many, handoffs=handed))])
-    assert "6 tool calls in one response" in results[0].one("parallel_calls").verdict.reason
+
+    def delegating(count: int) -> Step:
+        many = [call(f"translate_to_{n}", sentence, f"c{n}", n) for n in range(count)]
+        handed = [Handoff(c.name, c.name, HandoffKind.DELEGATE, c.call_id) for c in many]
+        return Step(request(), response(tool_calls=many, handoffs=handed))
+
+    assert first_trip(await RunSimulator([ParallelCalls()]).run([delegating(6)])) is None  # six agents at once
+    results = await RunSimulator([ParallelCalls()]).run([delegating(17)])
+    assert "17 tool calls in one response" in results[0].one("parallel_calls").verdict.reason
 
 
 AGNO_TASK_TOOLS = ("create_task", "execute_task", "execute_tasks_parallel", "list_tasks", "mark_all_complete")
@@ -67,14 +73,14 @@ def planned(*calls: tuple[str, Any], tools: tuple[str, ...] = AGNO_TASK_TOOLS) -
     return Step(dataclasses.replace(request(), tool_names=tools), response(tool_calls=made))
 
 
-async def test_an_agno_task_leader_writing_a_plan_of_six_tasks_at_once_passes() -> None:
+async def test_an_agno_task_leader_writing_a_plan_of_seventeen_tasks_at_once_passes() -> None:
     """Agno's task mode: `create_task` writes the plan and runs nothing; its `execute_task` calls run the tasks."""
-    regions = ["north", "south", "east", "west", "central", "islands"]
+    regions = [f"region-{n}" for n in range(17)]
     tasks = [("create_task", {"title": f"{r.title()} sales", "assignee": f"{r}-analyst"}) for r in regions]
     assert first_trip(await RunSimulator([ParallelCalls()]).run([planned(*tasks)])) is None
     runs = [("execute_task", {"task_id": f"t{i}", "member_id": f"{r}-analyst"}) for i, r in enumerate(regions)]
     assert first_trip(await RunSimulator([ParallelCalls()]).run([planned(*runs)])) == 1
-    # Without Agno's task tools declared, `create_task` is any tool: six calls of it are over the cap.
+    # Without Agno's task tools declared, `create_task` is any tool: seventeen calls of it are over the cap.
     assert first_trip(await RunSimulator([ParallelCalls()]).run([planned(*tasks, tools=("create_task",))])) == 1
 
 

@@ -433,7 +433,7 @@ async def test_per_run_header_tightens_but_never_loosens(upstream: FakeUpstream,
 async def test_parallel_over_call_is_replaced_before_the_tools_run(
     upstream: FakeUpstream, make_proxy: ProxyFactory
 ) -> None:
-    calls = [(f"c{i}", "lookup", f'{{"id": {i}}}') for i in range(8)]
+    calls = [(f"c{i}", "lookup", f'{{"id": {i}}}') for i in range(17)]  # over the cap of 16
     upstream.script = lambda _: Reply.json(payloads.chat_completion(tool_calls=calls))
     client = counting_client(await make_proxy(), [], "parallel")
     with pytest.raises(openai.RateLimitError) as caught:

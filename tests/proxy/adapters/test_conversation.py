@@ -125,3 +125,30 @@ def test_an_agent_whose_instructions_carry_the_time_keeps_its_fingerprint() -> N
     assert agent("You triage tickets.\nThe current time is 2026-11-26 17:40:59.000001.", "list_tickets") == monday
     assert agent("You triage tickets.\nThe current time is 2026-11-26 17:40:59.", "close_ticket") != monday
     assert agent("You triage invoices.\nThe current time is 2026-11-23 09:14:03.512907.", "list_tickets") != monday
+
+
+def test_a_selector_whose_one_system_message_holds_a_growing_transcript_stays_one_agent() -> None:
+    """AutoGen's speaker selector: the roles and the transcript so far in one system message, nothing else."""
+
+    def pick(turns: int) -> RequestInfo:
+        transcript = "\n".join(f"{'writer' if i % 2 else 'critic'}: message {i}" for i in range(turns))
+        prompt = f"You are in a role play game. Roles: writer, critic.\nConversation:\n{transcript}\nPick the next."
+        return chat({"role": "system", "content": prompt})
+
+    assert len({pick(turns).agent.fingerprint for turns in range(1, 8)}) == 1
+    other = chat({"role": "system", "content": "You route tickets to a team.\nTicket: printer on fire"})
+    assert other.agent.fingerprint != pick(1).agent.fingerprint
+    # With a user message it is a conversation: its agent is named by its whole instructions, as before.
+    writer = chat({"role": "system", "content": "You write.\nStyle A"}, {"role": "user", "content": "Go"})
+    assert (
+        writer.agent.fingerprint
+        != chat(
+            {"role": "system", "content": "You write.\nStyle B"}, {"role": "user", "content": "Go"}
+        ).agent.fingerprint
+    )
+
+
+def test_the_tail_user_texts_are_kept_as_sent() -> None:
+    request = asked("Q1", "Observation: 3 results")
+    assert request.new_user_texts == ("Observation: 3 results",)
+    assert chat({"role": "user", "content": "Q1"}, {"role": "assistant", "content": "A"}).new_user_texts == ()

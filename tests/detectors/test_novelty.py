@@ -1,0 +1,140 @@
+"""`novelty`: a kind of tool whose results bring almost nothing new, several turns in a row."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from runguard.detectors.novelty import Novelty, NoveltyConfig, kind_of
+from tests.detectors.harness import RunSimulator, Step, agent_loop, first_trip, shows
+
+FLIGHTS = [
+    {"airline": a, "flight": f"{code}{n}", "from": "Lisbon (LIS)", "to": "Berlin (BER)", "price_eur": p, "stops": s}
+    for a, code, n, p, s in [
+        ("TAP Air Portugal", "TP", 552, 89, 0),
+        ("easyJet", "U2", 7331, 64, 0),
+        ("Ryanair", "FR", 1882, 41, 0),
+        ("Lufthansa", "LH", 1173, 132, 1),
+        ("Eurowings", "EW", 9413, 77, 0),
+        ("Vueling", "VY", 8460, 58, 1),
+    ]
+]
+QUERIES = [
+    "cheapest flight Lisbon to Berlin in May",
+    "lowest fare LIS BER May",
+    "budget airline Lisbon Berlin spring",
+    "cheap tickets from Portugal to Germany May 2026",
+    "discount flights Lisbon Berlin",
+    "Lisbon Berlin one way low cost",
+]
+
+
+def search(query: str, start: int = 0) -> dict[str, Any]:
+    """A flight search: the same flights in another order, echoing the query, with a fresh request id."""
+    flights = FLIGHTS[start:] + FLIGHTS[:start]
+    return {"query": query, "request_id": f"r-{len(query)}", "results": flights, "currency": "EUR"}
+
+
+def rephrased(n: int) -> list[Step]:
+    return agent_loop([[("search_flights", {"query": q}, search(q, i))] for i, q in enumerate(QUERIES[:n])])
+
+
+async def test_rephrased_searches_over_the_same_results_trip_at_the_fourth() -> None:
+    results = await RunSimulator([Novelty()]).run(rephrased(6))
+    # Response i asks search i; request i+1 brings it: the 4th result (3 stale turns after the first) trips.
+    assert first_trip(results) == 5
+    finding = results[4].one("novelty")
+    assert finding.blocking
+    evidence = shows(finding, "calls")
+    assert evidence["tools"] == ["search_flights"] and evidence["kind"] == "search"
+    assert len(evidence["new_shares"]) == 3 and all(share <= 0.2 for share in evidence["new_shares"])
+    assert "search_flights" in finding.verdict.reason
+
+
+async def test_searches_of_one_kind_count_together() -> None:
+    tools = ["search_flights", "web_search", "kayak_search", "searchFares"]
+    turns = [[(tools[i], {"q": q}, search(q, i))] for i, q in enumerate(QUERIES[:4])]
+    assert first_trip(await RunSimulator([Novelty()]).run(agent_loop(turns))) == 5
+
+
+async def test_each_search_finding_new_flights_passes() -> None:
+    def fresh(i: int) -> dict[str, Any]:
+        return {
+            "results": [{**f, "flight": f"{f['flight']}-{i}", "price_eur": f["price_eur"] + 7 * i} for f in FLIGHTS]
+        }
+
+    turns = [[("search_flights", {"query": q}, fresh(i))] for i, q in enumerate(QUERIES)]
+    assert first_trip(await RunSimulator([Novelty()]).run(agent_loop(turns))) is None
+
+
+async def test_pages_of_a_listing_pass() -> None:
+    def page(n: int) -> dict[str, Any]:
+        return {
+            "page": n,
+            "items": [{"sku": f"SKU-{n * 10 + i}", "name": f"widget model {n}-{i}", "price": n + i} for i in range(10)],
+        }
+
+    turns = [[("list_products", {"category": "widgets", "page": n}, page(n))] for n in range(1, 10)]
+    assert first_trip(await RunSimulator([Novelty()]).run(agent_loop(turns))) is None
+
+
+async def test_a_poll_with_the_same_arguments_is_not_judged() -> None:
+    body = {"job": "export-7", "description": "nightly export of the orders table to the warehouse " * 4}
+    turns = [[("get_job", {"job": "export-7"}, {**body, "progress": 10 * i})] for i in range(8)]
+    assert first_trip(await RunSimulator([Novelty()]).run(agent_loop(turns))) is None
+
+
+async def test_short_results_are_not_judged() -> None:
+    turns = [[("search_notes", {"query": q}, {"found": 0, "note": "nothing yet"})] for q in QUERIES]
+    assert first_trip(await RunSimulator([Novelty()]).run(agent_loop(turns))) is None
+
+
+async def test_the_same_document_under_other_ids_trips() -> None:
+    text = "\n".join(
+        f"Section {i}. The retention policy keeps invoices for {i + 6} years in cold storage." for i in range(12)
+    )
+    turns = [
+        [("fetch_url", {"url": url}, f"Fetched {url}\n{text}")]
+        for url in (
+            "https://docs.example.com/policy",
+            "https://docs.example.com/policy?v=2",
+            "https://cdn.example.com/p.html",
+            "https://docs.example.com/policy#top",
+        )
+    ]
+    assert first_trip(await RunSimulator([Novelty()]).run(agent_loop(turns))) == 5
+
+
+async def test_a_parallel_batch_counts_as_one_turn() -> None:
+    # Three overlapping searches at once: one turn, not three stale ones.
+    batch = [("search_flights", {"query": q}, search(q, i)) for i, q in enumerate(QUERIES[:3])]
+    assert first_trip(await RunSimulator([Novelty()]).run(agent_loop([batch]))) is None
+
+
+async def test_a_client_retry_of_the_same_request_does_not_count_again() -> None:
+    steps = rephrased(3)
+    # The request carrying the 3rd result is sent three more times (an SDK retrying a 500).
+    retried = [*steps[:3], steps[3], steps[3], steps[3]]
+    assert first_trip(await RunSimulator([Novelty()]).run(retried)) is None
+
+
+async def test_turns_is_tightenable() -> None:
+    results = await RunSimulator([(Novelty(), NoveltyConfig(turns=2))]).run(rephrased(6))
+    assert first_trip(results) == 4
+
+
+async def test_state_stays_bounded() -> None:
+    sim = RunSimulator([Novelty()])
+    await sim.run(rephrased(3))
+    turns = [
+        [("search_flights", {"query": f"q {i}"}, {"results": [f"new result {i} {j}" for j in range(40)]})]
+        for i in range(60)
+    ]
+    await sim.run(agent_loop(turns))
+    assert await sim.run_state_bytes() < 12 * 200 + 100
+
+
+def test_kinds() -> None:
+    cfg = NoveltyConfig()
+    assert kind_of("web_search", cfg) == kind_of("searchFlights", cfg) == kind_of("tavily-search", cfg) == "search"
+    assert kind_of("fetch_url", cfg) == kind_of("read_document", cfg) == "fetch"
+    assert kind_of("ask_leader", cfg) == "ask_leader"

@@ -1,0 +1,120 @@
+"""`text_loop`: agents that write their calls as text (ReAct, code agents, group chats) going round in circles."""
+
+from __future__ import annotations
+
+import dataclasses
+
+from runguard.detectors.text_loop import TextLoop, TextLoopConfig
+from tests.detectors.harness import RunSimulator, Step, call, first_trip, request, response, result, shows
+
+FLIGHTS = [
+    ("TAP Air Portugal", "TP552", "07:05", "nonstop", 89),
+    ("easyJet", "U27331", "10:40", "nonstop", 64),
+    ("Ryanair", "FR1882", "18:15", "nonstop", 41),
+    ("Lufthansa", "LH1173", "13:20", "one stop in Frankfurt", 132),
+    ("Eurowings", "EW9413", "06:30", "nonstop", 77),
+    ("Vueling", "VY8460", "15:55", "one stop in Barcelona", 58),
+    ("KLM", "KL1692", "11:10", "one stop in Amsterdam", 118),
+    ("Iberia", "IB3107", "09:45", "one stop in Madrid", 96),
+]
+RESULTS = "Observation:\n" + "\n".join(
+    f"{n}. {airline} {code} Lisbon (LIS) to Berlin (BER), departs {time}, {stops}, economy fare {fare} EUR, "
+    f"cabin bag included, checked bag extra"
+    for n, (airline, code, time, stops, fare) in enumerate(FLIGHTS, 1)
+)
+ACTIONS = [
+    "Thought: I should look for cheap flights. Action: search[cheapest flight Lisbon to Berlin in May]",
+    "Thought: Let me try other words. Action: search[lowest fare LIS BER May]",
+    "Thought: Maybe a budget airline query works better. Action: search[budget airline Lisbon Berlin spring]",
+    "Thought: I will search once more. Action: search[cheap tickets Portugal Germany May]",
+    "Thought: Another search. Action: search[discount flights Lisbon Berlin]",
+    "Thought: Again. Action: search[Lisbon Berlin low cost]",
+]
+
+
+def react(observations: list[str], actions: list[str], agent: str = "agent") -> list[Step]:
+    """A ReAct loop in text: request i carries observation i-1 as a user message; response i is action i."""
+    steps = []
+    for i, action in enumerate(actions):
+        said = "Find the cheapest flight from Lisbon to Berlin in May." if i == 0 else observations[i - 1]
+        steps.append(
+            Step(
+                request(agent_name=agent, user_text=said, message_count=2 * i + 2, assistant_turns=i),
+                response(text=action),
+            )
+        )
+    return steps
+
+
+async def test_a_react_agent_getting_the_same_observation_is_stopped() -> None:
+    results = await RunSimulator([TextLoop()]).run(react([RESULTS] * 6, ACTIONS))
+    # Turn 1 (the task and first action) is new, turn 2 brings the results; turns 3, 4, 5 repeat them.
+    assert first_trip(results) == 5
+    finding = results[4].one("text_loop")
+    assert results[4].response == [finding] and finding.blocking  # judged after the answer: the next request stops
+    assert len(finding.verdict.evidence["new_shares"]) == 3 and shows(finding, "agents")["agents"] == ["agent"] * 3
+
+
+async def test_a_react_agent_learning_something_each_step_passes() -> None:
+    observations = [
+        f"Observation: page {i}: flight {100 + i} departs {6 + i}:15 from terminal {i % 2 + 1}, fare {40 + 9 * i} EUR, "
+        f"operated by carrier number {i * 7} with {i + 1} bags allowed and seat pitch {28 + i} inches on route {i}"
+        for i in range(6)
+    ]
+    actions = [f"Thought: noted fare {40 + 9 * i}. Action: open[result page {i + 1} of the listing]" for i in range(6)]
+    assert first_trip(await RunSimulator([TextLoop()]).run(react(observations, actions))) is None
+
+
+async def test_a_group_chat_going_round_in_circles_is_stopped_whoever_speaks() -> None:
+    draft = (
+        "Draft: Our app helps remote teams plan sprints, track blockers and see who is overloaded before the "
+        "sprint starts, with one board for planning and one for review."
+    )
+    review = (
+        "Review: the draft is too long and the benefit is vague; please name the audience and lead with "
+        "overload, then cut the second half about boards."
+    )
+    steps = []
+    for i in range(8):
+        speaker, said, answer = ("writer", review, draft) if i % 2 == 0 else ("critic", draft, review)
+        steps.append(Step(request(agent_name=speaker, user_text=said, message_count=i + 2), response(text=answer)))
+    results = await RunSimulator([TextLoop()]).run(steps)
+    assert first_trip(results) == 4
+    assert set(results[3].one("text_loop").verdict.evidence["agents"]) == {"writer", "critic"}
+
+
+async def test_a_selectors_short_picks_are_not_judged() -> None:
+    transcript = " ".join(f"turn {i}: a message about the plan" for i in range(40))
+    steps = [Step(request(agent_name="selector", user_text=transcript), response(text="writer")) for _ in range(6)]
+    sim = RunSimulator([TextLoop()])
+    assert first_trip(await sim.run(steps)) is None
+    assert await sim.run_state_bytes() < 200  # nothing kept
+
+
+async def test_requests_with_tools_are_left_to_the_tool_detectors() -> None:
+    with_results = [
+        Step(
+            request(
+                user_text=RESULTS, prior_calls=[call("search", {}, "c1")], new_results=[result("search", "x", "c1")]
+            ),
+            response(text=ACTIONS[0]),
+        )
+        for _ in range(6)
+    ]
+    assert first_trip(await RunSimulator([TextLoop()]).run(with_results)) is None
+    declared = [
+        dataclasses.replace(s, request=dataclasses.replace(s.request, tool_names=("search",)))
+        for s in react([RESULTS] * 6, ACTIONS)
+    ]
+    assert first_trip(await RunSimulator([TextLoop()]).run(declared)) is None
+
+
+async def test_a_retried_request_is_not_judged_twice() -> None:
+    steps = react([RESULTS] * 6, ACTIONS)
+    same = [*steps[:3], *[dataclasses.replace(steps[3], body_hash="same")] * 4]
+    assert first_trip(await RunSimulator([TextLoop()]).run(same)) is None
+
+
+async def test_turns_is_tightenable() -> None:
+    results = await RunSimulator([(TextLoop(), TextLoopConfig(turns=2))]).run(react([RESULTS] * 6, ACTIONS))
+    assert first_trip(results) == 4

@@ -1,0 +1,269 @@
+"""`novelty` through the real proxy: agents whose tools bring nothing new are stopped, however they ask;
+agents whose tools keep answering something new are not.
+
+Each run is a scripted model plan (`healthy`) played by a real SDK's agent loop against the fake
+upstream, with every default detector armed.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from typing import Any
+
+import openai
+import pytest
+from google import genai
+from google.genai import errors as genai_errors
+from google.genai import types
+
+from tests.e2e import healthy
+from tests.e2e.faults import eventually, trips_of
+from tests.support.proxy import ListSink
+from tests.support.upstream import FakeUpstream
+
+AIRLINES = [("TAP Air Portugal", "TP552", 89), ("easyJet", "U27331", 64), ("Ryanair", "FR1882", 41)]
+AIRLINES += [("Lufthansa", "LH1173", 132), ("Eurowings", "EW9413", 77), ("Vueling", "VY8460", 58)]
+QUERIES = [
+    "cheapest flight Lisbon to Berlin in May",
+    "lowest fare LIS BER May",
+    "budget airline Lisbon Berlin spring",
+    "cheap tickets from Portugal to Germany May 2026",
+    "discount flights Lisbon Berlin",
+    "Lisbon Berlin one way low cost",
+    "LIS to BER flights under 100 euros",
+    "best price Lisbon Berlin nonstop",
+]
+
+
+def flights(query: str, shift: int) -> str:
+    """A flight search's answer: the same flights (in another order), the query echoed, a fresh id."""
+    rows = AIRLINES[shift % 6 :] + AIRLINES[: shift % 6]
+    results = [
+        {"airline": a, "flight": f, "route": "Lisbon (LIS) to Berlin (BER)", "price_eur": p, "departs": "08:05"}
+        for a, f, p in rows
+    ]
+    return json.dumps({"query": query, "search_id": f"s{shift}", "results": results, "currency": "EUR"})
+
+
+async def play(
+    api: str, proxy: str, upstream: FakeUpstream, plan: healthy.Plan, tools: healthy.Tools, run_id: str
+) -> str:
+    """The plan played by the model of `api` and run by its SDK's agent loop, to the answer (or the stop)."""
+    names = healthy.tool_specs(plan)
+    if api == "gemini":
+        upstream.script = healthy.gemini_model(plan)
+        client = genai.Client(
+            api_key="test-key", http_options=types.HttpOptions(base_url=proxy, headers={"X-Run-Id": run_id})
+        )
+        return await healthy.gemini_agent(client, tools, names, "Do the task.")
+    upstream.script = healthy.responses_model(plan) if api == "responses" else healthy.chat_model(plan)
+    sdk = openai.AsyncOpenAI(base_url=proxy + "/v1", api_key="sk-test-novelty", default_headers={"X-Run-Id": run_id})
+    agent = healthy.responses_agent if api == "responses" else healthy.chat_agent
+    return await agent(sdk, tools, names, "Do the task.")
+
+
+async def stopped(api: str, proxy: str, upstream: FakeUpstream, plan: healthy.Plan, tools: healthy.Tools) -> int:
+    """Play a runaway plan: it must be stopped by `novelty`; how many requests reached the upstream."""
+    errors: tuple[type[Exception], ...] = (openai.RateLimitError, genai_errors.ClientError)
+    with pytest.raises(errors) as caught:
+        await play(api, proxy, upstream, plan, tools, f"novelty-{api}-{id(plan)}")
+    error = caught.value
+    if isinstance(error, openai.RateLimitError):
+        assert error.code == "runguard_novelty"
+        assert error.response.headers["x-runguard-trip"] == "novelty"
+    else:
+        assert error.code == 429 and "novelty" in str(error)
+    return len(upstream.received)
+
+
+def by_query(answer: Callable[[str, int], str]) -> healthy.Tools:
+    asked: list[str] = []
+
+    def tools(name: str, args: dict[str, Any]) -> str:
+        asked.append(name)
+        return answer(str(next(iter(args.values()))), len(asked))
+
+    return tools
+
+
+@pytest.mark.parametrize("api", ["chat", "responses", "gemini"])
+async def test_rephrased_searches_returning_the_same_flights_are_stopped(
+    api: str, proxy_url: str, upstream: FakeUpstream, sink: ListSink
+) -> None:
+    plan = [[("search_flights", {"query": q})] for q in QUERIES]
+    # The 4th answer (the 3rd bringing nothing new) arrives with the 5th request, which is stopped.
+    assert await stopped(api, proxy_url, upstream, plan, by_query(flights)) == 4
+    await eventually(lambda: any(t.detector == "novelty" for t in trips_of(sink)))
+    trip = next(t for t in trips_of(sink) if t.detector == "novelty")
+    assert trip.evidence["tools"] == ["search_flights"] and len(trip.evidence["new_shares"]) == 3
+
+
+async def test_searches_over_several_search_tools_are_one_kind(
+    proxy_url: str, upstream: FakeUpstream, sink: ListSink
+) -> None:
+    tools = ["web_search", "search_flights", "kayak_search", "web_search", "search_flights"]
+    plan = [[(tool, {"query": q})] for tool, q in zip(tools, QUERIES, strict=False)]
+    assert await stopped("chat", proxy_url, upstream, plan, by_query(flights)) == 4
+
+
+POLICY = "\n".join(
+    f"{i}. Invoices are kept for {i + 6} years; copies older than {i + 2} years move to cold storage in region {i}."
+    for i in range(1, 12)
+)
+
+
+async def test_refetching_one_document_under_other_urls_is_stopped(
+    proxy_url: str, upstream: FakeUpstream, sink: ListSink
+) -> None:
+    urls = [
+        "https://docs.example.com/retention",
+        "https://docs.example.com/retention?lang=en",
+        "https://cdn.example.com/docs/retention.html",
+        "https://docs.example.com/policies/retention-v2",
+        "https://docs.example.com/retention#top",
+    ]
+    plan = [[("fetch_url", {"url": url})] for url in urls]
+    assert await stopped("chat", proxy_url, upstream, plan, by_query(lambda url, _: f"URL: {url}\n{POLICY}")) == 4
+
+
+async def test_a_sub_agent_re_asking_what_its_leader_answered_is_stopped(
+    proxy_url: str, upstream: FakeUpstream, sink: ListSink
+) -> None:
+    questions = [
+        "Which figures should the report use?",
+        "To confirm: which quarter's numbers do I use?",
+        "Should I use Q3 or Q4 figures for the report?",
+        "What data source did you want for the figures?",
+        "Just checking, which figures again?",
+    ]
+    answer = (
+        "Use the Q3 2025 figures from the finance team's quarterly report, in EUR, excluding the one-off "
+        "restructuring charge; round to thousands and cite the report's table 4 for revenue and table 7 for costs."
+    )
+    plan = [[("ask_leader", {"question": q})] for q in questions]
+    assert await stopped("chat", proxy_url, upstream, plan, by_query(lambda q, _: f"Q: {q}\nA: {answer}")) == 4
+
+
+# -- healthy runs that come close --------------------------------------------------------------------
+
+
+async def runs_clean(api: str, proxy: str, upstream: FakeUpstream, sink: ListSink, plan: Any, tools: Any) -> None:
+    assert await play(api, proxy, upstream, plan, tools, f"clean-{api}-{id(plan)}") == healthy.ANSWER
+    assert len(upstream.received) == len(plan) + 1
+    assert "novelty" not in healthy.blocks(sink) | healthy.warnings(sink)
+
+
+@pytest.mark.parametrize("api", ["chat", "gemini"])
+async def test_paging_through_a_listing_passes(
+    api: str, proxy_url: str, upstream: FakeUpstream, sink: ListSink
+) -> None:
+    plan = [[("list_products", {"category": "widgets", "page": n})] for n in range(1, 9)]
+
+    def tools(name: str, args: dict[str, Any]) -> str:
+        n = args["page"]
+        items = [{"sku": f"W-{n}{i:02}", "name": f"widget {n}-{i}", "price": 10 * n + i, "stock": i} for i in range(8)]
+        return json.dumps({"page": n, "pages": 8, "category": "widgets", "items": items})
+
+    await runs_clean(api, proxy_url, upstream, sink, plan, tools)
+
+
+async def test_a_research_plan_over_many_tools_passes(proxy_url: str, upstream: FakeUpstream, sink: ListSink) -> None:
+    plan = [
+        [("web_search", {"query": "EU battery recycling regulation 2027 targets"})],
+        [("fetch_url", {"url": "https://eur-lex.example/2023-1542"})],
+        [("get_company_filings", {"company": "Northvolt", "year": 2024})],
+        [("web_search", {"query": "lithium recovery rate industrial processes comparison"})],
+        [("get_market_data", {"metric": "black mass price", "region": "EU"})],
+        [("fetch_url", {"url": "https://example.org/hydrometallurgy-review"})],
+        [("web_search", {"query": "recycling plant capacity announcements Europe 2025"})],
+    ]
+
+    def tools(name: str, args: dict[str, Any]) -> str:
+        topic = " ".join(str(v) for v in args.values())
+        return json.dumps(
+            {
+                "source": name,
+                "findings": [f"{topic}: finding {i} with figure {len(topic) * i} and note {name}{i}" for i in range(6)],
+            }
+        )
+
+    await runs_clean("chat", proxy_url, upstream, sink, plan, tools)
+
+
+async def test_a_poll_whose_status_changes_then_completes_passes(
+    proxy_url: str, upstream: FakeUpstream, sink: ListSink
+) -> None:
+    states = [("queued", 0), ("queued", 0), ("running", 20), ("running", 45), ("running", 70), ("succeeded", 100)]
+    plan = [[("get_export_status", {"export_id": "exp_77"})] for _ in states]
+    polls = iter(states)
+    spec = {
+        "table": "orders",
+        "destination": "s3://warehouse/exports/orders/",
+        "format": "parquet",
+        "compression": "zstd",
+    }
+
+    def tools(name: str, args: dict[str, Any]) -> str:
+        status, progress = next(polls)
+        return json.dumps(
+            {"export_id": "exp_77", "status": status, "progress": progress, "spec": spec, "note": "Nightly export."}
+        )
+
+    await runs_clean("chat", proxy_url, upstream, sink, plan, tools)
+
+
+async def test_a_writer_editor_loop_with_changing_drafts_passes(
+    proxy_url: str, upstream: FakeUpstream, sink: ListSink
+) -> None:
+    drafts = [
+        "Our new app helps teams plan sprints.",
+        "Our new app helps remote teams plan sprints and track blockers in one place.",
+        "Plan sprints, track blockers and see who is overloaded: one place for remote teams.",
+        "See who is overloaded before the sprint starts. Plan, track blockers, ship: one place for remote teams.",
+        "Before the sprint starts, see who is overloaded. Then plan, unblock and ship from one board.",
+    ]
+    notes = [
+        "Too generic; name the audience and one concrete benefit.",
+        "Better. Lead with the pain point; 'in one place' is vague.",
+        "Good rhythm. Overload is the hook: open with it and cut 'one place'.",
+        "Strong opening. Replace 'ship' with a verb that fits planning; shorten the tail.",
+        "Approved. Publish as is.",
+    ]
+    plan = [[("review_draft", {"draft": d})] for d in drafts]
+    reviews = iter(notes)
+
+    def tools(name: str, args: dict[str, Any]) -> str:
+        note = next(reviews)
+        return json.dumps(
+            {"draft": args["draft"], "verdict": note, "checklist": ["audience", "benefit", "tone", note[:30]]}
+        )
+
+    await runs_clean("chat", proxy_url, upstream, sink, plan, tools)
+
+
+async def test_a_search_narrowing_its_query_with_new_results_passes(
+    proxy_url: str, upstream: FakeUpstream, sink: ListSink
+) -> None:
+    queries = [
+        "laptops",
+        "laptops 14 inch",
+        "laptops 14 inch 32GB RAM",
+        "laptops 14 inch 32GB under 1500",
+        "X1 Carbon Gen 12 32GB",
+    ]
+    plan = [[("search_products", {"query": q})] for q in queries]
+
+    def tools(name: str, args: dict[str, Any]) -> str:
+        seed = len(args["query"])
+        rows = [
+            {"model": f"Model {seed}-{i}", "price": 900 + seed * 10 + i, "ram_gb": 16 + i % 2 * 16} for i in range(8)
+        ]
+        return json.dumps({"query": args["query"], "results": rows})
+
+    await runs_clean("chat", proxy_url, upstream, sink, plan, tools)
+
+
+async def test_short_acknowledgements_pass(proxy_url: str, upstream: FakeUpstream, sink: ListSink) -> None:
+    plan = [[("save_note", {"text": f"note {i}: {q}"})] for i, q in enumerate(QUERIES)]
+    await runs_clean("chat", proxy_url, upstream, sink, plan, lambda name, args: "ok")
