@@ -3,13 +3,15 @@
 Each detector's module docstring (first paragraph) says what it catches; its
 config model's field descriptions and defaults are the settings reference.
 `docs/detectors.md` is this output (a test keeps the two equal), and
-`runguard-proxy detectors` prints it.
+`runguard-proxy detectors --markdown` prints it
+(`runguard-proxy detectors` renders `entries()` for the terminal).
 """
 
 from __future__ import annotations
 
 import inspect
 import json
+from dataclasses import dataclass
 from typing import Any
 
 from pydantic.fields import FieldInfo
@@ -29,13 +31,6 @@ stricter for one run with `X-RunGuard-Limit: <name>.<field>=<value>` (fields mar
 """
 
 
-def _default(info: FieldInfo) -> str:
-    value: Any = info.get_default(call_default_factory=True)
-    if hasattr(value, "value"):
-        value = value.value
-    return f"`{json.dumps(value, default=str)}`"
-
-
 _PER_THREAD = (
     " Judges each conversation on its own: a thread nested in a run (a sub-agent a tool call started,"
     " without `X-Run-Id`; with it, a task a leader delegated to a member or an agent tool) keeps its own state"
@@ -43,20 +38,57 @@ _PER_THREAD = (
 )
 
 
-def _section(cls: type[Detector[Any]]) -> str:
+@dataclass(frozen=True, slots=True)
+class Setting:
+    name: str
+    default: Any  # as JSON would show it
+    description: str
+    tightenable: bool  # a run may make it stricter with X-RunGuard-Limit
+
+
+@dataclass(frozen=True, slots=True)
+class Entry:
+    """One detector as the catalogue shows it."""
+
+    name: str
+    summary: str  # what it catches (its module docstring's first paragraph)
+    settings: tuple[Setting, ...]
+
+
+def _value(info: FieldInfo) -> Any:
+    value: Any = info.get_default(call_default_factory=True)
+    if hasattr(value, "value"):
+        value = value.value
+    return json.loads(json.dumps(value, default=str))
+
+
+def entry(cls: type[Detector[Any]]) -> Entry:
     module = inspect.getmodule(cls)
     doc = inspect.cleandoc(module.__doc__ or "") if module else ""
     summary = doc.split("\n\n")[0].replace("\n", " ")
     if cls.per_thread:
         summary += _PER_THREAD
-    lines = [f"## `{cls.name}`", "", summary, "", "| setting | default | |", "|---|---|---|"]
+    settings = []
     for name, info in cls.Config.model_fields.items():
         extra = info.json_schema_extra if isinstance(info.json_schema_extra, dict) else {}
-        tight = " *tightenable*" if extra.get("tighten") else ""
-        description = (info.description or "").replace("|", "\\|").replace("\n", " ")
-        lines.append(f"| `{name}` | {_default(info)} | {description}{tight} |")
+        description = (info.description or "").replace("\n", " ")
+        settings.append(Setting(name, _value(info), description, bool(extra.get("tighten"))))
+    return Entry(cls.name, summary, tuple(settings))
+
+
+def entries() -> list[Entry]:
+    """Every detector, in the registry's order."""
+    return [entry(cls) for cls in DETECTOR_CLASSES]
+
+
+def _section(item: Entry) -> str:
+    lines = [f"## `{item.name}`", "", item.summary, "", "| setting | default | |", "|---|---|---|"]
+    for setting in item.settings:
+        tight = " *tightenable*" if setting.tightenable else ""
+        description = setting.description.replace("|", "\\|")
+        lines.append(f"| `{setting.name}` | `{json.dumps(setting.default)}` | {description}{tight} |")
     return "\n".join(lines)
 
 
 def render() -> str:
-    return HEADER + "\n" + "\n\n".join(_section(cls) for cls in DETECTOR_CLASSES) + "\n"
+    return HEADER + "\n" + "\n\n".join(_section(item) for item in entries()) + "\n"
