@@ -21,7 +21,7 @@ from runguard.detectors.registry import DETECTOR_CLASSES
 
 HEADER = """# Detectors
 
-Generated from the code (`runguard-proxy detectors`); do not edit by hand.
+Generated from the code (`runguard-proxy detectors --markdown`); do not edit by hand.
 
 Every detector has `action` (`block`, `warn`, `off`) and `response` (`error`: a provider-native 429
 the SDK does not retry; `stop`: a normal completion that ends the agent's turn). Set them under
