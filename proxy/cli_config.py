@@ -12,7 +12,7 @@ import typer
 from pydantic import BaseModel, SecretStr
 
 from runguard.config.settings import Settings
-from runguard.proxy.cli_render import Column, console, echo_json, fitted
+from runguard.proxy.cli_render import Column, console, echo_json, print_fitted
 
 HIDDEN = "********"
 
@@ -114,7 +114,7 @@ def register(app: typer.Typer) -> None:
         ]
         out = console()
         shown = [{"key": k, "value": _text(v), "source": s, "description": d} for k, v, d, s in rows]
-        out.print(fitted(columns, shown, out.width))
+        print_fitted(out, columns, shown)
 
     @group.command("check")
     def check(file: Annotated[Path, typer.Argument(exists=True, help="YAML config file to validate.")]) -> None:

@@ -87,6 +87,24 @@ def fitted(columns: Sequence[Column], rows: Sequence[dict[str, Any]], width: int
 _WIDE = Console(width=100_000)
 
 
+def print_fitted(
+    out: Console, columns: Sequence[Column], rows: Sequence[dict[str, Any]], title: str | None = None
+) -> None:
+    """Print `fitted(...)` at the console's width; wider only when the `whole` cells alone are wider
+    (an id longer than the terminal is still printed whole: the terminal wraps it, nothing cuts it)."""
+    table = fitted(columns, rows, out.width, title)
+    needed = Measurement.get(_WIDE, _WIDE.options, table).maximum
+    if needed <= out.width:
+        out.print(table)
+        return
+    width = out.width
+    out.width = needed  # rich clamps print(width=...) to the console's own width
+    try:
+        out.print(table, crop=False)
+    finally:
+        out.width = width
+
+
 def _need(column: Column, cells: list[str]) -> int:
     """The narrowest a column may be: its longest word, or its longest cell when it must stay whole."""
     kept = column.whole or column.one_line

@@ -22,7 +22,7 @@ from rich.text import Text
 
 from runguard.config.settings import Settings
 from runguard.proxy.cli import ConfigOption, load
-from runguard.proxy.cli_render import Column, console, echo_json, fail, fitted, since, usd
+from runguard.proxy.cli_render import Column, console, echo_json, fail, print_fitted, since, usd
 from runguard.proxy.cli_store import JsonOption, SinceOption, read_store
 
 NO_BODIES = "turn on store.record_bodies (RUNGUARD_RECORD_BODIES=1) to record request and response bodies"
@@ -98,7 +98,7 @@ def _print_replay(report: Any) -> None:
         Column("reason", lambda r: r["reason"], priority=50),
     ]
     out = console()
-    out.print(fitted(columns, rows, out.width, title="replay"))
+    print_fitted(out, columns, rows, title="replay")
     warnings = [t for t in report.trips if t.action == "warn"]
     if warnings:
         names = ", ".join(sorted({t.detector for t in warnings}))

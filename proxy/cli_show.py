@@ -21,7 +21,7 @@ from rich.rule import Rule
 from rich.text import Text
 
 from runguard.proxy.cli import ConfigOption, load
-from runguard.proxy.cli_render import Column, ago, console, echo_json, fail, fitted, usd, when
+from runguard.proxy.cli_render import Column, ago, console, echo_json, fail, print_fitted, usd, when
 from runguard.proxy.cli_store import JsonOption, read_store
 
 PER_PAGE = 200
@@ -152,7 +152,7 @@ def _timeline(out: Console, detail: dict[str, Any]) -> None:
         Column("tokens in/out", lambda s: f"{s['input_tokens']}/{s['output_tokens']}", priority=60, right=True),
         Column("model", lambda s: s["model"], priority=50),
     ]
-    out.print(fitted(columns, detail["requests"], out.width, title="requests"))
+    print_fitted(out, columns, detail["requests"], title="requests")
     out.print(Text(NOT_RECORDED, style="yellow"))
 
 

@@ -18,7 +18,7 @@ import typer
 
 from runguard.config.settings import Settings
 from runguard.proxy.cli import ConfigOption, load
-from runguard.proxy.cli_render import Column, ago, console, echo_json, fail, fitted, since, usd, when
+from runguard.proxy.cli_render import Column, ago, console, echo_json, fail, print_fitted, since, usd, when
 
 T = TypeVar("T")
 
@@ -130,7 +130,7 @@ def register(app: typer.Typer) -> None:
             typer.echo("no runs match" if found != pages.RunFilter() else "no runs recorded yet")
             return
         out = console()
-        out.print(fitted(run_columns(now), rows, out.width))
+        print_fitted(out, run_columns(now), rows)
 
     @app.command()
     def trips(
@@ -164,4 +164,4 @@ def register(app: typer.Typer) -> None:
             Column("last", lambda r: when(r["last_at"]), priority=60, one_line=True),
         ]
         out = console()
-        out.print(fitted(columns, rows, out.width))
+        print_fitted(out, columns, rows)
