@@ -108,6 +108,10 @@ async def test_runs_filters(filled: Filled) -> None:
     tomorrow = time.strftime("%Y-%m-%d", time.localtime(time.time() + 86400))
     assert await ids("--since", tomorrow) == set()
     assert len(await ids("--limit", "2")) == 2
+    done = await invoke("trips", "--since", "30m", "--json", url=filled.url)
+    assert {row["detector"] for row in orjson.loads(done.stdout)} == {"non_progress", "consecutive_same_tool"}
+    done = await invoke("trips", "--since", tomorrow, url=filled.url)
+    assert done.exit_code == 0 and done.stdout.strip() == "no trips recorded"
     done = await invoke("runs", "--since", "yesterday", url=filled.url)
     assert done.exit_code == 2 and "30m, 1h, 2d" in done.output
     done = await invoke("runs", "--status", "tripped", "--key", filled.keys[BOLD], url=filled.url)
