@@ -113,7 +113,7 @@ def _need(column: Column, cells: list[str]) -> int:
 
 
 def _table(columns: Sequence[Column], cells: dict[int, list[str]], widths: dict[int, int], title: str | None) -> Table:
-    table = Table(box=box.SIMPLE_HEAD, show_edge=False, title=title, title_justify="left")
+    table = Table(box=box.SIMPLE_HEAD, show_edge=False, padding=(0, 1, 0, 0), title=title, title_justify="left")
     for column in columns:
         table.add_column(
             column.header,

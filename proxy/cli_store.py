@@ -60,7 +60,7 @@ def read_store(settings: Settings, query: Callable[[Any], Awaitable[T]]) -> T:
 
     try:
         return asyncio.run(run())
-    except typer.Exit:
+    except (typer.Exit, BrokenPipeError):  # a closed pipe (`export | head`): click ends quietly
         raise
     except Exception as exc:
         raise fail(f"cannot read the record store: {exc}") from exc
@@ -78,7 +78,7 @@ def run_columns(now: float) -> list[Column]:
         Column("USD", lambda r: usd(r["usd"]), priority=90, right=True, one_line=True),
         Column("key", lambda r: r["key_hash"], priority=80),
         Column("req", lambda r: str(r["requests"]), priority=70, right=True, one_line=True),
-        Column("last seen", lambda r: ago(r["last_seen"], now), priority=60, one_line=True),
+        Column("seen", lambda r: ago(r["last_seen"], now), priority=60, one_line=True),
         Column("agents", lambda r: ", ".join(r["agents"]), priority=50),
         Column("model", lambda r: ", ".join(r.get("models", ())), priority=40),
         Column(
