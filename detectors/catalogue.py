@@ -3,13 +3,15 @@
 Each detector's module docstring (first paragraph) says what it catches; its
 config model's field descriptions and defaults are the settings reference.
 `docs/detectors.md` is this output (a test keeps the two equal), and
-`runguard-proxy detectors` prints it.
+`runguard-proxy detectors --markdown` prints it
+(`runguard-proxy detectors` renders `entries()` for the terminal).
 """
 
 from __future__ import annotations
 
 import inspect
 import json
+from dataclasses import dataclass
 from typing import Any
 
 from pydantic.fields import FieldInfo
@@ -20,22 +22,15 @@ from runguard.detectors.registry import DETECTOR_CLASSES
 
 HEADER = """# Detectors
 
-Generated from the code (`runguard-proxy detectors`); do not edit by hand.
+Generated from the code (`runguard-proxy detectors --markdown`); do not edit by hand.
 
-Every detector has `action` (`block`, `warn`, `off`) and `response` (`error`: a provider-native 429
+Every detector has `action` (`block`, `nudge`, `warn`, `off`) and `response` (`error`: a provider-native 429
 the SDK does not retry; `stop`: a normal completion that ends the agent's turn). Set them under
 `guard.detectors.<name>` in the config, per API key or model under `guard.overrides`, or make them
 stricter for one run with `X-RunGuard-Limit: <name>.<field>=<value>` (fields marked *tightenable*).
 `guard.shadow: true` turns every block into a warning, to calibrate on real traffic first.
 `action: nudge` first sends the model a note, then blocks if the pattern goes on (see Nudge, below).
 """
-
-
-def _default(info: FieldInfo) -> str:
-    value: Any = info.get_default(call_default_factory=True)
-    if hasattr(value, "value"):
-        value = value.value
-    return f"`{json.dumps(value, default=str)}`"
 
 
 _PER_THREAD = (
@@ -61,26 +56,70 @@ def _after(cls: type[Detector[Any]]) -> str:
 _REASONED = ("Defaults.", "False positives.")
 
 
-def _section(cls: type[Detector[Any]]) -> str:
+@dataclass(frozen=True, slots=True)
+class Setting:
+    name: str
+    default: Any  # as JSON would show it
+    description: str
+    tightenable: bool  # a run may make it stricter with X-RunGuard-Limit
+
+
+@dataclass(frozen=True, slots=True)
+class Entry:
+    """One detector as the catalogue shows it."""
+
+    name: str
+    summary: str  # what it catches (its module docstring's first paragraph)
+    settings: tuple[Setting, ...]
+    after: str = ""  # what follows a block by it (`_after`)
+    reasoning: tuple[str, ...] = ()  # its docstring's "Defaults." and "False positives." paragraphs
+
+
+def _value(info: FieldInfo) -> Any:
+    value: Any = info.get_default(call_default_factory=True)
+    if hasattr(value, "value"):
+        value = value.value
+    return json.loads(json.dumps(value, default=str))
+
+
+def entry(cls: type[Detector[Any]]) -> Entry:
     module = inspect.getmodule(cls)
     doc = inspect.cleandoc(module.__doc__ or "") if module else ""
     summary = doc.split("\n\n")[0].replace("\n", " ")
     if cls.per_thread:
         summary += _PER_THREAD
-    lines = [f"## `{cls.name}`", "", summary, "", _after(cls), ""]
-    # Paragraphs of the docstring that reason about the defaults and false positives are reference too.
-    for paragraph in doc.split("\n\n")[1:]:
-        if paragraph.startswith(_REASONED):
-            lines += [paragraph.replace("\n", " "), ""]
-    lines += ["| setting | default | |", "|---|---|---|"]
+    settings = []
     for name, info in cls.Config.model_fields.items():
         extra = info.json_schema_extra if isinstance(info.json_schema_extra, dict) else {}
-        tight = " *tightenable*" if extra.get("tighten") else ""
-        description = (info.description or "").replace("|", "\\|").replace("\n", " ")
-        lines.append(f"| `{name}` | {_default(info)} | {description}{tight} |")
+        description = (info.description or "").replace("\n", " ")
+        settings.append(Setting(name, _value(info), description, bool(extra.get("tighten"))))
+    # Paragraphs of the docstring that reason about the defaults and false positives are reference too.
+    reasoning = tuple(p.replace("\n", " ") for p in doc.split("\n\n")[1:] if p.startswith(_REASONED))
+    return Entry(cls.name, summary, tuple(settings), _after(cls), reasoning)
+
+
+def entries() -> list[Entry]:
+    """Every detector, in the registry's order."""
+    return [entry(cls) for cls in DETECTOR_CLASSES]
+
+
+def _section(item: Entry) -> str:
+    lines = [f"## `{item.name}`", "", item.summary, "", item.after, ""]
+    for paragraph in item.reasoning:
+        lines += [paragraph, ""]
+    lines += ["| setting | default | |", "|---|---|---|"]
+    for setting in item.settings:
+        tight = " *tightenable*" if setting.tightenable else ""
+        description = setting.description.replace("|", "\\|")
+        lines.append(f"| `{setting.name}` | `{json.dumps(setting.default)}` | {description}{tight} |")
     return "\n".join(lines)
 
 
 def render() -> str:
-    sections = [_section(cls) for cls in DETECTOR_CLASSES]
-    return HEADER + "\n" + "\n\n".join(sections) + "\n\n" + "\n".join((guide.NUDGE, guide.BREAKERS, guide.EVIDENCE))
+    return (
+        HEADER
+        + "\n"
+        + "\n\n".join(_section(item) for item in entries())
+        + "\n\n"
+        + "\n".join((guide.NUDGE, guide.BREAKERS, guide.EVIDENCE))
+    )

@@ -21,13 +21,6 @@ import typer
 from runguard.config.loader import ConfigError, LoadedSettings, load_settings
 from runguard.config.settings import Settings
 
-app = typer.Typer(
-    name="runguard-proxy",
-    help="A transparent proxy for the OpenAI and Gemini APIs that stops runaway AI agents.",
-    no_args_is_help=True,
-    add_completion=False,
-)
-
 ConfigOption = Annotated[
     Path | None, typer.Option("--config", "-c", help="YAML config file (also RUNGUARD_CONFIG).", exists=True)
 ]
@@ -112,7 +105,6 @@ async def _serve(settings: Settings) -> None:
     await running.stop()
 
 
-@app.command()
 def serve(
     host: Annotated[str | None, typer.Option(help="Address to bind (default 127.0.0.1).")] = None,
     port: Annotated[int | None, typer.Option(help="Port to listen on (default 8787).")] = None,
@@ -146,11 +138,40 @@ def _run(main: Coroutine[Any, Any, None]) -> None:
     uvloop.run(main)
 
 
-def main() -> None:
+def _version(shown: bool) -> None:
+    if shown:
+        from importlib.metadata import version
+
+        typer.echo(f"runguard-proxy {version('runguard-proxy')}")
+        raise typer.Exit()
+
+
+def _top(
+    version: Annotated[
+        bool, typer.Option("--version", callback=_version, is_eager=True, help="Print the version and exit.")
+    ] = False,
+) -> None:
+    """A transparent proxy for the OpenAI and Gemini APIs that stops runaway AI agents."""
+
+
+def new_app() -> typer.Typer:
+    """The whole command line: `serve` and every command group, with `--version` and `-h`/`--help`."""
     from runguard.proxy import cli_commands
 
+    app = typer.Typer(
+        name="runguard-proxy",
+        no_args_is_help=True,
+        add_completion=False,
+        context_settings={"help_option_names": ["-h", "--help"]},
+    )
+    app.callback()(_top)
+    app.command()(serve)
     cli_commands.register(app)
-    app()
+    return app
+
+
+def main() -> None:
+    new_app()()
 
 
 if __name__ == "__main__":

@@ -277,8 +277,20 @@ class StoreReader:
             row["usd_avoided"] = float(row["usd_avoided"] or 0.0)
         return rows
 
-    async def recorded(self, run_id: str | None = None) -> AsyncIterator[Row]:
-        """Recorded traffic (store.record_bodies) in arrival order, streamed: bodies can be large."""
+    @staticmethod
+    def _recorded_where(run_id: str | None, since: float | None) -> list[ColumnElement[bool]]:
+        where = [] if run_id is None else [Body.run_id == stored_run_id(run_id)]
+        return where if since is None else [*where, Body.at >= since]
+
+    async def recorded_count(self, run_id: str | None = None, since: float | None = None) -> int:
+        """How many exchanges `recorded()` would yield (for a progress bar)."""
+        query = select(func.count()).select_from(Body).where(*self._recorded_where(run_id, since))
+        (rows,) = await self._all(query)
+        return int(next(iter(rows[0].values())))
+
+    async def recorded(self, run_id: str | None = None, since: float | None = None) -> AsyncIterator[Row]:
+        """Recorded traffic (store.record_bodies) in arrival order, of one run and/or since a time,
+        streamed: bodies can be large."""
         query = (
             select(
                 Body.run_id,
@@ -291,6 +303,7 @@ class StoreReader:
                 Request.key_hash,
                 Request.request_index,
                 Request.agent,
+                Request.model,
                 Request.usd,
                 Request.blocked_by,
                 Request.error,
@@ -298,8 +311,7 @@ class StoreReader:
             .join(Request, Request.id == Body.request_id)
             .order_by(Body.at, Request.request_index)
         )
-        if run_id is not None:
-            query = query.where(Body.run_id == stored_run_id(run_id))
+        query = query.where(*self._recorded_where(run_id, since))
         async with self._engine.connect() as conn:
             result = await conn.stream(query.execution_options(yield_per=100))
             async for row in result:

@@ -9,9 +9,10 @@ recorded. Once a run would have been stopped, its later exchanges are not
 fed: they are what the stop would have avoided (requests and their cost from
 the recorded usage and the pricing table).
 
-File format (one JSON object per line): run_id, at (epoch seconds), path,
+File format (one JSON object per line, documented field by field in
+docs/records.md; `store.export` writes it): run_id, at (epoch seconds), path,
 request and response (a JSON value, or a string such as an SSE stream),
-optional key_hash and status.
+optional key_hash, status, answered_locally and error.
 
 A request that got no answer from upstream is recorded with status null: its
 upstream failed (a connect error, a timeout, a body that broke off), or the
@@ -24,7 +25,7 @@ is skipped when the candidate configuration lets it through).
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import AsyncIterable, AsyncIterator, Iterable
+from collections.abc import AsyncIterable, AsyncIterator, Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -119,29 +120,36 @@ def _raw(value: Any) -> bytes:
     return orjson.dumps(value)
 
 
-def read_file(path: Path) -> list[Exchange]:
-    """Exchanges from a JSON-lines file, in arrival order; raises ValueError naming the bad line."""
+def _exchange(item: dict[str, Any]) -> Exchange:
+    return Exchange(
+        run_id=str(item["run_id"]),
+        at=float(item["at"]),
+        path=str(item["path"]),
+        request=_raw(item["request"]),
+        response=_raw(item.get("response", b"")),
+        status=item.get("status", 200),
+        key_hash=str(item.get("key_hash", "replay")),
+        answered_locally=bool(item.get("answered_locally", False)),
+        error=item.get("error"),
+    )
+
+
+def read_file(path: Path, run_id: str | None = None, read: Callable[[int], None] | None = None) -> list[Exchange]:
+    """Exchanges from a JSON-lines file (docs/records.md), in arrival order, of one run when `run_id` is
+    given; raises ValueError naming the bad line. `read` is called with the bytes of each line read."""
     exchanges = []
-    for number, line in enumerate(path.read_bytes().splitlines(), 1):
-        if not line.strip():
-            continue
-        try:
-            item = orjson.loads(line)
-            exchanges.append(
-                Exchange(
-                    run_id=str(item["run_id"]),
-                    at=float(item["at"]),
-                    path=str(item["path"]),
-                    request=_raw(item["request"]),
-                    response=_raw(item.get("response", b"")),
-                    status=item.get("status", 200),
-                    key_hash=str(item.get("key_hash", "replay")),
-                    answered_locally=bool(item.get("answered_locally", False)),
-                    error=item.get("error"),
-                )
-            )
-        except (orjson.JSONDecodeError, KeyError, TypeError, ValueError) as exc:
-            raise ValueError(f"{path}:{number}: not a recorded exchange ({exc!r})") from exc
+    with path.open("rb") as lines:
+        for number, line in enumerate(lines, 1):
+            if read is not None:
+                read(len(line))
+            if not line.strip():
+                continue
+            try:
+                exchange = _exchange(orjson.loads(line))
+            except (orjson.JSONDecodeError, KeyError, TypeError, ValueError) as exc:
+                raise ValueError(f"{path}:{number}: not a recorded exchange ({exc!r})") from exc
+            if run_id is None or exchange.run_id == run_id:
+                exchanges.append(exchange)
     return sorted(exchanges, key=lambda e: e.at)
 
 
@@ -237,14 +245,22 @@ class Replayer:
 
 
 async def replay(
-    exchanges: Iterable[Exchange] | AsyncIterable[Exchange], settings: Settings, detectors: list[Detector[Any]]
+    exchanges: Iterable[Exchange] | AsyncIterable[Exchange],
+    settings: Settings,
+    detectors: list[Detector[Any]],
+    fed: Callable[[], None] | None = None,
 ) -> ReplayReport:
-    """Feed every exchange (in arrival order) and report what would have tripped where."""
+    """Feed every exchange (in arrival order) and report what would have tripped where;
+    `fed` is called after each exchange (a progress bar)."""
     replayer = Replayer(settings, detectors)
     if isinstance(exchanges, AsyncIterable):
         async for exchange in exchanges:
             await replayer.feed(exchange)
+            if fed is not None:
+                fed()
     else:
         for exchange in exchanges:
             await replayer.feed(exchange)
+            if fed is not None:
+                fed()
     return replayer.report

@@ -76,7 +76,7 @@ async def test_runs_show_trips_as_json_and_tables(make_sink: SinkFactory, store_
     ]
     assert all(done.returncode == 0 for done in tables), [done.stderr for done in tables]
     listing, shown, by_detector = (done.stdout for done in tables)
-    assert "cli-loop" in listing and "tripped:non_progress" in listing and "completed" in listing
+    assert "cli-loop" in listing and "tripped: non_progress" in listing and "completed" in listing
     assert "blocked: non_progress" in shown and "search" in shown and "non_progress:block" in shown
     assert "non_progress" in by_detector and "$0.0970" in by_detector
 
