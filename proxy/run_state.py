@@ -48,7 +48,8 @@ def breaker_view(record: BreakerRecord | None) -> dict[str, Any]:
         "reason": record.reason,
         "opened_at": record.opened_at,
         "cooldown_s": record.cooldown,
-        "reopens_at": record.reopens_at(),
+        "latched": record.latched,  # stays open until reset (a loop, cycle or cap stopped the run)
+        "reopens_at": None if record.latched else record.reopens_at(),
         "trips": record.trips,
         "request_index": record.request_index,
     }

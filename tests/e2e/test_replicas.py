@@ -24,6 +24,8 @@ import yaml
 from agents import Runner
 
 from runguard.detectors.ops import Scope
+from runguard.proxy import tenants
+from runguard.proxy.keys import KeyHasher
 from runguard.proxy.state.base import ScopeTtls
 from runguard.proxy.state.redis import RedisState
 from tests.e2e import agents, payloads, test_background
@@ -421,7 +423,8 @@ async def test_with_the_header_a_member_on_another_replica_is_judged_in_its_thre
     counters = await _settled(leader_url, "team-across")
     assert counters["requests"] == 4
     state = RedisState.from_url(require_redis(), key_prefix=replica_prefix, ttls=ScopeTtls(), timeout=2.0)
-    first = (await state.read_scope(Scope.RUN, "team-across"))["context_growth.first"]  # the detector's own state
+    run_state = tenants.state_id(KeyHasher(b"replica-test-salt").hash("sk-replica-test"), "team-across")
+    first = (await state.read_scope(Scope.RUN, run_state))["context_growth.first"]  # the detector's own state
     await state.close()
     assert isinstance(first, tuple) and len(first) == 2  # the member's two went to its thread
 

@@ -17,8 +17,10 @@ from google.genai import errors as genai_errors
 from google.genai import types
 
 from runguard.detectors.ops import Op, OpResult, Scope
+from runguard.proxy import tenants
 from runguard.proxy.accounting import request_ops
 from runguard.proxy.errors import StateUnavailable
+from runguard.proxy.keys import ANONYMOUS
 from runguard.proxy.state.base import ScopeIds
 from runguard.proxy.state.memory import MemoryState
 from tests.e2e import payloads
@@ -205,7 +207,8 @@ async def test_shutdown_waits_for_the_undo_of_an_abandoned_request_so_its_slot_i
             await sending
     asyncio.get_running_loop().call_later(0.3, state.go.set)  # the batch answers during the shutdown
     await running.stop()
-    assert (await state.read_scope(Scope.RUN, "abandoned"))["core.inflight"] == 0.0
+    # A request without a key acts for the anonymous tenant (`tenants`): its run's state is under that name.
+    assert (await state.read_scope(Scope.RUN, tenants.state_id(ANONYMOUS, "abandoned")))["core.inflight"] == 0.0
 
 
 async def test_an_invalid_runguard_header_on_a_websocket_handshake_is_refused_too(upstream: FakeUpstream) -> None:

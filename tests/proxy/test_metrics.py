@@ -77,7 +77,8 @@ async def test_counters_and_histograms_move_and_no_key_or_run_leaks(upstream: Fa
         with pytest.raises(openai.RateLimitError):
             await sdk.chat.completions.create(model="gpt-4o-mini", messages=[{"role": "user", "content": "hi"}])
         async with aiohttp.ClientSession() as session:
-            broken = session.post(running.url + "/v1/chat/completions", data=b"{not json", headers={"X-Run-Id": RUN})
+            headers = {"X-Run-Id": RUN, "Authorization": f"Bearer {KEY}"}  # the run is its key's (`tenants`)
+            broken = session.post(running.url + "/v1/chat/completions", data=b"{not json", headers=headers)
             async with broken as response:
                 assert response.status == 429  # unreadable, yet the run's: its open breaker refuses it
         text = await scrape(running.url)
