@@ -60,7 +60,7 @@ from runguard.detectors.normalize import (
     tag,
 )
 from runguard.detectors.ops import Push, Scope
-from runguard.detectors.shingles import echo_words, pack, sample, shingles, units_of, unpack
+from runguard.detectors.shingles import echo_words, pack, sample, shingles, stale_shares, units_of, unpack
 from runguard.proxy.events import RequestInfo, ToolCall, ToolResult, digest, is_transfer
 
 KINDS = {
@@ -230,18 +230,11 @@ class Novelty(Detector[NoveltyConfig]):
         ]
         if len(parsed) <= cfg.turns:
             return None  # the first turn of a kind is never stale: `turns` stale ones need one more
-        shares: list[float] = []
-        for index in range(len(parsed) - cfg.turns, len(parsed)):
-            args, hashes = parsed[index]
-            if len(hashes) < cfg.min_shingles or args == parsed[index - 1][0]:
-                return None  # too little to judge, or the same call again (a poll)
-            earlier: set[int] = set()
-            for _, before in parsed[:index]:
-                earlier |= before
-            share = len(hashes - earlier) / len(hashes)
-            if share > cfg.max_new_share:
-                return None
-            shares.append(round(share, 3))
+        if any(parsed[index][0] == parsed[index - 1][0] for index in range(len(parsed) - cfg.turns, len(parsed))):
+            return None  # the same call again (a poll)
+        shares = stale_shares([hashes for _, hashes in parsed], cfg.turns, cfg.min_shingles, cfg.max_new_share)
+        if shares is None:
+            return None  # too little to judge, or a turn that brought enough new
         tools = sorted(set(turn.tools))
         shown = tuple(
             ShownCall(tool, args if args != "-" else None, request_seq=seq)

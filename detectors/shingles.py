@@ -20,7 +20,7 @@ import base64
 import heapq
 import re
 import struct
-from collections.abc import Collection, Iterable
+from collections.abc import Collection, Iterable, Sequence
 from typing import Any
 
 import xxhash
@@ -141,3 +141,24 @@ def unpack(text: str) -> frozenset[int]:
     except ValueError:
         return frozenset()
     return frozenset(struct.unpack(f">{len(raw) // 2}H", raw[: len(raw) // 2 * 2]))
+
+
+def stale_shares(
+    turns: Sequence[frozenset[int]], count: int, min_shingles: int, max_share: float
+) -> list[float] | None:
+    """The new shares (rounded to 3 places) of the last `count` of `turns`, each turn's hashes not held by any
+    turn before it; None as soon as one of them has fewer than `min_shingles` hashes or a share over
+    `max_share` (a turn that is not stale). `turns` holds more than `count` turns (the first is never judged)."""
+    shares: list[float] = []
+    for index in range(len(turns) - count, len(turns)):
+        hashes = turns[index]
+        if len(hashes) < min_shingles:
+            return None
+        earlier: set[int] = set()
+        for before in turns[:index]:
+            earlier |= before
+        share = len(hashes - earlier) / len(hashes)
+        if share > max_share:
+            return None
+        shares.append(round(share, 3))
+    return shares

@@ -34,7 +34,7 @@ from pydantic import Field
 from runguard.detectors.base import Detector, DetectorConfig, Evidence, Plan, ResponseSeen, Results, Verdict
 from runguard.detectors.normalize import clip
 from runguard.detectors.ops import Push, Scope
-from runguard.detectors.shingles import MAX_CHARS, pack, sample, shingles, unpack
+from runguard.detectors.shingles import MAX_CHARS, pack, sample, shingles, stale_shares, unpack
 from runguard.proxy.events import digest
 
 LABEL_CHARS = 24  # speaker labels kept in state
@@ -103,18 +103,9 @@ class TextLoop(Detector[TextLoopConfig]):
         if not isinstance(window, tuple) or len(window) <= cfg.turns:
             return None  # the first turn is never stale: `turns` stale ones need one more
         parsed = [(speaker, unpack(packed)) for _, speaker, packed in (item.split("~", 2) for item in window)]
-        shares: list[float] = []
-        for index in range(len(parsed) - cfg.turns, len(parsed)):
-            hashes = parsed[index][1]
-            if len(hashes) < cfg.min_shingles:
-                return None
-            earlier: set[int] = set()
-            for _, before in parsed[:index]:
-                earlier |= before
-            share = len(hashes - earlier) / len(hashes)
-            if share > cfg.max_new_share:
-                return None
-            shares.append(round(share, 3))
+        shares = stale_shares([hashes for _, hashes in parsed], cfg.turns, cfg.min_shingles, cfg.max_new_share)
+        if shares is None:
+            return None
         speakers = [speaker for speaker, _ in parsed[-cfg.turns :]]
         return self.verdict(
             f"the conversation added almost nothing new {cfg.turns} turns in a row "
