@@ -230,25 +230,7 @@ async def gemini_agent(client: genai.Client, tools: Tools, names: list[str], tas
         system_instruction=SYSTEM, tools=[types.Tool(function_declarations=declarations)]
     )
     for _ in range(MAX_STEPS):
-        if stream:
-            chunks = [
-                c
-                async for c in await client.aio.models.generate_content_stream(
-                    model="gemini-2.5-flash", contents=contents, config=config
-                )
-            ]
-            parts = [
-                p
-                for c in chunks
-                if c.candidates and c.candidates[0].content
-                for p in c.candidates[0].content.parts or []
-            ]
-        else:
-            response = await client.aio.models.generate_content(
-                model="gemini-2.5-flash", contents=contents, config=config
-            )
-            assert response.candidates and response.candidates[0].content
-            parts = list(response.candidates[0].content.parts or [])
+        parts = await gemini_parts(client, contents, config, stream)
         calls = [p.function_call for p in parts if p.function_call]
         if not calls:
             return "".join(p.text or "" for p in parts)
@@ -267,6 +249,25 @@ async def gemini_agent(client: genai.Client, tools: Tools, names: list[str], tas
             )
         )
     raise AssertionError("the agent did not finish")
+
+
+async def gemini_parts(
+    client: genai.Client, contents: list[types.Content], config: types.GenerateContentConfig, stream: bool
+) -> list[types.Part]:
+    """The parts of the model's next turn (gemini-2.5-flash), asked whole or streamed (the chunks' parts joined)."""
+    if stream:
+        chunks = [
+            c
+            async for c in await client.aio.models.generate_content_stream(
+                model="gemini-2.5-flash", contents=contents, config=config
+            )
+        ]
+        return [
+            p for c in chunks if c.candidates and c.candidates[0].content for p in c.candidates[0].content.parts or []
+        ]
+    response = await client.aio.models.generate_content(model="gemini-2.5-flash", contents=contents, config=config)
+    assert response.candidates and response.candidates[0].content
+    return list(response.candidates[0].content.parts or [])
 
 
 def _as_object(text: str) -> dict[str, Any]:

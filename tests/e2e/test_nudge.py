@@ -23,7 +23,7 @@ from google.genai import types
 
 from runguard.proxy.records import TripRecord
 from tests.conftest import ProxyFactory
-from tests.e2e import agents, payloads
+from tests.e2e import agents, healthy, payloads
 from tests.e2e.test_runaway import _stream_agent, _streaming
 from tests.proxy.state.support import delete_prefix, redis_state
 from tests.services import require_redis, unique_name
@@ -221,19 +221,7 @@ async def _gemini_loop(client: genai.Client, stream: bool) -> str:
     contents: list[types.Content] = [types.Content(role="user", parts=[types.Part(text="Extract the invoice total.")])]
     config = types.GenerateContentConfig(system_instruction="You extract data.")
     for _ in range(8):
-        if stream:
-            chunks = [
-                c
-                async for c in await client.aio.models.generate_content_stream(
-                    model="gemini-2.5-flash", contents=contents, config=config
-                )
-            ]
-            parts = [p for c in chunks if c.candidates for p in (c.candidates[0].content.parts or [])]  # type: ignore[union-attr]
-        else:
-            response = await client.aio.models.generate_content(
-                model="gemini-2.5-flash", contents=contents, config=config
-            )
-            parts = list(response.candidates[0].content.parts or [])  # type: ignore[index, union-attr]
+        parts = await healthy.gemini_parts(client, contents, config, stream)
         calls = [p.function_call for p in parts if p.function_call]
         if not calls:
             return "".join(p.text or "" for p in parts)
