@@ -40,8 +40,8 @@ from runguard.detectors.base import (
     Plan,
     RequestSeen,
     ResponseSeen,
-    ShownCall,
     Verdict,
+    shown_call,
 )
 from runguard.detectors.normalize import (
     call_args_digest,
@@ -156,7 +156,7 @@ class FanOut(Detector[FanOutConfig]):
             return None
         calls = _calls(seen.response.tool_calls)
         tools = sorted({call.name for call in calls})
-        batch = tuple(ShownCall(c.name, call_args_digest(c), request_seq=seen.facts.request_index) for c in calls)
+        batch = tuple(shown_call(c, seq=seen.facts.request_index) for c in calls)
         return self.verdict(
             f"the same fan-out to {len(tools)} tools ({', '.join(tools[:4])}{', ...' if len(tools) > 4 else ''}) "
             f"was sent {streak} turns in a row with near-identical arguments "
