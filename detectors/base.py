@@ -31,8 +31,8 @@ from typing import Any, ClassVar, Generic, TypeVar
 from pydantic import BaseModel, ConfigDict, Field
 
 from runguard.detectors.frozen import frozen
-from runguard.detectors.normalize import call_args_digest, paired_results, result_digest_of
-from runguard.detectors.ops import Op, OpResult, Scope
+from runguard.detectors.normalize import call_args_digest, paired_results, result_digest_of, turn_signature
+from runguard.detectors.ops import Op, OpResult, Push, Scope
 from runguard.proxy.events import RequestInfo, ResponseInfo, ToolCall, ToolResult
 
 Plan = Mapping[str, Op]
@@ -201,6 +201,16 @@ def shown_results(request: RequestInfo, seq: int | None, tools: Collection[str] 
         for call, result in paired_results(request)
         if tools is None or (result.name or "") in tools
     )
+
+
+def push_action(request: RequestInfo, keep: int) -> Plan:
+    """The plan that pushes the request's last turn as one action (`turn_signature`, "hash:turn id") onto the
+    run's `actions` window of `keep`; none when that turn called no tool but handoffs (or none at all)."""
+    action = turn_signature(request)
+    if action is None:
+        return {}
+    # Unique by turn id: a re-sent request cannot add its turn twice.
+    return {"actions": Push(Scope.RUN, "actions", (":".join(action),), keep=keep, unique=True)}
 
 
 @frozen

@@ -18,10 +18,9 @@ from runguard.detectors.base import (
     Results,
     RunFacts,
     Verdict,
+    push_action,
     shown_results,
 )
-from runguard.detectors.normalize import turn_signature
-from runguard.detectors.ops import Push, Scope
 from runguard.proxy.events import is_transfer
 
 
@@ -44,11 +43,7 @@ class Stagnation(Detector[StagnationConfig]):
     Config = StagnationConfig
 
     def plan_request(self, seen: RequestSeen, cfg: StagnationConfig) -> Plan:
-        action = turn_signature(seen.request)
-        if action is None:
-            return {}
-        # Unique by turn id: a re-sent request cannot add its turn twice.
-        return {"actions": Push(Scope.RUN, "actions", (":".join(action),), keep=cfg.window, unique=True)}
+        return push_action(seen.request, cfg.window)
 
     def check_request(self, seen: RequestSeen, facts: RunFacts, got: Results, cfg: StagnationConfig) -> Verdict | None:
         window = got.get("actions")
