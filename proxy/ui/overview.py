@@ -13,6 +13,7 @@ from runguard.proxy.store.reader import Row
 from runguard.proxy.ui import charts
 from runguard.proxy.ui.html import Html, badge, esc, href, join, layout, link, run_href, short, table, tag, usd, when
 from runguard.proxy.ui.routes import UiContext, no_store, reader_of
+from runguard.proxy.ui.trips_page import detector_table
 
 DAYS = 7
 TOP = 5  # series shown per chart; the rest are summed as "other"
@@ -82,21 +83,10 @@ async def page(request: web.Request, ctx: UiContext) -> Html:
         ]
     )
     by_detector = {row["detector"]: float(row["trips"] + row["warnings"]) for row in day_trips}
-    trips_rows = [
-        [
-            link(href("runs", detector=r["detector"]), r["detector"]),
-            r["trips"],
-            r["warnings"],
-            r["runs"],
-            usd(r["usd_avoided"]),
-            when(r["last_at"]),
-        ]
-        for r in day_trips
-    ]
     trips_part = Html(
         tag("h2", "Trips in the last 24 hours, by detector")
         + (charts.bars("Trips and warnings by detector, last 24 hours", by_detector) if by_detector else Html(""))
-        + table(["detector", "trips", "warnings", "runs", "cost avoided (est.)", "last"], trips_rows)
+        + detector_table(day_trips, "runs")
     )
     live_rows = [
         [

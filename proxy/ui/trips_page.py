@@ -2,13 +2,33 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from aiohttp import web
 
 from runguard.proxy.store import StoreReader
 from runguard.proxy.store import pages as queries
+from runguard.proxy.store.reader import Row
 from runguard.proxy.ui.html import Html, attr, esc, href, layout, link, pager, run_href, short, table, tag, usd, when
 from runguard.proxy.ui.routes import UiContext, no_store, reader_of
 from runguard.proxy.ui.runs_page import page_number
+
+
+def detector_table(summary: Sequence[Row], target: str) -> Html:
+    """`StoreReader.trips_by_detector`'s rows as a table: each detector's trips, warnings, runs, estimated cost
+    avoided and last trip, its name linking to the `target` page filtered to it."""
+    rows = [
+        [
+            link(href(target, detector=r["detector"]), r["detector"]),
+            r["trips"],
+            r["warnings"],
+            r["runs"],
+            usd(r["usd_avoided"]),
+            when(r["last_at"]),
+        ]
+        for r in summary
+    ]
+    return table(["detector", "trips", "warnings", "runs", "cost avoided (est.)", "last"], rows)
 
 
 async def page(request: web.Request, ctx: UiContext) -> Html:
@@ -18,17 +38,6 @@ async def page(request: web.Request, ctx: UiContext) -> Html:
     detector = request.query.get("detector", "")
     number = page_number(request.query.get("page"))
     summary = await reader.trips_by_detector(reader.now() - 86400)
-    summary_rows = [
-        [
-            link(href("trips", detector=r["detector"]), r["detector"]),
-            r["trips"],
-            r["warnings"],
-            r["runs"],
-            usd(r["usd_avoided"]),
-            when(r["last_at"]),
-        ]
-        for r in summary
-    ]
     found = await queries.trips(reader, detector or None, number)
     rows = [
         [
@@ -54,7 +63,7 @@ async def page(request: web.Request, ctx: UiContext) -> Html:
     )
     body = Html(
         tag("h2", "Last 24 hours by detector")
-        + table(["detector", "trips", "warnings", "runs", "cost avoided (est.)", "last"], summary_rows)
+        + detector_table(summary, "trips")
         + tag("h2", "All trips and warnings")
         + form
         + table(
