@@ -229,32 +229,47 @@ async def gemini_agent(client: genai.Client, tools: Tools, names: list[str], tas
     config = types.GenerateContentConfig(
         system_instruction=SYSTEM, tools=[types.Tool(function_declarations=declarations)]
     )
+
+    def answer(call: types.FunctionCall) -> dict[str, Any]:
+        return _as_object(tools(call.name or "", dict(call.args or {})))
+
     for _ in range(MAX_STEPS):
-        parts = await gemini_parts(client, contents, config, stream)
-        calls = [p.function_call for p in parts if p.function_call]
-        if not calls:
-            return "".join(p.text or "" for p in parts)
-        contents.append(types.Content(role="model", parts=parts))
-        contents.append(
-            types.Content(
-                role="user",
-                parts=[
-                    types.Part(
-                        function_response=types.FunctionResponse(
-                            name=call.name, response=_as_object(tools(call.name or "", dict(call.args or {})))
-                        )
-                    )
-                    for call in calls
-                ],
-            )
-        )
+        text = await gemini_step(client, contents, config, stream, answer)
+        if text is not None:
+            return text
     raise AssertionError("the agent did not finish")
 
 
-async def gemini_parts(
+async def gemini_step(
+    client: genai.Client,
+    contents: list[types.Content],
+    config: types.GenerateContentConfig,
+    stream: bool,
+    answer: Callable[[types.FunctionCall], dict[str, Any]],
+) -> str | None:
+    """One turn of a Gemini agent loop (gemini-2.5-flash, asked whole or streamed): the model's final text, or
+    None when it called functions; then its turn and `answer`'s function responses are added to `contents`."""
+    parts = await _gemini_parts(client, contents, config, stream)
+    calls = [p.function_call for p in parts if p.function_call]
+    if not calls:
+        return "".join(p.text or "" for p in parts)
+    contents.append(types.Content(role="model", parts=parts))
+    contents.append(
+        types.Content(
+            role="user",
+            parts=[
+                types.Part(function_response=types.FunctionResponse(name=call.name, response=answer(call)))
+                for call in calls
+            ],
+        )
+    )
+    return None
+
+
+async def _gemini_parts(
     client: genai.Client, contents: list[types.Content], config: types.GenerateContentConfig, stream: bool
 ) -> list[types.Part]:
-    """The parts of the model's next turn (gemini-2.5-flash), asked whole or streamed (the chunks' parts joined)."""
+    """The parts of the model's next turn, asked whole or streamed (the chunks' parts joined)."""
     if stream:
         chunks = [
             c

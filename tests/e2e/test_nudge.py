@@ -220,25 +220,14 @@ async def test_responses_the_note_is_a_developer_input_item(
 async def _gemini_loop(client: genai.Client, stream: bool) -> str:
     contents: list[types.Content] = [types.Content(role="user", parts=[types.Part(text="Extract the invoice total.")])]
     config = types.GenerateContentConfig(system_instruction="You extract data.")
+
+    def answer(call: types.FunctionCall) -> dict[str, Any]:
+        return {"result": agents.soft_error_tool(call.name or "", {})}
+
     for _ in range(8):
-        parts = await healthy.gemini_parts(client, contents, config, stream)
-        calls = [p.function_call for p in parts if p.function_call]
-        if not calls:
-            return "".join(p.text or "" for p in parts)
-        contents.append(types.Content(role="model", parts=parts))
-        contents.append(
-            types.Content(
-                role="user",
-                parts=[
-                    types.Part(
-                        function_response=types.FunctionResponse(
-                            name=c.name, response={"result": agents.soft_error_tool(c.name or "", {})}
-                        )
-                    )
-                    for c in calls
-                ],
-            )
-        )
+        text = await healthy.gemini_step(client, contents, config, stream, answer)
+        if text is not None:
+            return text
     raise AssertionError("did not finish")
 
 
