@@ -17,10 +17,11 @@ import asyncio
 import contextlib
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
 import grpc
 from aiohttp import web
+from google.protobuf.message import Message
 from opentelemetry.proto.collector.metrics.v1 import metrics_service_pb2, metrics_service_pb2_grpc
 from opentelemetry.proto.collector.trace.v1 import trace_service_pb2, trace_service_pb2_grpc
 from opentelemetry.proto.common.v1.common_pb2 import AnyValue, KeyValue
@@ -28,6 +29,8 @@ from opentelemetry.proto.trace.v1.trace_pb2 import Span, Status
 
 from runguard.proxy.server import Running, start
 from tests.support.upstream import closed_port
+
+M = TypeVar("M", bound=Message)
 
 
 def value_of(value: AnyValue) -> Any:
@@ -139,21 +142,24 @@ class OtlpReceiver:
 
     # -- OTLP/HTTP --------------------------------------------------------------------------------------
 
-    async def _http_traces(self, request: web.Request) -> web.Response:
+    async def _http_export(
+        self, request: web.Request, message: M, take: Callable[[M], None], answer: Message
+    ) -> web.Response:
+        """One OTLP/HTTP export: its headers kept, its body parsed into `message` and taken, `answer` sent back."""
         self.headers.append({k.lower(): v for k, v in request.headers.items()})
-        message = trace_service_pb2.ExportTraceServiceRequest()
         message.ParseFromString(await request.read())
-        self.take_traces(message)
-        answer = trace_service_pb2.ExportTraceServiceResponse().SerializeToString()
-        return web.Response(body=answer, content_type="application/x-protobuf")
+        take(message)
+        return web.Response(body=answer.SerializeToString(), content_type="application/x-protobuf")
+
+    async def _http_traces(self, request: web.Request) -> web.Response:
+        message = trace_service_pb2.ExportTraceServiceRequest()
+        answer = trace_service_pb2.ExportTraceServiceResponse()
+        return await self._http_export(request, message, self.take_traces, answer)
 
     async def _http_metrics(self, request: web.Request) -> web.Response:
-        self.headers.append({k.lower(): v for k, v in request.headers.items()})
         message = metrics_service_pb2.ExportMetricsServiceRequest()
-        message.ParseFromString(await request.read())
-        self.take_metrics(message)
-        answer = metrics_service_pb2.ExportMetricsServiceResponse().SerializeToString()
-        return web.Response(body=answer, content_type="application/x-protobuf")
+        answer = metrics_service_pb2.ExportMetricsServiceResponse()
+        return await self._http_export(request, message, self.take_metrics, answer)
 
     async def start_http(self) -> str:
         """Listen for OTLP/HTTP; returns the base URL (what OTEL_EXPORTER_OTLP_ENDPOINT names)."""
