@@ -23,7 +23,7 @@ from google.genai import types
 from runguard.proxy.records import RequestRecord, TripRecord
 from tests.e2e import payloads
 from tests.support.proxy import ListSink
-from tests.support.upstream import Received, Reply
+from tests.support.upstream import FakeUpstream, Received, Reply, Script
 
 Call = tuple[str, dict[str, Any]]
 Plan = Sequence[Sequence[Call]]  # turn i's calls; after the last turn, a text answer
@@ -292,6 +292,35 @@ def _as_object(text: str) -> dict[str, Any]:
     except ValueError:
         return {"result": text}
     return value if isinstance(value, dict) else {"result": text}
+
+
+async def play(
+    api: str,
+    proxy: str,
+    upstream: FakeUpstream,
+    plan: Plan,
+    tools: Tools,
+    run_id: str,
+    *,
+    key: str = "sk-test-healthy",
+    wrap: Callable[[Script], Script] = lambda model: model,
+) -> str:
+    """The plan played by the model of `api` ("chat", "responses" or "gemini", "-stream" for a streamed loop;
+    through `wrap`) and run by an agent loop over its SDK with the API key `key`, to the answer (or the stop)."""
+    kind, _, streamed = api.partition("-")
+    names = tool_specs(plan)
+    task = "Do the task."
+    models = {"gemini": gemini_model, "chat": chat_model, "responses": responses_model}
+    upstream.script = wrap(models[kind](plan))
+    if kind == "gemini":
+        client = genai.Client(
+            api_key="test-key", http_options=types.HttpOptions(base_url=proxy, headers={"X-Run-Id": run_id})
+        )
+        return await gemini_agent(client, tools, names, task, stream=bool(streamed))
+    openai_client = openai.AsyncOpenAI(base_url=proxy + "/v1", api_key=key, default_headers={"X-Run-Id": run_id})
+    if kind == "chat":
+        return await chat_agent(openai_client, tools, names, task, stream=bool(streamed))
+    return await responses_agent(openai_client, tools, names, task, stream=bool(streamed))
 
 
 # -- what the proxy recorded -----------------------------------------------------------------------------

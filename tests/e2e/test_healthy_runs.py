@@ -37,39 +37,11 @@ async def proxy(upstream: FakeUpstream, sink: ListSink) -> AsyncIterator[str]:
     await running.stop()
 
 
-async def run(
-    api: str,
-    proxy: str,
-    upstream: FakeUpstream,
-    plan: healthy.Plan,
-    tools: healthy.Tools,
-    run_id: str,
-    wrap: Callable[[Script], Script] = lambda model: model,
-) -> str:
-    """The plan played by the model of `api` (through `wrap`) and run by an agent loop over its SDK, to the answer."""
-    kind, _, streamed = api.partition("-")
-    names = healthy.tool_specs(plan)
-    task = "Do the task."
-    models = {"gemini": healthy.gemini_model, "chat": healthy.chat_model, "responses": healthy.responses_model}
-    upstream.script = wrap(models[kind](plan))
-    if kind == "gemini":
-        client = genai.Client(
-            api_key="test-key", http_options=types.HttpOptions(base_url=proxy, headers={"X-Run-Id": run_id})
-        )
-        return await healthy.gemini_agent(client, tools, names, task, stream=bool(streamed))
-    openai_client = openai.AsyncOpenAI(
-        base_url=proxy + "/v1", api_key="sk-test-healthy", default_headers={"X-Run-Id": run_id}
-    )
-    if kind == "chat":
-        return await healthy.chat_agent(openai_client, tools, names, task, stream=bool(streamed))
-    return await healthy.responses_agent(openai_client, tools, names, task, stream=bool(streamed))
-
-
 async def runs_clean(
     api: str, proxy: str, upstream: FakeUpstream, sink: ListSink, plan: healthy.Plan, tools: healthy.Tools, run_id: str
 ) -> None:
-    """`run` reaches its answer with every request forwarded and nothing stopped."""
-    assert await run(api, proxy, upstream, plan, tools, run_id) == healthy.ANSWER
+    """`healthy.play` reaches its answer with every request forwarded and nothing stopped."""
+    assert await healthy.play(api, proxy, upstream, plan, tools, run_id) == healthy.ANSWER
     assert len(upstream.received) == len(plan) + 1
     assert healthy.blocks(sink) == set()
 
@@ -236,7 +208,7 @@ async def test_one_parallel_batch_of_five_different_lookups(
     def tools(name: str, args: dict[str, Any]) -> str:
         return json.dumps({"for": args.get("city") or args.get("symbol") or name, "value": len(str(args))})
 
-    assert await run(api, proxy, upstream, plan, tools, f"batch-{api}-{shape}") == healthy.ANSWER
+    assert await healthy.play(api, proxy, upstream, plan, tools, f"batch-{api}-{shape}") == healthy.ANSWER
     assert len(upstream.received) == 2
     assert healthy.blocks(sink) == set()
 
@@ -350,7 +322,7 @@ async def test_one_upstream_500_retried_by_the_sdk_passes(
         return f"definition of {args['term']}"
 
     api = "chat-stream" if stream else "chat"
-    assert await run(api, proxy, upstream, plan, tools, f"retry-{stream}", flaky) == healthy.ANSWER
+    assert await healthy.play(api, proxy, upstream, plan, tools, f"retry-{stream}", wrap=flaky) == healthy.ANSWER
     assert len(upstream.received) == len(plan) + 2  # the failed send and its retry
     assert healthy.blocks(sink) == set()
 
@@ -555,7 +527,7 @@ async def test_a_run_of_99_requests_is_under_the_step_cap(proxy: str, upstream: 
     def tools(name: str, args: dict[str, Any]) -> str:
         return json.dumps({"files": [f"f{args['page']}-{i}.txt" for i in range(2)]})
 
-    assert await run("chat", proxy, upstream, plan, tools, "steps-99") == healthy.ANSWER
+    assert await healthy.play("chat", proxy, upstream, plan, tools, "steps-99") == healthy.ANSWER
     assert len(upstream.received) == 99
     assert healthy.blocks(sink) == set()
     assert healthy.warnings(sink) == {"tool_storm", "consecutive_same_tool"}

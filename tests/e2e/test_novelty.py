@@ -13,15 +13,14 @@ from typing import Any
 
 import openai
 import pytest
-from google import genai
 from google.genai import errors as genai_errors
-from google.genai import types
 
 from tests.e2e import healthy
 from tests.e2e.faults import eventually, trips_of
 from tests.support.proxy import ListSink
 from tests.support.upstream import FakeUpstream
 
+KEY = "sk-test-novelty"
 AIRLINES = [("TAP Air Portugal", "TP552", 89), ("easyJet", "U27331", 64), ("Ryanair", "FR1882", 41)]
 AIRLINES += [("Lufthansa", "LH1173", 132), ("Eurowings", "EW9413", 77), ("Vueling", "VY8460", 58)]
 QUERIES = [
@@ -46,28 +45,11 @@ def flights(query: str, shift: int) -> str:
     return json.dumps({"query": query, "search_id": f"s{shift}", "results": results, "currency": "EUR"})
 
 
-async def play(
-    api: str, proxy: str, upstream: FakeUpstream, plan: healthy.Plan, tools: healthy.Tools, run_id: str
-) -> str:
-    """The plan played by the model of `api` and run by its SDK's agent loop, to the answer (or the stop)."""
-    names = healthy.tool_specs(plan)
-    if api == "gemini":
-        upstream.script = healthy.gemini_model(plan)
-        client = genai.Client(
-            api_key="test-key", http_options=types.HttpOptions(base_url=proxy, headers={"X-Run-Id": run_id})
-        )
-        return await healthy.gemini_agent(client, tools, names, "Do the task.")
-    upstream.script = healthy.responses_model(plan) if api == "responses" else healthy.chat_model(plan)
-    sdk = openai.AsyncOpenAI(base_url=proxy + "/v1", api_key="sk-test-novelty", default_headers={"X-Run-Id": run_id})
-    agent = healthy.responses_agent if api == "responses" else healthy.chat_agent
-    return await agent(sdk, tools, names, "Do the task.")
-
-
 async def stopped(api: str, proxy: str, upstream: FakeUpstream, plan: healthy.Plan, tools: healthy.Tools) -> int:
     """Play a runaway plan: it must be stopped by `novelty`; how many requests reached the upstream."""
     errors: tuple[type[Exception], ...] = (openai.RateLimitError, genai_errors.ClientError)
     with pytest.raises(errors) as caught:
-        await play(api, proxy, upstream, plan, tools, f"novelty-{api}-{id(plan)}")
+        await healthy.play(api, proxy, upstream, plan, tools, f"novelty-{api}-{id(plan)}", key=KEY)
     error = caught.value
     if isinstance(error, openai.RateLimitError):
         assert error.code == "runguard_novelty"
@@ -149,7 +131,7 @@ async def test_a_sub_agent_re_asking_what_its_leader_answered_is_stopped(
 
 
 async def runs_clean(api: str, proxy: str, upstream: FakeUpstream, sink: ListSink, plan: Any, tools: Any) -> None:
-    assert await play(api, proxy, upstream, plan, tools, f"clean-{api}-{id(plan)}") == healthy.ANSWER
+    assert await healthy.play(api, proxy, upstream, plan, tools, f"clean-{api}-{id(plan)}", key=KEY) == healthy.ANSWER
     assert len(upstream.received) == len(plan) + 1
     assert "novelty" not in healthy.blocks(sink) | healthy.warnings(sink)
 
