@@ -17,7 +17,6 @@ result's scalars) and `MAX_WORDS` words are read.
 from __future__ import annotations
 
 import base64
-import heapq
 import re
 import struct
 from collections.abc import Collection, Iterable, Sequence
@@ -125,7 +124,7 @@ def shingles(units: Iterable[str], echo: frozenset[bytes]) -> set[int]:
 
 def sample(hashes: Iterable[int]) -> list[int]:
     """The kept part of a set of shingle hashes: the `KEEP` smallest (a bottom-k sketch), as 16-bit values."""
-    return [h >> 48 for h in heapq.nsmallest(KEEP, hashes)]
+    return [h >> 48 for h in sorted(hashes)[:KEEP]]  # C's sort of at most MAX_WORDS: heapq's is Python
 
 
 def pack(values: Iterable[int]) -> str:
