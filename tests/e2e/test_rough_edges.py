@@ -5,7 +5,8 @@ from __future__ import annotations
 import asyncio
 import os
 import re
-from collections.abc import Sequence
+import sys
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 import aiohttp
@@ -146,6 +147,17 @@ async def test_a_loosening_runguard_header_is_ignored_with_a_warning(upstream: F
     assert "max_requests.limit=500 ignored" in warning and "configured: 5" in warning
 
 
+@pytest.fixture
+def python_recursion_limit() -> Iterator[None]:
+    """Python's default recursion limit for the test (a library run earlier in the session may leave it
+    raised, and the validator failure below is a RecursionError)."""
+    before = sys.getrecursionlimit()
+    sys.setrecursionlimit(1000)
+    yield
+    sys.setrecursionlimit(before)
+
+
+@pytest.mark.usefixtures("python_recursion_limit")
 async def test_a_validator_failure_in_structured_output_is_counted_not_passed_as_valid(
     upstream: FakeUpstream,
 ) -> None:

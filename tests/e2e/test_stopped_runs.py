@@ -32,7 +32,8 @@ COOLDOWN = {"breaker": {"cooldown_seconds": 0.2, "max_cooldown_seconds": 0.2}}
 
 
 async def _reset(url: str, run_id: str) -> None:
-    async with aiohttp.ClientSession() as http, http.post(f"{url}/runguard/runs/{run_id}/reset") as reply:
+    # The admin API takes changes as JSON only (docs/security.md, "Admin API").
+    async with aiohttp.ClientSession() as http, http.post(f"{url}/runguard/runs/{run_id}/reset", json={}) as reply:
         assert reply.status == 200
 
 
