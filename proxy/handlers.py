@@ -404,7 +404,7 @@ async def _guarded(
     if settings.upstreams.inject_stream_usage and info.api is Api.CHAT and info.stream and not info.include_usage:
         asked = with_usage_requested(decoded)
         if asked is not None:
-            # The one case where the proxy changes a body: sent as plain JSON, read back as plain SSE.
+            # An opt-in change to the body (the other is a nudge): sent as plain JSON, read back as plain SSE.
             body, rewrite = asked, UsageChunkFilter()
             headers.popall("Content-Encoding", None)
             headers.popall("Accept-Encoding", None)
