@@ -43,7 +43,8 @@ _QUERY: Mapping[Provider, tuple[str, ...]] = {
 }
 _ANY_HEADER = ("api-key", "x-goog-api-key", "x-api-key")
 _UNREAD = {provider: tuple(name for name in _ANY_HEADER if name not in read) for provider, read in _HEADERS.items()}
-_ANY_QUERY = frozenset(_QUERY[Provider.GEMINI])
+QUERY_NAMES = frozenset(_QUERY[Provider.GEMINI])  # every query parameter that may hold a credential
+_MAY_NAME_ONE = ("key", "token", "%")  # a raw query holds a credential parameter only if it holds one of these
 BROWSER_KEY_PROTOCOL = "openai-insecure-api-key."  # the Realtime API's subprotocol for a key in a browser
 
 
@@ -101,8 +102,29 @@ def target_without_unread(provider: Provider, target: str) -> str:
     """`target` (path and raw query, as sent upstream) less the query credentials `provider` does not read;
     byte for byte the same otherwise (the common case: no such parameter, the text is not split)."""
     path, sep, query = target.partition("?")
-    unread = _ANY_QUERY.difference(_QUERY[provider])
-    if not sep or not unread or not any(text in query for text in ("key", "token", "%")):
+    unread = QUERY_NAMES.difference(_QUERY[provider])
+    if not sep or not unread or not may_name_one(query):
         return target
     kept = [part for part in query.split("&") if unquote_plus(part.partition("=")[0]) not in unread]
     return path + ("?" + "&".join(kept) if kept else "")
+
+
+def may_name_one(raw_query: str) -> bool:
+    """Whether a raw query string may hold a credential parameter (`QUERY_NAMES`): a cheap test that spares
+    parsing the common query that cannot."""
+    return any(text in raw_query for text in _MAY_NAME_ONE)
+
+
+def every_value(headers: MultiMapping[str], query: MultiMapping[str]) -> tuple[str, ...]:
+    """Every value in a request that may be a credential, in any provider's place and not only the one judged
+    (to mask in what an upstream says): `Authorization` and `Proxy-Authorization` (whole, and their token),
+    the key headers and the credential query parameters."""
+    found: list[str] = []
+    for name in ("Authorization", "Proxy-Authorization"):
+        for value in headers.getall(name, ()):
+            found += [value.strip(), value.partition(" ")[2].strip()]
+    for name in _ANY_HEADER:
+        found += [value.strip() for value in headers.getall(name, ())]
+    for name in QUERY_NAMES:
+        found += [value.strip() for value in query.getall(name, ())]
+    return tuple(value for value in found if value)

@@ -27,7 +27,7 @@ from multidict import CIMultiDict, CIMultiDictProxy
 
 from runguard.config.settings import Settings
 from runguard.detectors.frozen import frozen
-from runguard.proxy import credentials, keys, unreadable, websocket
+from runguard.proxy import credentials, unreadable, websocket
 from runguard.proxy.adapters import adapter_for
 from runguard.proxy.adapters.base import Adapter, RequestContext, Synthetic
 from runguard.proxy.adapters.gemini_replies import stream_error_element
@@ -150,11 +150,12 @@ def _synthetic(answer: Synthetic, ticket: Ticket) -> web.Response:
 
 def _credentials(request: web.Request) -> tuple[str, ...]:
     """The request's credentials, to mask in what the upstream says (its query parsed only if it may name one)."""
-    return keys.credentials(request.headers, request.query if "key" in request.query_string else {})
+    query = request.query if credentials.may_name_one(request.query_string) else CIMultiDict[str]()
+    return credentials.every_value(request.headers, query)
 
 
 def _recorded(request: web.Request, body: bytes, response: bytes, status: int | None) -> RecordedBody:
-    query = "&".join(f"{k}={v}" for k, v in request.query.items() if k.lower() != "key")
+    query = "&".join(f"{k}={v}" for k, v in request.query.items() if k.lower() not in credentials.QUERY_NAMES)
     # An upstream error may echo the request's key: the stored answer has it masked (as records do).
     said = redact(response.decode("utf-8", "surrogateescape"), _credentials(request))
     path = canonical(request.raw_path) or request.path  # as routed

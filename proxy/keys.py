@@ -14,7 +14,7 @@ import logging
 import os
 import re
 import secrets
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable
 from pathlib import Path
 
 ANONYMOUS = "k_anonymous"
@@ -40,24 +40,6 @@ class RedactingFormatter(logging.Formatter):
 
     def format(self, record: logging.LogRecord) -> str:
         return redact(super().format(record))
-
-
-def credentials(headers: Mapping[str, str], query: Mapping[str, str]) -> tuple[str, ...]:
-    """Every value in a request that may be a credential (all of them, not only the one judged): the
-    `Authorization` and `Proxy-Authorization` values and their token, the key headers, `?key=`."""
-    found: list[str] = []
-    for name in ("Authorization", "Proxy-Authorization"):
-        value = headers.get(name)
-        if value:
-            found += [value.strip(), value.partition(" ")[2].strip()]
-    for name in ("x-goog-api-key", "api-key", "x-api-key"):
-        value = headers.get(name)
-        if value:
-            found.append(value.strip())
-    value = query.get("key")
-    if value:
-        found.append(value.strip())
-    return tuple(v for v in found if v)
 
 
 class KeyHasher:

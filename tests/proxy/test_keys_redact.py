@@ -1,4 +1,4 @@
-"""Masking keys in text RunGuard keeps or logs (`keys.redact`, `keys.credentials`, `RedactingFormatter`)."""
+"""Masking keys in text RunGuard keeps or logs (`keys.redact`, `credentials.every_value`, `RedactingFormatter`)."""
 
 from __future__ import annotations
 
@@ -7,7 +7,8 @@ import sys
 
 from multidict import CIMultiDict
 
-from runguard.proxy.keys import RedactingFormatter, credentials, redact
+from runguard.proxy.credentials import every_value
+from runguard.proxy.keys import RedactingFormatter, redact
 
 
 def test_key_shaped_words_are_masked() -> None:
@@ -32,9 +33,10 @@ def test_every_credential_of_a_request_is_collected() -> None:
     headers = CIMultiDict(
         {"Authorization": "Bearer sk-one", "x-goog-api-key": "AIza-two", "api-key": "three", "x-api-key": "four"}
     )
-    found = credentials(headers, {"key": "five"})
-    assert set(found) >= {"Bearer sk-one", "sk-one", "AIza-two", "three", "four", "five"}
-    assert credentials(CIMultiDict(), {}) == ()
+    query = CIMultiDict({"key": "five", "access_token": "six"})
+    found = every_value(headers, query)
+    assert set(found) >= {"Bearer sk-one", "sk-one", "AIza-two", "three", "four", "five", "six"}
+    assert every_value(CIMultiDict(), CIMultiDict()) == ()
 
 
 def test_the_log_formatter_masks_tracebacks_too() -> None:
