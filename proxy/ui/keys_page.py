@@ -17,6 +17,7 @@ from aiohttp import web
 from runguard.detectors.ops import Scope
 from runguard.proxy import breaker
 from runguard.proxy.breaker import BreakerRecord
+from runguard.proxy.safe_text import reset_command
 from runguard.proxy.store import StoreReader
 from runguard.proxy.store import pages as queries
 from runguard.proxy.ui.html import Html, esc, href, join, layout, link, short, table, tag, usd
@@ -63,7 +64,7 @@ async def page(request: web.Request, ctx: UiContext) -> Html:
                 open_models.append(f"{model}: {model_record.state.value} ({model_record.detector})")
         state = record.state.value if record is not None else "closed"
         reset = (
-            reset_control(f"/runguard/keys/{key_hash}/reset", f"runguard-proxy reset --key {key_hash}", "Reset key")
+            reset_control(f"/runguard/keys/{key_hash}/reset", reset_command(key=key_hash, url=None), "Reset key")
             if record is not None
             else Html("")
         )
