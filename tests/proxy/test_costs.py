@@ -7,6 +7,7 @@ cap still allowed, and `show`, `trips`, the admin API, the dashboard and the met
 
 from __future__ import annotations
 
+import asyncio
 from pathlib import Path
 
 import httpx
@@ -38,10 +39,11 @@ async def test_every_view_shows_the_same_cost_avoided(upstream: FakeUpstream, tm
             await agents.chat_agent(client, agents.soft_error_tool, model="gpt-4o")
         await client.close()
         async with httpx.AsyncClient(base_url=running.url) as http:
-            for _ in range(100):
+            for _ in range(100):  # the records reach the store in batches: wait for the trips and the run's row
                 admin = (await http.get("/runguard/runs/costs-run")).json()
-                if len(admin.get("trips") or []) == 2:
+                if len(admin.get("trips") or []) == 2 and admin.get("summary") is not None:
                     break
+                await asyncio.sleep(0.05)
             metrics = (await http.get("/runguard/metrics")).text
             page = (await http.get("/runguard/ui/runs/costs-run")).text
     finally:
