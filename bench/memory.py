@@ -35,11 +35,11 @@ from bench.payloads import OPENAI_MODEL, scenario_request, words
 from bench.pipeline import guard_for
 from bench.replies import body as reply_body
 from bench.state_size import deep_size
-from runguard.proxy.adapters import adapter_for
-from runguard.proxy.adapters.base import Adapter, RequestContext
-from runguard.proxy.guard import Guard
-from runguard.proxy.keys import KeyHasher
-from runguard.proxy.routes import Route, resolve
+from runguard.proxy.guard.guard import Guard
+from runguard.proxy.providers.base import Adapter, RequestContext
+from runguard.proxy.providers.registry import adapter_for
+from runguard.proxy.providers.routes import Route, resolve
+from runguard.proxy.runs.keys import KeyHasher
 from runguard.proxy.state.memory import MemoryState
 
 SHAPES = ("short", "tools")

@@ -25,15 +25,15 @@ from bench import proxy_setup
 from bench.payloads import APIS, SIZES, Api, Size, scenario_request
 from bench.replies import LARGE
 from bench.replies import body as reply_body
-from runguard.proxy.adapters import adapter_for
-from runguard.proxy.adapters.base import RequestContext
-from runguard.proxy.app import DiscardSink
-from runguard.proxy.guard import Guard
-from runguard.proxy.keys import KeyHasher
-from runguard.proxy.observe import NullObserver
-from runguard.proxy.policy import Policy
-from runguard.proxy.pricing import ModelTables
-from runguard.proxy.routes import resolve
+from runguard.proxy.guard.guard import Guard
+from runguard.proxy.guard.observer import NullObserver
+from runguard.proxy.guard.policy import Policy
+from runguard.proxy.guard.pricing import ModelTables
+from runguard.proxy.providers.base import RequestContext
+from runguard.proxy.providers.registry import adapter_for
+from runguard.proxy.providers.routes import resolve
+from runguard.proxy.runs.keys import KeyHasher
+from runguard.proxy.serve.app import DiscardSink
 from runguard.proxy.state.memory import MemoryState
 
 PHASES = ("parse_request", "admit", "parse_response", "inspect", "complete")

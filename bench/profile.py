@@ -143,8 +143,8 @@ def report(costs: Costs, top: int, requests: int, by_step: dict[str, float] | No
 
 
 async def profile(args: argparse.Namespace, upstream: str, log_dir: Path) -> tuple[Profiler, int, float]:
-    from runguard.proxy.app import create_app
-    from runguard.proxy.server import start
+    from runguard.proxy.serve.app import create_app
+    from runguard.proxy.serve.server import start
 
     running = await start(
         create_app(proxy_setup.settings(upstream, frame=args.frame, database=log_dir / "profile.db")),

@@ -60,8 +60,8 @@ def measure(state: Any) -> dict[str, Any]:
 
 
 async def growth(upstream: str, api: Api, steps: int, stream: bool, every: int) -> dict[str, Any]:
-    from runguard.proxy.app import create_app
-    from runguard.proxy.server import start
+    from runguard.proxy.serve.app import create_app
+    from runguard.proxy.serve.server import start
     from runguard.proxy.state.base import ScopeTtls
     from runguard.proxy.state.memory import MemoryState
 

@@ -20,8 +20,8 @@ import tempfile
 import time
 from pathlib import Path
 
-from runguard.proxy.records import RequestRecord
 from runguard.proxy.store import QueueSink
+from runguard.proxy.store.records import RequestRecord
 
 
 def _record(i: int, runs_of: int) -> RequestRecord:

@@ -29,8 +29,8 @@ import httpx
 from sqlalchemy import insert, text
 
 from runguard.config.settings import Settings
-from runguard.proxy.app import create_app
-from runguard.proxy.server import start
+from runguard.proxy.serve.app import create_app
+from runguard.proxy.serve.server import start
 from runguard.proxy.store import make_engine, parse, upgrade
 from runguard.proxy.store.models import Request, Run, RunAgent, Trip
 

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import openai
 
-from runguard.proxy.server import Running
+from runguard.proxy.serve.server import Running
 from tests.e2e import agents
 from tests.support.browser import chromium, chromium_missing
 from tests.support.dashboard import start_dashboard_proxy

@@ -21,7 +21,7 @@ from pydantic import BaseModel, SecretStr, ValidationError
 
 from runguard.config.placeholders import placeholder_secrets
 from runguard.config.settings import Settings
-from runguard.proxy.errors import RunGuardError
+from runguard.proxy.core.errors import RunGuardError
 
 ENV_PREFIX = "RUNGUARD_"
 

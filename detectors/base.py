@@ -2,7 +2,7 @@
 
 A detector is a small class with a unique `name`, a pydantic `Config` whose
 field descriptions are its documentation, and up to five pure hooks. It holds
-no state and does no I/O: run state lives behind `runguard.detectors.ops`.
+no state and does no I/O: run state lives behind `runguard.proxy.core.ops`.
 
 For each request the guard calls, for every enabled detector:
 
@@ -30,10 +30,10 @@ from typing import Any, ClassVar, Generic, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from runguard.detectors.frozen import frozen
 from runguard.detectors.normalize import call_args_digest, paired_results, result_digest_of, turn_signature
-from runguard.detectors.ops import Op, OpResult, Push, Scope
-from runguard.proxy.events import RequestInfo, ResponseInfo, ToolCall, ToolResult
+from runguard.proxy.core.events import RequestInfo, ResponseInfo, ToolCall, ToolResult
+from runguard.proxy.core.frozen import frozen
+from runguard.proxy.core.ops import Op, OpResult, Push, Scope
 
 Plan = Mapping[str, Op]
 Results = Mapping[str, OpResult]

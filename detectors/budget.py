@@ -10,7 +10,7 @@ from __future__ import annotations
 from pydantic import Field
 
 from runguard.detectors.base import Detector, DetectorConfig, Evidence, RequestSeen, Results, RunFacts, Verdict
-from runguard.detectors.ops import Scope
+from runguard.proxy.core.ops import Scope
 
 
 class BudgetConfig(DetectorConfig):

@@ -20,7 +20,7 @@ from runguard.detectors.base import (
     shown_call,
 )
 from runguard.detectors.normalize import tag, tool_work
-from runguard.detectors.ops import Push, Scope
+from runguard.proxy.core.ops import Push, Scope
 
 
 class ConsecutiveSameToolConfig(DetectorConfig):

@@ -25,7 +25,7 @@ from runguard.detectors.base import (
     Results,
     Verdict,
 )
-from runguard.detectors.ops import Push, Scope
+from runguard.proxy.core.ops import Push, Scope
 
 SIZE = 5  # requests in the "first" and the "recent" windows
 

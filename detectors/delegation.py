@@ -28,8 +28,8 @@ from runguard.detectors.base import (
     Verdict,
 )
 from runguard.detectors.normalize import clip
-from runguard.detectors.ops import Get, OpResult, Put, Scope
-from runguard.proxy.events import HandoffKind, RequestInfo, ResponseInfo
+from runguard.proxy.core.events import HandoffKind, RequestInfo, ResponseInfo
+from runguard.proxy.core.ops import Get, OpResult, Put, Scope
 
 MAX_CHAIN = 12  # agents kept in the stored chain (the root and the deepest ones)
 LABEL_CHARS = 40  # agent labels are clipped in state

@@ -23,7 +23,7 @@ from runguard.detectors.base import (
     RunFacts,
     Verdict,
 )
-from runguard.detectors.ops import Push, Scope
+from runguard.proxy.core.ops import Push, Scope
 
 
 class DuplicateRequestConfig(DetectorConfig):

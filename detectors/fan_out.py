@@ -54,8 +54,8 @@ from runguard.detectors.normalize import (
     named_apart,
     sketch_similarity,
 )
-from runguard.detectors.ops import Get, OpResult, Put, Scope
-from runguard.proxy.events import ToolCall, digest, is_transfer
+from runguard.proxy.core.events import ToolCall, digest, is_transfer
+from runguard.proxy.core.ops import Get, OpResult, Put, Scope
 
 STORED_CALLS = 8  # calls of a batch remembered for the next turn (the first ones)
 

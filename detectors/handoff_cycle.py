@@ -39,8 +39,8 @@ from runguard.detectors.base import (
     shown_call,
 )
 from runguard.detectors.normalize import call_args_digest, clip, result_digest_of, tag
-from runguard.detectors.ops import Add, Get, Op, Push, Put, Scope
-from runguard.proxy.events import Handoff, HandoffKind, digest
+from runguard.proxy.core.events import Handoff, HandoffKind, digest
+from runguard.proxy.core.ops import Add, Get, Op, Push, Put, Scope
 
 MAX_PAIRS = 32  # distinct agent pairs counted per run
 LABEL_CHARS = 32  # agent labels are clipped in state

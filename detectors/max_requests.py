@@ -5,7 +5,7 @@ from __future__ import annotations
 from pydantic import Field
 
 from runguard.detectors.base import Detector, DetectorConfig, Evidence, RequestSeen, Results, RunFacts, Verdict
-from runguard.proxy.events import Api
+from runguard.proxy.core.events import Api
 
 
 class MaxRequestsConfig(DetectorConfig):

@@ -37,8 +37,8 @@ from runguard.detectors.normalize import (
     result_uniq,
     tag,
 )
-from runguard.detectors.ops import Push, Scope
-from runguard.proxy.events import RequestInfo, is_transfer
+from runguard.proxy.core.events import RequestInfo, is_transfer
+from runguard.proxy.core.ops import Push, Scope
 
 SLACK = 16  # extra window room: a re-sent batch must still find its items to be skipped
 

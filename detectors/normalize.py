@@ -41,7 +41,7 @@ from typing import Any, TypeVar
 import orjson
 import xxhash
 
-from runguard.proxy.events import HandoffKind, RequestInfo, ResponseInfo, ToolCall, ToolResult, digest, is_transfer
+from runguard.proxy.core.events import HandoffKind, RequestInfo, ResponseInfo, ToolCall, ToolResult, digest, is_transfer
 
 MAX_TOKENS = 48  # tokens kept per argument set: bounds state and pairwise work
 TOKEN_HEX = 4  # hex characters per token hash

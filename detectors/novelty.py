@@ -59,9 +59,9 @@ from runguard.detectors.normalize import (
     result_uniq,
     tag,
 )
-from runguard.detectors.ops import Push, Scope
 from runguard.detectors.shingles import echo_words, pack, sample, shingles, stale_shares, units_of, unpack
-from runguard.proxy.events import RequestInfo, ToolCall, ToolResult, digest, is_transfer
+from runguard.proxy.core.events import RequestInfo, ToolCall, ToolResult, digest, is_transfer
+from runguard.proxy.core.ops import Push, Scope
 
 KINDS = {
     "search": ["search", "find", "lookup", "query", "retrieve"],

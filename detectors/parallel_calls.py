@@ -44,8 +44,8 @@ from runguard.detectors.normalize import (
     sketch_similarity,
     tool_work,
 )
-from runguard.detectors.ops import Get, OpResult, Put, Scope
-from runguard.proxy.events import ToolCall
+from runguard.proxy.core.events import ToolCall
+from runguard.proxy.core.ops import Get, OpResult, Put, Scope
 
 STORED_CALLS = 8  # calls of a batch remembered for the next turn's comparison
 

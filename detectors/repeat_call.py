@@ -22,8 +22,8 @@ from runguard.detectors.base import (
     shown_call,
 )
 from runguard.detectors.normalize import call_args_digest, is_wait, paired_results, result_digest_of, result_uniq
-from runguard.detectors.ops import Push, Scope
-from runguard.proxy.events import RequestInfo, ToolCall, ToolResult, digest, is_transfer
+from runguard.proxy.core.events import RequestInfo, ToolCall, ToolResult, digest, is_transfer
+from runguard.proxy.core.ops import Push, Scope
 
 WINDOW = 64  # the last calls remembered; repeats further apart are not counted
 

@@ -19,7 +19,7 @@ from runguard.detectors.base import (
     Results,
     Verdict,
 )
-from runguard.detectors.ops import Add, Put, Scope
+from runguard.proxy.core.ops import Add, Put, Scope
 
 
 class RetryCascadeConfig(DetectorConfig):

@@ -17,7 +17,7 @@ from __future__ import annotations
 from pydantic import Field
 
 from runguard.detectors.base import Detector, DetectorConfig, Evidence, Plan, RequestSeen, Results, RunFacts, Verdict
-from runguard.detectors.ops import Put, Scope
+from runguard.proxy.core.ops import Put, Scope
 
 TRACED_FROM = 4  # a conversation over this fraction of the limit leaves a trace (it may come back over it)
 _SEEN = Put(Scope.RUN_TRACE, "seen", "1")

@@ -25,7 +25,7 @@ from typing import Any
 import xxhash
 
 from runguard.detectors.normalize import call_canonical, parse_json
-from runguard.proxy.events import ToolCall, ToolResult
+from runguard.proxy.core.events import ToolCall, ToolResult
 
 SHINGLE = 3  # words per shingle
 MAX_WORDS = 1200  # words read per result: a 300 KB file is judged by its first pages

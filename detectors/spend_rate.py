@@ -35,7 +35,7 @@ from __future__ import annotations
 from pydantic import Field
 
 from runguard.detectors.base import Detector, DetectorConfig, Evidence, Plan, ResponseSeen, Results, Verdict
-from runguard.detectors.ops import Op, Push, Scope
+from runguard.proxy.core.ops import Op, Push, Scope
 
 KEEP = 64  # responses kept per run (and key): bounds state at about 1 KB
 MICRO = 1_000_000  # costs are kept in micro-USD

@@ -50,8 +50,8 @@ from runguard.detectors.normalize import (
     sketch_similarity,
     tool_work,
 )
-from runguard.detectors.ops import Op, Push, Scope
-from runguard.proxy.events import ToolCall
+from runguard.proxy.core.events import ToolCall
+from runguard.proxy.core.ops import Op, Push, Scope
 
 MAX_TOOLS = 6  # tools tracked per run (the first ones called): each keeps up to `window` token sets
 PAGINATION_KEYS = (

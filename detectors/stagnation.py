@@ -21,7 +21,7 @@ from runguard.detectors.base import (
     push_action,
     shown_results,
 )
-from runguard.proxy.events import is_transfer
+from runguard.proxy.core.events import is_transfer
 
 
 class StagnationConfig(DetectorConfig):

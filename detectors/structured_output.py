@@ -20,8 +20,8 @@ from runguard.detectors.base import (
     Results,
     Verdict,
 )
-from runguard.detectors.ops import Push, Scope
-from runguard.proxy.events import OutputSchema
+from runguard.proxy.core.events import OutputSchema
+from runguard.proxy.core.ops import Push, Scope
 
 WINDOW = 10  # latest judged responses the failure rate is taken over
 
@@ -48,7 +48,7 @@ class StructuredOutputConfig(DetectorConfig):
 def _valid(output: OutputSchema, text: str) -> bool | None:
     """Whether the answer validates; None for a schema that cannot be used (not judged). A failure of
     the validator itself raises: the engine logs it and counts it as this detector's fault."""
-    from runguard.proxy import schema
+    from runguard.proxy.core import schema
 
     return schema.validate(schema.to_json_schema(output), text)
 

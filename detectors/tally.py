@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from runguard.detectors.ops import Get, Op, OpResult, Push, Scope
+from runguard.proxy.core.ops import Get, Op, OpResult, Push, Scope
 
 
 def fetch(roster: str) -> Get:

@@ -33,9 +33,9 @@ from pydantic import Field
 
 from runguard.detectors.base import Detector, DetectorConfig, Evidence, Plan, ResponseSeen, Results, Verdict
 from runguard.detectors.normalize import clip
-from runguard.detectors.ops import Push, Scope
 from runguard.detectors.shingles import MAX_CHARS, pack, sample, shingles, stale_shares, unpack
-from runguard.proxy.events import digest
+from runguard.proxy.core.events import digest
+from runguard.proxy.core.ops import Push, Scope
 
 LABEL_CHARS = 24  # speaker labels kept in state
 

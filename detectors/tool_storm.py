@@ -23,7 +23,7 @@ from runguard.detectors.base import (
     shown_call,
 )
 from runguard.detectors.normalize import call_tag, tool_work
-from runguard.detectors.ops import Add, Op, Scope
+from runguard.proxy.core.ops import Add, Op, Scope
 
 MAX_TOOLS = 64  # distinct tools counted per run; calls of further tools are not counted
 

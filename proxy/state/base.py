@@ -19,9 +19,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Protocol
 
-from runguard.detectors.frozen import frozen
-from runguard.detectors.ops import Op, OpResult, Scope
-from runguard.proxy.errors import StateUnavailable
+from runguard.proxy.core.errors import StateUnavailable
+from runguard.proxy.core.frozen import frozen
+from runguard.proxy.core.ops import Op, OpResult, Scope
 
 __all__ = ["ScopeIds", "ScopeTtls", "StateBackend", "StateUnavailable"]
 
@@ -34,7 +34,7 @@ class ScopeIds:
     key: str
     key_model: str
     key_day: str
-    thread: str = ""  # a nested conversation's id (see runguard.proxy.nesting); the run's when not nested
+    thread: str = ""  # a nested conversation's id (see runguard.proxy.runs.nesting); the run's when not nested
 
     @property
     def run_trace(self) -> str:

@@ -20,7 +20,7 @@ from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from runguard.detectors.ops import Add, CompareAndSet, Get, Op, OpResult, Push, Put, PutNX, Scope
+from runguard.proxy.core.ops import Add, CompareAndSet, Get, Op, OpResult, Push, Put, PutNX, Scope
 from runguard.proxy.state.base import ScopeIds, ScopeTtls
 
 Fields = dict[str, str | float | tuple[str, ...]]

@@ -56,10 +56,10 @@ from redis.asyncio import BlockingConnectionPool, Redis
 from redis.asyncio.retry import Retry
 from redis.backoff import ConstantBackoff
 
-from runguard.detectors.ops import Add, CompareAndSet, Get, Op, OpResult, Push, Put, PutNX, Scope
-from runguard.proxy.errors import StateUnavailable
+from runguard.proxy.core.errors import StateUnavailable
+from runguard.proxy.core.ops import Add, CompareAndSet, Get, Op, OpResult, Push, Put, PutNX, Scope
+from runguard.proxy.core.tasks import hold
 from runguard.proxy.state.base import ScopeIds, ScopeTtls
-from runguard.proxy.tasks import hold
 
 __all__ = ["RedisState"]
 

@@ -26,9 +26,9 @@ from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.exc import DataError, IntegrityError
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
-from runguard.proxy.events import digest
-from runguard.proxy.records import Record, RequestRecord, TripRecord
+from runguard.proxy.core.events import digest
 from runguard.proxy.store.models import Body, Request, Run, RunAgent, Trip
+from runguard.proxy.store.records import Record, RequestRecord, TripRecord
 
 Row = dict[str, Any]
 INT32 = 2**31 - 1

@@ -1,4 +1,4 @@
-"""Paged, indexed queries for the dashboard (`runguard.proxy.ui`), over a `StoreReader`.
+"""Paged, indexed queries for the dashboard (`runguard.proxy.admin.ui`), over a `StoreReader`.
 
 Every query reads a bounded range through an index (see the `ui_0002`
 migration): a page of runs newest first (`runs.last_seen`, or by key or
@@ -117,7 +117,7 @@ SETTLE = 300.0  # seconds after midnight UTC when a day has ended for `DayCache`
 
 
 class DayCache(Protocol):
-    """Where the sums of ended days are kept between pages (`runguard.proxy.ui.past_days.PastDays`)."""
+    """Where the sums of ended days are kept between pages (`runguard.proxy.admin.ui.past_days.PastDays`)."""
 
     def get(self, name: str, start: float) -> list[Row] | None: ...
 

@@ -1,6 +1,6 @@
 """Queries over the record store: recent runs, one run's timeline and trips, trips by detector.
 
-The admin API (`runguard.proxy.admin.StoreReader`) and the CLI read through
+The admin API (`runguard.proxy.admin.api.StoreReader`) and the CLI read through
 this class only. Results are plain dicts of JSON-ready values (times as epoch
 seconds), so callers print or serve them without knowing SQLAlchemy.
 
@@ -20,7 +20,7 @@ from sqlalchemy import Engine, Executable, case, distinct, func, select
 from sqlalchemy.ext.asyncio import AsyncEngine
 from sqlalchemy.sql import ColumnElement
 
-from runguard.proxy import costs
+from runguard.proxy.store import costs
 from runguard.proxy.store.batch import stored_run_id
 from runguard.proxy.store.database import make_engine, parse, sqlite_reader_engine
 from runguard.proxy.store.models import Body, Request, Run, RunAgent, Trip
@@ -79,7 +79,7 @@ _TRIP_COLUMNS = (
     "usd_avoided",
     "evidence",
 )
-# A trip's cost avoided as every view counts it (`runguard.proxy.costs`): a warning avoids nothing, also when an
+# A trip's cost avoided as every view counts it (`runguard.proxy.store.costs`): a warning avoids nothing, also when an
 # older version stored an estimate for it.
 COUNTED_AVOIDED = case((Trip.action == costs.BLOCK, Trip.usd_avoided), else_=0.0)
 

@@ -37,11 +37,11 @@ from sqlalchemy.exc import DataError, IntegrityError
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from runguard.config.settings import StoreSettings
-from runguard.proxy.records import Record
 from runguard.proxy.store import batch as batches
 from runguard.proxy.store.database import Target, make_engine, parse
 from runguard.proxy.store.migrate import upgrade
 from runguard.proxy.store.postgres_writer import PostgresWriter
+from runguard.proxy.store.records import Record
 from runguard.proxy.store.sqlite_writer import SqliteWriter
 
 log = logging.getLogger("runguard.store")

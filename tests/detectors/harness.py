@@ -1,7 +1,7 @@
 """Builders for request/response records and a simulator that runs detectors exactly like the guard.
 
 `RunSimulator.step()` runs one request and its response through the same
-sequence as `runguard.proxy.guard.Guard`: one state batch of the guard's own
+sequence as `runguard.proxy.guard.guard.Guard`: one state batch of the guard's own
 `request_ops` plus every detector's request plan, `facts_from`, the request
 checks; then `inspect_response`; then one batch of `response_ops` plus the
 response plans, and the response checks. Each step returns what each phase
@@ -21,11 +21,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from runguard.detectors.base import Detector, DetectorConfig, RequestSeen, ResponseSeen, Results, RunFacts
-from runguard.detectors.ops import Scope
-from runguard.proxy import accounting
-from runguard.proxy.adapters.handoffs import handoffs_of
-from runguard.proxy.engine import Armed, Engine, Finding, Lineup, Views
-from runguard.proxy.events import (
+from runguard.proxy.core.events import (
     AgentIdentity,
     Api,
     Handoff,
@@ -38,6 +34,10 @@ from runguard.proxy.events import (
     Usage,
     digest,
 )
+from runguard.proxy.core.ops import Scope
+from runguard.proxy.guard import accounting
+from runguard.proxy.guard.engine import Armed, Engine, Finding, Lineup, Views
+from runguard.proxy.providers.common.handoffs import handoffs_of
 from runguard.proxy.state.base import ScopeIds
 from runguard.proxy.state.memory import MemoryState
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from runguard.detectors.budget import Budget, BudgetConfig
-from runguard.detectors.ops import Scope
+from runguard.proxy.core.ops import Scope
 from runguard.proxy.state.memory import MemoryState
 from tests.detectors.harness import RunSimulator, Step, first_trip, request, shows
 

@@ -6,7 +6,7 @@ import dataclasses
 from itertools import pairwise
 
 from runguard.detectors.delegation import Delegation, DelegationConfig
-from runguard.proxy.events import AgentIdentity, HandoffKind
+from runguard.proxy.core.events import AgentIdentity, HandoffKind
 from tests.detectors.harness import RunSimulator, Step, first_trip, handoff, request, response, shows
 
 DELEGATE = HandoffKind.DELEGATE

@@ -6,7 +6,7 @@ import dataclasses
 from itertools import pairwise
 
 from runguard.detectors.handoff_cycle import HandoffCycle, HandoffCycleConfig
-from runguard.proxy.events import AgentIdentity, HandoffKind
+from runguard.proxy.core.events import AgentIdentity, HandoffKind
 from tests.detectors.harness import RunSimulator, Step, call, first_trip, handoff, request, response, result, shows
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from runguard.detectors.non_progress import NonProgress, NonProgressConfig
 from runguard.detectors.normalize import ACK_CHARS, acknowledges
-from runguard.proxy.events import ToolResult
+from runguard.proxy.core.events import ToolResult
 from tests.detectors.harness import RunSimulator, Step, agent_loop, first_trip, review_transfers, shows
 
 STUCK = {"status": "partial_parse_error", "data": None}

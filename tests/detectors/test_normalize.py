@@ -35,8 +35,8 @@ from runguard.detectors.normalize import (
     turn_signature,
     value_digest,
 )
-from runguard.proxy.adapters.jsonish import dumps_text
-from runguard.proxy.events import RequestInfo, ToolCall, ToolResult, digest
+from runguard.proxy.core.events import RequestInfo, ToolCall, ToolResult, digest
+from runguard.proxy.providers.common.jsonish import dumps_text
 from tests.detectors.harness import call, request, result
 
 

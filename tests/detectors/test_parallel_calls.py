@@ -6,7 +6,7 @@ import dataclasses
 from typing import Any
 
 from runguard.detectors.parallel_calls import ParallelCalls
-from runguard.proxy.events import Handoff, HandoffKind
+from runguard.proxy.core.events import Handoff, HandoffKind
 from tests.detectors.harness import RunSimulator, Step, call, first_trip, request, response, shows
 
 

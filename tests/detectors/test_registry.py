@@ -14,7 +14,7 @@ import runguard.detectors
 from runguard.config.loader import ConfigError, load_settings
 from runguard.detectors.base import Action, Detector
 from runguard.detectors.registry import DETECTOR_CLASSES, config_model, default_detectors, validate_config
-from runguard.proxy.events import HandoffKind, ToolCall
+from runguard.proxy.core.events import HandoffKind, ToolCall
 from tests.detectors.harness import RunSimulator, Step, Turn, agent_loop, call, handoff, request, response, result
 
 # modules of detectors/ that hold no detector

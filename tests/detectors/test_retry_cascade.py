@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from runguard.detectors.ops import Scope
 from runguard.detectors.retry_cascade import RetryCascade
+from runguard.proxy.core.ops import Scope
 from tests.detectors.harness import RunSimulator, Step, first_trip, request, response, shows
 
 

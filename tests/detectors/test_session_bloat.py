@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from runguard.detectors.ops import Scope
 from runguard.detectors.session_bloat import SessionBloat
+from runguard.proxy.core.ops import Scope
 from runguard.proxy.state.base import ScopeTtls
 from runguard.proxy.state.memory import MemoryState
 from tests.detectors.harness import RunSimulator, Step, request, shows

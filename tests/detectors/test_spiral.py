@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from runguard.detectors.ops import Scope
 from runguard.detectors.spiral import MAX_TOOLS, Spiral, SpiralConfig
+from runguard.proxy.core.ops import Scope
 from tests.detectors.harness import RunSimulator, Turn, agent_loop, first_trip, shows, with_handoffs
 
 BASE = "ai agent cost control production budget enforcement guide for teams"

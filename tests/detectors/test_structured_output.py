@@ -1,5 +1,5 @@
 """`structured_output`: answers that keep failing the demanded JSON schema, judged by the real validator
-(`runguard.proxy.schema`, jsonschema)."""
+(`runguard.proxy.core.schema`, jsonschema)."""
 
 from __future__ import annotations
 

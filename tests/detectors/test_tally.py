@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from runguard.detectors import tally
-from runguard.detectors.ops import Push, Scope
+from runguard.proxy.core.ops import Push, Scope
 
 
 def test_known_names_are_admitted_and_new_ones_while_there_is_room() -> None:

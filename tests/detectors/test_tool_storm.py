@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 from runguard.detectors.base import Action
-from runguard.detectors.ops import Scope
 from runguard.detectors.tool_storm import MAX_TOOLS, ToolStorm
+from runguard.proxy.core.ops import Scope
 from tests.detectors.harness import RunSimulator, Turn, agent_loop, delegations, first_trip, review_transfers, shows
 
 

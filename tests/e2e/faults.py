@@ -7,7 +7,7 @@ from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from typing import Any
 
-from runguard.proxy.records import RequestRecord, TripRecord
+from runguard.proxy.store.records import RequestRecord, TripRecord
 from tests.support.proxy import ListSink, settings_for, start_proxy
 
 

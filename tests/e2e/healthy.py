@@ -20,7 +20,7 @@ import orjson
 from google import genai
 from google.genai import types
 
-from runguard.proxy.records import RequestRecord, TripRecord
+from runguard.proxy.store.records import RequestRecord, TripRecord
 from tests.e2e import payloads
 from tests.support.proxy import ListSink
 from tests.support.upstream import FakeUpstream, Received, Reply, Script

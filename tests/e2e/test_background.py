@@ -18,7 +18,7 @@ import openai
 import orjson
 import pytest
 
-from runguard.proxy.records import RequestRecord
+from runguard.proxy.store.records import RequestRecord
 from tests.conftest import ProxyFactory, SdkClient
 from tests.e2e import payloads
 from tests.e2e.faults import eventually, requests_of

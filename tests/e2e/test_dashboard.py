@@ -18,7 +18,7 @@ from selenium.webdriver.remote.webdriver import WebDriver
 from selenium.webdriver.support import expected_conditions
 from selenium.webdriver.support.wait import WebDriverWait
 
-from runguard.proxy.server import Running
+from runguard.proxy.serve.server import Running
 from tests.e2e import payloads
 from tests.support.browser import chromium, require_chromium
 from tests.support.dashboard import HEALTHY, RUNAWAY, sdk, serve_traffic, start_dashboard_proxy

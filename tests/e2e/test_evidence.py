@@ -7,7 +7,7 @@ import json
 import openai
 import pytest
 
-from runguard.proxy.records import TripRecord
+from runguard.proxy.store.records import TripRecord
 from tests.conftest import ProxyFactory
 from tests.e2e import agents
 from tests.support.proxy import ListSink

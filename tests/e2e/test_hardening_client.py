@@ -11,13 +11,14 @@ import openai
 import orjson
 import pytest
 
-from runguard.detectors.ops import Op, OpResult, Put, Scope
-from runguard.proxy import breaker, tenants
-from runguard.proxy.accounting import release_ops, request_ops
-from runguard.proxy.app import create_app
-from runguard.proxy.handlers import CONTEXT
-from runguard.proxy.keys import ANONYMOUS, KeyHasher
-from runguard.proxy.server import Running, start
+from runguard.proxy.core.ops import Op, OpResult, Put, Scope
+from runguard.proxy.guard import breaker
+from runguard.proxy.guard.accounting import release_ops, request_ops
+from runguard.proxy.relay.context import CONTEXT
+from runguard.proxy.runs import tenants
+from runguard.proxy.runs.keys import ANONYMOUS, KeyHasher
+from runguard.proxy.serve.app import create_app
+from runguard.proxy.serve.server import Running, start
 from runguard.proxy.state.base import ScopeIds
 from runguard.proxy.state.memory import MemoryState
 from tests.e2e import payloads

@@ -19,7 +19,7 @@ import pytest
 from google import genai
 from google.genai import types
 
-from runguard.proxy.records import RequestRecord
+from runguard.proxy.store.records import RequestRecord
 from tests.e2e import payloads
 from tests.support.proxy import ListSink, settings_for, start_proxy
 from tests.support.upstream import FakeUpstream, Received, Reply

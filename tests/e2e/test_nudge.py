@@ -21,7 +21,7 @@ from google import genai
 from google.genai import errors as genai_errors
 from google.genai import types
 
-from runguard.proxy.records import TripRecord
+from runguard.proxy.store.records import TripRecord
 from tests.conftest import ProxyFactory
 from tests.e2e import agents, healthy, payloads
 from tests.e2e.test_runaway import _stream_agent, _streaming

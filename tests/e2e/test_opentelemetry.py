@@ -23,8 +23,8 @@ from agents import Agent, Runner, function_tool, set_tracing_disabled
 from google import genai
 from google.genai import types
 
-from runguard.proxy.telemetry.ids import run_trace_id
-from runguard.proxy.telemetry.meters import DURATION_BUCKETS, TOKEN_BUCKETS
+from runguard.proxy.observe.telemetry.ids import run_trace_id
+from runguard.proxy.observe.telemetry.meters import DURATION_BUCKETS, TOKEN_BUCKETS
 from tests.e2e import agents as loops
 from tests.e2e.agents import sdk_model
 from tests.e2e.test_multi_agent import adk_agent, adk_script, adk_session, ping_pong

@@ -23,9 +23,9 @@ import redis.asyncio as aioredis
 import yaml
 from agents import Runner
 
-from runguard.detectors.ops import Scope
-from runguard.proxy import tenants
-from runguard.proxy.keys import KeyHasher
+from runguard.proxy.core.ops import Scope
+from runguard.proxy.runs import tenants
+from runguard.proxy.runs.keys import KeyHasher
 from runguard.proxy.state.base import ScopeTtls
 from runguard.proxy.state.redis import RedisState
 from tests.e2e import agents, payloads, test_background

@@ -17,11 +17,11 @@ from google import genai
 from google.genai import errors as genai_errors
 from google.genai import types
 
-from runguard.detectors.ops import Op, OpResult, Scope
-from runguard.proxy import tenants
-from runguard.proxy.accounting import request_ops
-from runguard.proxy.errors import StateUnavailable
-from runguard.proxy.keys import ANONYMOUS
+from runguard.proxy.core.errors import StateUnavailable
+from runguard.proxy.core.ops import Op, OpResult, Scope
+from runguard.proxy.guard.accounting import request_ops
+from runguard.proxy.runs import tenants
+from runguard.proxy.runs.keys import ANONYMOUS
 from runguard.proxy.state.base import ScopeIds
 from runguard.proxy.state.memory import MemoryState
 from tests.e2e import payloads

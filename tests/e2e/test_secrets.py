@@ -30,8 +30,8 @@ from google.genai import errors as genai_errors
 from google.genai import types
 
 from runguard.config.settings import Settings
-from runguard.proxy import cli
-from runguard.proxy.keys import KeyHasher
+from runguard.proxy.cli import main as cli
+from runguard.proxy.runs.keys import KeyHasher
 from tests.e2e import payloads
 from tests.e2e.faults import eventually, proxy, requests_of
 from tests.e2e.trust import serving

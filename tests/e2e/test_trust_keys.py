@@ -19,7 +19,7 @@ from google import genai
 from google.genai import errors as genai_errors
 from google.genai import types
 
-from runguard.proxy.keys import KeyHasher
+from runguard.proxy.runs.keys import KeyHasher
 from tests.conftest import ProxyFactory
 from tests.e2e import payloads
 from tests.e2e.faults import eventually, requests_of

@@ -23,7 +23,7 @@ from google.genai import errors as genai_errors
 from google.genai import types
 
 from tests.e2e import payloads
-from tests.proxy.test_metrics import samples, scrape, value
+from tests.proxy.observe.test_metrics import samples, scrape, value
 from tests.support.processes import ServeProcess
 from tests.support.raw_http import request
 from tests.support.served import serving

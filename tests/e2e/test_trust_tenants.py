@@ -22,7 +22,7 @@ import yaml
 from google import genai
 from google.genai import types
 
-from runguard.proxy.keys import KeyHasher
+from runguard.proxy.runs.keys import KeyHasher
 from tests.conftest import ProxyFactory
 from tests.e2e import payloads
 from tests.e2e.faults import eventually, requests_of

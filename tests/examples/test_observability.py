@@ -23,7 +23,7 @@ import pytest
 import yaml
 from prometheus_client.parser import text_string_to_metric_families
 
-from runguard.proxy.keys import KeyHasher
+from runguard.proxy.runs.keys import KeyHasher
 from tests.e2e import agents as loops
 from tests.support.otlp_receiver import OtlpReceiver
 from tests.support.proxy import settings_for, start_proxy

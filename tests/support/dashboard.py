@@ -14,7 +14,7 @@ from typing import Any
 
 import openai
 
-from runguard.proxy.server import Running
+from runguard.proxy.serve.server import Running
 from runguard.proxy.store import StoreReader
 from tests.e2e import agents
 from tests.support.proxy import settings_for, start_proxy

@@ -27,7 +27,7 @@ from opentelemetry.proto.collector.trace.v1 import trace_service_pb2, trace_serv
 from opentelemetry.proto.common.v1.common_pb2 import AnyValue, KeyValue
 from opentelemetry.proto.trace.v1.trace_pb2 import Span, Status
 
-from runguard.proxy.server import Running, start
+from runguard.proxy.serve.server import Running, start
 from tests.support.upstream import closed_port
 
 M = TypeVar("M", bound=Message)

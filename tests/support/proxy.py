@@ -7,10 +7,10 @@ from typing import Any
 
 from runguard.config.settings import Settings
 from runguard.detectors.base import Detector
-from runguard.proxy.app import create_app
-from runguard.proxy.records import Record
-from runguard.proxy.server import Running, start
+from runguard.proxy.serve.app import create_app
+from runguard.proxy.serve.server import Running, start
 from runguard.proxy.state.base import StateBackend
+from runguard.proxy.store.records import Record
 
 
 class ListSink:

@@ -18,7 +18,7 @@ from typing import Any
 import orjson
 from aiohttp import WSMsgType, web
 
-from runguard.proxy.server import Running, start
+from runguard.proxy.serve.server import Running, start
 
 
 @dataclass(frozen=True)

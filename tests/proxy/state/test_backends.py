@@ -14,7 +14,7 @@ import pytest
 import redis.asyncio as aioredis
 from redis.crc import key_slot
 
-from runguard.detectors.ops import Add, CompareAndSet, Get, Op, OpResult, Push, Put, PutNX, Scope
+from runguard.proxy.core.ops import Add, CompareAndSet, Get, Op, OpResult, Push, Put, PutNX, Scope
 from runguard.proxy.state.base import ScopeIds, ScopeTtls, StateBackend
 from runguard.proxy.state.memory import MemoryState
 from runguard.proxy.state.redis import RedisState

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import gc
 
-from runguard.detectors.ops import Add, Op, Push, Put, Scope
+from runguard.proxy.core.ops import Add, Op, Push, Put, Scope
 from runguard.proxy.state.base import ScopeIds
 from runguard.proxy.state.memory import MemoryState
 

@@ -12,7 +12,7 @@ from collections.abc import AsyncIterator
 import pytest
 import redis.asyncio as aioredis
 
-from runguard.detectors.ops import Add, CompareAndSet, Get, Push, Put, Scope
+from runguard.proxy.core.ops import Add, CompareAndSet, Get, Push, Put, Scope
 from runguard.proxy.state.base import ScopeTtls
 from runguard.proxy.state.redis import RedisState
 from tests.proxy.state.support import IDS, delete_prefix, redis_state

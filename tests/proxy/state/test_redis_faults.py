@@ -17,8 +17,8 @@ from typing import Any
 import pytest
 import redis.asyncio as aioredis
 
-from runguard.detectors.ops import Add, CompareAndSet, Get, Op, Push, Scope
-from runguard.proxy.errors import StateUnavailable
+from runguard.proxy.core.errors import StateUnavailable
+from runguard.proxy.core.ops import Add, CompareAndSet, Get, Op, Push, Scope
 from runguard.proxy.state.redis import RedisState
 from tests.proxy.state.support import IDS, redis_state
 from tests.support.redis_relay import LosingRelay

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
-from runguard.proxy.records import Record, RecordedBody, RequestRecord, TripRecord, VerdictRecord
+from runguard.proxy.store.records import Record, RecordedBody, RequestRecord, TripRecord, VerdictRecord
 
 T0 = 1_800_000_000.0
 

@@ -98,9 +98,9 @@ class _DownReader:
 
 
 async def test_admin_answers_503_while_the_store_is_down(upstream: FakeUpstream) -> None:
-    from runguard.proxy.admin import STORE_READER
-    from runguard.proxy.app import create_app
-    from runguard.proxy.server import start
+    from runguard.proxy.admin.api import STORE_READER
+    from runguard.proxy.serve.app import create_app
+    from runguard.proxy.serve.server import start
 
     app = create_app(settings_for(upstream.url, store={"database_url": ""}), detectors=[])
     app[STORE_READER] = _DownReader()

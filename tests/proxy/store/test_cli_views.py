@@ -21,7 +21,7 @@ import pytest
 from click.testing import Result
 from typer.testing import CliRunner
 
-from runguard.proxy.cli import new_app
+from runguard.proxy.cli.main import new_app
 from tests.e2e import agents
 from tests.support.processes import console_script
 from tests.support.proxy import settings_for, start_proxy

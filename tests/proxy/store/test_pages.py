@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
+from runguard.proxy.admin.ui.past_days import PastDays
 from runguard.proxy.store import StoreReader, pages
-from runguard.proxy.ui.past_days import PastDays
 from tests.proxy.store import factory
 from tests.proxy.store.conftest import SinkFactory
 

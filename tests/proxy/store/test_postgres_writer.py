@@ -8,9 +8,9 @@ from collections.abc import AsyncIterator
 import asyncpg
 import pytest
 
-from runguard.proxy.records import Record
 from runguard.proxy.store import batch, make_engine, parse, upgrade
 from runguard.proxy.store.postgres_writer import PostgresWriter
+from runguard.proxy.store.records import Record
 from tests.proxy.store import factory
 from tests.proxy.store.conftest import drop_schema, plain_dsn, with_schema
 from tests.services import require_postgres, unique_name

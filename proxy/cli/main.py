@@ -1,0 +1,178 @@
+"""The `runguard-proxy` command line.
+
+`serve` runs the proxy; the other commands read the record store or talk to a
+running proxy's admin API. Each command group lives in its own module and is
+registered here.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import gc
+import logging
+import signal
+from collections.abc import Coroutine
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+
+from runguard.config.loader import ConfigError, LoadedSettings, load_settings
+from runguard.config.settings import Settings
+
+ConfigOption = Annotated[
+    Path | None, typer.Option("--config", "-c", help="YAML config file (also RUNGUARD_CONFIG).", exists=True)
+]
+
+
+def load(config: Path | None, cli: dict[str, Any] | None = None) -> LoadedSettings:
+    """Settings from every layer, detector settings validated; exits with the key on error."""
+    from runguard.detectors.registry import validate_config
+    from runguard.proxy.guard.pricing import ModelTables
+
+    try:
+        loaded = load_settings(config_file=config, cli=cli, validate_detectors=validate_config)
+        settings = loaded.settings
+        if settings.pricing_file or settings.models_file:
+            ModelTables(settings.pricing_file, settings.models_file)  # the user's tables are read here too
+        return loaded
+    except ConfigError as exc:
+        typer.echo(f"runguard-proxy: invalid configuration: {exc}", err=True)
+        raise typer.Exit(2) from exc
+
+
+def bind_warning(settings: Settings) -> str | None:
+    """The warning `serve` prints when it binds beyond loopback without an admin token (admin API off)."""
+    from runguard.proxy.admin.api import is_loopback
+
+    if is_loopback(settings.server.host) or settings.server.admin_token is not None:
+        return None
+    return (
+        f"warning: bound to {settings.server.host} without an admin token: the admin API is disabled "
+        "(set server.admin_token / RUNGUARD_ADMIN_TOKEN to enable it)"
+    )
+
+
+def configure_logging(level: str) -> None:
+    """The proxy's own messages on stderr at `level`, key-shaped text masked; the libraries it uses stay
+    quiet below warnings.
+
+    httpx (the webhook client) logs every request's full URL at info, and an
+    incoming-webhook URL carries its secret in the path: it logs only warnings, whatever `level`.
+    """
+    from runguard.proxy.runs.keys import RedactingFormatter
+
+    handler = logging.StreamHandler()  # stderr
+    handler.setFormatter(RedactingFormatter("%(message)s"))  # a key quoted by any library is masked
+    logging.basicConfig(level=level.upper(), handlers=[handler])
+    quiet = max(logging.WARNING, logging.getLogger().level)
+    logging.getLogger("alembic").setLevel(quiet)  # migration chatter
+    logging.getLogger("httpx").setLevel(quiet)
+
+
+def _banner(settings: Settings, url: str) -> str:
+    state = "redis" if settings.state.url else "in-memory"
+    return (
+        f"RunGuard proxy listening on {url}\n"
+        f"  OpenAI upstream: {settings.upstreams.openai}   (client base URL: {url}/v1)\n"
+        f"  Gemini upstream: {settings.upstreams.gemini}   (client base URL: {url})\n"
+        f"  state: {state}   records: {settings.store.database_url.split('://')[0]}"
+        f"{'   SHADOW MODE: nothing is blocked' if settings.guard.shadow else ''}"
+    )
+
+
+async def _serve(settings: Settings) -> None:
+    from runguard.proxy.serve.app import create_app
+    from runguard.proxy.serve.server import start
+    from runguard.proxy.serve.timeouts import ClientTimeouts
+
+    app = create_app(settings)
+    server = settings.server
+    running = await start(app, server.host, server.port, server.shutdown_grace_seconds, ClientTimeouts.of(server))
+    # What start-up built (modules, models, the app) lives as long as the process: frozen out of the
+    # collector, full collections only walk what requests and runs add.
+    gc.collect()
+    gc.freeze()
+    typer.echo(_banner(settings, running.url), err=True)  # stdout carries the JSON access log alone
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        with contextlib.suppress(NotImplementedError):
+            loop.add_signal_handler(sig, stop.set)
+    await stop.wait()
+    typer.echo("RunGuard proxy shutting down: draining in-flight requests", err=True)
+    await running.stop()
+
+
+def serve(
+    host: Annotated[str | None, typer.Option(help="Address to bind (default 127.0.0.1).")] = None,
+    port: Annotated[int | None, typer.Option(help="Port to listen on (default 8787).")] = None,
+    config: ConfigOption = None,
+    shadow: Annotated[bool | None, typer.Option("--shadow/--no-shadow", help="Warn only, never block.")] = None,
+) -> None:
+    """Run the proxy."""
+    loaded = load(config, {"server.host": host, "server.port": port, "guard.shadow": shadow})
+    settings = loaded.settings
+    configure_logging(settings.log.level)
+    warning = bind_warning(settings)
+    if warning is not None:
+        typer.echo(warning, err=True)
+    try:
+        _run(_serve(settings))
+    except ConfigError as exc:
+        typer.echo(f"runguard-proxy: invalid configuration: {exc}", err=True)
+        raise typer.Exit(2) from exc
+    except OSError as exc:  # the port is taken, the database or Redis is unreachable at start
+        typer.echo(f"runguard-proxy: cannot start: {exc}", err=True)
+        raise typer.Exit(1) from exc
+
+
+def _run(main: Coroutine[Any, Any, None]) -> None:
+    """Run `main` on uvloop when it is installed, else on asyncio's own loop."""
+    try:
+        import uvloop
+    except ImportError:
+        asyncio.run(main)
+        return
+    uvloop.run(main)
+
+
+def _version(shown: bool) -> None:
+    if shown:
+        from importlib.metadata import version
+
+        typer.echo(f"runguard-proxy {version('runguard-proxy')}")
+        raise typer.Exit()
+
+
+def _top(
+    version: Annotated[
+        bool, typer.Option("--version", callback=_version, is_eager=True, help="Print the version and exit.")
+    ] = False,
+) -> None:
+    """A transparent proxy for the OpenAI and Gemini APIs that stops runaway AI agents."""
+
+
+def new_app() -> typer.Typer:
+    """The whole command line: `serve` and every command group, with `--version` and `-h`/`--help`."""
+    from runguard.proxy.cli import commands as cli_commands
+
+    app = typer.Typer(
+        name="runguard-proxy",
+        no_args_is_help=True,
+        add_completion=False,
+        context_settings={"help_option_names": ["-h", "--help"]},
+    )
+    app.callback()(_top)
+    app.command()(serve)
+    cli_commands.register(app)
+    return app
+
+
+def main() -> None:
+    new_app()()
+
+
+if __name__ == "__main__":
+    main()

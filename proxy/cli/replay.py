@@ -1,0 +1,165 @@
+"""`runguard-proxy replay | export`: recorded traffic through the detectors, and out of the store.
+
+`export` writes the store's recorded traffic (store.record_bodies) as the
+JSON-lines file `replay FILE` reads (docs/records.md). `replay` shows a
+progress bar on stderr while it reads and feeds a file or the store, only
+when stderr is a terminal (pipes and scripts get no bar).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+from rich.console import Console
+from rich.progress import BarColumn, Progress, TaskProgressColumn, TextColumn, TimeRemainingColumn
+from rich.text import Text
+
+from runguard.config.settings import Settings
+from runguard.proxy.cli.main import ConfigOption, load
+from runguard.proxy.cli.render import Column, console, echo_json, fail, print_fitted, since, usd
+from runguard.proxy.cli.store import JsonOption, SinceOption, read_store
+
+NO_BODIES = "turn on store.record_bodies (RUNGUARD_RECORD_BODIES=1) to record request and response bodies"
+
+
+@contextlib.contextmanager
+def _progress() -> Iterator[Progress]:
+    """A progress display on stderr, silent unless stderr is a terminal; gone once done."""
+    err = Console(stderr=True)
+    columns = (TextColumn("{task.description}"), BarColumn(), TaskProgressColumn(), TimeRemainingColumn())
+    with Progress(*columns, console=err, disable=not err.is_terminal, transient=True) as progress:
+        yield progress
+
+
+def _from_file(settings: Settings, file: Path, run: str | None) -> Any:
+    from runguard.detectors.registry import default_detectors
+    from runguard.proxy.guard.replay import read_file, replay
+
+    with _progress() as progress:
+        size = file.stat().st_size
+        reading = progress.add_task(f"reading {file.name}", total=size)
+        try:
+            exchanges = read_file(file, run, lambda n: progress.advance(reading, n))
+        except (OSError, ValueError) as exc:
+            raise fail(str(exc)) from exc
+        progress.remove_task(reading)
+        if run is not None and not exchanges:
+            raise fail(f"no run {run!r} in {file}")
+        feeding = progress.add_task("replaying", total=len(exchanges))
+        return asyncio.run(replay(exchanges, settings, default_detectors(), lambda: progress.advance(feeding)))
+
+
+def _from_store(settings: Settings, run: str | None) -> Any:
+    from runguard.detectors.registry import default_detectors
+    from runguard.proxy.guard.replay import ReplayReport, from_rows, replay
+
+    async def query(reader: Any) -> ReplayReport:
+        total = await reader.recorded_count(run)
+        if total == 0:
+            if run is None:
+                raise fail(f"the store holds no recorded traffic ({NO_BODIES})")
+            if await reader.run(run) is None:
+                raise fail(f"no run {run!r} in the record store")
+            raise fail(f"run {run!r} is in the store but its traffic was not recorded ({NO_BODIES})")
+        with _progress() as progress:
+            feeding = progress.add_task("replaying", total=total)
+            exchanges = from_rows(reader.recorded(run))
+            return await replay(exchanges, settings, default_detectors(), lambda: progress.advance(feeding))
+
+    return read_store(settings, query)
+
+
+def _print_replay(report: Any) -> None:
+    rows = [
+        {
+            "run": run.run_id,
+            "requests": f"{run.requests} ({run.unanswered} unanswered)" if run.unanswered else str(run.requests),
+            "usd": usd(run.usd),
+            "stop": f"request {run.stopped_at}" if run.stopped_at is not None else "-",
+            "detector": run.detector or "",
+            "reason": run.reason or "",
+            "avoided": f"{run.avoided_requests} req, {usd(run.avoided_usd)}" if run.stopped_at is not None else "",
+        }
+        for run in report.runs.values()
+    ]
+    columns = [
+        Column("run", lambda r: r["run"], whole=True),
+        Column("would stop at", lambda r: r["stop"], priority=100, one_line=True),
+        Column("detector", lambda r: r["detector"], priority=90),
+        Column("requests", lambda r: r["requests"], priority=80, right=True),
+        Column("USD", lambda r: r["usd"], priority=70, right=True, one_line=True),
+        Column("avoided", lambda r: r["avoided"], priority=60),
+        Column("reason", lambda r: r["reason"], priority=50),
+    ]
+    out = console()
+    print_fitted(out, columns, rows, title="replay")
+    warnings = [t for t in report.trips if t.action == "warn"]
+    if warnings:
+        names = ", ".join(sorted({t.detector for t in warnings}))
+        out.print(Text(f"warnings: {names} ({len(warnings)} in all)"))
+    if report.skipped:
+        out.print(f"{report.skipped} exchanges skipped (not a chat, responses or gemini request, or unreadable)")
+
+
+def register(app: typer.Typer) -> None:
+    @app.command()
+    def replay(
+        file: Annotated[
+            Path | None,
+            typer.Argument(exists=True, dir_okay=False, help="Recorded exchanges, one JSON object per line."),
+        ] = None,
+        from_db: Annotated[
+            bool, typer.Option("--from-db", help="Replay the traffic in the store (store.record_bodies).")
+        ] = False,
+        run: Annotated[str | None, typer.Option("--run", help="Only this run (of the file or the store).")] = None,
+        as_json: JsonOption = False,
+        config: ConfigOption = None,
+    ) -> None:
+        """Run the detectors (settings from --config) over recorded traffic: what would have tripped where."""
+        if (file is None) == (not from_db):
+            raise fail("name either a FILE or --from-db", 2)
+        settings = load(config).settings
+        report = _from_file(settings, file, run) if file is not None else _from_store(settings, run)
+        if as_json:
+            echo_json(report.as_json())
+            return
+        _print_replay(report)
+
+    @app.command()
+    def export(
+        run: Annotated[str | None, typer.Option("--run", help="Only this run.")] = None,
+        since_text: SinceOption = None,
+        output: Annotated[
+            Path | None, typer.Option("--output", "-o", dir_okay=False, help="Write here instead of stdout.")
+        ] = None,
+        config: ConfigOption = None,
+    ) -> None:
+        """Write the store's recorded traffic as JSON lines, the format `replay FILE` reads (docs/records.md)."""
+        import time
+
+        from runguard.proxy.store.export import export as write
+
+        start = since(since_text, time.time())
+        settings = load(config).settings
+
+        async def query(reader: Any) -> tuple[int, set[str]]:
+            if output is None:
+                return await write(reader.recorded(run, start), sys.stdout.buffer)
+            with output.open("wb") as out:
+                return await write(reader.recorded(run, start), out)
+
+        sys.stdout.flush()
+        written, runs = read_store(settings, query)
+        if written == 0:
+            if output is not None:
+                output.unlink(missing_ok=True)
+            what = f"run {run!r}" if run is not None else "any run"
+            raise fail(f"no recorded traffic of {what} in the store{' in that time' if start else ''} ({NO_BODIES})")
+        if output is not None:
+            typer.echo(f"exported {written} exchanges of {len(runs)} runs to {output}", err=True)

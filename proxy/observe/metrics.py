@@ -1,0 +1,350 @@
+"""Prometheus metrics for one proxy app, served at `GET /runguard/metrics`.
+
+`Metrics` is an `Observer` (tokens, cost, latency, trips, faults) plus a
+wrapper of the catch-all route (`counted`) that counts every provider-facing
+request and the ones in flight, and the WebSockets open (a socket lives for a
+whole session: as a request in flight it would hold that gauge up for hours).
+Each app owns its `CollectorRegistry`, so several proxies in one process never
+share counters and the prometheus default registry stays unused.
+
+The request path only adds to plain ints and floats (a histogram observation is
+one `bisect` and two additions); `Metrics` is also the collector of its
+registry and builds the metric families from those numbers when scraped. The
+families carry no `_created` series (prometheus_client's own metric objects add
+one per counter and histogram child; nothing reads them).
+
+Labels are bounded by construction: provider, api, status code, model,
+detector, hook, action, outcome. API keys, key hashes, run ids and content
+never become labels; model names come from clients, so past `max_models`
+distinct names they count under `model="other"`.
+
+Metric names (values in milliseconds where the name says `_ms`):
+  runguard_requests_total{provider,api,status}      every provider-facing request
+  runguard_in_flight_requests                       provider requests being served now (not WebSockets)
+  runguard_open_websockets                          WebSockets being relayed now (Realtime, Live, Responses)
+  runguard_blocked_requests_total{detector}         requests answered locally
+  runguard_trips_total{detector,action}             verdicts that tripped (block) or warned
+  runguard_usd_total{model}                         cost from usage and the pricing table
+  runguard_usd_avoided_total{detector}              estimated cost avoided by blocking trips (store.costs)
+  runguard_tokens_total{model,kind}                 input, output, cached, reasoning tokens
+  runguard_upstream_latency_ms{provider,api}        send to end of response (streams: last byte)
+  runguard_proxy_overhead_ms                        time spent in the proxy itself
+  runguard_detector_faults_total{detector,hook}     detectors that raised (request went on)
+  runguard_parse_errors_total{api,body}             bodies the adapters could not parse (request, or a 2xx response)
+  runguard_unreadable_requests_total{provider,action}   model requests not parsed: forward, refuse, blocked
+  runguard_state_errors_total                       state backend failures
+  runguard_alerts_total{outcome}                    webhook deliveries: delivered, failed, dropped
+  runguard_store_backlog, runguard_store_dropped_total   read from the record sink, when it has them
+  runguard_state_degraded                           1 while the state backend is failing
+"""
+
+from __future__ import annotations
+
+from bisect import bisect_left
+from collections.abc import Awaitable, Callable, Iterable, Sequence
+from itertools import accumulate
+from typing import TypeVar
+
+from aiohttp import web
+from prometheus_client import CollectorRegistry
+from prometheus_client.exposition import CONTENT_TYPE_PLAIN_0_0_4, generate_latest
+from prometheus_client.metrics_core import CounterMetricFamily, GaugeMetricFamily, HistogramMetricFamily, Metric
+
+from runguard.proxy.core.safe_text import printable
+from runguard.proxy.providers.common.history import HistoryCache
+from runguard.proxy.providers.routes import resolve
+from runguard.proxy.relay.headers import is_upgrade
+from runguard.proxy.store.costs import counted_avoided
+from runguard.proxy.store.records import RequestRecord, TripRecord
+
+UPSTREAM_BUCKETS_MS = (10, 25, 50, 100, 250, 500, 1000, 2500, 5000, 10_000, 30_000, 60_000, 120_000, 300_000)
+OVERHEAD_BUCKETS_MS = (0.1, 0.25, 0.5, 1, 2.5, 5, 10, 25, 50, 100, 250, 1000)
+TOKEN_KINDS = ("input", "output", "cached", "reasoning")
+MAX_CACHED_PATHS = 1024  # distinct request paths whose route labels are remembered
+MAX_MODELS = 256  # distinct model labels before the rest count as "other"
+MAX_LABEL_CHARS = 200  # a model label longer than this is cut (client text)
+
+Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
+K = TypeVar("K")
+
+
+def _les(bounds: Sequence[float]) -> tuple[str, ...]:
+    """The `le` values as prometheus_client writes them ("10.0", "0.25", "+Inf"): Go's float format, which is
+    Python's `repr` for bounds below 1e6 (all of ours; the tests compare with prometheus_client's own histogram)."""
+    return (*(repr(float(bound)) for bound in bounds), "+Inf")
+
+
+_UPSTREAM_LES = _les(UPSTREAM_BUCKETS_MS)
+_OVERHEAD_LES = _les(OVERHEAD_BUCKETS_MS)
+
+
+def _number(source: object, name: str) -> float | None:
+    """`source.name` as a number (attribute, property or zero-argument method), else None."""
+    value = getattr(source, name, None)
+    if callable(value):
+        value = value()
+    return float(value) if isinstance(value, int | float) else None
+
+
+def _bump(counts: dict[K, int], key: K) -> None:
+    counts[key] = counts.get(key, 0) + 1
+
+
+class _Histogram:
+    """One histogram child: per-bucket counts (the last one is +Inf, not cumulative) and the sum."""
+
+    __slots__ = ("bounds", "counts", "total")
+
+    def __init__(self, bounds: tuple[float, ...]) -> None:
+        self.bounds = bounds
+        self.counts = [0] * (len(bounds) + 1)
+        self.total = 0.0
+
+    def observe(self, value: float) -> None:
+        self.counts[bisect_left(self.bounds, value)] += 1  # first bound >= value, as prometheus's `le`
+        self.total += value
+
+    def buckets(self, les: Sequence[str]) -> list[tuple[str, float]]:
+        """(le, cumulative count) pairs, ending with +Inf (the count)."""
+        return list(zip(les, accumulate(self.counts), strict=True))
+
+
+def _counter(name: str, doc: str, labels: Sequence[str], values: Iterable[tuple[Sequence[str], float]]) -> Metric:
+    family = CounterMetricFamily(name, doc, labels=labels)
+    for label_values, value in values:
+        family.add_metric(label_values, value)
+    return family
+
+
+def _histogram(
+    name: str, doc: str, labels: Sequence[str], les: Sequence[str], children: Iterable[tuple[Sequence[str], _Histogram]]
+) -> Metric:
+    family = HistogramMetricFamily(name, doc, labels=labels)
+    for label_values, child in children:
+        family.add_metric(label_values, child.buckets(les), child.total)
+    return family
+
+
+class _Live:
+    """Values read at scrape time: the record sink's backlog and drops, the guard's health, the history cache."""
+
+    def __init__(self, sink: object, degraded: Callable[[], bool], history: HistoryCache | None) -> None:
+        self._sink = sink
+        self._degraded = degraded
+        self._history = history
+
+    def collect(self) -> Iterable[Metric]:
+        backlog = _number(self._sink, "backlog")
+        if backlog is not None:
+            yield GaugeMetricFamily("runguard_store_backlog", "Records waiting for the store.", value=backlog)
+        dropped = _number(self._sink, "dropped")
+        if dropped is not None:
+            yield CounterMetricFamily("runguard_store_dropped", "Records dropped: store queue full.", value=dropped)
+        degraded = 1.0 if self._degraded() else 0.0
+        yield GaugeMetricFamily("runguard_state_degraded", "1 while the state backend is failing.", value=degraded)
+        if self._history is not None:
+            reads = ((("resumed",), self._history.resumed), (("whole",), self._history.whole))
+            yield _counter(
+                "runguard_long_requests_total",
+                "Long requests read from where the run's last request left off (resumed), or whole.",
+                ("read",),
+                reads,
+            )
+            held = self._history.weight
+            yield GaugeMetricFamily("runguard_history_cache_bytes", "Bytes of conversation checkpoints.", value=held)
+
+
+class Metrics:
+    """Counters and histograms of one app; every method is cheap and never raises on bad input."""
+
+    def __init__(self, max_models: int = MAX_MODELS) -> None:
+        # No locks: requests and scrapes all run on the app's one event-loop thread and a scrape reads
+        # these plain numbers in one synchronous pass, so nothing updates them concurrently
+        # (prometheus_client's own metrics would take a lock per inc/observe).
+        self._requests: dict[tuple[str, str, str], int] = {}  # (provider, api, status)
+        self._in_flight = 0
+        self._sockets = 0
+        self._blocked: dict[str, int] = {}  # detector
+        self._trips: dict[tuple[str, str], int] = {}  # (detector, action)
+        self._avoided: dict[str, float] = {}  # detector
+        self._faults: dict[tuple[str, str], int] = {}  # (detector, hook)
+        self._parse_errors: dict[tuple[str, str], int] = {}  # (api, body)
+        self._unreadable: dict[tuple[str, str], int] = {}  # (provider, action)
+        self._state_errors = 0
+        self._alerts: dict[str, int] = {}  # outcome
+        # Per model label: [usd, *tokens in TOKEN_KINDS order]; client model names map to their label's row.
+        self._by_label: dict[str, list[float]] = {}
+        self._by_model: dict[str, list[float]] = {}
+        self._max_models = max_models
+        self._upstream: dict[tuple[str, str], _Histogram] = {}  # (provider, api)
+        self._overhead = _Histogram(OVERHEAD_BUCKETS_MS)
+        # The handler resolved the route already; a path -> labels cache keeps a second resolve off the hot path.
+        self._path_labels: dict[str, tuple[str, str]] = {}
+        self.registry = CollectorRegistry()
+        self.registry.register(self)
+
+    def watch(self, sink: object, degraded: Callable[[], bool], history: HistoryCache | None = None) -> None:
+        """Expose the record sink's `backlog`/`dropped` (if it has them), the state health and the history
+        cache's counts at scrape time."""
+        self.registry.register(_Live(sink, degraded, history))
+
+    # -- Observer ---------------------------------------------------------------------------
+
+    def request_done(self, record: RequestRecord) -> None:
+        row = self._by_model.get(record.model)
+        if row is None:
+            row = self._model_row(record.model)
+        # Counters only go up: a negative (or NaN) amount is skipped.
+        if record.usd > 0:
+            row[0] += record.usd
+        if record.input_tokens > 0:
+            row[1] += record.input_tokens
+        if record.output_tokens > 0:
+            row[2] += record.output_tokens
+        if record.cached_tokens > 0:
+            row[3] += record.cached_tokens
+        if record.reasoning_tokens > 0:
+            row[4] += record.reasoning_tokens
+        if record.upstream_ms is not None:
+            key = (record.provider, record.api)
+            upstream = self._upstream.get(key)
+            if upstream is None:
+                upstream = self._upstream[key] = _Histogram(UPSTREAM_BUCKETS_MS)
+            upstream.observe(record.upstream_ms)
+        self._overhead.observe(record.overhead_ms)
+        if record.blocked_by:
+            _bump(self._blocked, record.blocked_by)
+
+    def tripped(self, trip: TripRecord) -> None:
+        _bump(self._trips, (trip.detector, trip.action))
+        avoided = counted_avoided(trip.action, trip.usd_avoided_estimate)
+        if avoided > 0:
+            self._avoided[trip.detector] = self._avoided.get(trip.detector, 0.0) + avoided
+
+    def detector_fault(self, detector: str, hook: str) -> None:
+        _bump(self._faults, (detector, hook))
+
+    def state_error(self) -> None:
+        self._state_errors += 1
+
+    def parse_error(self, api: str, body: str = "request") -> None:
+        _bump(self._parse_errors, (api, body))
+
+    def unreadable(self, provider: str, action: str) -> None:
+        _bump(self._unreadable, (provider, action))
+
+    def alert_outcome(self, outcome: str) -> None:
+        _bump(self._alerts, outcome)
+
+    def _model_row(self, model: str) -> list[float]:
+        label = printable(model)[:MAX_LABEL_CHARS] or "unknown"  # client text: no NUL or control bytes
+        if len(self._by_model) >= self._max_models:
+            label = "other"  # a client inventing model names must not grow the exposition
+        row = self._by_label.get(label)
+        if row is None:
+            row = self._by_label[label] = [0.0] * (1 + len(TOKEN_KINDS))
+        if label != "other":
+            self._by_model[model] = row
+        return row
+
+    # -- HTTP -------------------------------------------------------------------------------
+
+    def _count(self, path: str, status: str) -> None:
+        labels = self._path_labels.get(path)
+        if labels is None:
+            route = resolve(path)
+            labels = (route.provider.value, route.api.value) if route else ("none", "none")
+            if len(self._path_labels) < MAX_CACHED_PATHS:
+                self._path_labels[path] = labels
+        key = (*labels, status)
+        self._requests[key] = self._requests.get(key, 0) + 1  # inline, not _bump: every request
+
+    def counted(self, handler: Handler) -> Handler:
+        """`handler` counting the provider requests it serves and keeping the in-flight gauge.
+
+        A wrapper of the catch-all route, not an aiohttp middleware: an app without
+        middlewares skips aiohttp's middleware chain, two calls more per request.
+        RunGuard's own paths that reach it (unknown `/runguard/...`) are not counted.
+        """
+
+        async def serve(request: web.Request) -> web.StreamResponse:
+            if request.path.startswith("/runguard/"):
+                return await handler(request)
+            socket = is_upgrade(request.method, request.headers)
+            if socket:
+                self._sockets += 1
+            else:
+                self._in_flight += 1
+            status = "disconnected"  # the client went away (or the handler failed) before the response ended
+            try:
+                response = await handler(request)
+                status = str(response.status)
+                return response
+            except web.HTTPException as exc:
+                status = str(exc.status)
+                raise
+            finally:
+                if socket:
+                    self._sockets -= 1
+                else:
+                    self._in_flight -= 1
+                self._count(request.path, status)
+
+        return serve
+
+    # -- Scrape -----------------------------------------------------------------------------
+
+    def collect(self) -> Iterable[Metric]:
+        """The metric families, built from the current numbers (the registry calls this per scrape)."""
+        yield _counter(
+            "runguard_requests_total",
+            "Provider-facing requests.",
+            ("provider", "api", "status"),
+            self._requests.items(),
+        )
+        yield GaugeMetricFamily("runguard_in_flight_requests", "Provider requests being served.", value=self._in_flight)
+        yield GaugeMetricFamily("runguard_open_websockets", "WebSockets being relayed.", value=self._sockets)
+        blocked = (((detector,), n) for detector, n in self._blocked.items())
+        yield _counter("runguard_blocked_requests_total", "Requests answered locally.", ("detector",), blocked)
+        yield _counter("runguard_trips_total", "Detector trips.", ("detector", "action"), self._trips.items())
+        usd = (((label,), row[0]) for label, row in self._by_label.items())
+        yield _counter("runguard_usd_total", "Cost in USD.", ("model",), usd)
+        avoided = (((detector,), usd) for detector, usd in self._avoided.items())
+        yield _counter("runguard_usd_avoided_total", "Estimated USD avoided by blocking trips.", ("detector",), avoided)
+        tokens = (
+            ((label, kind), count)
+            for label, row in self._by_label.items()
+            for kind, count in zip(TOKEN_KINDS, row[1:], strict=True)
+        )
+        yield _counter("runguard_tokens_total", "Tokens.", ("model", "kind"), tokens)
+        yield _histogram(
+            "runguard_upstream_latency_ms",
+            "Upstream time per request in ms (streams: until the last byte).",
+            ("provider", "api"),
+            _UPSTREAM_LES,
+            self._upstream.items(),
+        )
+        yield _histogram(
+            "runguard_proxy_overhead_ms",
+            "Time spent in the proxy per request, in ms.",
+            (),
+            _OVERHEAD_LES,
+            [((), self._overhead)],
+        )
+        yield _counter(
+            "runguard_detector_faults_total", "Detectors that raised.", ("detector", "hook"), self._faults.items()
+        )
+        yield _counter("runguard_parse_errors_total", "Unparsable bodies.", ("api", "body"), self._parse_errors.items())
+        yield _counter(
+            "runguard_unreadable_requests_total",
+            "Model requests whose body could not be read, by what was done with them.",
+            ("provider", "action"),
+            self._unreadable.items(),
+        )
+        yield CounterMetricFamily("runguard_state_errors_total", "State backend failures.", value=self._state_errors)
+        alerts = (((outcome,), n) for outcome, n in self._alerts.items())
+        yield _counter("runguard_alerts_total", "Webhook alert deliveries.", ("outcome",), alerts)
+
+    def exposition(self) -> web.Response:
+        """The registry in Prometheus text format."""
+        return web.Response(body=generate_latest(self.registry), headers={"Content-Type": CONTENT_TYPE_PLAIN_0_0_4})

@@ -1,0 +1,130 @@
+"""Which credential a request carries: read where its provider reads it, from what goes upstream.
+
+The key the proxy judges (allowlist, per-key budgets and breakers, the
+record's key hash) must be the key the provider is sent. So it is read from
+the headers as they leave for the upstream (hop-by-hop headers, including
+those `Connection:` names, already removed: see `headers`), and only from the
+places the route's provider reads:
+
+- OpenAI (Chat, Responses, every `/v1/...` and `/openai/...` path, Azure
+  OpenAI's included): `Authorization` (Bearer; an OpenAI upstream may be an
+  Azure resource, which also reads an Entra ID token there) and `api-key`
+  (Azure's key header); on a WebSocket handshake also the browser's
+  `openai-insecure-api-key.<key>` subprotocol.
+- Gemini (native, its OpenAI-compatible Chat, Live sockets, uploads):
+  `Authorization` (an OAuth token), `x-goog-api-key`, and the query's `key`,
+  `$key`, `access_token` and `oauth_token` (Google's system parameters).
+
+Every value in those places must be the same: a request that carries two
+different credentials for its provider is refused (`Conflict`). Credentials
+in places the provider does not read (an `x-goog-api-key` or `?key=` on an
+OpenAI route, an `api-key` on a Gemini one, `x-api-key` anywhere) are taken
+out of what goes upstream (`drop_unread`), so the credential judged is the
+only one an upstream, or a gateway in front of it, can use.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from urllib.parse import unquote_plus
+
+from multidict import CIMultiDict, MultiMapping
+
+from runguard.proxy.core.events import Provider
+from runguard.proxy.core.frozen import frozen
+
+_HEADERS: Mapping[Provider, tuple[str, ...]] = {
+    Provider.OPENAI: ("Authorization", "api-key"),
+    Provider.GEMINI: ("Authorization", "x-goog-api-key"),
+}
+_QUERY: Mapping[Provider, tuple[str, ...]] = {
+    Provider.OPENAI: (),
+    Provider.GEMINI: ("key", "$key", "access_token", "oauth_token"),
+}
+_ANY_HEADER = ("api-key", "x-goog-api-key", "x-api-key")
+_UNREAD = {provider: tuple(name for name in _ANY_HEADER if name not in read) for provider, read in _HEADERS.items()}
+QUERY_NAMES = frozenset(_QUERY[Provider.GEMINI])  # every query parameter that may hold a credential
+_MAY_NAME_ONE = ("key", "token", "%")  # a raw query holds a credential parameter only if it holds one of these
+BROWSER_KEY_PROTOCOL = "openai-insecure-api-key."  # the Realtime API's subprotocol for a key in a browser
+
+
+@frozen
+class Credential:
+    """The one credential a request carries for its provider (`key`, None when it carries none), or a
+    refusal to judge (`conflict`: the places that disagree, named for the error)."""
+
+    key: str | None
+    conflict: tuple[str, ...] = ()
+
+
+def _bearer(value: str) -> str:
+    scheme, _, token = value.strip().partition(" ")
+    # Any other scheme (Basic, ...) is a credential too, judged as the whole value: it goes upstream.
+    return token.strip() if scheme.lower() == "bearer" else value.strip()
+
+
+def _add(found: dict[str, str], value: str, place: str) -> None:
+    if value:
+        found.setdefault(value, place)
+
+
+def read(
+    provider: Provider, headers: MultiMapping[str], query: MultiMapping[str], protocols: Iterable[str] = ()
+) -> Credential:
+    """The credential of a request for `provider`, from the `headers` that go upstream and its `query`
+    (`protocols`: a WebSocket handshake's offered subprotocols)."""
+    found: dict[str, str] = {}  # value -> the first place it was found in
+    for name in _HEADERS[provider]:
+        if name in headers:  # most places are empty: a membership test is the cheap way to say so
+            for value in headers.getall(name):
+                _add(found, _bearer(value) if name == "Authorization" else value.strip(), name)
+    for name in _QUERY[provider]:
+        if name in query:
+            for value in query.getall(name):
+                _add(found, value.strip(), f"?{name}=")
+    if provider is Provider.OPENAI:
+        for protocol in protocols:
+            if protocol.startswith(BROWSER_KEY_PROTOCOL):
+                _add(found, protocol[len(BROWSER_KEY_PROTOCOL) :].strip(), "Sec-WebSocket-Protocol")
+    if len(found) > 1:
+        return Credential(None, tuple(dict.fromkeys(found.values())))
+    return Credential(next(iter(found), None))
+
+
+def drop_unread(provider: Provider, headers: CIMultiDict[str]) -> None:
+    """Take out of `headers` (the copy going upstream) the credential headers `provider` does not read."""
+    for name in _UNREAD[provider]:
+        if name in headers:
+            headers.popall(name)
+
+
+def target_without_unread(provider: Provider, target: str) -> str:
+    """`target` (path and raw query, as sent upstream) less the query credentials `provider` does not read;
+    byte for byte the same otherwise (the common case: no such parameter, the text is not split)."""
+    path, sep, query = target.partition("?")
+    unread = QUERY_NAMES.difference(_QUERY[provider])
+    if not sep or not unread or not may_name_one(query):
+        return target
+    kept = [part for part in query.split("&") if unquote_plus(part.partition("=")[0]) not in unread]
+    return path + ("?" + "&".join(kept) if kept else "")
+
+
+def may_name_one(raw_query: str) -> bool:
+    """Whether a raw query string may hold a credential parameter (`QUERY_NAMES`): a cheap test that spares
+    parsing the common query that cannot."""
+    return any(text in raw_query for text in _MAY_NAME_ONE)
+
+
+def every_value(headers: MultiMapping[str], query: MultiMapping[str]) -> tuple[str, ...]:
+    """Every value in a request that may be a credential, in any provider's place and not only the one judged
+    (to mask in what an upstream says): `Authorization` and `Proxy-Authorization` (whole, and their token),
+    the key headers and the credential query parameters."""
+    found: list[str] = []
+    for name in ("Authorization", "Proxy-Authorization"):
+        for value in headers.getall(name, ()):
+            found += [value.strip(), value.partition(" ")[2].strip()]
+    for name in _ANY_HEADER:
+        found += [value.strip() for value in headers.getall(name, ())]
+    for name in QUERY_NAMES:
+        found += [value.strip() for value in query.getall(name, ())]
+    return tuple(value for value in found if value)

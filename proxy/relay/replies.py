@@ -1,0 +1,53 @@
+"""Provider-style errors the proxy itself answers (bad path, too large, upstream down).
+
+They look like the provider's own errors so SDKs raise their usual
+exceptions: OpenAI `{"error": {"message", "type", "param", "code"}}`, Gemini
+`{"error": {"code", "message", "status"}}`.
+"""
+
+from __future__ import annotations
+
+import orjson
+from aiohttp import web
+
+from runguard.proxy.core.errors import UpstreamError, UpstreamTimeout
+from runguard.proxy.core.events import Provider
+
+_GEMINI_STATUS = {
+    400: "INVALID_ARGUMENT",
+    403: "PERMISSION_DENIED",
+    404: "NOT_FOUND",
+    405: "INVALID_ARGUMENT",
+    413: "INVALID_ARGUMENT",
+    429: "RESOURCE_EXHAUSTED",
+    502: "UNAVAILABLE",
+    503: "UNAVAILABLE",
+    504: "DEADLINE_EXCEEDED",
+}
+
+
+def error_body(provider: Provider | None, status: int, message: str, code: str) -> bytes:
+    if provider is Provider.GEMINI:
+        payload = {"error": {"code": status, "message": message, "status": _GEMINI_STATUS.get(status, "UNKNOWN")}}
+    else:
+        payload = {"error": {"message": message, "type": "runguard_proxy_error", "param": None, "code": code}}
+    return orjson.dumps(payload)
+
+
+def provider_error(
+    provider: Provider | None, status: int, message: str, code: str, headers: dict[str, str] | None = None
+) -> web.Response:
+    """An error response in the provider's format (OpenAI's when the provider is unknown)."""
+    return web.Response(
+        status=status,
+        body=error_body(provider, status, message, code),
+        content_type="application/json",
+        headers=headers,
+    )
+
+
+def upstream_failed(provider: Provider, exc: UpstreamError) -> web.Response:
+    """What the client gets when the provider could not be reached or did not answer in time."""
+    timeout = isinstance(exc, UpstreamTimeout)
+    status, code = (504, "upstream_timeout") if timeout else (502, "upstream_unreachable")
+    return provider_error(provider, status, f"RunGuard could not get an answer from the provider: {exc}", code)

@@ -1,0 +1,194 @@
+"""Assembling the proxy: `create_app(settings) -> web.Application`.
+
+App state lives under typed `web.AppKey`s; lifetimes (upstream pools, the
+state backend, background work) are tied to the app with `cleanup_ctx`, so
+nothing is module-global and tests can run several proxies in one process.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+import logging
+import time
+from collections.abc import AsyncIterator, Callable, Sequence
+from typing import Any
+
+from aiohttp import web
+
+from runguard.config.settings import Settings
+from runguard.detectors.base import Detector
+from runguard.proxy.admin.api import STORE_READER, AdminApi
+from runguard.proxy.admin.ui.routes import Dashboard
+from runguard.proxy.core.safe_text import proxy_url
+from runguard.proxy.guard.guard import Guard
+from runguard.proxy.guard.observer import FanOut, Observer
+from runguard.proxy.guard.policy import Policy
+from runguard.proxy.guard.pricing import ModelTables
+from runguard.proxy.http.handlers import handle
+from runguard.proxy.observe.access_log import AccessLog
+from runguard.proxy.observe.alerts import Alerts
+from runguard.proxy.observe.metrics import Metrics
+from runguard.proxy.observe.spend_metrics import SpendMetrics
+from runguard.proxy.observe.telemetry import setup as telemetry
+from runguard.proxy.providers.common.history import HistoryCache
+from runguard.proxy.relay.context import CONTEXT, ProxyContext
+from runguard.proxy.relay.shutdown import Shutdown
+from runguard.proxy.relay.upstream import Upstreams
+from runguard.proxy.runs.keys import KeyHasher, load_salt
+from runguard.proxy.state.base import ScopeTtls, StateBackend
+from runguard.proxy.state.memory import MemoryState
+from runguard.proxy.store.records import Record, RecordSink
+
+log = logging.getLogger("runguard.app")
+
+STATE: web.AppKey[StateBackend] = web.AppKey("runguard_state")
+SHUTDOWN: web.AppKey[Shutdown] = web.AppKey("runguard_shutdown", Shutdown)
+
+
+class DiscardSink:
+    """A sink that keeps nothing (used when no store is configured)."""
+
+    def submit(self, record: Record) -> None:
+        pass
+
+
+def build_state(settings: Settings) -> StateBackend:
+    ttls = ScopeTtls.of_runs(settings.runs.idle_seconds, settings.runs.remember_seconds)
+    if settings.state.url:
+        from runguard.proxy.state.redis import RedisState
+
+        return RedisState.from_url(
+            settings.state.url,
+            key_prefix=settings.state.key_prefix,
+            ttls=ttls,
+            timeout=settings.state.timeout,
+            max_connections=settings.state.max_connections,
+        )
+    return MemoryState(ttls=ttls, max_scopes=settings.runs.max_runs)
+
+
+def install_store(app: web.Application, settings: Settings, shutdown: Shutdown | None = None) -> RecordSink:
+    """The record store named by `store.database_url`: its queue as the sink, its reader for the admin API.
+
+    Its lifetime goes on `cleanup_ctx` before the app's own, so on shutdown it
+    runs after in-flight requests have finished and flushes their records, for
+    what is left of the grace period (`shutdown`).
+    SQLAlchemy is imported only here, when a store is configured.
+    """
+    from runguard.config.loader import ConfigError
+    from runguard.proxy.store import QueueSink, StoreReader
+
+    try:
+        store = QueueSink.from_settings(settings.store, settings.server.shutdown_grace_seconds)
+    except ValueError as exc:
+        raise ConfigError(f"store.database_url: {exc}") from exc
+    budget = shutdown.remaining if shutdown is not None else None
+    app.cleanup_ctx.append(functools.partial(store.lifetime, budget=budget))
+    reader = StoreReader(store.engine, idle_seconds=settings.runs.idle_seconds)
+    app[STORE_READER] = reader
+
+    async def close_reader(_app: web.Application) -> None:
+        await reader.close()
+
+    app.on_cleanup.append(close_reader)
+    return store
+
+
+def _default_detectors() -> list[Detector[Any]]:
+    from runguard.detectors.registry import default_detectors
+
+    return default_detectors()
+
+
+async def health(request: web.Request) -> web.Response:
+    ctx = request.app[CONTEXT]
+    degraded = ctx.guard.degraded_since is not None
+    backend = "redis" if ctx.settings.state.url else "memory"
+    body = {"status": "degraded" if degraded else "ok", "state": backend}
+    return web.json_response(body, status=200)
+
+
+def _observers(app: web.Application, settings: Settings, metrics: Metrics, given: Observer | None) -> Observer:
+    """What sees every request and trip: `given`, the metrics, spend by key, the access log and alerts."""
+    observers: list[Observer] = [given] if given is not None else []
+    observers.append(metrics)
+    spend = SpendMetrics(settings.guard.key_labels)  # spend by key label
+    metrics.registry.register(spend)
+    observers.append(spend)
+    if settings.log.access_log:
+        access = AccessLog()
+        observers.append(access)
+        app.cleanup_ctx.append(access.lifetime)  # before the app's own: written after in-flight requests end
+    if settings.alerts.webhooks:
+        url = proxy_url(settings.server.host, settings.server.port)
+        alerts = Alerts(settings.alerts, outcome=metrics.alert_outcome, proxy_url=url)
+        observers.append(alerts)
+        app.cleanup_ctx.append(alerts.lifetime)  # first in, so cleaned up last: trips of finishing requests go out
+    return FanOut(observers)
+
+
+def create_app(
+    settings: Settings,
+    *,
+    state: StateBackend | None = None,
+    sink: RecordSink | None = None,
+    detectors: Sequence[Detector[Any]] | None = None,
+    observer: Observer | None = None,
+    clock: Callable[[], float] = time.time,
+) -> web.Application:
+    app = web.Application(client_max_size=settings.server.max_body_bytes + 1)
+    backend = state if state is not None else build_state(settings)
+    metrics = Metrics()
+    observer = _observers(app, settings, metrics, observer)
+    shutdown = Shutdown(settings.server.shutdown_grace_seconds)
+    app[SHUTDOWN] = shutdown
+    if sink is None and settings.store.database_url:
+        sink = install_store(app, settings, shutdown)
+    policy = Policy(list(detectors) if detectors is not None else _default_detectors(), settings.guard)
+    tables = ModelTables(settings.pricing_file, settings.models_file)
+    salt = load_salt(settings.runs.key_salt.get_secret_value() if settings.runs.key_salt else None)
+    guard = Guard(settings, backend, policy, tables, sink or DiscardSink(), observer, clock)
+    history = HistoryCache(settings.server.history_cache_mb << 20) if settings.server.history_cache_mb else None
+    context = ProxyContext(
+        settings,
+        guard,
+        Upstreams(settings.upstreams),
+        KeyHasher(salt),
+        observer,
+        set(),
+        shutdown=shutdown,
+        history=history,
+        state_never_waits=backend.never_waits,
+    )
+    app[CONTEXT] = context
+    app[STATE] = backend
+    guard.on_request = telemetry.install(app, settings, metrics.registry)  # before `lifetime`: cleaned up after it
+    metrics.watch(sink, lambda: guard.degraded_since is not None, history)
+
+    async def lifetime(app: web.Application) -> AsyncIterator[None]:
+        yield
+        if context.background:
+            await asyncio.wait(set(context.background), timeout=shutdown.remaining())
+        await guard.settle(shutdown.remaining())  # undos of abandoned requests give their slots back
+        await context.upstreams.close()
+        await backend.close()
+
+    async def preload_tokens(_app: web.Application) -> None:
+        # tiktoken's tables take about a second to load: in a thread before serving, not at the
+        # first stream without usage on the event loop (nothing is downloaded: see `tokens`).
+        await asyncio.to_thread(guard.tokens.preload)
+
+    async def stopping(_app: web.Application) -> None:
+        shutdown.begin()
+        context.stop_reading()
+
+    app.on_startup.append(preload_tokens)
+    app.on_shutdown.append(stopping)
+    app.cleanup_ctx.append(lifetime)
+    app.router.add_get("/runguard/health", health)
+    admin = AdminApi(settings.server, backend, metrics)
+    admin.add_routes(app)
+    Dashboard(settings, backend, policy).add_routes(app, admin.guarded)
+    app.router.add_route("*", "/{tail:.*}", metrics.counted(handle))
+    return app

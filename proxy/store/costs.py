@@ -1,0 +1,38 @@
+"""Spend and estimated cost avoided: the one definition every view reads.
+
+Spend: a request costs its usage (input, cached input, output and reasoning
+tokens) times the model's prices in the pricing table
+(`runguard.proxy.guard.pricing.ModelTables.cost`). That figure is computed once,
+when the response ends, and recorded with the request; a run's spend, a key's
+spend for the day and `runguard_usd_total` are sums of it, never recomputed.
+
+Cost avoided (an estimate): when a detector blocks a run at its request N, the
+run had spent S so far (the response that tripped it included). Left alone it
+would most likely have gone on at the same pace until its step cap
+(`max_requests.limit`, 100 by default) stopped it, so the estimate is
+
+    avoided = S / N * max(cap - N, 0)
+
+the run's average cost per request times the requests the cap still allowed.
+A warning stops nothing, so it avoids nothing: its estimate is 0. The figure
+is fixed when the trip is recorded; the CLI (`show`, `trips`, `runs`), the
+admin API, the dashboard, alerts and the `runguard_usd_avoided_total` metric
+all show that same stored value (the store's reader also counts a warning
+recorded by an older version, which stored an estimate for it, as 0).
+"""
+
+from __future__ import annotations
+
+BLOCK = "block"  # the trip action that stops the run, the only one that avoids any cost
+
+
+def avoided_estimate(action: str, spent: float, index: int, step_cap: int) -> float:
+    """The estimated USD a trip with `action` at request `index` avoided (see the module docstring)."""
+    if action != BLOCK:
+        return 0.0
+    return round(spent / max(index, 1) * max(step_cap - index, 0), 6)
+
+
+def counted_avoided(action: str, estimate: float) -> float:
+    """The cost avoided a stored trip counts for: its estimate when it blocked, 0 for a warning."""
+    return estimate if action == BLOCK else 0.0

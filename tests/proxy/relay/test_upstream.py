@@ -1,0 +1,33 @@
+from __future__ import annotations
+
+import pytest
+
+from runguard.config.settings import UpstreamSettings
+from runguard.proxy.relay.upstream import Upstream
+
+
+@pytest.mark.parametrize(
+    ("base", "target", "url"),
+    [
+        ("https://api.openai.com", "/v1/chat/completions", "https://api.openai.com/v1/chat/completions"),
+        (
+            "https://r.openai.azure.com/",
+            "/openai/responses?api-version=v",
+            "https://r.openai.azure.com/openai/responses?api-version=v",
+        ),
+        # An Azure endpoint given with its /openai path: its v1 API under it, its classic paths not twice under it.
+        (
+            "https://r.openai.azure.com/openai",
+            "/v1/chat/completions",
+            "https://r.openai.azure.com/openai/v1/chat/completions",
+        ),
+        (
+            "https://r.openai.azure.com/openai",
+            "/openai/deployments/d/chat/completions?api-version=v",
+            "https://r.openai.azure.com/openai/deployments/d/chat/completions?api-version=v",
+        ),
+        ("https://gw.example/v2", "/v1/files/a%20b?x=%2F", "https://gw.example/v2/v1/files/a%20b?x=%2F"),
+    ],
+)
+def test_the_upstream_url_is_the_base_and_the_target_as_sent(base: str, target: str, url: str) -> None:
+    assert str(Upstream(base, UpstreamSettings()).url(target)) == url
