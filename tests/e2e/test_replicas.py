@@ -42,7 +42,7 @@ from tests.e2e.test_multi_agent import (
     relay,
     review,
 )
-from tests.proxy import test_roots
+from tests.proxy.runs import test_roots
 from tests.services import require_redis, unique_name
 from tests.support.processes import ServeProcess, start_serve
 from tests.support.redis_relay import LosingRelay
