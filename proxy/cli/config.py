@@ -12,6 +12,7 @@ import typer
 from pydantic import BaseModel, SecretStr
 
 from runguard.config.settings import Settings
+from runguard.proxy.cli.loading import load
 from runguard.proxy.cli.render import Column, console, echo_json, print_fitted
 
 HIDDEN = "********"
@@ -93,8 +94,6 @@ def register(app: typer.Typer) -> None:
         """The effective settings, every detector's included, with where each came from (cli, env, file, default).
 
         Piped, each setting is one line `key = value  (source)`, never cut to a width."""
-        from runguard.proxy.cli.main import load
-
         loaded = load(config)
         plain = [row for row in _rows(loaded.settings) if row[0] not in ("guard.detectors", "guard.overrides")]
         rows = [(k, v, d, _source(k, loaded.sources)) for k, v, d in [*plain, *_detector_rows(loaded.settings)]]
@@ -119,7 +118,5 @@ def register(app: typer.Typer) -> None:
     @group.command("check")
     def check(file: Annotated[Path, typer.Argument(exists=True, help="YAML config file to validate.")]) -> None:
         """Validate a config file (detector settings included); exit 2 naming the bad key."""
-        from runguard.proxy.cli.main import load
-
         load(file)
         typer.echo(f"{file}: OK")

@@ -13,6 +13,7 @@ from typing import Annotated
 
 import typer
 
+from runguard.proxy.cli.loading import load
 from runguard.proxy.runs.keys import KeyHasher, load_salt
 
 
@@ -22,8 +23,6 @@ def register(app: typer.Typer) -> None:
         config: Annotated[Path | None, typer.Option("--config", "-c", exists=True, help="YAML config file.")] = None,
     ) -> None:
         """Print the hash of each API key read from standard input, one key a line (as the proxy names it)."""
-        from runguard.proxy.cli.main import load
-
         settings = load(config).settings
         salt = load_salt(settings.runs.key_salt.get_secret_value() if settings.runs.key_salt else None)
         hasher = KeyHasher(salt)

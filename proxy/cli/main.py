@@ -2,7 +2,9 @@
 
 `serve` runs the proxy; the other commands read the record store or talk to a
 running proxy's admin API. Each command group lives in its own module and is
-registered here.
+registered here, through `commands`' list. The shape has no import cycle: `main`
+imports the command modules, and they import only `loading` and `render`
+below them, never `main`.
 """
 
 from __future__ import annotations
@@ -13,33 +15,14 @@ import gc
 import logging
 import signal
 from collections.abc import Coroutine
-from pathlib import Path
 from typing import Annotated, Any
 
 import typer
 
-from runguard.config.loader import ConfigError, LoadedSettings, load_settings
+from runguard.config.loader import ConfigError
 from runguard.config.settings import Settings
-
-ConfigOption = Annotated[
-    Path | None, typer.Option("--config", "-c", help="YAML config file (also RUNGUARD_CONFIG).", exists=True)
-]
-
-
-def load(config: Path | None, cli: dict[str, Any] | None = None) -> LoadedSettings:
-    """Settings from every layer, detector settings validated; exits with the key on error."""
-    from runguard.detectors.registry import validate_config
-    from runguard.proxy.guard.pricing import ModelTables
-
-    try:
-        loaded = load_settings(config_file=config, cli=cli, validate_detectors=validate_config)
-        settings = loaded.settings
-        if settings.pricing_file or settings.models_file:
-            ModelTables(settings.pricing_file, settings.models_file)  # the user's tables are read here too
-        return loaded
-    except ConfigError as exc:
-        typer.echo(f"runguard-proxy: invalid configuration: {exc}", err=True)
-        raise typer.Exit(2) from exc
+from runguard.proxy.cli import commands
+from runguard.proxy.cli.loading import ConfigOption, load
 
 
 def bind_warning(settings: Settings) -> str | None:
@@ -156,8 +139,6 @@ def _top(
 
 def new_app() -> typer.Typer:
     """The whole command line: `serve` and every command group, with `--version` and `-h`/`--help`."""
-    from runguard.proxy.cli import commands as cli_commands
-
     app = typer.Typer(
         name="runguard-proxy",
         no_args_is_help=True,
@@ -166,7 +147,7 @@ def new_app() -> typer.Typer:
     )
     app.callback()(_top)
     app.command()(serve)
-    cli_commands.register(app)
+    commands.register(app)
     return app
 
 

@@ -21,7 +21,7 @@ from rich.progress import BarColumn, Progress, TaskProgressColumn, TextColumn, T
 from rich.text import Text
 
 from runguard.config.settings import Settings
-from runguard.proxy.cli.main import ConfigOption, load
+from runguard.proxy.cli.loading import ConfigOption, load
 from runguard.proxy.cli.render import Column, console, echo_json, fail, print_fitted, since, usd
 from runguard.proxy.cli.store import JsonOption, SinceOption, read_store
 

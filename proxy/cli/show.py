@@ -20,7 +20,7 @@ from rich.padding import Padding
 from rich.rule import Rule
 from rich.text import Text
 
-from runguard.proxy.cli.main import ConfigOption, load
+from runguard.proxy.cli.loading import ConfigOption, load
 from runguard.proxy.cli.render import Column, ago, console, echo_json, fail, print_fitted, usd, when
 from runguard.proxy.cli.store import JsonOption, read_store
 

@@ -17,7 +17,7 @@ from typing import Annotated, Any, TypeVar
 import typer
 
 from runguard.config.settings import Settings
-from runguard.proxy.cli.main import ConfigOption, load
+from runguard.proxy.cli.loading import ConfigOption, load
 from runguard.proxy.cli.render import Column, ago, console, echo_json, fail, print_fitted, since, usd, when
 
 T = TypeVar("T")
