@@ -21,7 +21,7 @@ from pydantic import BaseModel, SecretStr, ValidationError
 
 from runguard.config.placeholders import placeholder_secrets
 from runguard.config.settings import Settings
-from runguard.proxy.core.errors import RunGuardError
+from runguard.proxy.core.errors import ConfigError as ConfigError  # noqa: PLC0414 (re-exported: callers catch it from here)
 
 ENV_PREFIX = "RUNGUARD_"
 
@@ -70,10 +70,6 @@ ENV_ALIASES: dict[str, str] = {
 }
 # Environment variables that are not settings (RUNGUARD_PROXY_URL: where the admin commands find the proxy).
 ENV_IGNORED = {"RUNGUARD_CONFIG", "RUNGUARD_HOME", "RUNGUARD_REQUIRE_SERVICES", "RUNGUARD_PROXY_URL"}
-
-
-class ConfigError(RunGuardError, ValueError):
-    """A configuration value is invalid; the message names the key."""
 
 
 DetectorValidator = Callable[[str, Mapping[str, Any]], None]

@@ -14,7 +14,6 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from runguard.config.loader import ConfigError
 from runguard.detectors.base import Detector, DetectorConfig
 from runguard.detectors.budget import Budget
 from runguard.detectors.consecutive_same_tool import ConsecutiveSameTool
@@ -41,6 +40,7 @@ from runguard.detectors.structured_output import StructuredOutput
 from runguard.detectors.text_loop import TextLoop
 from runguard.detectors.timeout import Timeout
 from runguard.detectors.tool_storm import ToolStorm
+from runguard.proxy.core.errors import ConfigError
 
 DETECTOR_CLASSES: tuple[type[Detector[Any]], ...] = (
     # run budgets

@@ -1,7 +1,7 @@
 """RunGuard's exceptions: a small tree under one base class.
 
     RunGuardError
-    ├── ConfigError          (runguard.config.loader) invalid configuration, names the key
+    ├── ConfigError          invalid configuration, names the key (raised by runguard.config.loader)
     ├── UpstreamError        the provider could not be reached or answered badly
     │   ├── UpstreamTimeout  connect, first-byte or idle timeout
     │   └── UpstreamRefused  the provider answered a WebSocket handshake with an HTTP status
@@ -21,6 +21,14 @@ from runguard.proxy.core.ops import OpResult
 
 class RunGuardError(Exception):
     """Base class of every error RunGuard raises on purpose."""
+
+
+class ConfigError(RunGuardError, ValueError):
+    """A configuration value is invalid; the message names the key.
+
+    It lives here, not in the config loader, so that detectors (which validate
+    their own settings) raise it without importing the config package.
+    """
 
 
 class UpstreamError(RunGuardError):
