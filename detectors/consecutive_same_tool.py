@@ -19,7 +19,8 @@ from runguard.detectors.base import (
     Verdict,
     shown_call,
 )
-from runguard.detectors.normalize import tag, tool_work
+from runguard.detectors.normalize import tag
+from runguard.detectors.turns import tool_work
 from runguard.proxy.core.ops import Push, Scope
 
 

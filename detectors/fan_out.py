@@ -43,12 +43,11 @@ from runguard.detectors.base import (
     Verdict,
     shown_call,
 )
-from runguard.detectors.normalize import (
-    call_args_digest,
+from runguard.detectors.normalize import call_args_digest, call_tag
+from runguard.detectors.sketch import (
     call_asks_in_words,
     call_sketch,
     call_sketch_packed,
-    call_tag,
     call_targets,
     decode_sketch,
     named_apart,

@@ -5,7 +5,7 @@ result set, "retry later") answers the same whatever the model asks; the model
 keeps rephrasing and calling. Results are compared by a normalized hash with
 volatile keys (ids, timestamps) dropped, over the run's whole sequence of tool
 results, so a tool whose answer changes every time never counts. Nor does a
-result that only acknowledges that the call was done (`normalize.acknowledges`:
+result that only acknowledges that the call was done (`turns.acknowledges`:
 "ok", "File written successfully."): a tool that writes three files answers the
 same three times, and each time it did what it was asked.
 """
@@ -27,16 +27,8 @@ from runguard.detectors.base import (
     ShownCall,
     Verdict,
 )
-from runguard.detectors.normalize import (
-    DEFAULT_VOLATILE_KEYS,
-    acknowledges,
-    call_args_digest,
-    lowered,
-    paired_results,
-    result_digest_of,
-    result_uniq,
-    tag,
-)
+from runguard.detectors.normalize import DEFAULT_VOLATILE_KEYS, call_args_digest, lowered, result_digest_of, tag
+from runguard.detectors.turns import acknowledges, paired_results, result_uniq
 from runguard.proxy.core.events import RequestInfo, is_transfer
 from runguard.proxy.core.ops import Push, Scope
 

@@ -34,16 +34,16 @@ from runguard.detectors.base import (
     Verdict,
     shown_call,
 )
-from runguard.detectors.normalize import (
+from runguard.detectors.normalize import call_tag
+from runguard.detectors.sketch import (
     Sketch,
     call_asks_in_words,
     call_sketch,
     call_sketch_packed,
-    call_tag,
     decode_sketch,
     sketch_similarity,
-    tool_work,
 )
+from runguard.detectors.turns import tool_work
 from runguard.proxy.core.events import ToolCall
 from runguard.proxy.core.ops import Get, OpResult, Put, Scope
 

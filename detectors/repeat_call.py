@@ -3,7 +3,7 @@
 An agent retrying a call that keeps failing the same way (a 403 page, a
 "not found") learns nothing new from each retry. Polling is not a repeat: its
 result changes, so the (tool, arguments, result) triple changes too; nor is the
-wait between two polls (`wait(seconds=10)`: `normalize.is_wait`).
+wait between two polls (`wait(seconds=10)`: `turns.is_wait`).
 """
 
 from __future__ import annotations
@@ -21,7 +21,8 @@ from runguard.detectors.base import (
     Verdict,
     shown_call,
 )
-from runguard.detectors.normalize import call_args_digest, is_wait, paired_results, result_digest_of, result_uniq
+from runguard.detectors.normalize import call_args_digest, result_digest_of
+from runguard.detectors.turns import is_wait, paired_results, result_uniq
 from runguard.proxy.core.events import RequestInfo, ToolCall, ToolResult, digest, is_transfer
 from runguard.proxy.core.ops import Push, Scope
 

@@ -39,17 +39,9 @@ from runguard.detectors.base import (
     ShownCall,
     Verdict,
 )
-from runguard.detectors.normalize import (
-    call_sketch_packed,
-    call_tag,
-    call_targets,
-    decode_sketch,
-    keyed_values_digest,
-    lowered,
-    named_apart,
-    sketch_similarity,
-    tool_work,
-)
+from runguard.detectors.normalize import call_tag, keyed_values_digest, lowered
+from runguard.detectors.sketch import call_sketch_packed, call_targets, decode_sketch, named_apart, sketch_similarity
+from runguard.detectors.turns import tool_work
 from runguard.proxy.core.events import ToolCall
 from runguard.proxy.core.ops import Op, Push, Scope
 

@@ -22,7 +22,8 @@ from runguard.detectors.base import (
     Verdict,
     shown_call,
 )
-from runguard.detectors.normalize import call_tag, tool_work
+from runguard.detectors.normalize import call_tag
+from runguard.detectors.turns import tool_work
 from runguard.proxy.core.ops import Add, Op, Scope
 
 MAX_TOOLS = 64  # distinct tools counted per run; calls of further tools are not counted

