@@ -26,10 +26,10 @@ async def test_a_five_wide_fan_out_repeated_reworded_is_stopped_at_the_third_rou
     assert first_trip(results) == 3
     finding = results[2].one("fan_out")
     assert results[2].inspect == [finding]  # on the response, before its tools run
-    assert finding.blocking
-    assert finding.verdict.evidence["tools"] == sorted(AGENTS)
-    assert finding.verdict.evidence["turns"] == 3 and shows(finding, "batch")["width"] == 5
-    assert finding.verdict.evidence["similarity"] >= 0.5
+    assert finding.action == "block"
+    assert finding.evidence["tools"] == sorted(AGENTS)
+    assert finding.evidence["turns"] == 3 and shows(finding, "batch")["width"] == 5
+    assert finding.evidence["similarity"] >= 0.5
 
 
 async def test_one_wide_fan_out_then_a_summary_passes() -> None:
