@@ -58,7 +58,8 @@ from runguard.proxy.providers.registry import adapter_for
 from runguard.proxy.runs import tenants
 from runguard.proxy.state.base import ScopeIds, ScopeTtls
 from runguard.proxy.state.memory import MemoryState
-from runguard.proxy.store.records import Record, TripRecord
+from runguard.proxy.store.records import TripRecord
+from tests.support.proxy import ListSink
 
 MODEL = "test-model"  # priced and sized by tables/: $1 per million output tokens, input free; 128k window
 SMALL_WINDOW_MODEL = "test-model-1k"  # the same price, a 1,000-token window
@@ -264,16 +265,6 @@ class Watch(NullObserver):
         self.state_errors += 1
 
 
-class Records:
-    """The guard's record sink: keeps every record."""
-
-    def __init__(self) -> None:
-        self.records: list[Record] = []
-
-    def submit(self, record: Record) -> None:
-        self.records.append(record)
-
-
 Configured = Detector[Any] | tuple[Detector[Any], DetectorConfig]
 
 
@@ -284,7 +275,7 @@ class Rig:
     guard: Guard
     state: MemoryState
     clock: Clock
-    records: Records
+    records: ListSink
     watch: Watch
     adapter: Adapter
 
@@ -312,7 +303,7 @@ class Rig:
         state = MemoryState(ttls, settings.runs.max_runs, clock=clock)
         policy = Policy(registered, settings.guard)
         tables = _tables(settings.pricing_file, settings.models_file)
-        records, watch = Records(), Watch()
+        records, watch = ListSink(), Watch()
         guard = Guard(settings, state, policy, tables, records, watch, clock)
         adapter = adapter_for(Api.CHAT)
         assert adapter is not None
