@@ -30,7 +30,7 @@ def test_export_off_installs_nothing() -> None:
     assert len(app.cleanup_ctx) == 0
 
 
-def test_export_on_installs_a_request_hook_its_lifetime_and_its_drop_counters() -> None:
+async def test_export_on_installs_a_request_hook_its_lifetime_and_its_drop_counters() -> None:
     app, registry = web.Application(), CollectorRegistry()
     hook = install(
         app,
@@ -40,6 +40,9 @@ def test_export_on_installs_a_request_hook_its_lifetime_and_its_drop_counters() 
     )
     assert callable(hook) and len(app.cleanup_ctx) == 1
     assert b"runguard_otel_spans_queued" in generate_latest(registry)
+    runner = web.AppRunner(app)
+    await runner.setup()  # the lifetime starts (its sweeper) ...
+    await runner.cleanup()  # ... and ends: nothing was queued, so the shutdown is quick
 
 
 def test_settings_that_cannot_work_stop_the_start_as_a_config_error() -> None:
