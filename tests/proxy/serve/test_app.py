@@ -176,7 +176,7 @@ async def test_the_given_detectors_and_observer_are_the_ones_used(upstream: Fake
         sdk = _sdk(running.url, "unguarded")
         assert await agents.chat_agent(sdk, agents.soft_error_tool) == "Done."  # no detector stopped it
         await sdk.close()
-        await eventually(lambda: len(seen.records) == 7)
+        await eventually(lambda: len(seen.records) == 7, within=10)
         assert {r.run_id for r in seen.records} == {"unguarded"} and not any(r.blocked_by for r in seen.records)
     finally:
         await running.stop()

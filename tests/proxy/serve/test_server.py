@@ -14,8 +14,6 @@ from aiohttp import web
 
 from runguard.proxy.serve.server import Running, start
 
-SLOW = 0.5  # seconds the slow handler takes
-
 
 class Seen:
     """What the handlers saw."""
@@ -31,10 +29,10 @@ def _app(seen: Seen) -> web.Application:
         seen.bodies.append(await request.read())
         return web.Response(body=b"done")
 
-    async def slow(_: web.Request) -> web.Response:
+    async def slow(request: web.Request) -> web.Response:
         seen.slow_started.set()
         try:
-            await asyncio.sleep(SLOW)
+            await asyncio.sleep(float(request.query.get("seconds", "0.5")))
         except asyncio.CancelledError:
             seen.cancelled.set()
             raise
@@ -76,7 +74,7 @@ async def test_a_compressed_body_reaches_the_handler_as_sent(running: tuple[Runn
 async def test_a_client_that_goes_away_cancels_its_handler(running: tuple[Running, Seen]) -> None:
     served, seen = running
     _, writer = await asyncio.open_connection("127.0.0.1", served.port)
-    writer.write(b"GET /slow HTTP/1.1\r\nHost: x\r\n\r\n")
+    writer.write(b"GET /slow?seconds=60 HTTP/1.1\r\nHost: x\r\n\r\n")  # far longer than the test
     await writer.drain()
     await asyncio.wait_for(seen.slow_started.wait(), 5)
     writer.close()

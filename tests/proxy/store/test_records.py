@@ -30,7 +30,7 @@ async def test_a_stopped_run_is_recorded_without_its_key_or_its_content(
     client = sdk_client(await make_proxy(), KEY, {"X-Run-Id": "records-run", "X-Agent-Name": "extractor"})
     with pytest.raises(openai.APIStatusError):
         await agents.chat_agent(client, agents.soft_error_tool, max_steps=20)
-    await eventually(lambda: bool(trips_of(sink)) and len(requests_of(sink)) == len(upstream.received) + 1)
+    await eventually(lambda: bool(trips_of(sink)) and len(requests_of(sink)) == len(upstream.received) + 1, within=10)
 
     requests, trips = requests_of(sink), trips_of(sink)
     assert [r.index for r in requests] == list(range(1, len(requests) + 1))
@@ -56,7 +56,7 @@ async def test_recorded_bodies_hold_the_exchange_but_not_the_key(
     upstream.script = agents.chat_script(steps=1)
     client = sdk_client(await make_proxy(store={"record_bodies": True}), KEY, {"X-Run-Id": "bodies-run"})
     assert await agents.chat_agent(client, agents.progressing_tool) == "Done."
-    await eventually(lambda: len(requests_of(sink)) == 2)
+    await eventually(lambda: len(requests_of(sink)) == 2, within=10)
     bodies = [r.body for r in requests_of(sink)]
     assert all(isinstance(b, RecordedBody) for b in bodies)
     first = bodies[0]
