@@ -162,15 +162,16 @@ async def _guarded(
             # Recorded with no upstream answer (status None): a replay sees the request that was stopped.
             passage.body = recorded(request, decoded, b"", None) if settings.store.record_bodies else None
             return synthetic(passage.answer, ticket)
-        return await forward(request, ctx, route, passage, _outgoing(settings, info, decoded, ticket.note, headers))
+        return await forward(
+            request, ctx, route, passage, _outgoing(settings, info, body, decoded, ticket.note, headers)
+        )
 
 
 def _outgoing(
-    settings: Settings, info: RequestInfo, decoded: bytes, note: str | None, headers: CIMultiDict[str]
+    settings: Settings, info: RequestInfo, body: bytes, decoded: bytes, note: str | None, headers: CIMultiDict[str]
 ) -> Outgoing:
-    """What goes upstream: the body as the client sent it, unless a nudge's `note` is spliced into it or
-    (opt-in) a Chat stream is asked for its usage."""
-    body = decoded
+    """What goes upstream: the `body` as the client sent it (`decoded`: as read), unless a nudge's `note` is
+    spliced into it or (opt-in) a Chat stream is asked for its usage."""
     noted = with_note(info.api, decoded, note) if note is not None else None
     if noted is not None:
         # A nudge: the note spliced into the body, sent as plain JSON (its length is the new body's).

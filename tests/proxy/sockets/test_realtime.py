@@ -1,6 +1,6 @@
 from __future__ import annotations
 
-from runguard.proxy.sockets.realtime import response_info
+from runguard.proxy.providers.openai_realtime.events import response_info
 
 
 def test_a_done_response_s_calls_text_and_usage_are_read() -> None:
