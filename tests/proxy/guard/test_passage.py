@@ -15,20 +15,17 @@ from typing import Any
 import orjson
 import pytest
 
-from runguard.detectors.registry import default_detectors
 from runguard.proxy.core.events import Api, ResponseInfo, Usage
 from runguard.proxy.guard.guard import Guard
-from runguard.proxy.guard.observer import NullObserver
 from runguard.proxy.guard.passage import CLIENT_LEFT, Passage
-from runguard.proxy.guard.policy import Policy
-from runguard.proxy.guard.pricing import ModelTables
 from runguard.proxy.providers.base import Adapter, RequestContext
 from runguard.proxy.providers.registry import adapter_for
 from runguard.proxy.state.memory import MemoryState
 from runguard.proxy.store.records import RecordedBody, RequestRecord
 from tests.e2e import payloads
 from tests.e2e.faults import eventually
-from tests.support.proxy import ListSink, settings_for
+from tests.support.guards import guard_settings, make_guard
+from tests.support.proxy import ListSink
 
 RUN = "passage-run"
 ASK = orjson.dumps({"model": "gpt-4o-mini", "messages": [{"role": "user", "content": "find the invoice"}]})
@@ -51,10 +48,7 @@ def sink() -> ListSink:
 
 
 def _guard(state: MemoryState, sink: ListSink, limit: int = 100) -> Guard:
-    settings = settings_for("http://127.0.0.1:9", guard={"detectors": {"max_requests": {"limit": limit}}})
-    policy = Policy(default_detectors(), settings.guard)
-    tables = ModelTables(settings.pricing_file, settings.models_file)
-    return Guard(settings, state, policy, tables, sink, NullObserver())
+    return make_guard(guard_settings(guard={"detectors": {"max_requests": {"limit": limit}}}), state, sink)
 
 
 @pytest.fixture
