@@ -1,12 +1,16 @@
 """The guard: decides, before and after each model request, whether a run goes on.
 
-`admit()` runs before anything goes upstream: it resolves the run, runs the
-guard's counters and every detector's request plan as ONE state batch, checks
+`admit()` runs before anything goes upstream: it finds the request's run
+(`RunIdentity`), runs the guard's counters and every detector's request plan as ONE state batch, checks
 the breakers, and either lets the request through (a `Ticket`) or answers it
 locally with a provider-native synthetic response. `inspect()` looks at a
 non-streamed response before the client sees it. `complete()` runs after the
 response: usage and cost, the response plans as one batch, breaker trips and
 probe outcomes, and the records. Nothing here touches aiohttp.
+
+Handlers do not call these phases themselves: they drive each request through
+a `Passage` (`passage()`), which admits it, reads its response and runs
+`complete()` exactly once, however the request ends.
 """
 
 from __future__ import annotations
