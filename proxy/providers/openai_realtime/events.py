@@ -25,6 +25,7 @@ from runguard.proxy.core.frozen import frozen
 from runguard.proxy.providers.base import StopNotice, Synthetic
 from runguard.proxy.providers.common.jsonish import as_dict, as_int, as_list, as_str, opt_str
 from runguard.proxy.providers.common.openai_replies import error_code
+from runguard.proxy.providers.openai_responses import socket  # `read`: a socket message as an object
 from runguard.proxy.providers.openai_responses.adapter import ResponsesAdapter
 
 _STARTED, _DONE, _OUTPUT = '"response.created"', '"response.done"', '"function_call_output"'
@@ -49,13 +50,10 @@ class ResponseEvent:
 
 def function_output(text: str) -> FunctionOutput | None:
     """The function output a client event carries, if it is one (read only if its text names one)."""
-    if _OUTPUT not in text:
+    event = socket.read(text) if _OUTPUT in text else None
+    if event is None:
         return None
-    try:
-        payload = orjson.loads(text)
-    except orjson.JSONDecodeError:
-        return None
-    item = as_dict(payload.get("item")) if type(payload) is dict else {}
+    item = as_dict(event.payload.get("item"))
     if item.get("type") != "function_call_output":
         return None
     return FunctionOutput(opt_str(item.get("call_id")), as_str(item.get("output")))
@@ -63,15 +61,10 @@ def function_output(text: str) -> FunctionOutput | None:
 
 def response_event(text: str) -> ResponseEvent | None:
     """The response a server event begins or ends, if it is one (read only if its text names one)."""
-    if _STARTED not in text and _DONE not in text:
+    event = socket.read(text) if _STARTED in text or _DONE in text else None
+    if event is None:
         return None
-    try:
-        payload = orjson.loads(text)
-    except orjson.JSONDecodeError:
-        return None
-    if type(payload) is not dict:
-        return None
-    kind, response = payload.get("type"), as_dict(payload.get("response"))
+    kind, response = event.payload.get("type"), as_dict(event.payload.get("response"))
     if kind not in ("response.created", "response.done"):
         return None
     return ResponseEvent(kind == "response.done", opt_str(response.get("id")), response)
