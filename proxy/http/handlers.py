@@ -131,6 +131,8 @@ async def _guarded(
     key_hash: str,
     headers: CIMultiDict[str],
 ) -> web.StreamResponse:
+    """A model request: decoded and parsed, then in its `Passage` answered locally if stopped, else sent
+    upstream (`forward`) as the client sent it (less a nudge's note or an opt-in usage request)."""
     settings = ctx.settings
     try:
         decoded = decode_body(body, request.headers.get("Content-Encoding"), settings.server.max_body_bytes)
