@@ -33,7 +33,7 @@ import asyncio
 import time
 from collections.abc import Awaitable, Callable
 from types import TracebackType
-from typing import TYPE_CHECKING, Protocol
+from typing import Protocol
 
 from runguard.detectors.base import ResponseSeen
 from runguard.proxy.core.events import ResponseInfo
@@ -42,11 +42,27 @@ from runguard.proxy.guard.ticket import Ticket
 from runguard.proxy.providers.base import Synthetic
 from runguard.proxy.store.records import RecordedBody
 
-if TYPE_CHECKING:
-    from runguard.proxy.guard.guard import Guard
-
 CLIENT_LEFT = "client_disconnected"  # the error a passage whose client left is recorded with
 _LEFT = (asyncio.CancelledError, ConnectionResetError)
+
+
+class Judge(Protocol):
+    """What a passage asks of the guard after admission (`Guard` is one): read a response, inspect a whole one
+    before the client sees it, and end the request."""
+
+    def response_seen(self, ticket: Ticket, info: ResponseInfo, status: int | None, latency: float) -> ResponseSeen: ...
+
+    def inspect(self, ticket: Ticket, seen: ResponseSeen) -> Synthetic | None: ...
+
+    async def complete(
+        self,
+        ticket: Ticket,
+        seen: ResponseSeen | None,
+        *,
+        client_status: int | None,
+        error: str | None = None,
+        body: RecordedBody | None = None,
+    ) -> None: ...
 
 
 class Closing(Protocol):
@@ -65,7 +81,7 @@ class Passage:
 
     def __init__(
         self,
-        guard: Guard,
+        guard: Judge,
         admit: Callable[[], Awaitable[Ticket]],
         finishing: set[asyncio.Task[None]],
         *,
