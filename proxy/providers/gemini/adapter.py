@@ -385,7 +385,7 @@ class GeminiAdapter:
             api=self.api,
             model=model,
             stream=ctx.stream_hint,
-            ctx=ctx,
+            agent_header=ctx.agent_header,
             tool_names=tool_names,
             agent_tools=agent_tools,
             output_schema=_output_schema(config, data.get("tools")),
