@@ -31,7 +31,17 @@ APIS: tuple[ProviderApi, ...] = (
 class Registry:
     """The specs of a set of provider APIs, and the tables built from them (built once, read only)."""
 
-    __slots__ = ("_by_api", "_by_provider", "_paths", "apis", "doors", "key_headers", "providers", "query_names")
+    __slots__ = (
+        "_by_api",
+        "_by_provider",
+        "_paths",
+        "apis",
+        "doors",
+        "key_headers",
+        "leads",
+        "providers",
+        "query_names",
+    )
 
     def __init__(self, apis: Iterable[ProviderApi]) -> None:
         self.apis = tuple(apis)
@@ -51,6 +61,7 @@ class Registry:
         ]
         ranked.sort(key=lambda row: row[0])  # stable: within a tier, providers' order, then their doors'
         self.doors: tuple[tuple[Door, ProviderSpec], ...] = tuple((door, provider) for _, _, door, provider in ranked)
+        self.leads = tuple(door.lead for door, _ in self.doors)  # `Door.lead` of each, computed once
         paths: dict[str, list[tuple[PathRule, ProviderApi]]] = {}
         for spec in self.apis:
             for rule in spec.paths:
