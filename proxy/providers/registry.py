@@ -53,6 +53,12 @@ class Registry:
             if self._by_provider.setdefault(spec.provider.name, spec.provider) is not spec.provider:
                 raise ValueError(f"two provider specs are named {spec.provider.name!r}")
         self.providers = tuple(self._by_provider.values())
+        for provider in self.providers:
+            setting = provider.upstream
+            if setting.env != f"RUNGUARD_{setting.name.upper()}_UPSTREAM":
+                raise ValueError(
+                    f"{provider.name}: its upstream's variable must be RUNGUARD_{setting.name.upper()}_UPSTREAM"
+                )
         # One ordered table for the whole proxy: by tier, then in the order the specs are listed.
         ranked = [
             (door.tier, order, door, provider)

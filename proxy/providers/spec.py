@@ -122,7 +122,9 @@ class PathRule:
 
 @frozen
 class UpstreamSetting:
-    """The base URL setting of a provider's upstream: `upstreams.<name>` in the config, env `env`."""
+    """The base URL setting of a provider's upstream: `upstreams.<name>` for the built-in ones (fields of
+    `UpstreamSettings`), `upstreams.others.<name>` for a plug-in's; `env` is its environment variable, which
+    must be `RUNGUARD_<NAME>_UPSTREAM` (the form the config loader reads: `registry` checks it)."""
 
     name: str
     default_url: str
