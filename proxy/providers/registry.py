@@ -36,6 +36,7 @@ class Registry:
         "_by_provider",
         "_paths",
         "apis",
+        "claims",
         "doors",
         "key_headers",
         "leads",
@@ -79,6 +80,16 @@ class Registry:
         headers = [name for provider in self.providers for name in provider.credentials.headers]
         self.key_headers = tuple(dict.fromkeys(h for h in (*headers, *_FOREIGN_HEADERS) if h != "Authorization"))
         self.query_names = frozenset(name for provider in self.providers for name in provider.credentials.query)
+        # (fact, headers, query parameters) of each provider that claims shared paths by its key's place.
+        self.claims = tuple(
+            (
+                f"{provider.name}_key",
+                tuple(place for place in provider.credentials.claims if not place.startswith("?")),
+                tuple(place[1:] for place in provider.credentials.claims if place.startswith("?")),
+            )
+            for provider in self.providers
+            if provider.credentials.claims
+        )
 
     def api(self, name: str) -> ProviderApi | None:
         """The spec of the API named `name`; None for one forwarded and only counted (`Api.OTHER`)."""
