@@ -25,6 +25,7 @@ from runguard.proxy.guard.engine import Finding
 from runguard.proxy.guard.observer import Observer
 from runguard.proxy.guard.policy import Policy
 from runguard.proxy.guard.ticket import Ticket
+from runguard.proxy.providers import registry
 from runguard.proxy.providers.base import StopNotice, Synthetic
 from runguard.proxy.store.records import RecordSink, TripRecord
 
@@ -60,7 +61,7 @@ class Decisions:
             stop = adapter.stop_response(notice, ticket.request)
             if stop is not None:
                 return stop
-        status = self._settings.guard.gemini_error_status if adapter.provider.value == "gemini" else 429
+        status = registry.block_status(adapter.provider, self._settings.guard)
         return adapter.error_response(notice, stream=ticket.request.stream, status=status)
 
     def stop(self, ticket: Ticket, finding: Finding) -> Synthetic:

@@ -39,6 +39,7 @@ from runguard.proxy.guard.pricing import ModelTables
 from runguard.proxy.guard.reader import ResponseReader
 from runguard.proxy.guard.ticket import Ticket, scope_ids
 from runguard.proxy.guard.tokens import TokenEstimator
+from runguard.proxy.providers import registry
 from runguard.proxy.providers.base import Adapter, StopNotice, Synthetic
 from runguard.proxy.runs import continuation, nesting
 from runguard.proxy.runs.identity import Found, RunIdentity
@@ -302,7 +303,7 @@ class Guard:
             self._emit(ticket, seen, client_status, error, body)
             return
         if seen.response.parse_error and seen.status is not None and seen.status < 300:
-            self._observer.parse_error(ticket.request.api.value, "response")  # an answer in a shape not known
+            self._observer.parse_error(str(ticket.request.api), "response")  # an answer in a shape not known
         # First, so that a follow-up naming this response, or a thread its tool calls start, finds its
         # run however long the rest takes.
         await self._remember(ticket, seen)
@@ -356,7 +357,7 @@ class Guard:
         """Responses API: map the response id to its run, so `previous_response_id` finds it (and, for a
         background response not finished yet, to the request, so that its poll is accounted for)."""
         response_id = seen.response.response_id
-        if response_id is None or ticket.request.api.value != "responses":
+        if response_id is None or not registry.chains_responses(ticket.request.api):
             return
         pending = None
         if ticket.request.background and seen.response.usage is None:

@@ -58,5 +58,5 @@ class ResponseReader:
             return None  # a background response's usage is counted when it is polled (`background`)
         # Streamed Chat without include_usage carries no usage: estimate, never count zero.
         said = info.text + "".join(call.name + call.arguments for call in info.tool_calls)
-        output = self.tokens.count(said, ticket.request.model)
+        output = self.tokens.count(said, ticket.request.model, ticket.request.api)
         return Usage(ticket.request.estimated_input_tokens, output, estimated=True)

@@ -18,7 +18,7 @@ from aiohttp import web
 from multidict import CIMultiDict
 
 from runguard.config.settings import Settings
-from runguard.proxy.core.events import Api, RequestInfo
+from runguard.proxy.core.events import RequestInfo
 from runguard.proxy.guard import unreadable
 from runguard.proxy.guard.nudge import with_note
 from runguard.proxy.guard.policy import tightening_from
@@ -28,7 +28,7 @@ from runguard.proxy.http.recorded import credentials_of, recorded
 from runguard.proxy.http.untouched import is_poll, passthrough, poll
 from runguard.proxy.providers import credentials
 from runguard.proxy.providers.base import Adapter, RequestContext
-from runguard.proxy.providers.registry import adapter_for
+from runguard.proxy.providers.registry import adapter_for, usage_on_request
 from runguard.proxy.providers.routes import Route, gemini_streams_sse, resolve
 from runguard.proxy.relay.codec import BodyTooLarge, decode_body
 from runguard.proxy.relay.context import CONTEXT, ProxyContext
@@ -60,12 +60,6 @@ def _key_refusal(ctx: ProxyContext, route: Route, key_hash: str) -> web.Response
     )
 
 
-def _carries_gemini_key(request: web.Request, headers: CIMultiDict[str]) -> bool:
-    """`x-goog-api-key` (among the `headers` that go upstream), or `?key=`: the query is parsed only when its
-    text names a key (an OpenAI request, keyed by its Authorization header, then parses no query)."""
-    return "x-goog-api-key" in headers or ("key" in request.query_string and "key" in request.query)
-
-
 def _credential_refusal(route: Route, credential: credentials.Credential) -> web.Response:
     places = ", ".join(credential.conflict)
     return provider_error(
@@ -81,12 +75,13 @@ async def handle(request: web.Request) -> web.StreamResponse:
     # What goes upstream is computed once, hop-by-hop headers (and those `Connection:` names) already out,
     # and the key is read from it: the key judged is the key sent (`credentials`).
     outgoing = upstream_request_headers(request.headers, ctx.own_headers)
-    gemini_key, api_version = _carries_gemini_key(request, outgoing), "api-version" in request.query_string
+    facts = credentials.claims(outgoing, request.query_string, request.query)  # a key that claims `/v1/...`
+    api_version = "api-version" in request.query_string
     path = canonical(request.raw_path)
     if path is None:  # a spelling servers read differently (`paths`): refused before routing
-        route = resolve(request.path, gemini_key, api_version)
+        route = resolve(request.path, api_version=api_version, facts=facts)
         return provider_error(route.dialect if route else None, 404, f"RunGuard: {REFUSED}", "unknown_path")
-    route = resolve(path, gemini_key, api_version)
+    route = resolve(path, api_version=api_version, facts=facts)
     if route is None:
         return provider_error(None, 404, f"RunGuard: no provider serves {path}", "unknown_path")
     upgrade = is_upgrade(request.method, request.headers)
@@ -180,7 +175,7 @@ def _outgoing(
         body = decoded = noted
         headers.popall("Content-Encoding", None)
     rewrite: UsageChunkFilter | None = None
-    if settings.upstreams.inject_stream_usage and info.api is Api.CHAT and info.stream and not info.include_usage:
+    if settings.upstreams.inject_stream_usage and usage_on_request(info.api) and info.stream and not info.include_usage:
         asked = with_usage_requested(decoded)
         if asked is not None:
             # An opt-in change to the body (the other is a nudge): sent as plain JSON, read back as plain SSE.
@@ -203,7 +198,7 @@ async def _unreadable(
     """A model request whose body cannot be read: judged by what needs no body, recorded with its parse error,
     then forwarded untouched or refused with a 400 (`guard.unreadable`; see `unreadable`)."""
     action = ctx.settings.guard.unreadable
-    ctx.observer.parse_error(route.api.value)
+    ctx.observer.parse_error(str(route.api))
     json_array = route.stream and not gemini_streams_sse(request.query)
     info = unreadable.request_info(
         adapter.api, problem, body, model=route.model, stream=route.stream, json_array=json_array
@@ -214,7 +209,7 @@ async def _unreadable(
         adapter, info, body=body, key_hash=key_hash, header_run=header_run, tight=tight
     ) as passage:
         kept = recorded(request, body, b"", None) if ctx.settings.store.record_bodies else None
-        ctx.observer.unreadable(route.provider.value, "blocked" if passage.answer is not None else action)
+        ctx.observer.unreadable(str(route.provider), "blocked" if passage.answer is not None else action)
         if passage.answer is not None:
             passage.body = kept
             return synthetic(passage.answer, passage.ticket)

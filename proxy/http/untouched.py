@@ -19,10 +19,11 @@ from aiohttp import web
 from multidict import CIMultiDict
 
 from runguard.proxy.core.errors import UpstreamError
-from runguard.proxy.core.events import Provider, ResponseInfo
+from runguard.proxy.core.events import ResponseInfo
 from runguard.proxy.guard.background import polled_id
 from runguard.proxy.http.recorded import masked
 from runguard.proxy.providers.openai_responses.adapter import ResponsesAdapter
+from runguard.proxy.providers.registry import polls_responses
 from runguard.proxy.providers.routes import Route, raw_target
 from runguard.proxy.relay.codec import BodyTooLarge, decode_body
 from runguard.proxy.relay.context import ProxyContext
@@ -33,7 +34,7 @@ from runguard.proxy.relay.upstream import read_whole
 
 def is_poll(request: web.Request, route: Route) -> bool:
     """`GET /v1/responses/{id}`: a Responses API poll, read once relayed (`poll`)."""
-    return request.method == "GET" and route.provider is Provider.OPENAI and polled_id(route.upstream_path) is not None
+    return request.method == "GET" and polls_responses(route.provider) and polled_id(route.upstream_path) is not None
 
 
 async def _send_untouched(

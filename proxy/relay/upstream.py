@@ -15,9 +15,11 @@ import aiohttp
 from multidict import CIMultiDict
 from yarl import URL
 
+from runguard.config.loader import ConfigError
 from runguard.config.settings import UpstreamSettings
 from runguard.proxy.core.errors import UpstreamError, UpstreamRefused, UpstreamTimeout
 from runguard.proxy.core.events import Provider
+from runguard.proxy.providers import registry
 from runguard.proxy.runs.keys import redact
 
 _NO_AUTO_HEADERS = ("Accept-Encoding", "Accept", "User-Agent", "Content-Type")
@@ -148,10 +150,19 @@ async def read_whole(response: aiohttp.ClientResponse) -> bytes:
 
 
 class Upstreams:
+    """One upstream per provider spec (`registry`), at the base URL its setting names."""
+
     def __init__(self, settings: UpstreamSettings) -> None:
-        self._by_provider = {
-            Provider.OPENAI: Upstream(settings.openai, settings),
-            Provider.GEMINI: Upstream(settings.gemini, settings),
+        named = {spec.upstream.name for spec in registry.REGISTRY.providers}
+        unknown = sorted(set(settings.others) - named)
+        if unknown:  # a misspelt RUNGUARD_<NAME>_UPSTREAM would otherwise be ignored
+            raise ConfigError(
+                f"upstreams.others.{unknown[0]}: no provider's upstream is named {unknown[0]!r} "
+                f"(known: {', '.join(sorted(named))})"
+            )
+        self._by_provider: dict[str, Upstream] = {
+            spec.name: Upstream(settings.base_url(spec.upstream.name, spec.upstream.default_url), settings)
+            for spec in registry.REGISTRY.providers
         }
 
     def __getitem__(self, provider: Provider) -> Upstream:

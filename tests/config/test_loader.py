@@ -156,3 +156,22 @@ def test_an_environment_value_is_typed_by_its_field_not_by_the_variables_spellin
 def test_the_admin_commands_proxy_url_is_not_a_setting() -> None:
     settings = load_settings(environ={"RUNGUARD_PROXY_URL": "http://127.0.0.1:9999"}).settings
     assert settings.server.port == 8787
+
+
+def test_a_plug_in_provider_s_upstream_has_its_environment_variable(tmp_path: Path) -> None:
+    file = tmp_path / "rg.yaml"
+    file.write_text("upstreams: {others: {toy: 'http://file:1'}}\n")
+    loaded = load_settings(config_file=file, environ={"RUNGUARD_ANTHROPIC_UPSTREAM": "http://127.0.0.1:9000/x"})
+    upstreams = loaded.settings.upstreams
+    assert upstreams.others == {"toy": "http://file:1", "anthropic": "http://127.0.0.1:9000/x"}
+    assert loaded.sources["upstreams.others.anthropic"] == "env"
+    assert upstreams.base_url("anthropic", "https://default") == "http://127.0.0.1:9000/x"
+    assert upstreams.base_url("nobody", "https://default") == "https://default"
+    assert upstreams.base_url("openai", "https://default") == "https://api.openai.com"  # its own field
+
+
+def test_a_plug_in_provider_s_upstream_must_be_a_url() -> None:
+    with pytest.raises(ConfigError, match=r"upstreams\.others"):
+        load_settings(environ={"RUNGUARD_TOY_UPSTREAM": "toy.example"})
+    with pytest.raises(ConfigError, match="unknown environment variable"):
+        load_settings(environ={"RUNGUARD_TOY_UPSTREAMS": "http://toy"})

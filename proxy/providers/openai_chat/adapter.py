@@ -304,7 +304,7 @@ class ChatAdapter:
     api = Api.CHAT
 
     def parse_request(self, body: bytes, ctx: RequestContext) -> RequestInfo:
-        read = read_conversation(body, ctx.history, self.api.value, "messages", keep_messages, read_messages)
+        read = read_conversation(body, ctx.history, str(self.api), "messages", keep_messages, read_messages)
         if isinstance(read, str):
             return failed_request(self.api, read)
         data, talk = read
@@ -315,7 +315,7 @@ class ChatAdapter:
             api=self.api,
             model=as_str(data.get("model")),
             stream=stream,
-            ctx=ctx,
+            agent_header=ctx.agent_header,
             tool_names=tool_names,
             agent_tools=agent_tools,
             output_schema=_output_schema(data.get("response_format")),
