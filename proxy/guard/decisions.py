@@ -26,7 +26,7 @@ from runguard.proxy.guard.observer import Observer
 from runguard.proxy.guard.policy import Policy
 from runguard.proxy.guard.ticket import Ticket
 from runguard.proxy.providers import registry
-from runguard.proxy.providers.base import StopNotice, Synthetic
+from runguard.proxy.providers.answers import StopNotice, Synthetic
 from runguard.proxy.store.records import RecordSink, TripRecord
 
 log = logging.getLogger("runguard.guard")

@@ -40,7 +40,8 @@ from runguard.proxy.guard.reader import ResponseReader
 from runguard.proxy.guard.ticket import Ticket, scope_ids
 from runguard.proxy.guard.tokens import TokenEstimator
 from runguard.proxy.providers import registry
-from runguard.proxy.providers.base import Adapter, StopNotice, Synthetic
+from runguard.proxy.providers.answers import StopNotice, Synthetic
+from runguard.proxy.providers.base import Adapter
 from runguard.proxy.runs import continuation, nesting
 from runguard.proxy.runs.identity import Found, RunIdentity
 from runguard.proxy.state.base import StateBackend

@@ -39,7 +39,7 @@ from runguard.detectors.base import ResponseSeen
 from runguard.proxy.core.events import ResponseInfo
 from runguard.proxy.core.tasks import hold
 from runguard.proxy.guard.ticket import Ticket
-from runguard.proxy.providers.base import Synthetic
+from runguard.proxy.providers.answers import Synthetic
 from runguard.proxy.store.records import RecordedBody
 
 CLIENT_LEFT = "client_disconnected"  # the error a passage whose client left is recorded with

@@ -19,7 +19,7 @@ from typing import Any
 
 from runguard.proxy.core.events import Api
 from runguard.proxy.providers import registry
-from runguard.proxy.providers.common.openai_provider import encoding as encoding_name
+from runguard.proxy.providers.openai.provider import encoding as encoding_name
 
 CHARS_PER_TOKEN = 4
 _TABLE_URL = "https://openaipublic.blob.core.windows.net/encodings/{}.tiktoken"

@@ -21,7 +21,7 @@ from runguard.proxy.core.frozen import frozen
 from runguard.proxy.guard.passage import Passage
 from runguard.proxy.guard.ticket import Ticket
 from runguard.proxy.http.recorded import recorded
-from runguard.proxy.providers.base import Synthetic
+from runguard.proxy.providers.answers import Synthetic
 from runguard.proxy.providers.gemini.replies import stream_error_element
 from runguard.proxy.providers.routes import Route, raw_target
 from runguard.proxy.relay.codec import decode_body

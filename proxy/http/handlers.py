@@ -23,11 +23,11 @@ from runguard.proxy.guard import unreadable
 from runguard.proxy.guard.nudge import with_note
 from runguard.proxy.guard.policy import tightening_from
 from runguard.proxy.http.forward import Outgoing, forward, synthetic
-from runguard.proxy.http.paths import REFUSED, canonical
 from runguard.proxy.http.recorded import credentials_of, recorded
 from runguard.proxy.http.untouched import is_poll, passthrough, poll
 from runguard.proxy.providers import credentials
 from runguard.proxy.providers.base import Adapter, RequestContext
+from runguard.proxy.providers.paths import REFUSED, canonical
 from runguard.proxy.providers.registry import adapter_for, usage_on_request
 from runguard.proxy.providers.routes import Route, gemini_streams_sse, resolve
 from runguard.proxy.relay.codec import BodyTooLarge, decode_body

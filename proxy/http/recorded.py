@@ -14,8 +14,8 @@ from aiohttp import web
 from multidict import CIMultiDict
 
 from runguard.proxy.core.events import ResponseInfo
-from runguard.proxy.http.paths import canonical
 from runguard.proxy.providers import credentials
+from runguard.proxy.providers.paths import canonical
 from runguard.proxy.runs.keys import redact
 from runguard.proxy.store.records import RecordedBody
 

@@ -30,7 +30,7 @@ from multidict import CIMultiDict, MultiMapping
 from runguard.proxy.core.events import Provider
 from runguard.proxy.core.frozen import frozen
 from runguard.proxy.providers import registry
-from runguard.proxy.providers.common.openai_provider import BROWSER_KEY_PROTOCOL
+from runguard.proxy.providers.openai.provider import BROWSER_KEY_PROTOCOL
 from runguard.proxy.providers.spec import CredentialPlaces
 
 _MAY_NAME_ONE = ("key", "token", "%")  # a raw query holds a credential parameter only if it holds one of these

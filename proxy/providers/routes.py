@@ -15,8 +15,7 @@ from dataclasses import field
 
 from runguard.proxy.core.events import Api, Provider
 from runguard.proxy.core.frozen import frozen
-from runguard.proxy.http import paths
-from runguard.proxy.providers import registry
+from runguard.proxy.providers import paths, registry
 from runguard.proxy.providers.credentials import target_without_unread
 from runguard.proxy.providers.spec import ProviderApi
 

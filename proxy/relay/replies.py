@@ -14,7 +14,7 @@ from aiohttp import web
 from runguard.proxy.core.errors import UpstreamError, UpstreamTimeout
 from runguard.proxy.core.events import Provider
 from runguard.proxy.providers import registry
-from runguard.proxy.providers.common.openai_provider import OPENAI
+from runguard.proxy.providers.openai.provider import OPENAI
 
 
 def error_body(provider: Provider | None, status: int, message: str, code: str) -> bytes:

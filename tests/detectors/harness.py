@@ -52,7 +52,8 @@ from runguard.proxy.guard.observer import NullObserver
 from runguard.proxy.guard.policy import Policy
 from runguard.proxy.guard.pricing import ModelTables
 from runguard.proxy.guard.ticket import Ticket, scope_ids
-from runguard.proxy.providers.base import Adapter, Synthetic
+from runguard.proxy.providers.answers import Synthetic
+from runguard.proxy.providers.base import Adapter
 from runguard.proxy.providers.common.handoffs import handoffs_of
 from runguard.proxy.providers.registry import adapter_for
 from runguard.proxy.runs import tenants

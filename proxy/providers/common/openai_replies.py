@@ -15,7 +15,7 @@ from typing import Any
 import orjson
 
 from runguard.proxy.core.events import digest
-from runguard.proxy.providers.base import StopNotice, Synthetic
+from runguard.proxy.providers.answers import StopNotice, Synthetic
 
 JSON = {"Content-Type": "application/json"}
 SSE = {"Content-Type": "text/event-stream", "Cache-Control": "no-cache"}

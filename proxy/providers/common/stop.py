@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from runguard.proxy.core import schema
 from runguard.proxy.core.events import RequestInfo
-from runguard.proxy.providers.base import StopNotice
+from runguard.proxy.providers.answers import StopNotice
 
 
 def stop_text(notice: StopNotice, request: RequestInfo) -> str | None:

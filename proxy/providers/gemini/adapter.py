@@ -7,7 +7,8 @@ Wire facts: wire-formats.md D and E.2.
 from __future__ import annotations
 
 from runguard.proxy.core.events import Api, Provider, RequestInfo, ResponseInfo
-from runguard.proxy.providers.base import RequestContext, StopNotice, Synthetic
+from runguard.proxy.providers.answers import StopNotice, Synthetic
+from runguard.proxy.providers.base import RequestContext
 from runguard.proxy.providers.common.conversation import failed_request
 from runguard.proxy.providers.common.history import read_conversation
 from runguard.proxy.providers.common.jsonish import as_dict, as_str, load_object, pick

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import orjson
 
-from runguard.proxy.providers.base import StopNotice, Synthetic
+from runguard.proxy.providers.answers import StopNotice, Synthetic
 
 JSON = {"Content-Type": "application/json; charset=UTF-8"}
 SSE = {"Content-Type": "text/event-stream", "Cache-Control": "no-cache"}

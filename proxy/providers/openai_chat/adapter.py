@@ -13,7 +13,8 @@ from typing import Any
 import orjson
 
 from runguard.proxy.core.events import Api, OutputSchema, Provider, RequestInfo, ResponseInfo, ToolCall, Usage
-from runguard.proxy.providers.base import RequestContext, StopNotice, Synthetic
+from runguard.proxy.providers.answers import StopNotice, Synthetic
+from runguard.proxy.providers.base import RequestContext
 from runguard.proxy.providers.common import media, openai_replies
 from runguard.proxy.providers.common.agent_tools import runs_an_agent
 from runguard.proxy.providers.common.conversation import Conversation, end_user_of, failed_request, last_index

@@ -7,8 +7,8 @@ from __future__ import annotations
 import re
 
 from runguard.proxy.core.events import Api
-from runguard.proxy.providers.common.openai_provider import AZURE_FAMILY, OPENAI, OPENAI_FAMILY, encoding
 from runguard.proxy.providers.gemini.spec import GEMINI_FAMILY
+from runguard.proxy.providers.openai.provider import AZURE_FAMILY, OPENAI, OPENAI_FAMILY, encoding
 from runguard.proxy.providers.openai_chat import nudge
 from runguard.proxy.providers.openai_chat.adapter import ChatAdapter
 from runguard.proxy.providers.spec import PathRule, ProviderApi

@@ -22,7 +22,7 @@ import orjson
 
 from runguard.proxy.core.events import Api, RequestInfo, ResponseInfo, ToolCall, Usage
 from runguard.proxy.core.frozen import frozen
-from runguard.proxy.providers.base import StopNotice, Synthetic
+from runguard.proxy.providers.answers import StopNotice, Synthetic
 from runguard.proxy.providers.common.jsonish import as_dict, as_int, as_list, as_str, opt_str
 from runguard.proxy.providers.common.openai_replies import error_code
 from runguard.proxy.providers.openai_responses import socket  # `read`: a socket message as an object

@@ -9,7 +9,8 @@ from __future__ import annotations
 import dataclasses
 
 from runguard.proxy.core.events import Api, Provider, RequestInfo, ResponseInfo, digest
-from runguard.proxy.providers.base import RequestContext, StopNotice, Synthetic
+from runguard.proxy.providers.answers import StopNotice, Synthetic
+from runguard.proxy.providers.base import RequestContext
 from runguard.proxy.providers.common import openai_replies
 from runguard.proxy.providers.common.conversation import end_user_of, failed_request
 from runguard.proxy.providers.common.history import read_conversation

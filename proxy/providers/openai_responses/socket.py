@@ -16,7 +16,7 @@ from typing import Any
 import orjson
 
 from runguard.proxy.core.frozen import frozen
-from runguard.proxy.providers.base import Synthetic
+from runguard.proxy.providers.answers import Synthetic
 from runguard.proxy.providers.common.jsonish import as_int, opt_str
 from runguard.proxy.providers.common.sse import SseSplitter
 

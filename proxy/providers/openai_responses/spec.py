@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 
 from runguard.proxy.core.events import Api
-from runguard.proxy.providers.common.openai_provider import AZURE_FAMILY, OPENAI, OPENAI_FAMILY, encoding
+from runguard.proxy.providers.openai.provider import AZURE_FAMILY, OPENAI, OPENAI_FAMILY, encoding
 from runguard.proxy.providers.openai_responses import nudge
 from runguard.proxy.providers.openai_responses.adapter import ResponsesAdapter
 from runguard.proxy.providers.spec import PathRule, ProviderApi

@@ -18,7 +18,8 @@ from runguard.proxy.guard.engine import Finding
 from runguard.proxy.guard.observer import NullObserver
 from runguard.proxy.guard.policy import Policy
 from runguard.proxy.guard.ticket import Ticket, scope_ids
-from runguard.proxy.providers.base import Adapter, StopNotice
+from runguard.proxy.providers.answers import StopNotice
+from runguard.proxy.providers.base import Adapter
 from runguard.proxy.providers.gemini.adapter import GeminiAdapter
 from runguard.proxy.providers.openai_chat.adapter import ChatAdapter
 from runguard.proxy.state.memory import MemoryState

@@ -14,7 +14,7 @@ from multidict import CIMultiDict, MultiDict
 
 from runguard.proxy.core.events import Api, Provider
 from runguard.proxy.providers import credentials, registry
-from runguard.proxy.providers.base import StopNotice, Synthetic
+from runguard.proxy.providers.answers import StopNotice, Synthetic
 from runguard.proxy.providers.openai_chat.adapter import ChatAdapter
 from runguard.proxy.providers.routes import Route, resolve
 from runguard.proxy.providers.spec import (

@@ -3,7 +3,7 @@ from __future__ import annotations
 import pytest
 
 from runguard.proxy.core.events import Api, Provider
-from runguard.proxy.http.paths import canonical
+from runguard.proxy.providers.paths import canonical
 from runguard.proxy.providers.routes import Route, gemini_streams_sse, raw_target, resolve
 
 

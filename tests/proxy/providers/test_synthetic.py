@@ -23,7 +23,8 @@ from google.genai import errors as genai_errors
 from google.genai import types
 from pydantic import BaseModel, Field
 
-from runguard.proxy.providers.base import Adapter, RequestContext, StopNotice, Synthetic
+from runguard.proxy.providers.answers import StopNotice, Synthetic
+from runguard.proxy.providers.base import Adapter, RequestContext
 from runguard.proxy.providers.common.openai_replies import chat_stop, responses_stop
 from runguard.proxy.providers.gemini.adapter import GeminiAdapter
 from runguard.proxy.providers.openai_chat.adapter import ChatAdapter

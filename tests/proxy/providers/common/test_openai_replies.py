@@ -6,7 +6,7 @@ import orjson
 from openai.types.chat import ChatCompletion, ChatCompletionChunk
 from openai.types.responses import Response
 
-from runguard.proxy.providers.base import StopNotice
+from runguard.proxy.providers.answers import StopNotice
 from runguard.proxy.providers.common import openai_replies
 from runguard.proxy.providers.common.sse import SseSplitter
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import orjson
 
 from runguard.proxy.core.events import AgentIdentity, Api, OutputSchema, RequestInfo
-from runguard.proxy.providers.base import StopNotice
+from runguard.proxy.providers.answers import StopNotice
 from runguard.proxy.providers.common.stop import stop_text
 
 NOTICE = StopNotice("loop", "run-7", "tool 'search' repeated 3 times", "Reset with: runguard-proxy reset run-7")

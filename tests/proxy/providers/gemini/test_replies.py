@@ -6,7 +6,7 @@ import orjson
 import pytest
 from google.genai import types
 
-from runguard.proxy.providers.base import StopNotice
+from runguard.proxy.providers.answers import StopNotice
 from runguard.proxy.providers.gemini import replies
 
 NOTICE = StopNotice("loop", "run-1", "tool 'a' repeated", "Reset with: runguard-proxy reset run-1")

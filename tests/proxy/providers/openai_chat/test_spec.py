@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from runguard.proxy.core.events import Api, Provider
-from runguard.proxy.providers.common.openai_provider import OPENAI
+from runguard.proxy.providers.openai.provider import OPENAI
 from runguard.proxy.providers.openai_chat.adapter import ChatAdapter
 from runguard.proxy.providers.openai_chat.spec import SPEC
 from runguard.proxy.providers.routes import resolve

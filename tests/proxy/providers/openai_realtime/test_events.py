@@ -5,7 +5,7 @@ from __future__ import annotations
 import orjson
 
 from runguard.proxy.core.events import AgentIdentity, Api, RequestInfo
-from runguard.proxy.providers.base import StopNotice
+from runguard.proxy.providers.answers import StopNotice
 from runguard.proxy.providers.openai_realtime.events import (
     RealtimeAnswers,
     function_output,

@@ -6,7 +6,7 @@ from __future__ import annotations
 import orjson
 
 from runguard.proxy.core.events import AgentIdentity, Api, RequestInfo
-from runguard.proxy.providers.base import StopNotice
+from runguard.proxy.providers.answers import StopNotice
 from runguard.proxy.providers.openai_responses import socket
 from runguard.proxy.providers.openai_responses.adapter import ResponsesAdapter
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from runguard.proxy.core.events import Api, Provider
-from runguard.proxy.providers.common.openai_provider import OPENAI
+from runguard.proxy.providers.openai.provider import OPENAI
 from runguard.proxy.providers.openai_responses.adapter import ResponsesAdapter
 from runguard.proxy.providers.openai_responses.spec import SPEC
 from runguard.proxy.providers.routes import resolve

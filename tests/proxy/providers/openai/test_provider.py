@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from runguard.proxy.core.events import Api, Provider
-from runguard.proxy.providers.common.openai_provider import OPENAI, encoding, error_payload
+from runguard.proxy.providers.openai.provider import OPENAI, encoding, error_payload
 from runguard.proxy.providers.routes import resolve
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from runguard.proxy.http.paths import canonical, upstream
+from runguard.proxy.providers.paths import canonical, upstream
 
 
 @pytest.mark.parametrize(

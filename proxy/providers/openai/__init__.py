@@ -1,0 +1,1 @@
+"""The OpenAI provider: its upstream, credentials and error format, shared by its APIs."""
