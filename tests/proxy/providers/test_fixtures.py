@@ -23,6 +23,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from runguard.proxy.core.events import RequestInfo, ResponseInfo
+from runguard.proxy.providers.anthropic.adapter import AnthropicAdapter
 from runguard.proxy.providers.base import Adapter, RequestContext
 from runguard.proxy.providers.gemini.adapter import GeminiAdapter
 from runguard.proxy.providers.openai_chat.adapter import ChatAdapter
@@ -34,6 +35,7 @@ ADAPTERS: dict[str, type[Adapter]] = {
     "openai_chat": ChatAdapter,
     "openai_responses": ResponsesAdapter,
     "gemini": GeminiAdapter,
+    "anthropic": AnthropicAdapter,
 }
 CASES = sorted(path for path in FIXTURES.glob("*/*") if (path / "expected.json").is_file())
 STREAM_CASES = [path for path in CASES if (path / "stream.sse").is_file()]
