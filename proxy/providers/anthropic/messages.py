@@ -15,7 +15,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
-from runguard.proxy.core.events import ToolCall
+from runguard.proxy.core.events import ToolCall, digest
 from runguard.proxy.providers.common import media
 from runguard.proxy.providers.common.conversation import Conversation, last_index
 from runguard.proxy.providers.common.history import keep_turns
@@ -74,12 +74,20 @@ def result_content(block: dict[str, Any]) -> tuple[str, dict[str, Any] | None, i
     found = sum(1 for part in parts if part.get("type") in MEDIA_BLOCKS)
     text = raw if isinstance(raw, str) else text_of(parts)
     if found:  # an image's bytes are not its words: a digest of them tells two screenshots apart
-        light, _ = media.shed(parts)
-        text = dumps_text(light)
+        text = dumps_text([_light(part) for part in parts])
     if block.get("is_error") is True:
         value = {"is_error": True, "content": text}
         return dumps_text(value), value, found
     return text, None, found
+
+
+def _light(block: dict[str, Any]) -> dict[str, Any]:
+    """A media block with its inline bytes (`source.data`, base64) replaced by their media type and digest."""
+    source = block.get("source")
+    if block.get("type") not in MEDIA_BLOCKS or not isinstance(source, dict) or not isinstance(source.get("data"), str):
+        return block
+    data = source["data"]
+    return {**block, "source": {**source, "data": f"{as_str(source.get('media_type'))};xxh3={digest(data)}"}}
 
 
 def _media(blocks: list[dict[str, Any]]) -> int:
