@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from runguard.proxy.core.events import Api
+from runguard.proxy.providers.anthropic.adapter import AnthropicAdapter
 from runguard.proxy.providers.base import Adapter
 from runguard.proxy.providers.gemini.adapter import GeminiAdapter
 from runguard.proxy.providers.openai_chat.adapter import ChatAdapter
@@ -21,4 +22,6 @@ def adapter_for(api: Api) -> Adapter | None:
         return ResponsesAdapter()
     if api is Api.GEMINI:
         return GeminiAdapter()
+    if api is Api.MESSAGES:
+        return AnthropicAdapter()
     return None

@@ -7,9 +7,19 @@ tools (`type` such as `web_search_20250305`, and a `name`). A JSON schema the
 answer must satisfy comes from `output_config.format` (or the older beta
 `output_format`), both `{"type": "json_schema", "schema": {...}}`; a
 `tool_choice` that forces one tool (`{"type": "tool", "name": ...}`, or
-`{"type": "any"}` with a single tool) demands that tool's input schema, and
-its name is kept on the schema: a stop must then be a call of that tool.
+`{"type": "any"}` with a single tool, or with pydantic-ai's output tool among
+others: `final_result`, `final_result_<type>` for a union, which is how it
+asks for a typed answer while its other tools stay callable) demands that
+tool's input schema, and its name is kept on the schema: a stop must then be
+a call of that tool.
 `metadata.user_id` names the end user.
+
+Message threads (beta `message-threads-2026-08-12`, the SDK's tool runner):
+`thread: {"type": "continue", "previous_message_id": ...}` continues a
+conversation Anthropic keeps, so the request carries only the new messages
+(the tool results), as a Responses request with `previous_response_id` does;
+the id is read into that field, and the proxy fills the results' names and
+the run from the message it forwarded (`runs.continuation`).
 """
 
 from __future__ import annotations
@@ -45,14 +55,24 @@ def _tools(tools: Any) -> tuple[tuple[str, ...], frozenset[str], dict[str, dict[
     return tuple(names), frozenset(agents), schemas
 
 
+OUTPUT_TOOL = "final_result"  # pydantic-ai's output tool (`_output.DEFAULT_OUTPUT_TOOL_NAME`)
+
+
+def _output_tool(schemas: dict[str, dict[str, Any]]) -> str | None:
+    """The tool `{"type": "any"}` stands for: the only one, else pydantic-ai's output tool if declared."""
+    if len(schemas) == 1:
+        return next(iter(schemas))
+    return next((name for name in schemas if name == OUTPUT_TOOL or name.startswith(OUTPUT_TOOL + "_")), None)
+
+
 def _output_schema(data: dict[str, Any], schemas: dict[str, dict[str, Any]]) -> OutputSchema | None:
     for holder in (as_dict(as_dict(data.get("output_config")).get("format")), as_dict(data.get("output_format"))):
         if holder.get("type") == "json_schema" and isinstance(holder.get("schema"), dict):
             return OutputSchema(holder["schema"])
     choice = as_dict(data.get("tool_choice"))
     forced = opt_str(choice.get("name")) if choice.get("type") == "tool" else None
-    if choice.get("type") == "any" and len(schemas) == 1:
-        forced = next(iter(schemas))
+    if choice.get("type") == "any":
+        forced = _output_tool(schemas)
     if forced is not None and forced in schemas:
         return OutputSchema(schemas[forced], forced)
     return None
@@ -72,6 +92,8 @@ class AnthropicAdapter:
             talk.system(system_text(system), first=True)
         tool_names, agent_tools, schemas = _tools(data.get("tools"))
         user = as_dict(data.get("metadata")).get("user_id")
+        thread = as_dict(data.get("thread"))
+        continues = opt_str(thread.get("previous_message_id")) if thread.get("type") == "continue" else None
         return talk.info(
             api=self.api,
             model=as_str(data.get("model")),
@@ -81,6 +103,7 @@ class AnthropicAdapter:
             agent_tools=agent_tools,
             output_schema=_output_schema(data, schemas),
             end_user=user if isinstance(user, str) and user else None,
+            previous_response_id=continues,
         )
 
     def parse_response(self, body: bytes) -> ResponseInfo:

@@ -43,7 +43,10 @@ def test_a_forced_tool_demands_its_input_schema_under_its_name() -> None:
     assert named is not None and (named.name, named.schema) == ("final_result", SCHEMA)
     lone = parse(tools=[ONE], tool_choice={"type": "any"}).output_schema
     assert lone is not None and lone.name == "final_result"
-    assert parse(tools=[ONE, TWO], tool_choice={"type": "any"}).output_schema is None  # the model picks
+    output_tool = parse(tools=[TWO, ONE], tool_choice={"type": "any"}).output_schema  # pydantic-ai's
+    assert output_tool is not None and output_tool.name == "final_result"
+    lookup = {"name": "fetch", "input_schema": SCHEMA}
+    assert parse(tools=[TWO, lookup], tool_choice={"type": "any"}).output_schema is None  # the model picks
     assert parse(tools=[ONE], tool_choice={"type": "auto"}).output_schema is None
     assert parse(tools=[ONE], tool_choice={"type": "tool", "name": "missing"}).output_schema is None
 

@@ -1,0 +1,209 @@
+"""Claude agents through the real proxy: loops stopped with a 429 the SDK does not retry, stop answers,
+budgets that count cached tokens at their rates, the SDK's tool runner, and pydantic-ai on Claude.
+
+Each test counts what reached the fake Anthropic upstream and what the client sent (retries included).
+"""
+
+from __future__ import annotations
+
+import itertools
+from typing import Any
+
+import anthropic
+import pytest
+from anthropic import beta_async_tool
+from pydantic import BaseModel
+from pydantic_ai import Agent
+from pydantic_ai.exceptions import ModelHTTPError
+from pydantic_ai.models.anthropic import AnthropicModel
+from pydantic_ai.providers.anthropic import AnthropicProvider
+
+from tests.e2e.claude import (
+    KEY,
+    MODEL,
+    ClaudeFactory,
+    Sent,
+    client,
+    progressing,
+    soft_error,
+    tool_loop,
+)
+from tests.e2e.faults import eventually, requests_of
+from tests.support.anthropic_upstream import Cache, Step, claude
+
+SAME = Step(calls=[("search", {"query": "INV-7 total"})])
+
+
+def rephrasing(n: int) -> Step:
+    return Step(calls=[("search", {"query": f"invoice INV-7 total attempt {n}"})])
+
+
+@pytest.mark.parametrize("stream", [False, True])
+async def test_a_soft_error_loop_trips_non_progress_with_a_429_the_sdk_does_not_retry(
+    make_claude: ClaudeFactory, stream: bool
+) -> None:
+    proxy = await make_claude()
+    proxy.claude.script = claude(rephrasing)
+    sent = Sent()
+    sdk = client(proxy.url, run=f"np-{stream}", sent=sent)  # the SDK's default: 2 retries of a 429
+    with pytest.raises(anthropic.RateLimitError) as caught:
+        await tool_loop(sdk, soft_error, stream=stream)
+    error = caught.value
+    assert error.response.headers["x-runguard-trip"] == "non_progress"
+    assert error.response.headers["x-should-retry"] == "false"
+    body = error.body
+    assert isinstance(body, dict) and body["error"]["type"] == "rate_limit_error"
+    assert "non_progress" in body["error"]["message"] and "3 times" in body["error"]["message"]
+    assert len(proxy.claude.received) == 3  # the 4th request carried the 3rd identical result
+    assert len(sent.requests) == 4  # and the 429 was not retried
+    assert not proxy.openai.received
+
+
+async def test_the_same_failing_call_over_and_over_trips_repeat_call(make_claude: ClaudeFactory) -> None:
+    """The same call getting the same answer, other work between (so `non_progress`, off here, is not what
+    stops it): `repeat_call` at the 4th identical call and answer."""
+    proxy = await make_claude(guard={"detectors": {"non_progress": {"action": "off"}}})
+    pages = itertools.count()
+    proxy.claude.script = claude(lambda n: SAME if n % 2 == 0 else Step(calls=[("search", {"query": f"p{n}"})]))
+    sent = Sent()
+    sdk = client(proxy.url, run="repeat", sent=sent)
+    with pytest.raises(anthropic.RateLimitError) as caught:
+        await tool_loop(
+            sdk, lambda name, args: "not found" if args["query"] == "INV-7 total" else f"page {next(pages)}"
+        )
+    assert caught.value.response.headers["x-runguard-trip"] == "repeat_call"
+    assert len(proxy.claude.received) == 7 and len(sent.requests) == 8
+
+
+NOVELTY_RESULTS = [
+    "Invoice INV-7 from Acme GmbH, issued 2026-03-02, total due EUR 1,250.50, payment terms 30 days net, "
+    "contact billing@acme.example for questions about this invoice or its line items",
+]
+
+
+async def test_rephrased_searches_with_stale_results_trip_a_novelty_style_detector(make_claude: ClaudeFactory) -> None:
+    """New words every turn, the same findings back: `novelty` stops it at the 4th stale result."""
+    proxy = await make_claude()
+    proxy.claude.script = claude(rephrasing)
+    sent = Sent()
+    sdk = client(proxy.url, run="novelty", sent=sent)
+    with pytest.raises(anthropic.RateLimitError) as caught:
+        await tool_loop(sdk, lambda name, args: f"{NOVELTY_RESULTS[0]} (query: {args['query']})", steps=30)
+    assert caught.value.response.headers["x-runguard-trip"] == "novelty"
+    assert len(proxy.claude.received) == 4 and len(sent.requests) == 5
+
+
+async def test_a_healthy_loop_whose_results_change_finishes(make_claude: ClaudeFactory) -> None:
+    proxy = await make_claude()
+    proxy.claude.script = claude([rephrasing(0), rephrasing(1), rephrasing(2)], then=Step(text="The total is 1,250.50"))
+    sdk = client(proxy.url, run="healthy")
+    answer = await tool_loop(sdk, lambda name, args: f'{{"hits": ["doc-{args["query"][-1]}"], "page": "{args}"}}')
+    assert answer == "The total is 1,250.50"
+    assert len(proxy.claude.received) == 4
+
+
+@pytest.mark.parametrize("stream", [False, True])
+async def test_a_stop_answer_ends_the_loop_with_a_final_message(make_claude: ClaudeFactory, stream: bool) -> None:
+    proxy = await make_claude(guard={"detectors": {"non_progress": {"response": "stop"}}})
+    proxy.claude.script = claude(rephrasing)
+    sdk = client(proxy.url, run=f"stop-{stream}")
+    answer = await tool_loop(sdk, soft_error, stream=stream)
+    assert "non_progress" in answer and "runguard-proxy" not in answer
+    assert len(proxy.claude.received) == 3
+
+
+CACHED = Step(calls=[("search", {"query": "x"})], usage=(1000, 2000), cache=Cache(read=100_000, write_1h=50_000))
+
+
+async def test_a_budget_counts_cached_tokens_at_their_rates(make_claude: ClaudeFactory) -> None:
+    """claude-haiku-4-5 per response: 1k input $0.001, 100k cache reads $0.01, 50k 1-hour writes $0.10, 2k output
+    $0.01: $0.121. A $0.30 budget lets 3 responses through and stops the 4th request ($0.363 spent). Counted as
+    plain input (151k at $1) the same responses cost $0.161, and a 4th would have gone out."""
+    proxy = await make_claude(guard={"detectors": {"budget": {"run_usd": 0.30}}})
+    proxy.claude.script = claude(
+        lambda n: Step(calls=[("search", {"query": f"q{n}"})], usage=CACHED.usage, cache=CACHED.cache)
+    )
+    with pytest.raises(anthropic.RateLimitError) as caught:
+        await tool_loop(client(proxy.url, run="budget", max_retries=0), progressing)
+    assert caught.value.response.headers["x-runguard-trip"] == "budget"
+    assert len(proxy.claude.received) == 3
+    await eventually(lambda: len([r for r in requests_of(proxy.sink) if r.run_id == "budget"]) == 4)
+    records = [r for r in requests_of(proxy.sink) if r.run_id == "budget" and r.blocked_by is None]
+    assert [record.usd for record in records] == pytest.approx([0.121] * 3)
+    assert {(record.input_tokens, record.cached_tokens, record.provider, record.api) for record in records} == {
+        (151_000, 100_000, "anthropic", "messages")
+    }
+
+
+async def test_web_searches_are_billed_per_call(make_claude: ClaudeFactory) -> None:
+    proxy = await make_claude()
+    proxy.claude.script = claude([Step(text="Found.", usage=(0, 0), searches=4)])
+    await client(proxy.url, run="searches").messages.create(
+        model="claude-sonnet-4-6", max_tokens=10, messages=[{"role": "user", "content": "q"}]
+    )
+    await eventually(lambda: len(requests_of(proxy.sink)) == 1)
+    assert requests_of(proxy.sink)[0].usd == pytest.approx(0.04)  # USD 10 per 1k searches
+
+
+async def test_the_sdk_tool_runner_is_stopped_without_retries(make_claude: ClaudeFactory) -> None:
+    proxy = await make_claude()
+    proxy.claude.script = claude(rephrasing)
+    sent = Sent()
+    sdk = client(proxy.url, run="runner", sent=sent)
+
+    @beta_async_tool
+    async def search(query: str) -> str:
+        """Search the invoice archive."""
+        return soft_error("search", {"query": query})
+
+    runner = sdk.beta.messages.tool_runner(
+        model=MODEL, max_tokens=512, tools=[search], messages=[{"role": "user", "content": "Total of INV-7?"}]
+    )
+    with pytest.raises(anthropic.RateLimitError):
+        await runner.until_done()
+    assert len(proxy.claude.received) == 3 and len(sent.requests) == 4
+
+
+def pydantic_agent(url: str, run: str, output_type: Any = str) -> Agent[None, Any]:
+    provider = AnthropicProvider(
+        anthropic_client=anthropic.AsyncAnthropic(base_url=url, api_key=KEY, default_headers={"X-Run-Id": run})
+    )
+    agent: Agent[None, Any] = Agent(AnthropicModel(MODEL, provider=provider), output_type=output_type)
+
+    @agent.tool_plain
+    def search(query: str) -> str:
+        """Search the invoice archive."""
+        return soft_error("search", {"query": query})
+
+    return agent
+
+
+async def test_pydantic_ai_on_claude_healthy_run_passes(make_claude: ClaudeFactory) -> None:
+    proxy = await make_claude()
+    proxy.claude.script = claude([rephrasing(0)], then=Step(text="The total is EUR 1,250.50."))
+    result = await pydantic_agent(proxy.url, "pai-ok").run("Total of INV-7?")
+    assert result.output == "The total is EUR 1,250.50."
+    assert len(proxy.claude.received) == 2 and not proxy.openai.received
+
+
+async def test_pydantic_ai_on_claude_tool_loop_is_stopped(make_claude: ClaudeFactory) -> None:
+    proxy = await make_claude()
+    proxy.claude.script = claude(rephrasing)
+    with pytest.raises(ModelHTTPError) as caught:
+        await pydantic_agent(proxy.url, "pai-loop").run("Total of INV-7?")
+    assert caught.value.status_code == 429 and "non_progress" in str(caught.value.body)
+    assert len(proxy.claude.received) == 3
+
+
+class Total(BaseModel):
+    message: str
+    total: float
+
+
+async def test_pydantic_ai_output_tool_gets_a_stop_it_can_parse(make_claude: ClaudeFactory) -> None:
+    """An agent with an output type forces its output tool: the stop is a call of it, valid for its schema."""
+    proxy = await make_claude(guard={"detectors": {"non_progress": {"response": "stop"}}})
+    proxy.claude.script = claude(rephrasing)
+    result = await pydantic_agent(proxy.url, "pai-stop", output_type=Total).run("Total of INV-7?")
+    assert isinstance(result.output, Total) and "non_progress" in result.output.message
+    assert len(proxy.claude.received) == 3
