@@ -39,7 +39,6 @@ def digest(data: str | bytes, size: int = 8) -> str:
 class Provider(StrEnum):
     OPENAI = "openai"
     GEMINI = "gemini"
-    ANTHROPIC = "anthropic"
 
 
 class Api(StrEnum):
@@ -48,7 +47,6 @@ class Api(StrEnum):
     CHAT = "chat"
     RESPONSES = "responses"
     GEMINI = "gemini"
-    MESSAGES = "messages"  # Anthropic's Messages API
     REALTIME = "realtime"  # a Realtime session's responses, read on its socket (`ws_realtime`)
     OTHER = "other"
 

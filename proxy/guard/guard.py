@@ -649,7 +649,7 @@ class Guard:
         """Responses API: map the response id to its run, so `previous_response_id` finds it (and, for a
         background response not finished yet, to the request, so that its poll is accounted for)."""
         response_id = seen.response.response_id
-        if response_id is None or ticket.request.api.value not in ("responses", "messages"):
+        if response_id is None or ticket.request.api.value != "responses":
             return
         pending = None
         if ticket.request.background and seen.response.usage is None:

@@ -120,12 +120,11 @@ async def handle(request: web.Request) -> web.StreamResponse:
     # and the key is read from it: the key judged is the key sent (`credentials`).
     outgoing = upstream_request_headers(request.headers, ctx.own_headers)
     gemini_key, api_version = _carries_gemini_key(request, outgoing), "api-version" in request.query_string
-    anthropic_version = "anthropic-version" in request.headers
     path = canonical(request.raw_path)
     if path is None:  # a spelling servers read differently (`paths`): refused before routing
-        route = resolve(request.path, gemini_key, api_version, anthropic_version)
+        route = resolve(request.path, gemini_key, api_version)
         return provider_error(route.dialect if route else None, 404, f"RunGuard: {REFUSED}", "unknown_path")
-    route = resolve(path, gemini_key, api_version, anthropic_version)
+    route = resolve(path, gemini_key, api_version)
     if route is None:
         return provider_error(None, 404, f"RunGuard: no provider serves {path}", "unknown_path")
     upgrade = is_upgrade(request.method, request.headers)

@@ -36,12 +36,10 @@ from runguard.proxy.core.frozen import frozen
 _HEADERS: Mapping[Provider, tuple[str, ...]] = {
     Provider.OPENAI: ("Authorization", "api-key"),
     Provider.GEMINI: ("Authorization", "x-goog-api-key"),
-    Provider.ANTHROPIC: ("Authorization", "x-api-key"),
 }
 _QUERY: Mapping[Provider, tuple[str, ...]] = {
     Provider.OPENAI: (),
     Provider.GEMINI: ("key", "$key", "access_token", "oauth_token"),
-    Provider.ANTHROPIC: (),
 }
 _ANY_HEADER = ("api-key", "x-goog-api-key", "x-api-key")
 _UNREAD = {provider: tuple(name for name in _ANY_HEADER if name not in read) for provider, read in _HEADERS.items()}

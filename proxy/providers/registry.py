@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from runguard.proxy.core.events import Api
-from runguard.proxy.providers.anthropic.adapter import AnthropicAdapter
 from runguard.proxy.providers.base import Adapter
 from runguard.proxy.providers.gemini.adapter import GeminiAdapter
 from runguard.proxy.providers.openai_chat.adapter import ChatAdapter
@@ -22,6 +21,4 @@ def adapter_for(api: Api) -> Adapter | None:
         return ResponsesAdapter()
     if api is Api.GEMINI:
         return GeminiAdapter()
-    if api is Api.MESSAGES:
-        return AnthropicAdapter()
     return None

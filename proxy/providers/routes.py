@@ -80,24 +80,12 @@ def _strip(path: str, prefix: str) -> str:
     return rest if rest.startswith("/") else "/" + rest
 
 
-def _anthropic(path: str) -> Route:
-    return Route(Provider.ANTHROPIC, Api.MESSAGES if path.rstrip("/") == "/v1/messages" else Api.OTHER, path)
-
-
-def resolve(
-    path: str, gemini_key: bool = False, api_version: bool = False, anthropic_version: bool = False
-) -> Route | None:
+def resolve(path: str, gemini_key: bool = False, api_version: bool = False) -> Route | None:
     """The route for a request path (a `paths.canonical` one), or None for a path no provider serves.
 
     `gemini_key`: the request carries a Gemini API key (`x-goog-api-key` or `?key=`);
-    `api_version`: its query names an `api-version` (Azure OpenAI's); `anthropic_version`: it carries
-    the `anthropic-version` header, which every Anthropic client sends: it goes to Anthropic whatever its
-    path (a Claude client's key never reaches another provider), as does a path under `/anthropic/`.
+    `api_version`: its query names an `api-version` (Azure OpenAI's).
     """
-    if path.startswith("/anthropic/") or path == "/anthropic":
-        return _anthropic(_strip(path, "/anthropic"))
-    if anthropic_version:
-        return _anthropic(path)
     if path.startswith("/openai/"):
         if api_version or not path.startswith("/openai/v1/"):
             return _azure(path)

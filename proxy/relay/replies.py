@@ -12,7 +12,6 @@ from aiohttp import web
 
 from runguard.proxy.core.errors import UpstreamError, UpstreamTimeout
 from runguard.proxy.core.events import Provider
-from runguard.proxy.providers.anthropic import replies as anthropic_replies
 
 _GEMINI_STATUS = {
     400: "INVALID_ARGUMENT",
@@ -30,8 +29,6 @@ _GEMINI_STATUS = {
 def error_body(provider: Provider | None, status: int, message: str, code: str) -> bytes:
     if provider is Provider.GEMINI:
         payload = {"error": {"code": status, "message": message, "status": _GEMINI_STATUS.get(status, "UNKNOWN")}}
-    elif provider is Provider.ANTHROPIC:
-        return anthropic_replies.error_body(status, f"{message} ({code})")
     else:
         payload = {"error": {"message": message, "type": "runguard_proxy_error", "param": None, "code": code}}
     return orjson.dumps(payload)

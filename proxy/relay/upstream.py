@@ -152,7 +152,6 @@ class Upstreams:
         self._by_provider = {
             Provider.OPENAI: Upstream(settings.openai, settings),
             Provider.GEMINI: Upstream(settings.gemini, settings),
-            Provider.ANTHROPIC: Upstream(settings.anthropic, settings),
         }
 
     def __getitem__(self, provider: Provider) -> Upstream:

@@ -21,7 +21,7 @@ ERROR_TYPE = "error.type"
 BLOCKED = "runguard.blocked"
 _CODE = re.compile(r"[A-Za-z_][\w.]{0,63}")  # an error code (UpstreamTimeout, client_disconnected), not a message
 
-PROVIDERS = {Provider.OPENAI: "openai", Provider.GEMINI: "gcp.gemini", Provider.ANTHROPIC: "anthropic"}
+PROVIDERS = {Provider.OPENAI: "openai", Provider.GEMINI: "gcp.gemini"}
 
 
 def operation(api: Api) -> str:
