@@ -68,6 +68,9 @@ ENV_ALIASES: dict[str, str] = {
     "RUNGUARD_PRICING_FILE": "pricing_file",
     "RUNGUARD_MODELS_FILE": "models_file",
 }
+# RUNGUARD_<NAME>_UPSTREAM for a provider added as a plug-in (its spec's `UpstreamSetting`), whose base URL
+# setting is `upstreams.others.<name>`; the built-in providers' are aliases above.
+_PLUGIN_UPSTREAM = re.compile(r"RUNGUARD_([A-Z][A-Z0-9]*)_UPSTREAM")
 # Environment variables that are not settings (RUNGUARD_PROXY_URL: where the admin commands find the proxy).
 ENV_IGNORED = {"RUNGUARD_CONFIG", "RUNGUARD_HOME", "RUNGUARD_REQUIRE_SERVICES", "RUNGUARD_PROXY_URL"}
 
@@ -157,7 +160,8 @@ def is_text_setting(dotted: str) -> bool:
 
 
 def env_layer(environ: Mapping[str, str]) -> dict[str, Any]:
-    """`RUNGUARD_OPENAI_UPSTREAM` (aliases) and `RUNGUARD_SECTION__FIELD` (generic).
+    """`RUNGUARD_OPENAI_UPSTREAM` (aliases), `RUNGUARD_<NAME>_UPSTREAM` (a plug-in provider's upstream) and
+    `RUNGUARD_SECTION__FIELD` (generic).
 
     A value for a text setting (a URL, a token, a salt) is taken as written; any other is read as a YAML
     scalar or flow collection (`true`, `8787`, `[a, b]`) and validated against its field.
@@ -166,8 +170,12 @@ def env_layer(environ: Mapping[str, str]) -> dict[str, Any]:
     for name, raw in environ.items():
         if not name.startswith(ENV_PREFIX) or name in ENV_IGNORED:
             continue
+        upstream = _PLUGIN_UPSTREAM.fullmatch(name)
         if name in ENV_ALIASES:
             dotted = ENV_ALIASES[name]
+        elif upstream is not None:  # a plug-in provider's upstream (`upstreams.others`): a URL, taken as written
+            _set_path(layer, f"upstreams.others.{upstream[1].lower()}", raw)
+            continue
         elif "__" in name:
             dotted = name[len(ENV_PREFIX) :].lower().replace("__", ".")
         else:

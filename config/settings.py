@@ -111,10 +111,28 @@ class UpstreamSettings(_Section):
         ),
     )
 
+    others: dict[str, str] = Field(
+        default_factory=dict,
+        description="Base URLs of the upstreams of provider APIs added as plug-ins, by their setting's name "
+        "(`upstreams.others.<name>`, env `RUNGUARD_<NAME>_UPSTREAM`); a provider named nowhere here is sent "
+        "to its spec's default URL.",
+    )
+
     @field_validator("openai", "gemini")
     @classmethod
     def _base_url(cls, url: str) -> str:
         return _http_url(url)
+
+    @field_validator("others")
+    @classmethod
+    def _base_urls(cls, urls: dict[str, str]) -> dict[str, str]:
+        return {name: _http_url(url) for name, url in urls.items()}
+
+    def base_url(self, name: str, default: str) -> str:
+        """The base URL of the upstream whose setting is `name`: a field of its own (`openai`, `gemini`),
+        else an entry of `others`, else the provider's `default`."""
+        own = getattr(self, name, None) if name in type(self).model_fields and name != "others" else None
+        return own if isinstance(own, str) else self.others.get(name, default)
 
 
 _TENANT_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")

@@ -5,7 +5,6 @@ from __future__ import annotations
 from pydantic import Field
 
 from runguard.detectors.base import Detector, DetectorConfig, Evidence, RequestSeen, Results, RunFacts, Verdict
-from runguard.proxy.core.events import Api
 
 
 class MaxRequestsConfig(DetectorConfig):
@@ -29,7 +28,7 @@ class MaxRequests(Detector[MaxRequestsConfig]):
     Config = MaxRequestsConfig
 
     def check_request(self, seen: RequestSeen, facts: RunFacts, got: Results, cfg: MaxRequestsConfig) -> Verdict | None:
-        if facts.request_index > cfg.limit and seen.request.api is not Api.REALTIME:
+        if facts.request_index > cfg.limit and not seen.request.session_turn:
             return self.verdict(
                 f"request {facts.request_index} exceeds the run's limit of {cfg.limit} requests",
                 shows=Evidence(value=facts.request_index, limit=cfg.limit),

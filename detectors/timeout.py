@@ -5,7 +5,6 @@ from __future__ import annotations
 from pydantic import Field
 
 from runguard.detectors.base import Detector, DetectorConfig, Evidence, RequestSeen, Results, RunFacts, Verdict
-from runguard.proxy.core.events import Api
 
 
 class TimeoutConfig(DetectorConfig):
@@ -29,7 +28,7 @@ class Timeout(Detector[TimeoutConfig]):
 
     def check_request(self, seen: RequestSeen, facts: RunFacts, got: Results, cfg: TimeoutConfig) -> Verdict | None:
         elapsed = seen.now - facts.started_at
-        if elapsed > cfg.seconds and seen.request.api is not Api.REALTIME:
+        if elapsed > cfg.seconds and not seen.request.session_turn:
             return self.verdict(
                 f"run has lasted {elapsed:.0f} s, over its limit of {cfg.seconds:.0f} s",
                 shows=Evidence(value=round(elapsed, 3), limit=cfg.seconds),

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from dataclasses import field
 from enum import StrEnum
-from typing import Any
+from typing import Any, ClassVar
 
 import xxhash
 
@@ -36,19 +36,51 @@ def digest(data: str | bytes, size: int = 8) -> str:
     return xxhash.xxh3_128_hexdigest(raw)[: size * 2]
 
 
-class Provider(StrEnum):
-    OPENAI = "openai"
-    GEMINI = "gemini"
+class Provider(str):
+    """An upstream provider's name, as records, metrics and the `upstreams` settings name it ("openai").
+
+    Open, not an enum: each provider spec (`runguard.proxy.providers.spec`) names its own
+    (`Provider("anthropic")`), so adding a provider edits nothing here. The constants are the built-in
+    specs' names, for code and tests that name them directly; new code reads the spec instead.
+    """
+
+    __slots__ = ()
+    OPENAI: ClassVar[Provider]
+    GEMINI: ClassVar[Provider]
+
+    @property
+    def value(self) -> str:
+        """The plain name (as the enum this class replaced gave it)."""
+        return str(self)
 
 
-class Api(StrEnum):
-    """The provider API a request speaks; OTHER is forwarded and only counted."""
+class Api(str):
+    """The name of the provider API a request speaks ("chat"), as records and metrics label it.
 
-    CHAT = "chat"
-    RESPONSES = "responses"
-    GEMINI = "gemini"
-    REALTIME = "realtime"  # a Realtime session's responses, read on its socket (`ws_realtime`)
-    OTHER = "other"
+    Open like `Provider`: each spec names its API. `OTHER` is a request no spec reads (forwarded and only
+    counted); `REALTIME` a socket session's turns (`RequestInfo.session_turn`).
+    """
+
+    __slots__ = ()
+    CHAT: ClassVar[Api]
+    RESPONSES: ClassVar[Api]
+    GEMINI: ClassVar[Api]
+    REALTIME: ClassVar[Api]
+    OTHER: ClassVar[Api]
+
+    @property
+    def value(self) -> str:
+        """The plain name (as the enum this class replaced gave it)."""
+        return str(self)
+
+
+Provider.OPENAI = Provider("openai")
+Provider.GEMINI = Provider("gemini")
+Api.CHAT = Api("chat")
+Api.RESPONSES = Api("responses")
+Api.GEMINI = Api("gemini")
+Api.REALTIME = Api("realtime")  # a Realtime session's responses, read on its socket (`ws_realtime`)
+Api.OTHER = Api("other")
 
 
 class HandoffKind(StrEnum):
@@ -236,6 +268,12 @@ class RequestInfo:
     # Values derived once per request for several detectors (the last turn's signature, ...),
     # filled on first use by `runguard.detectors.normalize`.
     derived: dict[str, Any] = field(default_factory=dict, compare=False, repr=False)
+
+    @property
+    def session_turn(self) -> bool:
+        """A turn of a socket session (a Realtime response, `Api.REALTIME`), not an HTTP request: limits on a
+        run's requests and on their duration leave it out (the session's handshake was the request)."""
+        return self.api == Api.REALTIME
 
 
 @frozen

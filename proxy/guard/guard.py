@@ -35,6 +35,7 @@ from runguard.proxy.guard.policy import Policy, Tightening
 from runguard.proxy.guard.pricing import ModelTables
 from runguard.proxy.guard.ticket import Ticket, scope_ids
 from runguard.proxy.guard.tokens import TokenEstimator
+from runguard.proxy.providers import registry
 from runguard.proxy.providers.base import Adapter, StopNotice, Synthetic
 from runguard.proxy.providers.common import handoffs
 from runguard.proxy.runs import agent_names, continuation, nesting, roots, tenants
@@ -176,7 +177,7 @@ class Guard:
             stop = adapter.stop_response(notice, ticket.request)
             if stop is not None:
                 return stop
-        status = self._settings.guard.gemini_error_status if adapter.provider.value == "gemini" else 429
+        status = registry.block_status(adapter.provider, self._settings.guard)
         return adapter.error_response(notice, stream=ticket.request.stream, status=status)
 
     def _trip_record(self, ticket: Ticket, finding: Finding, seen: ResponseSeen | None) -> TripRecord:
@@ -502,7 +503,7 @@ class Guard:
             return None  # a background response's usage is counted when it is polled (`background`)
         # Streamed Chat without include_usage carries no usage: estimate, never count zero.
         said = info.text + "".join(call.name + call.arguments for call in info.tool_calls)
-        output = self._tokens.count(said, ticket.request.model)
+        output = self._tokens.count(said, ticket.request.model, ticket.request.api)
         return Usage(ticket.request.estimated_input_tokens, output, estimated=True)
 
     def response_seen(self, ticket: Ticket, info: ResponseInfo, status: int | None, latency: float) -> ResponseSeen:
@@ -649,7 +650,7 @@ class Guard:
         """Responses API: map the response id to its run, so `previous_response_id` finds it (and, for a
         background response not finished yet, to the request, so that its poll is accounted for)."""
         response_id = seen.response.response_id
-        if response_id is None or ticket.request.api.value != "responses":
+        if response_id is None or not registry.chains_responses(ticket.request.api):
             return
         pending = None
         if ticket.request.background and seen.response.usage is None:

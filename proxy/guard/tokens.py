@@ -5,7 +5,8 @@ none (streamed Chat Completions without `stream_options.include_usage`, which
 openai-agents omits behind a custom base URL). tiktoken downloads its BPE
 tables on first use, so it is used only when the table is already in its
 cache (`TIKTOKEN_CACHE_DIR`; the Docker image pre-seeds it); otherwise, and
-for Gemini, about four characters make a token (Google's documented rule).
+for APIs whose spec names no encoding (Gemini), about four characters make a
+token (Google's documented rule).
 """
 
 from __future__ import annotations
@@ -16,25 +17,17 @@ import os
 import tempfile
 from typing import Any
 
+from runguard.proxy.core.events import Api
+from runguard.proxy.providers import registry
+from runguard.proxy.providers.common.openai_provider import encoding as encoding_name
+
 CHARS_PER_TOKEN = 4
 _TABLE_URL = "https://openaipublic.blob.core.windows.net/encodings/{}.tiktoken"
-# wire-formats.md F: cl100k for the GPT-4 / 3.5 generation, o200k for everything newer (and unknown names).
-_CL100K_PREFIXES = ("gpt-4-", "gpt-3.5")
 # tiktoken re-downloads a cached table whose hash is wrong, so the proxy checks the hash first.
 _TABLE_SHA256 = {
     "cl100k_base": "223921b76ee99bde995b7ff738513eef100fb51d18c93597a113bcffe865b2a7",
     "o200k_base": "446a9538cb6c348e3516120d7c08b09f57c36495e2acfffe59a5bf8b0cfb1a2d",
 }
-
-
-def encoding_name(model: str) -> str | None:
-    """The tiktoken encoding of an OpenAI model; None for models tiktoken does not cover."""
-    name = model.lower().removeprefix("openai/")
-    if name.startswith("gemini") or name.startswith("models/"):
-        return None
-    if name == "gpt-4" or name.startswith(_CL100K_PREFIXES):
-        return "cl100k_base"
-    return "o200k_base"
 
 
 def cached_table(encoding: str, environ: dict[str, str] | None = None) -> str | None:
@@ -54,7 +47,8 @@ def cached_table(encoding: str, environ: dict[str, str] | None = None) -> str | 
     return path if intact else None
 
 
-ENCODINGS = ("o200k_base", "cl100k_base")  # every encoding `encoding_name` answers
+ENCODINGS = ("o200k_base", "cl100k_base")  # every encoding a spec's `encoding` hook answers
+__all__ = ["CHARS_PER_TOKEN", "ENCODINGS", "TokenEstimator", "cached_table", "encoding_name"]
 
 
 class TokenEstimator:
@@ -87,10 +81,13 @@ class TokenEstimator:
         for name in ENCODINGS:
             self._encoding(name)
 
-    def count(self, text: str, model: str) -> int:
+    def count(self, text: str, model: str, api: Api | None = None) -> int:
+        """`text`'s tokens for `model`, in the encoding `api`'s spec names (its `encoding` hook; by OpenAI's
+        model names for an API no spec reads: a Realtime session's), else by characters."""
         if not text:
             return 0
-        name = encoding_name(model)
+        spec = registry.api_named(api) if api is not None else None
+        name = spec.encoding(model) if spec is not None else encoding_name(model)
         encoding = self._encoding(name) if name is not None else None
         if encoding is None:
             return math.ceil(len(text) / CHARS_PER_TOKEN)

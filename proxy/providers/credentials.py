@@ -4,16 +4,13 @@ The key the proxy judges (allowlist, per-key budgets and breakers, the
 record's key hash) must be the key the provider is sent. So it is read from
 the headers as they leave for the upstream (hop-by-hop headers, including
 those `Connection:` names, already removed: see `headers`), and only from the
-places the route's provider reads:
-
-- OpenAI (Chat, Responses, every `/v1/...` and `/openai/...` path, Azure
-  OpenAI's included): `Authorization` (Bearer; an OpenAI upstream may be an
-  Azure resource, which also reads an Entra ID token there) and `api-key`
-  (Azure's key header); on a WebSocket handshake also the browser's
-  `openai-insecure-api-key.<key>` subprotocol.
-- Gemini (native, its OpenAI-compatible Chat, Live sockets, uploads):
-  `Authorization` (an OAuth token), `x-goog-api-key`, and the query's `key`,
-  `$key`, `access_token` and `oauth_token` (Google's system parameters).
+places the route's provider reads: its spec's `credentials` (`spec.CredentialPlaces`).
+OpenAI (every `/v1/...` and `/openai/...` path, Azure OpenAI's included) reads
+`Authorization` and `api-key`, and on a WebSocket handshake the browser's
+`openai-insecure-api-key.<key>` subprotocol; Gemini (native, its
+OpenAI-compatible Chat, Live sockets, uploads) `Authorization`,
+`x-goog-api-key`, and the query's `key`, `$key`, `access_token` and
+`oauth_token` (Google's system parameters).
 
 Every value in those places must be the same: a request that carries two
 different credentials for its provider is refused (`Conflict`). Credentials
@@ -25,27 +22,26 @@ only one an upstream, or a gateway in front of it, can use.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable
 from urllib.parse import unquote_plus
 
 from multidict import CIMultiDict, MultiMapping
 
 from runguard.proxy.core.events import Provider
 from runguard.proxy.core.frozen import frozen
+from runguard.proxy.providers import registry
+from runguard.proxy.providers.common.openai_provider import BROWSER_KEY_PROTOCOL
+from runguard.proxy.providers.spec import CredentialPlaces
 
-_HEADERS: Mapping[Provider, tuple[str, ...]] = {
-    Provider.OPENAI: ("Authorization", "api-key"),
-    Provider.GEMINI: ("Authorization", "x-goog-api-key"),
-}
-_QUERY: Mapping[Provider, tuple[str, ...]] = {
-    Provider.OPENAI: (),
-    Provider.GEMINI: ("key", "$key", "access_token", "oauth_token"),
-}
-_ANY_HEADER = ("api-key", "x-goog-api-key", "x-api-key")
-_UNREAD = {provider: tuple(name for name in _ANY_HEADER if name not in read) for provider, read in _HEADERS.items()}
-QUERY_NAMES = frozenset(_QUERY[Provider.GEMINI])  # every query parameter that may hold a credential
 _MAY_NAME_ONE = ("key", "token", "%")  # a raw query holds a credential parameter only if it holds one of these
-BROWSER_KEY_PROTOCOL = "openai-insecure-api-key."  # the Realtime API's subprotocol for a key in a browser
+_NONE_READ = CredentialPlaces(())  # an unknown provider reads no place: every key header is dropped
+QUERY_NAMES = registry.REGISTRY.query_names  # every query parameter that may hold a credential
+__all__ = ["BROWSER_KEY_PROTOCOL", "QUERY_NAMES", "Credential", "drop_unread", "every_value", "read"]
+
+
+def _places(provider: Provider) -> CredentialPlaces:
+    spec = registry.provider_named(provider)
+    return spec.credentials if spec is not None else _NONE_READ
 
 
 @frozen
@@ -74,18 +70,20 @@ def read(
     """The credential of a request for `provider`, from the `headers` that go upstream and its `query`
     (`protocols`: a WebSocket handshake's offered subprotocols)."""
     found: dict[str, str] = {}  # value -> the first place it was found in
-    for name in _HEADERS[provider]:
+    places = _places(provider)
+    for name in places.headers:
         if name in headers:  # most places are empty: a membership test is the cheap way to say so
             for value in headers.getall(name):
                 _add(found, _bearer(value) if name == "Authorization" else value.strip(), name)
-    for name in _QUERY[provider]:
+    for name in places.query:
         if name in query:
             for value in query.getall(name):
                 _add(found, value.strip(), f"?{name}=")
-    if provider is Provider.OPENAI:
+    prefix = places.subprotocol
+    if prefix:
         for protocol in protocols:
-            if protocol.startswith(BROWSER_KEY_PROTOCOL):
-                _add(found, protocol[len(BROWSER_KEY_PROTOCOL) :].strip(), "Sec-WebSocket-Protocol")
+            if protocol.startswith(prefix):
+                _add(found, protocol[len(prefix) :].strip(), "Sec-WebSocket-Protocol")
     if len(found) > 1:
         return Credential(None, tuple(dict.fromkeys(found.values())))
     return Credential(next(iter(found), None))
@@ -93,8 +91,9 @@ def read(
 
 def drop_unread(provider: Provider, headers: CIMultiDict[str]) -> None:
     """Take out of `headers` (the copy going upstream) the credential headers `provider` does not read."""
-    for name in _UNREAD[provider]:
-        if name in headers:
+    read = {name.lower() for name in _places(provider).headers}
+    for name in registry.REGISTRY.key_headers:
+        if name.lower() not in read and name in headers:
             headers.popall(name)
 
 
@@ -102,7 +101,7 @@ def target_without_unread(provider: Provider, target: str) -> str:
     """`target` (path and raw query, as sent upstream) less the query credentials `provider` does not read;
     byte for byte the same otherwise (the common case: no such parameter, the text is not split)."""
     path, sep, query = target.partition("?")
-    unread = QUERY_NAMES.difference(_QUERY[provider])
+    unread = registry.REGISTRY.query_names.difference(_places(provider).query)
     if not sep or not unread or not may_name_one(query):
         return target
     kept = [part for part in query.split("&") if unquote_plus(part.partition("=")[0]) not in unread]
@@ -123,8 +122,8 @@ def every_value(headers: MultiMapping[str], query: MultiMapping[str]) -> tuple[s
     for name in ("Authorization", "Proxy-Authorization"):
         for value in headers.getall(name, ()):
             found += [value.strip(), value.partition(" ")[2].strip()]
-    for name in _ANY_HEADER:
+    for name in registry.REGISTRY.key_headers:
         found += [value.strip() for value in headers.getall(name, ())]
-    for name in QUERY_NAMES:
+    for name in registry.REGISTRY.query_names:
         found += [value.strip() for value in query.getall(name, ())]
     return tuple(value for value in found if value)

@@ -1,24 +1,110 @@
-"""Provider adapters: one per API the proxy understands (Chat, Responses, Gemini)."""
+"""The provider APIs the proxy understands: one line per API, and every lookup of a spec.
+
+Adding a provider API is adding its spec (`providers/<api>/spec.py`) to `APIS` below; its provider, its
+doors and its paths join the routing table from there (`routes`), its credential places the credential
+reader (`credentials`), its error format the proxy's own errors (`relay.replies`), its upstream setting
+the upstream pool (`relay.upstream`). Nothing else names providers.
+
+The tables are built once, in `Registry`, and never change: `REGISTRY` is the proxy's. Lookups read the
+module attribute each call, so a test may swap in a registry with a provider of its own (`monkeypatch`).
+"""
 
 from __future__ import annotations
 
-from runguard.proxy.core.events import Api
+from collections.abc import Iterable
+
+from runguard.config.settings import GuardSettings
+from runguard.proxy.core.events import Api, Provider
+from runguard.proxy.providers import gemini, openai_chat, openai_responses
 from runguard.proxy.providers.base import Adapter
-from runguard.proxy.providers.gemini.adapter import GeminiAdapter
-from runguard.proxy.providers.openai_chat.adapter import ChatAdapter
-from runguard.proxy.providers.openai_responses.adapter import ResponsesAdapter
+from runguard.proxy.providers.spec import Door, PathRule, ProviderApi, ProviderSpec
+
+_FOREIGN_HEADERS = ("x-api-key",)
+
+APIS: tuple[ProviderApi, ...] = (
+    openai_chat.SPEC,
+    openai_responses.SPEC,
+    gemini.SPEC,
+)
 
 
-def adapter_for(api: Api) -> Adapter | None:
+class Registry:
+    """The specs of a set of provider APIs, and the tables built from them (built once, read only)."""
+
+    __slots__ = ("_by_api", "_by_provider", "_paths", "apis", "doors", "key_headers", "providers", "query_names")
+
+    def __init__(self, apis: Iterable[ProviderApi]) -> None:
+        self.apis = tuple(apis)
+        self._by_api: dict[str, ProviderApi] = {}
+        self._by_provider: dict[str, ProviderSpec] = {}
+        for spec in self.apis:
+            if self._by_api.setdefault(spec.name, spec) is not spec:
+                raise ValueError(f"two specs name the API {spec.name!r}")
+            if self._by_provider.setdefault(spec.provider.name, spec.provider) is not spec.provider:
+                raise ValueError(f"two provider specs are named {spec.provider.name!r}")
+        self.providers = tuple(self._by_provider.values())
+        # One ordered table for the whole proxy: by tier, then in the order the specs are listed.
+        ranked = [
+            (door.tier, order, door, provider)
+            for provider in self.providers
+            for order, door in enumerate(provider.doors)
+        ]
+        ranked.sort(key=lambda row: row[0])  # stable: within a tier, providers' order, then their doors'
+        self.doors: tuple[tuple[Door, ProviderSpec], ...] = tuple((door, provider) for _, _, door, provider in ranked)
+        paths: dict[str, list[tuple[PathRule, ProviderApi]]] = {}
+        for spec in self.apis:
+            for rule in spec.paths:
+                paths.setdefault(rule.family, []).append((rule, spec))
+        self._paths = {family: tuple(rules) for family, rules in paths.items()}
+        # Every header and query parameter that may carry a key, in any provider's place (`credentials`):
+        # `Authorization` aside (every provider reads it), and Anthropic's `x-api-key` whether or not a
+        # provider here reads it (a key no upstream reads is never forwarded).
+        headers = [name for provider in self.providers for name in provider.credentials.headers]
+        self.key_headers = tuple(dict.fromkeys(h for h in (*headers, *_FOREIGN_HEADERS) if h != "Authorization"))
+        self.query_names = frozenset(name for provider in self.providers for name in provider.credentials.query)
+
+    def api(self, name: str) -> ProviderApi | None:
+        """The spec of the API named `name`; None for one forwarded and only counted (`Api.OTHER`)."""
+        return self._by_api.get(name)
+
+    def provider(self, name: str | None) -> ProviderSpec | None:
+        return self._by_provider.get(name) if name is not None else None
+
+    def paths(self, family: str) -> tuple[tuple[PathRule, ProviderApi], ...]:
+        """The API rules that read paths of a door's `family`, in the specs' order."""
+        return self._paths.get(family, ())
+
+
+REGISTRY = Registry(APIS)
+
+
+def api_named(name: Api | str) -> ProviderApi | None:
+    """The spec of an API; None for APIs that are forwarded and only counted."""
+    return REGISTRY.api(name)
+
+
+def provider_named(name: Provider | str | None) -> ProviderSpec | None:
+    """The spec of an upstream provider; None for a name no spec has (or None)."""
+    return REGISTRY.provider(name)
+
+
+def adapter_for(api: Api | str) -> Adapter | None:
     """The adapter for an API; None for APIs that are forwarded and only counted.
 
     Adapters hold no state (each stream gets its own parser), so a fresh one
     per call costs a small object and keeps nothing at module level.
     """
-    if api is Api.CHAT:
-        return ChatAdapter()
-    if api is Api.RESPONSES:
-        return ResponsesAdapter()
-    if api is Api.GEMINI:
-        return GeminiAdapter()
-    return None
+    spec = REGISTRY.api(api)
+    return spec.adapter() if spec is not None else None
+
+
+def block_status(provider: Provider | str, guard: GuardSettings) -> int:
+    """The status of a blocked request's error answer in `provider`'s dialect (its spec's `block_status`)."""
+    spec = REGISTRY.provider(provider)
+    return spec.block_status(guard) if spec is not None else 429
+
+
+def chains_responses(api: Api | str) -> bool:
+    """Whether a response of `api` may be continued from by id (`previous_response_id`): its id is kept."""
+    spec = REGISTRY.api(api)
+    return spec is not None and spec.chains_responses

@@ -1,105 +1,73 @@
-"""Which provider and API a request path speaks: an explicit, ordered table.
+"""Which provider and API a request path speaks: one ordered table, built from the specs (`registry`).
 
-The first matching rule wins. Paths under `/openai/` and `/gemini/` name the
-provider explicitly and are forwarded without that prefix; bare `/v1/...` is
-OpenAI except `/v1/models/{m}:method`, which is Gemini's v1 surface, and any
-`/v1/...` request that carries a Gemini API key (google-genai with
-`api_version="v1"` lists and gets models at `/v1/models`, as OpenAI does).
-`/upload/...` is Gemini's media upload (google-genai's `files.upload` sends
-both of its steps there, on the client's base URL), and `/ws/...` its Live
-API's WebSocket (`...GenerativeService.BidiGenerateContent`).
-
-Gemini's OpenAI-compatible Chat Completions (`/v1beta/openai/chat/completions`,
-the openai SDK's base URL `.../v1beta/openai/`) is read as Chat and sent to
-the Gemini upstream.
-
-Azure OpenAI's paths begin with `/openai/` too, and keep it upstream:
-`/openai/deployments/{deployment}/chat/completions?api-version=...` (the
-`AzureOpenAI` client's), `/openai/responses?api-version=...`. An `/openai/`
-path that is not `/openai/v1/...` (OpenAI serves nothing else), or that has
-an `api-version`, is Azure's.
+Two levels, both data. First the doors (`spec.Door`, every provider's, by tier): the first that matches
+the path (and the request's facts: a Gemini key, an Azure `api-version`) names the provider, the path
+family and a prefix to remove (`/openai`, `/gemini`: forwarded without it). Then the API rules of that
+family (`spec.PathRule`): the first that matches the rest names the API that reads it, else the request
+is forwarded and only counted (`Api.OTHER`). The doors and paths themselves, and why they are what they
+are, are with each provider: `common/openai_provider.py` (OpenAI, Azure OpenAI), `gemini/spec.py`.
 """
 
 from __future__ import annotations
 
-import re
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
+from dataclasses import field
 
 from runguard.proxy.core.events import Api, Provider
 from runguard.proxy.core.frozen import frozen
 from runguard.proxy.http import paths
+from runguard.proxy.providers import registry
 from runguard.proxy.providers.credentials import target_without_unread
+from runguard.proxy.providers.spec import ProviderApi
 
 
 @frozen
 class Route:
-    provider: Provider
+    provider: Provider  # the upstream the request goes to (records and metrics name it)
     api: Api
     upstream_path: str  # the path to request upstream (prefix removed)
     model: str | None = None  # Gemini: the model in the URL
     stream: bool = False  # Gemini: :streamGenerateContent
+    spec: ProviderApi | None = field(default=None, compare=False, repr=False)  # who reads it; None: Api.OTHER
 
     @property
     def dialect(self) -> Provider:
-        """Whose error format the client reads: OpenAI's for Chat and Responses, whoever serves them."""
-        return Provider.OPENAI if self.api in (Api.CHAT, Api.RESPONSES) else self.provider
+        """Whose error format the client reads: the API's own provider for an API a spec reads (OpenAI's for
+        Chat and Responses, whoever serves them), else the upstream's."""
+        spec = self.spec if self.spec is not None else registry.api_named(self.api)
+        return spec.provider.name if spec is not None else self.provider
 
 
-_GEMINI_METHOD = re.compile(r"^/v1(?:beta|alpha)?\d*/(?:models|tunedModels)/(?P<model>[^/:]+):(?P<method>[A-Za-z]+)$")
-_GEMINI_GENERATE = {"generateContent": False, "streamGenerateContent": True}
-_GEMINI_CHAT = re.compile(r"^/v1(?:beta|alpha)?\d*/openai/chat/completions/?$")
-# Vertex AI's paths: /v1/projects/{project}/locations/{location}/publishers/google/..., and its express mode's
-# (an API key, no project) /v1/publishers/google/...
-_VERTEX = ("/v1/projects/", "/v1/publishers/")
-_OPENAI_APIS = {"/v1/chat/completions": Api.CHAT, "/v1/responses": Api.RESPONSES}
+def _facts(gemini_key: bool, api_version: bool) -> frozenset[str]:
+    return frozenset(name for name, present in (("gemini_key", gemini_key), ("api_version", api_version)) if present)
 
 
-def _gemini(path: str) -> Route:
-    if _GEMINI_CHAT.match(path):
-        return Route(Provider.GEMINI, Api.CHAT, path)
-    match = _GEMINI_METHOD.match(path)
-    if match and match["method"] in _GEMINI_GENERATE:
-        return Route(Provider.GEMINI, Api.GEMINI, path, match["model"], _GEMINI_GENERATE[match["method"]])
-    return Route(Provider.GEMINI, Api.OTHER, path, match["model"] if match else None)
-
-
-def _openai(path: str) -> Route:
-    return Route(Provider.OPENAI, _OPENAI_APIS.get(path.rstrip("/"), Api.OTHER), path)
-
-
-def _azure(path: str) -> Route:
-    """An Azure OpenAI path, forwarded as it is; its API is named by its last segments."""
-    tail = path.rstrip("/")
-    if tail.endswith("/chat/completions"):
-        return Route(Provider.OPENAI, Api.CHAT, path)
-    return Route(Provider.OPENAI, Api.RESPONSES if tail.endswith("/responses") else Api.OTHER, path)
-
-
-def _strip(path: str, prefix: str) -> str:
-    rest = path[len(prefix) :]
-    return rest if rest.startswith("/") else "/" + rest
-
-
-def resolve(path: str, gemini_key: bool = False, api_version: bool = False) -> Route | None:
+def resolve(
+    path: str, gemini_key: bool = False, api_version: bool = False, *, facts: Collection[str] = ()
+) -> Route | None:
     """The route for a request path (a `paths.canonical` one), or None for a path no provider serves.
 
     `gemini_key`: the request carries a Gemini API key (`x-goog-api-key` or `?key=`);
-    `api_version`: its query names an `api-version` (Azure OpenAI's).
+    `api_version`: its query names an `api-version` (Azure OpenAI's); `facts`: any other fact a door needs.
     """
-    if path.startswith("/openai/"):
-        if api_version or not path.startswith("/openai/v1/"):
-            return _azure(path)
-        return _openai(_strip(path, "/openai"))
-    if path.startswith("/gemini/"):
-        return _gemini(_strip(path, "/gemini"))
-    if _GEMINI_METHOD.match(path):
-        return _gemini(path)
-    if path.startswith(("/v1beta/", "/v1alpha/", "/upload/", "/ws/")) or path in ("/v1beta", "/v1alpha"):
-        return _gemini(path)
-    if path.startswith(_VERTEX):
-        return None  # Vertex AI's paths (google-genai with vertexai=True at api_version v1): not served
-    if path.startswith("/v1/") or path == "/v1":
-        return _gemini(path) if gemini_key else _openai(path)
+    known = _facts(gemini_key, api_version).union(facts)
+    for door, provider in registry.REGISTRY.doors:
+        if door.needs.difference(known) or not door.unless.isdisjoint(known) or not door.pattern.search(path):
+            continue
+        if door.refuse:
+            return None
+        rest = path
+        if door.strip:
+            rest = path[len(door.strip) :]
+            rest = rest if rest.startswith("/") else "/" + rest
+        for rule, spec in registry.REGISTRY.paths(door.family):
+            found = rule.pattern.search(rest)
+            if found is not None:
+                groups = found.groupdict()
+                stream = groups.get("method") in rule.streaming
+                return Route(provider.name, spec.name, rest, groups.get("model"), stream, spec)
+        named = door.model.search(rest) if door.model is not None else None
+        return Route(provider.name, Api.OTHER, rest, named["model"] if named else None)
     return None
 
 

@@ -1,7 +1,8 @@
 """Provider-style errors the proxy itself answers (bad path, too large, upstream down).
 
 They look like the provider's own errors so SDKs raise their usual
-exceptions: OpenAI `{"error": {"message", "type", "param", "code"}}`, Gemini
+exceptions: each provider spec writes its own (`ProviderSpec.error_payload`):
+OpenAI `{"error": {"message", "type", "param", "code"}}`, Gemini
 `{"error": {"code", "message", "status"}}`.
 """
 
@@ -12,26 +13,14 @@ from aiohttp import web
 
 from runguard.proxy.core.errors import UpstreamError, UpstreamTimeout
 from runguard.proxy.core.events import Provider
-
-_GEMINI_STATUS = {
-    400: "INVALID_ARGUMENT",
-    403: "PERMISSION_DENIED",
-    404: "NOT_FOUND",
-    405: "INVALID_ARGUMENT",
-    413: "INVALID_ARGUMENT",
-    429: "RESOURCE_EXHAUSTED",
-    502: "UNAVAILABLE",
-    503: "UNAVAILABLE",
-    504: "DEADLINE_EXCEEDED",
-}
+from runguard.proxy.providers import registry
+from runguard.proxy.providers.common.openai_provider import OPENAI
 
 
 def error_body(provider: Provider | None, status: int, message: str, code: str) -> bytes:
-    if provider is Provider.GEMINI:
-        payload = {"error": {"code": status, "message": message, "status": _GEMINI_STATUS.get(status, "UNKNOWN")}}
-    else:
-        payload = {"error": {"message": message, "type": "runguard_proxy_error", "param": None, "code": code}}
-    return orjson.dumps(payload)
+    """An error in `provider`'s format (its spec's `error_payload`); OpenAI's when the provider is unknown."""
+    spec = registry.provider_named(provider)
+    return orjson.dumps((spec or OPENAI).error_payload(status, message, code))
 
 
 def provider_error(

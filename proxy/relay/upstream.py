@@ -18,6 +18,7 @@ from yarl import URL
 from runguard.config.settings import UpstreamSettings
 from runguard.proxy.core.errors import UpstreamError, UpstreamRefused, UpstreamTimeout
 from runguard.proxy.core.events import Provider
+from runguard.proxy.providers import registry
 from runguard.proxy.runs.keys import redact
 
 _NO_AUTO_HEADERS = ("Accept-Encoding", "Accept", "User-Agent", "Content-Type")
@@ -148,10 +149,12 @@ async def read_whole(response: aiohttp.ClientResponse) -> bytes:
 
 
 class Upstreams:
+    """One upstream per provider spec (`registry`), at the base URL its setting names."""
+
     def __init__(self, settings: UpstreamSettings) -> None:
-        self._by_provider = {
-            Provider.OPENAI: Upstream(settings.openai, settings),
-            Provider.GEMINI: Upstream(settings.gemini, settings),
+        self._by_provider: dict[str, Upstream] = {
+            spec.name: Upstream(settings.base_url(spec.upstream.name, spec.upstream.default_url), settings)
+            for spec in registry.REGISTRY.providers
         }
 
     def __getitem__(self, provider: Provider) -> Upstream:

@@ -13,24 +13,27 @@ from opentelemetry.semconv._incubating.attributes import gen_ai_attributes as ge
 from opentelemetry.util.types import AttributeValue
 
 from runguard.detectors.base import ResponseSeen
-from runguard.proxy.core.events import Api, Provider, RequestInfo, ResponseInfo
+from runguard.proxy.core.events import Api, RequestInfo, ResponseInfo
 from runguard.proxy.guard.ticket import Ticket
+from runguard.proxy.providers import registry
 from runguard.proxy.store.records import RequestRecord, TripRecord
 
 ERROR_TYPE = "error.type"
 BLOCKED = "runguard.blocked"
 _CODE = re.compile(r"[A-Za-z_][\w.]{0,63}")  # an error code (UpstreamTimeout, client_disconnected), not a message
 
-PROVIDERS = {Provider.OPENAI: "openai", Provider.GEMINI: "gcp.gemini"}
-
 
 def operation(api: Api) -> str:
-    """`generate_content` for Gemini, `chat` for Chat Completions, Responses and Realtime."""
-    return "generate_content" if api is Api.GEMINI else "chat"
+    """The API spec's `operation` (`generate_content` for Gemini, `chat` for Chat Completions and
+    Responses); `chat` for an API no spec reads (a Realtime session's turns)."""
+    spec = registry.api_named(api)
+    return spec.operation if spec is not None else "chat"
 
 
 def provider(ticket: Ticket) -> str:
-    return PROVIDERS.get(ticket.adapter.provider, ticket.adapter.provider.value)
+    """`gen_ai.provider.name`: the conventions' name of the dialect's provider (`gcp.gemini`)."""
+    spec = registry.provider_named(ticket.adapter.provider)
+    return spec.system if spec is not None else str(ticket.adapter.provider)
 
 
 def metric_attributes(ticket: Ticket, seen: ResponseSeen | None) -> dict[str, str]:
@@ -68,7 +71,7 @@ def chat_attributes(ticket: Ticket, seen: ResponseSeen | None, record: RequestRe
         gen_ai.GEN_AI_CONVERSATION_ID: ticket.run_id,
         gen_ai.GEN_AI_AGENT_NAME: request.agent.label,
         gen_ai.GEN_AI_REQUEST_STREAM: request.stream,
-        "runguard.api": request.api.value,
+        "runguard.api": str(request.api),
         "runguard.request.index": record.index,
         "runguard.key_hash": ticket.key_hash,
         "runguard.cost.usd": record.usd,

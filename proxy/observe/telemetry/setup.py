@@ -24,6 +24,7 @@ from prometheus_client import CollectorRegistry
 
 from runguard.config.settings import Settings
 from runguard.proxy.observe.telemetry.config import GRPC, ExportConfig, resolve
+from runguard.proxy.providers import registry as provider_specs
 
 if TYPE_CHECKING:
     from opentelemetry.sdk.metrics.export import MetricExporter
@@ -187,7 +188,10 @@ def install(
         raise ConfigError(str(exc)) from exc
     if config is None:
         return None
-    upstreams = {"openai": settings.upstreams.openai, "gemini": settings.upstreams.gemini}
+    upstreams = {
+        str(spec.name): settings.upstreams.base_url(spec.upstream.name, spec.upstream.default_url)
+        for spec in provider_specs.REGISTRY.providers
+    }
     telemetry = Telemetry(config, registry, {name: _server(url) for name, url in upstreams.items()})
     app.cleanup_ctx.append(telemetry.lifetime)
     log.info("OpenTelemetry export on: %s to %s", config.protocol, config.traces_endpoint or config.metrics_endpoint)

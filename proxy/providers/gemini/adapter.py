@@ -371,7 +371,7 @@ class GeminiAdapter:
     api = Api.GEMINI
 
     def parse_request(self, body: bytes, ctx: RequestContext) -> RequestInfo:
-        read = read_conversation(body, ctx.history, self.api.value, "contents", keep_contents, read_contents)
+        read = read_conversation(body, ctx.history, str(self.api), "contents", keep_contents, read_contents)
         if isinstance(read, str):
             return failed_request(self.api, read)
         data, talk = read

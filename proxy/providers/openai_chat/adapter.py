@@ -304,7 +304,7 @@ class ChatAdapter:
     api = Api.CHAT
 
     def parse_request(self, body: bytes, ctx: RequestContext) -> RequestInfo:
-        read = read_conversation(body, ctx.history, self.api.value, "messages", keep_messages, read_messages)
+        read = read_conversation(body, ctx.history, str(self.api), "messages", keep_messages, read_messages)
         if isinstance(read, str):
             return failed_request(self.api, read)
         data, talk = read

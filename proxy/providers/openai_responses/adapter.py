@@ -439,7 +439,7 @@ class ResponsesAdapter:
     api = Api.RESPONSES
 
     def parse_request(self, body: bytes, ctx: RequestContext) -> RequestInfo:
-        read = read_conversation(body, ctx.history, self.api.value, "input", keep_input, read_input)
+        read = read_conversation(body, ctx.history, str(self.api), "input", keep_input, read_input)
         if isinstance(read, str):
             return failed_request(self.api, read)
         data, talk = read

@@ -1,0 +1,146 @@
+"""What a provider API plugs into the proxy: one frozen spec per API, data and hooks, no behaviour of its own.
+
+A provider is two levels of spec:
+
+- `ProviderSpec`: the upstream a request is sent to (its name labels records and metrics), where its
+  credentials are read (`credentials`), the base URL setting of its upstream, the shape of the errors the
+  proxy itself writes for its clients, the status a block answers with, and its doors: the rows of the
+  routing table that claim paths for it before its APIs are told apart (`Door`).
+- `ProviderApi`: one API that provider serves (OpenAI Chat, OpenAI Responses, Gemini): its name, the
+  paths it reads (`PathRule`), the adapter that reads its requests, responses and streams and writes its
+  error and stop answers (`base.Adapter`), and its hooks (nudge splicing, tokenizer, telemetry name).
+
+Each folder under `providers/` exports one `ProviderApi` as `SPEC`; `registry` holds the ordered tuple of
+them and every lookup. The core never compares provider or API names: it asks the spec of a route.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Mapping
+from enum import IntEnum
+from typing import Any
+
+from runguard.config.settings import GuardSettings
+from runguard.proxy.core.events import Api, Provider
+from runguard.proxy.core.frozen import frozen
+from runguard.proxy.providers.base import Adapter
+
+ErrorPayload = Callable[[int, str, str], Mapping[str, Any]]
+"""(status, message, code) -> the JSON object of an error in the provider's format."""
+
+NudgeSplice = Callable[[bytes, dict[str, Any], str], "bytes | None"]
+"""(body, its parsed object, note) -> the body with the note spliced in where the API puts instructions
+(every other byte as the client sent it), or None when it cannot be placed (see `guard.nudge`)."""
+
+
+class Tier(IntEnum):
+    """Where a door sits in the one routing table: lower tiers are tried first, specs' order within a tier.
+
+    The tiers let each provider keep its doors in its own spec and still build one table whose order is
+    the order of specificity: a prefix naming the provider beats a path only it serves, which beats a
+    shared path claimed by the credential it carries, which beats the shared path's default owner.
+    """
+
+    PREFIX = 0  # a path under the provider's own prefix (`/gemini/...`, `/openai/...`)
+    NATIVE = 1  # paths only this provider serves (`/v1beta/...`); refusals of paths nobody serves here
+    KEYED = 2  # a shared path (`/v1/...`) claimed when the request carries this provider's credential
+    DEFAULT = 3  # a shared path's owner when nothing else claims it
+
+
+@frozen
+class Door:
+    """One row of the routing table's first level: the paths a provider claims.
+
+    `pattern` is searched in the request's canonical path. A claimed path then goes through the API rules
+    (`PathRule`) of its `family` with `strip` removed from its front; the path without it is what goes
+    upstream. `needs`: request facts the row requires (`routes.resolve`: "gemini_key", "api_version");
+    `unless`: facts that exclude it. `refuse`: the path is known and served by no upstream (Vertex AI's):
+    the request gets the unknown-path error. `model`: where a path no API rule reads names its model.
+    """
+
+    pattern: re.Pattern[str]
+    family: str
+    strip: str = ""
+    tier: Tier = Tier.NATIVE
+    needs: frozenset[str] = frozenset()
+    unless: frozenset[str] = frozenset()
+    refuse: bool = False
+    model: re.Pattern[str] | None = None
+
+
+@frozen
+class PathRule:
+    """One row of the routing table's second level: a path of a door's `family` this API reads.
+
+    `pattern` is searched in the path (the door's prefix removed); its `model` group, if any, is the model
+    the URL names. `streaming`: values of its `method` group that stream (Gemini's `streamGenerateContent`).
+    """
+
+    family: str
+    pattern: re.Pattern[str]
+    streaming: frozenset[str] = frozenset()
+
+
+@frozen
+class UpstreamSetting:
+    """The base URL setting of a provider's upstream: `upstreams.<name>` in the config, env `env`."""
+
+    name: str
+    default_url: str
+    env: str
+
+
+@frozen
+class CredentialPlaces:
+    """Where a provider reads a request's credential: headers (`Authorization` read as a bearer token),
+    query parameters, and a WebSocket subprotocol prefix that carries a key (a browser's)."""
+
+    headers: tuple[str, ...]
+    query: tuple[str, ...] = ()
+    subprotocol: str | None = None
+
+
+def _always_429(guard: GuardSettings) -> int:
+    return 429
+
+
+@frozen
+class ProviderSpec:
+    """An upstream provider: see the module docstring. `name` labels records, metrics and the upstream."""
+
+    name: Provider
+    upstream: UpstreamSetting
+    credentials: CredentialPlaces
+    doors: tuple[Door, ...]
+    error_payload: ErrorPayload  # the proxy's own errors (bad path, too large, upstream down) in its format
+    # The status of a blocked request's error answer: 429 is the status every SDK raises without retrying
+    # when the answer says so; Gemini's is configurable (`guard.gemini_error_status`).
+    block_status: Callable[[GuardSettings], int] = _always_429
+    telemetry_name: str = ""  # `gen_ai.provider.name` (the GenAI conventions' spelling); "" means `name`
+
+    @property
+    def system(self) -> str:
+        return self.telemetry_name or str(self.name)
+
+
+def _no_encoding(model: str) -> str | None:
+    return None
+
+
+@frozen
+class ProviderApi:
+    """One API of a provider: see the module docstring. `provider` is whose format its clients read
+    (errors, answers); a route may send it to another upstream (Gemini's OpenAI-compatible Chat)."""
+
+    name: Api
+    provider: ProviderSpec
+    adapter: Callable[[], Adapter]  # a fresh adapter: they hold no state, each stream gets its own parser
+    paths: tuple[PathRule, ...]
+    nudge: NudgeSplice | None = None  # None: a nudge's note cannot be carried (the request goes unchanged)
+    # The tiktoken encoding of a model it serves, None to count tokens by characters (`guard.tokens`).
+    encoding: Callable[[str], str | None] = _no_encoding
+    operation: str = "chat"  # `gen_ai.operation.name`: "chat", "generate_content"
+    # A response id a later request may continue from (`previous_response_id`): remembered per run.
+    chains_responses: bool = False
+    socket: Any = None  # how its WebSocket messages are read (not yet moved here: `sockets/`)

@@ -1,0 +1,141 @@
+"""The plug-in claim: a provider API defined here, in the test, and added to a registry works through the
+real proxy (routes, credentials, errors, blocks and records) without an edit to any core file."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from typing import Any
+
+import httpx
+import orjson
+import pytest
+
+from runguard.proxy.core.events import Api, Provider
+from runguard.proxy.providers import registry
+from runguard.proxy.providers.base import StopNotice, Synthetic
+from runguard.proxy.providers.openai_chat.adapter import ChatAdapter
+from runguard.proxy.providers.routes import Route, resolve
+from runguard.proxy.providers.spec import (
+    CredentialPlaces,
+    Door,
+    PathRule,
+    ProviderApi,
+    ProviderSpec,
+    Tier,
+    UpstreamSetting,
+)
+from tests.conftest import ProxyFactory
+from tests.e2e.faults import eventually, requests_of
+from tests.support.proxy import ListSink
+from tests.support.upstream import FakeUpstream, closed_port
+
+TOY = Provider("toy")
+TOY_API = Api("toy_chat")
+
+
+def toy_error(status: int, message: str, code: str) -> Mapping[str, Any]:
+    return {"toy_error": {"status": status, "text": message, "why": code}}
+
+
+class ToyAdapter(ChatAdapter):
+    """A toy API that speaks Chat Completions' bodies but has errors of its own."""
+
+    provider = TOY
+    api = TOY_API
+
+    def error_response(self, notice: StopNotice, *, stream: bool, status: int = 429) -> Synthetic:
+        body = orjson.dumps({"toy_error": {"status": status, "text": notice.message, "why": notice.detector}})
+        return Synthetic(status, {"Content-Type": "application/json"}, body)
+
+    def stop_response(self, notice: StopNotice, request: Any) -> Synthetic | None:
+        return None
+
+
+TOY_PROVIDER = ProviderSpec(
+    name=TOY,
+    upstream=UpstreamSetting("toy", f"http://127.0.0.1:{closed_port()}", "RUNGUARD_TOY_UPSTREAM"),
+    credentials=CredentialPlaces(("x-toy-key",)),
+    doors=(
+        Door(re.compile(r"^/toy/"), "toy", strip="/toy", tier=Tier.PREFIX),
+        Door(re.compile(r"^/v1/toy(?:/|$)"), "toy", tier=Tier.NATIVE),
+    ),
+    error_payload=toy_error,
+    block_status=lambda guard: 418,
+    telemetry_name="toy.ai",
+)
+TOY_SPEC = ProviderApi(
+    name=TOY_API, provider=TOY_PROVIDER, adapter=ToyAdapter, paths=(PathRule("toy", re.compile(r"/complete$")),)
+)
+
+
+@pytest.fixture
+def with_toy(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The proxy's registry, the toy's spec added (one line, as `registry.APIS` would have it)."""
+    monkeypatch.setattr(registry, "REGISTRY", registry.Registry((*registry.APIS, TOY_SPEC)))
+
+
+def test_its_paths_route_to_it_and_the_others_are_unchanged(with_toy: None) -> None:
+    assert resolve("/toy/v1/complete") == Route(TOY, TOY_API, "/v1/complete")
+    assert resolve("/v1/toy/complete") == Route(TOY, TOY_API, "/v1/toy/complete")
+    assert resolve("/toy/v1/models") == Route(TOY, Api.OTHER, "/v1/models")
+    assert resolve("/v1/chat/completions") == Route(Provider.OPENAI, Api.CHAT, "/v1/chat/completions")
+    assert resolve("/v1/toys") == Route(Provider.OPENAI, Api.OTHER, "/v1/toys")  # a door matches whole segments
+    route = resolve("/toy/v1/complete")
+    assert route is not None and route.spec is TOY_SPEC and route.dialect == TOY
+
+
+def test_without_it_its_paths_are_openai_s_or_nobody_s() -> None:
+    assert resolve("/toy/v1/complete") is None
+    assert resolve("/v1/toy/complete") == Route(Provider.OPENAI, Api.OTHER, "/v1/toy/complete")
+
+
+async def test_a_request_is_forwarded_with_its_key_and_recorded_as_its_own(
+    with_toy: None, upstream: FakeUpstream, make_proxy: ProxyFactory, sink: ListSink
+) -> None:
+    url = await make_proxy(upstreams={"others": {"toy": upstream.url}})
+    body = {"model": "toy-1", "messages": [{"role": "user", "content": "hi"}]}
+    headers = {"x-toy-key": "toy-secret", "x-goog-api-key": "not-for-toy", "X-Run-Id": "toy-run"}
+    async with httpx.AsyncClient() as client:
+        answer = await client.post(url + "/toy/v1/complete", json=body, headers=headers)
+    assert answer.status_code == 200
+    (received,) = upstream.received
+    assert received.path == "/v1/complete"  # its prefix removed
+    assert received.headers["x-toy-key"] == "toy-secret"
+    assert "x-goog-api-key" not in received.headers  # a key the toy does not read never leaves
+    await eventually(lambda: len(requests_of(sink)) == 1)
+    (record,) = requests_of(sink)
+    assert (record.provider, record.api, record.model, record.run_id) == ("toy", "toy_chat", "toy-1", "toy-run")
+
+
+async def test_its_blocks_and_the_proxy_s_own_errors_are_in_its_format(
+    with_toy: None, upstream: FakeUpstream, make_proxy: ProxyFactory
+) -> None:
+    url = await make_proxy(upstreams={"others": {"toy": upstream.url}})
+    body = {"model": "toy-1", "messages": [{"role": "user", "content": "hi"}]}
+    headers = {"x-toy-key": "toy-secret", "X-Run-Id": "toy-capped", "X-RunGuard-Max-Requests": "1"}
+    async with httpx.AsyncClient() as client:
+        first = await client.post(url + "/toy/v1/complete", json=body, headers=headers)
+        blocked = await client.post(url + "/toy/v1/complete", json=body, headers=headers)
+        twice = await client.post(url + "/toy/v1/complete", json=body, headers=[("x-toy-key", "a"), ("x-toy-key", "b")])
+    assert first.status_code == 200
+    assert blocked.status_code == 418  # its spec's block status
+    assert blocked.json()["toy_error"]["why"] == "max_requests"
+    assert blocked.headers["x-runguard-trip"] == "max_requests"
+    assert twice.status_code == 400
+    assert twice.json() == {
+        "toy_error": {
+            "status": 400,
+            "text": "RunGuard: this request carries different API keys (x-toy-key); send one key, in one place",
+            "why": "conflicting_credentials",
+        }
+    }
+    assert len(upstream.received) == 1
+
+
+async def test_its_upstream_is_the_one_its_setting_names(with_toy: None, make_proxy: ProxyFactory) -> None:
+    url = await make_proxy()  # no `upstreams.others.toy`: its spec's default URL, where nothing listens
+    async with httpx.AsyncClient() as client:
+        answer = await client.post(url + "/v1/toy/complete", json={"model": "toy-1", "messages": []})
+    assert answer.status_code == 502
+    assert answer.json()["toy_error"]["why"] == "upstream_unreachable"
