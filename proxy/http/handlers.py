@@ -37,7 +37,7 @@ from runguard.proxy.providers import credentials
 from runguard.proxy.providers.base import Adapter, RequestContext, Synthetic
 from runguard.proxy.providers.gemini.replies import stream_error_element
 from runguard.proxy.providers.openai_responses.adapter import ResponsesAdapter
-from runguard.proxy.providers.registry import adapter_for
+from runguard.proxy.providers.registry import adapter_for, header_facts
 from runguard.proxy.providers.routes import Route, gemini_streams_sse, raw_target, resolve
 from runguard.proxy.relay.codec import BodyTooLarge, decode_body
 from runguard.proxy.relay.context import CONTEXT, ProxyContext
@@ -120,11 +120,12 @@ async def handle(request: web.Request) -> web.StreamResponse:
     # and the key is read from it: the key judged is the key sent (`credentials`).
     outgoing = upstream_request_headers(request.headers, ctx.own_headers)
     gemini_key, api_version = _carries_gemini_key(request, outgoing), "api-version" in request.query_string
+    facts = header_facts(request.headers)  # headers only one provider's clients send (anthropic-version)
     path = canonical(request.raw_path)
     if path is None:  # a spelling servers read differently (`paths`): refused before routing
-        route = resolve(request.path, gemini_key, api_version)
+        route = resolve(request.path, gemini_key, api_version, facts=facts)
         return provider_error(route.dialect if route else None, 404, f"RunGuard: {REFUSED}", "unknown_path")
-    route = resolve(path, gemini_key, api_version)
+    route = resolve(path, gemini_key, api_version, facts=facts)
     if route is None:
         return provider_error(None, 404, f"RunGuard: no provider serves {path}", "unknown_path")
     upgrade = is_upgrade(request.method, request.headers)

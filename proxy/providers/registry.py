@@ -11,27 +11,39 @@ module attribute each call, so a test may swap in a registry with a provider of 
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 
 from runguard.config.settings import GuardSettings
 from runguard.proxy.core.events import Api, Provider
-from runguard.proxy.providers import gemini, openai_chat, openai_responses
+from runguard.proxy.providers import anthropic, gemini, openai_chat, openai_responses
 from runguard.proxy.providers.base import Adapter
 from runguard.proxy.providers.spec import Door, PathRule, ProviderApi, ProviderSpec
 
 _FOREIGN_HEADERS = ("x-api-key",)
+HEADER_FACT = "header:"  # a door fact that is a request header's presence (`spec.Door`)
 
 APIS: tuple[ProviderApi, ...] = (
     openai_chat.SPEC,
     openai_responses.SPEC,
     gemini.SPEC,
+    anthropic.SPEC,
 )
 
 
 class Registry:
     """The specs of a set of provider APIs, and the tables built from them (built once, read only)."""
 
-    __slots__ = ("_by_api", "_by_provider", "_paths", "apis", "doors", "key_headers", "providers", "query_names")
+    __slots__ = (
+        "_by_api",
+        "_by_provider",
+        "_paths",
+        "apis",
+        "doors",
+        "fact_headers",
+        "key_headers",
+        "providers",
+        "query_names",
+    )
 
     def __init__(self, apis: Iterable[ProviderApi]) -> None:
         self.apis = tuple(apis)
@@ -51,6 +63,8 @@ class Registry:
         ]
         ranked.sort(key=lambda row: row[0])  # stable: within a tier, providers' order, then their doors'
         self.doors: tuple[tuple[Door, ProviderSpec], ...] = tuple((door, provider) for _, _, door, provider in ranked)
+        named = {fact for door, _ in self.doors for fact in door.needs | door.unless if fact.startswith(HEADER_FACT)}
+        self.fact_headers = tuple(sorted(fact[len(HEADER_FACT) :] for fact in named))  # headers doors are keyed by
         paths: dict[str, list[tuple[PathRule, ProviderApi]]] = {}
         for spec in self.apis:
             for rule in spec.paths:
@@ -62,6 +76,10 @@ class Registry:
         headers = [name for provider in self.providers for name in provider.credentials.headers]
         self.key_headers = tuple(dict.fromkeys(h for h in (*headers, *_FOREIGN_HEADERS) if h != "Authorization"))
         self.query_names = frozenset(name for provider in self.providers for name in provider.credentials.query)
+
+    def header_facts(self, headers: Mapping[str, str]) -> frozenset[str]:
+        """The `header:<name>` facts of a request's `headers` (those some door is keyed by)."""
+        return frozenset(HEADER_FACT + name for name in self.fact_headers if name in headers)
 
     def api(self, name: str) -> ProviderApi | None:
         """The spec of the API named `name`; None for one forwarded and only counted (`Api.OTHER`)."""
@@ -102,6 +120,11 @@ def block_status(provider: Provider | str, guard: GuardSettings) -> int:
     """The status of a blocked request's error answer in `provider`'s dialect (its spec's `block_status`)."""
     spec = REGISTRY.provider(provider)
     return spec.block_status(guard) if spec is not None else 429
+
+
+def header_facts(headers: Mapping[str, str]) -> frozenset[str]:
+    """The routing facts a request's headers give (`Registry.header_facts`)."""
+    return REGISTRY.header_facts(headers)
 
 
 def chains_responses(api: Api | str) -> bool:

@@ -78,9 +78,13 @@ def _output_schema(data: dict[str, Any], schemas: dict[str, dict[str, Any]]) -> 
     return None
 
 
+ANTHROPIC = Provider("anthropic")
+MESSAGES = Api("messages")
+
+
 class AnthropicAdapter:
-    provider = Provider.ANTHROPIC
-    api = Api.MESSAGES
+    provider = ANTHROPIC
+    api = MESSAGES
 
     def parse_request(self, body: bytes, ctx: RequestContext) -> RequestInfo:
         read = read_conversation(body, ctx.history, self.api.value, "messages", keep_messages, read_messages)

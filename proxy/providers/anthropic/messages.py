@@ -21,7 +21,7 @@ from runguard.proxy.providers.common.conversation import Conversation, last_inde
 from runguard.proxy.providers.common.history import keep_turns
 from runguard.proxy.providers.common.jsonish import as_list, as_str, dumps_text, opt_str
 
-MEDIA_BLOCKS = frozenset({"image", "document"})
+MEDIA_BLOCKS = ("image", "document")  # a tuple: a block's type may be any JSON value, hashable or not
 
 
 def _is_assistant(message: Any) -> bool:

@@ -41,10 +41,14 @@ ERROR_TYPES = {
 }
 
 
-def error_body(status: int, message: str, request_id: str | None = None) -> bytes:
-    """Anthropic's error JSON for `status`."""
+def error_object(status: int, message: str, request_id: str | None = None) -> dict[str, Any]:
+    """Anthropic's error object for `status`."""
     error = {"type": ERROR_TYPES.get(status, "api_error"), "message": message}
-    return orjson.dumps({"type": "error", "error": error, "request_id": request_id})
+    return {"type": "error", "error": error, "request_id": request_id}
+
+
+def error_body(status: int, message: str, request_id: str | None = None) -> bytes:
+    return orjson.dumps(error_object(status, message, request_id))
 
 
 def error_response(notice: StopNotice, status: int = 429) -> Synthetic:
