@@ -207,3 +207,94 @@ async def test_pydantic_ai_output_tool_gets_a_stop_it_can_parse(make_claude: Cla
     result = await pydantic_agent(proxy.url, "pai-stop", output_type=Total).run("Total of INV-7?")
     assert isinstance(result.output, Total) and "non_progress" in result.output.message
     assert len(proxy.claude.received) == 3
+
+
+WORDS = ("please", "today", "quickly", "again", "really", "now", "anyway", "honestly", "still", "maybe", "ok", "so")
+OFF = {"action": "off"}
+
+
+def flights(n: int) -> Step:
+    """A rephrasing of one search each turn (`spiral`'s pattern)."""
+    return Step(calls=[("search", {"query": f"cheapest flight from lisbon to berlin in may {WORDS[n % len(WORDS)]}"})])
+
+
+def toggling(n: int) -> Step:
+    """Two actions in turn: search the archive, then list the folder, and again."""
+    return Step(calls=[("search", {"query": "INV-7"})] if n % 2 == 0 else [("list_folder", {"path": "/invoices"})])
+
+
+FRESH = itertools.count()
+
+
+def fresh(name: str, args: dict[str, Any]) -> str:
+    """A result that is new every time: different words, not only a different number."""
+    return f"result {next(FRESH)}: " + " ".join(f"{word}{next(FRESH)}" for word in ("alpha", "beta", "gamma"))
+
+
+LOOPS = [
+    # (detector, plan, tool, detectors switched off so that the one under test is what trips, upstream calls)
+    ("spiral", flights, fresh, {"novelty": OFF}, 3),
+    ("stagnation", lambda n: SAME, lambda name, args: "not found", {"non_progress": OFF, "repeat_call": OFF}, 4),
+    ("oscillation", toggling, lambda name, args: f"{name}: nothing", {"non_progress": OFF}, 6),
+]
+
+
+@pytest.mark.parametrize(("detector", "plan", "tool", "off", "reached"), LOOPS, ids=[row[0] for row in LOOPS])
+async def test_every_loop_detector_trips_on_a_claude_tool_loop(
+    make_claude: ClaudeFactory, detector: str, plan: Any, tool: Any, off: dict[str, Any], reached: int
+) -> None:
+    proxy = await make_claude(guard={"detectors": off})
+    proxy.claude.script = claude(plan)
+    sent = Sent()
+    with pytest.raises(anthropic.RateLimitError) as caught:
+        await tool_loop(client(proxy.url, run=f"loop-{detector}", sent=sent), tool)
+    assert caught.value.response.headers["x-runguard-trip"] == detector
+    assert len(proxy.claude.received) == reached and len(sent.requests) == reached + 1
+
+
+async def test_a_count_heuristic_warns_in_a_header_and_lets_the_run_go_on(make_claude: ClaudeFactory) -> None:
+    """`consecutive_same_tool` defaults to warn: the answer carries `x-runguard-warning`, nothing is blocked."""
+    proxy = await make_claude()
+    proxy.claude.script = claude([rephrasing(0), rephrasing(1), rephrasing(2), rephrasing(3)], then=Step(text="ok"))
+    sdk = client(proxy.url, run="warned")
+    assert await tool_loop(sdk, lambda name, args: f"hits for {args['query']}: {args['query'][::-1]}") == "ok"
+    await eventually(lambda: len(requests_of(proxy.sink)) == 5)
+    warned = [r for r in requests_of(proxy.sink) if any(v.action == "warn" for v in r.verdicts)]
+    assert warned and all(r.blocked_by is None for r in requests_of(proxy.sink))
+
+
+TRIAGE, BILLING = "You are triage. Hand billing questions to billing.", "You are billing. Hand other questions back."
+
+
+async def hand_back_and_forth(sdk: anthropic.AsyncAnthropic) -> None:
+    """Triage and billing on Claude, each handing the conversation to whom the model names."""
+    agents = {"triage": (TRIAGE, "transfer_to_billing"), "billing": (BILLING, "transfer_to_triage")}
+    speaking, messages = "triage", [{"role": "user", "content": "My invoice is wrong."}]
+    schema = {"type": "object", "properties": {}}
+    for _ in range(10):
+        system, transfer = agents[speaking]
+        tools: Any = [{"name": transfer, "input_schema": schema}]
+        message = await sdk.messages.create(model=MODEL, max_tokens=64, system=system, messages=messages, tools=tools)  # type: ignore[arg-type]
+        call = message.content[0]
+        assert call.type == "tool_use"
+        speaking = call.name.removeprefix("transfer_to_")
+        messages.append({"role": "assistant", "content": [call.model_dump()]})
+        ack = {"type": "tool_result", "tool_use_id": call.id, "content": f'{{"assistant": "{speaking}"}}'}
+        messages.append({"role": "user", "content": [ack]})
+
+
+async def test_a_claude_handoff_ping_pong_trips_handoff_cycle(make_claude: ClaudeFactory) -> None:
+    """Two Claude agents hand the same question back and forth (openai-agents' `transfer_to_<agent>` tools,
+    its `{"assistant": name}` acknowledgement): the second billing -> triage hand-over is stopped."""
+    proxy = await make_claude()
+
+    def plan(n: int) -> Step:
+        return Step(calls=[("transfer_to_billing" if n % 2 == 0 else "transfer_to_triage", {})])
+
+    proxy.claude.script = claude(plan)
+    with pytest.raises(anthropic.RateLimitError) as caught:
+        await hand_back_and_forth(client(proxy.url, run="ping-pong"))
+    assert caught.value.response.headers["x-runguard-trip"] == "handoff_cycle"
+    assert len(proxy.claude.received) == 4
+    records = requests_of(proxy.sink)
+    assert [r.handoff_to for r in records] == ["billing", "triage", "billing", "triage", None]
