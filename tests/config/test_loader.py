@@ -156,3 +156,15 @@ def test_an_environment_value_is_typed_by_its_field_not_by_the_variables_spellin
 def test_the_admin_commands_proxy_url_is_not_a_setting() -> None:
     settings = load_settings(environ={"RUNGUARD_PROXY_URL": "http://127.0.0.1:9999"}).settings
     assert settings.server.port == 8787
+
+
+def test_the_anthropic_upstream_is_set_by_its_contract_names(tmp_path: Path) -> None:
+    assert load_settings(environ={}).settings.upstreams.anthropic == "https://api.anthropic.com"
+    env = {"RUNGUARD_ANTHROPIC_UPSTREAM": "http://127.0.0.1:9001"}
+    assert load_settings(environ=env).settings.upstreams.anthropic == "http://127.0.0.1:9001"
+    file = tmp_path / "runguard.yaml"
+    file.write_text("upstreams:\n  anthropic: https://gateway.internal/anthropic\n")
+    loaded = load_settings(environ={"RUNGUARD_CONFIG": str(file)}).settings.upstreams
+    assert loaded.base_url("anthropic", "https://api.anthropic.com") == "https://gateway.internal/anthropic"
+    with pytest.raises(ConfigError, match=r"upstreams\.anthropic"):
+        load_settings(environ={"RUNGUARD_ANTHROPIC_UPSTREAM": "ftp://api.anthropic.com"})
