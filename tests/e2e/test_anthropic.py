@@ -28,6 +28,7 @@ from tests.e2e.claude import (
 )
 from tests.e2e.faults import eventually, requests_of
 from tests.support.anthropic_upstream import Cache, Step, claude, message, message_stream
+from tests.support.upstream import Reply
 
 MESSAGES: Any = [{"role": "user", "content": "Hello, Claude"}]
 STEP = Step(text="Hello! How can I help?", usage=(15, 9), cache=Cache(read=1200, write_5m=300))
@@ -182,3 +183,28 @@ async def test_the_key_allowlist_applies_to_anthropic_keys(make_claude: ClaudeFa
     assert caught.value.status_code == 403
     body = caught.value.body
     assert isinstance(body, dict) and body["error"]["type"] == "permission_error"
+
+
+async def drain(stream: Any, seen: list[str]) -> None:
+    async for event in stream:
+        seen.append(event.type)
+
+
+async def test_a_stream_the_upstream_breaks_ends_with_anthropic_s_error_event(make_claude: ClaudeFactory) -> None:
+    """The upstream resets after a few events: the client gets what came, then an `error` event the SDK raises
+    (an `APIStatusError`, not retried), instead of a stream that just stops."""
+    proxy = await make_claude()
+    chunks = message_stream(Step(text="A long answer that breaks off"), "msg_fake0000", MODEL)
+    proxy.claude.script = lambda received: Reply(
+        200, b"", {"Content-Type": "text/event-stream"}, chunks=chunks, reset_after=3
+    )
+    sent = Sent()
+    sdk = client(proxy.url, sent=sent)
+    seen: list[str] = []
+    stream = await sdk.messages.create(model=MODEL, max_tokens=100, messages=MESSAGES, stream=True)
+    with pytest.raises(anthropic.APIStatusError) as caught:
+        await drain(stream, seen)
+    assert seen[0] == "message_start"  # what came before the break reached the client
+    body = caught.value.body
+    assert isinstance(body, dict) and body["type"] == "error" and body["error"]["type"] == "api_error"
+    assert len(sent.requests) == 1 and len(proxy.claude.received) == 1
