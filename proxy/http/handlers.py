@@ -25,7 +25,7 @@ from aiohttp import web
 from multidict import CIMultiDict
 
 from runguard.proxy.core.errors import UpstreamError
-from runguard.proxy.core.events import Api, Provider, ResponseInfo
+from runguard.proxy.core.events import ResponseInfo
 from runguard.proxy.core.frozen import frozen
 from runguard.proxy.guard import unreadable
 from runguard.proxy.guard.background import polled_id
@@ -37,7 +37,7 @@ from runguard.proxy.providers import credentials
 from runguard.proxy.providers.base import Adapter, RequestContext, Synthetic
 from runguard.proxy.providers.gemini.replies import stream_error_element
 from runguard.proxy.providers.openai_responses.adapter import ResponsesAdapter
-from runguard.proxy.providers.registry import adapter_for, header_facts
+from runguard.proxy.providers.registry import adapter_for, header_facts, polls_responses, usage_on_request
 from runguard.proxy.providers.routes import Route, gemini_streams_sse, raw_target, resolve
 from runguard.proxy.relay.codec import BodyTooLarge, decode_body
 from runguard.proxy.relay.context import CONTEXT, ProxyContext
@@ -163,7 +163,7 @@ async def handle(request: web.Request) -> web.StreamResponse:
 
 def _is_poll(request: web.Request, route: Route) -> bool:
     """`GET /v1/responses/{id}`: a Responses API poll, read once relayed (`_poll`)."""
-    return request.method == "GET" and route.provider is Provider.OPENAI and polled_id(route.upstream_path) is not None
+    return request.method == "GET" and polls_responses(route.provider) and polled_id(route.upstream_path) is not None
 
 
 async def _send_untouched(
@@ -330,7 +330,7 @@ async def _guarded(
         body = decoded = noted
         headers.popall("Content-Encoding", None)
     rewrite: UsageChunkFilter | None = None
-    if settings.upstreams.inject_stream_usage and info.api is Api.CHAT and info.stream and not info.include_usage:
+    if settings.upstreams.inject_stream_usage and usage_on_request(info.api) and info.stream and not info.include_usage:
         asked = with_usage_requested(decoded)
         if asked is not None:
             # An opt-in change to the body (the other is a nudge): sent as plain JSON, read back as plain SSE.

@@ -11,14 +11,12 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import field
-from typing import TYPE_CHECKING, Protocol
+from typing import Protocol
 
 from runguard.proxy.core.events import Api, Provider, RequestInfo, ResponseInfo
 from runguard.proxy.core.frozen import frozen
 from runguard.proxy.core.safe_text import printable
-
-if TYPE_CHECKING:
-    from runguard.proxy.providers.common.history import HistorySlot
+from runguard.proxy.providers.common.history import HistorySlot
 
 
 @frozen

@@ -131,3 +131,15 @@ def chains_responses(api: Api | str) -> bool:
     """Whether a response of `api` may be continued from by id (`previous_response_id`): its id is kept."""
     spec = REGISTRY.api(api)
     return spec is not None and spec.chains_responses
+
+
+def polls_responses(provider: Provider | str) -> bool:
+    """Whether `provider` serves an API whose responses are kept by id (`chains_responses`): a GET of one of
+    its paths may be a background response's poll (`guard.background`)."""
+    return any(spec.chains_responses and spec.provider.name == provider for spec in REGISTRY.apis)
+
+
+def usage_on_request(api: Api | str) -> bool:
+    """Whether `api`'s streams carry usage only when asked (`ProviderApi.stream_usage_on_request`)."""
+    spec = REGISTRY.api(api)
+    return spec is not None and spec.stream_usage_on_request

@@ -146,6 +146,10 @@ class ProviderApi:
     # The tiktoken encoding of a model it serves, None to count tokens by characters (`guard.tokens`).
     encoding: Callable[[str], str | None] = _no_encoding
     operation: str = "chat"  # `gen_ai.operation.name`: "chat", "generate_content"
-    # A response id a later request may continue from (`previous_response_id`): remembered per run.
+    # A response id a later request may continue from (`previous_response_id`): remembered per run, and
+    # a background response polled by id (`GET .../responses/{id}`) on its provider's upstream is read.
     chains_responses: bool = False
+    # Streams carry usage only when the request asks (Chat's `stream_options.include_usage`): the proxy may
+    # ask for it (`upstreams.inject_stream_usage`, `relay.stream_usage`).
+    stream_usage_on_request: bool = False
     socket: Any = None  # how its WebSocket messages are read (not yet moved here: `sockets/`)

@@ -102,7 +102,7 @@ class AnthropicAdapter:
             api=self.api,
             model=as_str(data.get("model")),
             stream=data.get("stream") is True,
-            ctx=ctx,
+            agent_header=ctx.agent_header,
             tool_names=tool_names,
             agent_tools=agent_tools,
             output_schema=_output_schema(data, schemas),

@@ -16,7 +16,6 @@ from collections.abc import Callable, Iterable
 from typing import Any
 
 from runguard.proxy.core.events import AgentIdentity, Api, OutputSchema, RequestInfo, ToolCall, ToolResult, digest
-from runguard.proxy.providers.base import RequestContext
 
 # Google ADK appends this to every agent's system instruction (wire-formats E.2).
 _ADK_NAME = re.compile(r'Your internal name is "([^"]+)"')
@@ -226,7 +225,7 @@ class Conversation:
         api: Api,
         model: str,
         stream: bool,
-        ctx: RequestContext,
+        agent_header: str | None,
         tool_names: tuple[str, ...],
         agent_tools: frozenset[str] = frozenset(),
         output_schema: OutputSchema | None = None,
@@ -241,7 +240,7 @@ class Conversation:
             api=api,
             model=model,
             stream=stream,
-            agent=identify(self.instructions, tool_names, ctx.agent_header, one_shot=self._one_shot),
+            agent=identify(self.instructions, tool_names, agent_header, one_shot=self._one_shot),
             tool_names=tool_names,
             agent_tools=agent_tools,
             root_hash=digest(self._root) if self._root is not None else None,

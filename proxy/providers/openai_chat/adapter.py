@@ -315,7 +315,7 @@ class ChatAdapter:
             api=self.api,
             model=as_str(data.get("model")),
             stream=stream,
-            ctx=ctx,
+            agent_header=ctx.agent_header,
             tool_names=tool_names,
             agent_tools=agent_tools,
             output_schema=_output_schema(data.get("response_format")),

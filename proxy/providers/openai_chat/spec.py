@@ -24,4 +24,5 @@ SPEC = ProviderApi(
     ),
     nudge=nudge.with_note,
     encoding=encoding,
+    stream_usage_on_request=True,
 )

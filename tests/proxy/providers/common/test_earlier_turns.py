@@ -17,11 +17,10 @@ from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from runguard.proxy.core.events import Api, RequestInfo
-from runguard.proxy.providers.base import RequestContext
 from runguard.proxy.providers.common.conversation import Conversation
-from runguard.proxy.providers.gemini.adapter import read_contents, read_contents_forgiving
+from runguard.proxy.providers.gemini.contents import read_contents, read_contents_forgiving
 from runguard.proxy.providers.openai_chat.adapter import read_messages, read_messages_forgiving
-from runguard.proxy.providers.openai_responses.adapter import read_input, read_input_forgiving
+from runguard.proxy.providers.openai_responses.input import read_input, read_input_forgiving
 from tests.proxy.providers.test_fuzz import WRONG, paths_of, replaced
 
 Reader = Callable[[Conversation, Any], None]
@@ -33,7 +32,7 @@ def info_of(read: Reader, items: Any, instructions: str | None) -> RequestInfo:
     if instructions is not None:
         talk.system(instructions)
     read(talk, items)
-    return talk.info(api=Api.RESPONSES, model="m", stream=False, ctx=RequestContext(), tool_names=("t",))
+    return talk.info(api=Api.RESPONSES, model="m", stream=False, agent_header=None, tool_names=("t",))
 
 
 def assert_same(fast: Reader, forgiving: Reader, items: Any, instructions: str | None = None) -> None:

@@ -13,9 +13,11 @@ from agents import Agent, Runner, ToolOutputImage, function_tool, set_tracing_di
 from runguard.proxy.core.events import RequestInfo
 from runguard.proxy.providers.base import RequestContext
 from runguard.proxy.providers.common import media
-from runguard.proxy.providers.gemini.adapter import GeminiAdapter, read_contents, read_contents_forgiving
+from runguard.proxy.providers.gemini.adapter import GeminiAdapter
+from runguard.proxy.providers.gemini.contents import read_contents, read_contents_forgiving
 from runguard.proxy.providers.openai_chat.adapter import ChatAdapter
-from runguard.proxy.providers.openai_responses.adapter import ResponsesAdapter, read_input, read_input_forgiving
+from runguard.proxy.providers.openai_responses.adapter import ResponsesAdapter
+from runguard.proxy.providers.openai_responses.input import read_input, read_input_forgiving
 from tests.conftest import ProxyFactory, SdkClient
 from tests.e2e import payloads
 from tests.e2e.agents import sdk_model
