@@ -298,3 +298,39 @@ async def test_a_claude_handoff_ping_pong_trips_handoff_cycle(make_claude: Claud
     assert len(proxy.claude.received) == 4
     records = requests_of(proxy.sink)
     assert [r.handoff_to for r in records] == ["billing", "triage", "billing", "triage", None]
+
+
+def noted(body: dict[str, Any]) -> str | None:
+    """The nudge's note, where the Messages API carries it: the last block of the last user message."""
+    last = body["messages"][-1]["content"]
+    block = last[-1] if isinstance(last, list) and last else {}
+    text = block.get("text") if block.get("type") == "text" else None
+    return text if isinstance(text, str) and text.startswith("[RunGuard]") else None
+
+
+@pytest.mark.parametrize("ignores_note", [False, True])
+async def test_a_nudge_reaches_claude_after_the_tool_results_then_a_second_finding_blocks(
+    make_claude: ClaudeFactory, ignores_note: bool
+) -> None:
+    proxy = await make_claude(guard={"detectors": {"non_progress": {"action": "nudge"}}})
+    plan = claude(rephrasing)
+
+    def model(received: Any) -> Any:
+        if noted(received.json()) is not None and not ignores_note:
+            return claude([Step(text="Changed course: the archive is down.")])(received)
+        return plan(received)
+
+    proxy.claude.script = model
+    sdk = client(proxy.url, run=f"nudge-{ignores_note}")
+    if not ignores_note:
+        assert await tool_loop(sdk, soft_error) == "Changed course: the archive is down."
+    else:
+        with pytest.raises(anthropic.RateLimitError) as caught:
+            await tool_loop(sdk, soft_error)
+        assert caught.value.response.headers["x-runguard-trip"] == "non_progress"
+    assert len(proxy.claude.received) == 4  # the 4th request carried the 3rd identical result, and the note
+    fourth = proxy.claude.received[3].json()
+    note = noted(fourth)
+    assert note is not None and "non_progress" in note
+    assert fourth["messages"][-1]["content"][0]["type"] == "tool_result"  # the results first, the note after
+    assert all(noted(received.json()) is None for received in proxy.claude.received[:3])
