@@ -569,7 +569,7 @@ class Guard:
             self._emit(ticket, seen, client_status, error, body)
             return
         if seen.response.parse_error and seen.status is not None and seen.status < 300:
-            self._observer.parse_error(ticket.request.api.value, "response")  # an answer in a shape not known
+            self._observer.parse_error(str(ticket.request.api), "response")  # an answer in a shape not known
         # First, so that a follow-up naming this response, or a thread its tool calls start, finds its
         # run however long the rest takes.
         await self._remember(ticket, seen)

@@ -353,7 +353,7 @@ async def _unreadable(
     """A model request whose body cannot be read: judged by what needs no body, recorded with its parse error,
     then forwarded untouched or refused with a 400 (`guard.unreadable`; see `unreadable`)."""
     action = ctx.settings.guard.unreadable
-    ctx.observer.parse_error(route.api.value)
+    ctx.observer.parse_error(str(route.api))
     json_array = route.stream and not gemini_streams_sse(request.query)
     info = unreadable.request_info(
         adapter.api, problem, body, model=route.model, stream=route.stream, json_array=json_array
@@ -362,7 +362,7 @@ async def _unreadable(
     tight = tightening_from(request.headers)
     ticket = await ctx.guard.admit(adapter, info, body=body, key_hash=key_hash, header_run=header_run, tight=tight)
     kept = _recorded(request, body, b"", None) if ctx.settings.store.record_bodies else None
-    ctx.observer.unreadable(route.provider.value, "blocked" if ticket.answer is not None else action)
+    ctx.observer.unreadable(str(route.provider), "blocked" if ticket.answer is not None else action)
     if ticket.answer is not None:
         await ctx.settle(ctx.guard.complete(ticket, None, client_status=ticket.answer.status, body=kept))
         return _synthetic(ticket.answer, ticket)

@@ -253,7 +253,7 @@ class Metrics:
         labels = self._path_labels.get(path)
         if labels is None:
             route = resolve(path)
-            labels = (route.provider.value, route.api.value) if route else ("none", "none")
+            labels = (str(route.provider), str(route.api)) if route else ("none", "none")
             if len(self._path_labels) < MAX_CACHED_PATHS:
                 self._path_labels[path] = labels
         key = (*labels, status)

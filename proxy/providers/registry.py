@@ -41,6 +41,7 @@ class Registry:
         "doors",
         "fact_headers",
         "key_headers",
+        "leads",
         "providers",
         "query_names",
     )
@@ -55,6 +56,12 @@ class Registry:
             if self._by_provider.setdefault(spec.provider.name, spec.provider) is not spec.provider:
                 raise ValueError(f"two provider specs are named {spec.provider.name!r}")
         self.providers = tuple(self._by_provider.values())
+        for provider in self.providers:
+            setting = provider.upstream
+            if setting.env != f"RUNGUARD_{setting.name.upper()}_UPSTREAM":
+                raise ValueError(
+                    f"{provider.name}: its upstream's variable must be RUNGUARD_{setting.name.upper()}_UPSTREAM"
+                )
         # One ordered table for the whole proxy: by tier, then in the order the specs are listed.
         ranked = [
             (door.tier, order, door, provider)
@@ -63,6 +70,7 @@ class Registry:
         ]
         ranked.sort(key=lambda row: row[0])  # stable: within a tier, providers' order, then their doors'
         self.doors: tuple[tuple[Door, ProviderSpec], ...] = tuple((door, provider) for _, _, door, provider in ranked)
+        self.leads = tuple(door.lead for door, _ in self.doors)  # `Door.lead` of each, computed once
         named = {fact for door, _ in self.doors for fact in door.needs | door.unless if fact.startswith(HEADER_FACT)}
         self.fact_headers = tuple(sorted(fact[len(HEADER_FACT) :] for fact in named))  # headers doors are keyed by
         paths: dict[str, list[tuple[PathRule, ProviderApi]]] = {}

@@ -38,8 +38,14 @@ class Route:
         return spec.provider.name if spec is not None else self.provider
 
 
-def _facts(gemini_key: bool, api_version: bool) -> frozenset[str]:
-    return frozenset(name for name, present in (("gemini_key", gemini_key), ("api_version", api_version)) if present)
+_NO_FACTS: frozenset[str] = frozenset()
+
+
+def _facts(gemini_key: bool, api_version: bool, facts: Collection[str]) -> frozenset[str]:
+    if not (gemini_key or api_version or facts):
+        return _NO_FACTS  # the common request: no allocation
+    named = {name for name, present in (("gemini_key", gemini_key), ("api_version", api_version)) if present}
+    return frozenset(named.union(facts))
 
 
 def resolve(
@@ -50,9 +56,12 @@ def resolve(
     `gemini_key`: the request carries a Gemini API key (`x-goog-api-key` or `?key=`);
     `api_version`: its query names an `api-version` (Azure OpenAI's); `facts`: any other fact a door needs.
     """
-    known = _facts(gemini_key, api_version).union(facts)
-    for door, provider in registry.REGISTRY.doors:
-        if door.needs.difference(known) or not door.unless.isdisjoint(known) or not door.pattern.search(path):
+    known = _facts(gemini_key, api_version, facts)
+    table = registry.REGISTRY
+    for lead, (door, provider) in zip(table.leads, table.doors, strict=True):
+        if not path.startswith(lead) or not door.needs <= known or not door.unless.isdisjoint(known):
+            continue
+        if not door.pattern.search(path):
             continue
         if door.refuse:
             return None
@@ -60,7 +69,7 @@ def resolve(
         if door.strip:
             rest = path[len(door.strip) :]
             rest = rest if rest.startswith("/") else "/" + rest
-        for rule, spec in registry.REGISTRY.paths(door.family):
+        for rule, spec in table.paths(door.family):
             found = rule.pattern.search(rest)
             if found is not None:
                 groups = found.groupdict()

@@ -73,6 +73,44 @@ class Door:
     refuse: bool = False
     model: re.Pattern[str] | None = None
 
+    @property
+    def lead(self) -> str:
+        """The literal text every path the pattern matches starts with ("" when it is not anchored): a cheap
+        `startswith` rules out most doors before their pattern runs (`routes.resolve`)."""
+        source = self.pattern.pattern
+        if not source.startswith("^") or self.pattern.flags & re.IGNORECASE or _alternates(source):
+            return ""
+        end = 1
+        while end < len(source) and source[end] not in _SPECIAL:
+            end += 1
+        lead = source[1:end]
+        # A quantifier after the literal may make its last character optional (`^/v1?`): leave it out.
+        return lead[:-1] if end < len(source) and source[end] in "?*{" else lead
+
+
+_SPECIAL = frozenset(".^$*+?{}[]\\|()")
+
+
+def _alternates(source: str) -> bool:
+    """Whether a pattern has a `|` outside any group (`^/a|/b`: its second branch is not anchored)."""
+    depth, escaped, in_class = 0, False, False
+    for char in source:
+        if escaped:
+            escaped = False
+        elif char == "\\":
+            escaped = True
+        elif in_class:
+            in_class = char != "]"
+        elif char == "[":
+            in_class = True
+        elif char == "(":
+            depth += 1
+        elif char == ")":
+            depth -= 1
+        elif char == "|" and depth == 0:
+            return True
+    return False
+
 
 @frozen
 class PathRule:
@@ -89,7 +127,9 @@ class PathRule:
 
 @frozen
 class UpstreamSetting:
-    """The base URL setting of a provider's upstream: `upstreams.<name>` in the config, env `env`."""
+    """The base URL setting of a provider's upstream: `upstreams.<name>` for the built-in ones (fields of
+    `UpstreamSettings`), `upstreams.others.<name>` for a plug-in's; `env` is its environment variable, which
+    must be `RUNGUARD_<NAME>_UPSTREAM` (the form the config loader reads: `registry` checks it)."""
 
     name: str
     default_url: str

@@ -15,6 +15,7 @@ import aiohttp
 from multidict import CIMultiDict
 from yarl import URL
 
+from runguard.config.loader import ConfigError
 from runguard.config.settings import UpstreamSettings
 from runguard.proxy.core.errors import UpstreamError, UpstreamRefused, UpstreamTimeout
 from runguard.proxy.core.events import Provider
@@ -152,6 +153,13 @@ class Upstreams:
     """One upstream per provider spec (`registry`), at the base URL its setting names."""
 
     def __init__(self, settings: UpstreamSettings) -> None:
+        named = {spec.upstream.name for spec in registry.REGISTRY.providers}
+        unknown = sorted(set(settings.others) - named)
+        if unknown:  # a misspelt RUNGUARD_<NAME>_UPSTREAM would otherwise be ignored
+            raise ConfigError(
+                f"upstreams.others.{unknown[0]}: no provider's upstream is named {unknown[0]!r} "
+                f"(known: {', '.join(sorted(named))})"
+            )
         self._by_provider: dict[str, Upstream] = {
             spec.name: Upstream(settings.base_url(spec.upstream.name, spec.upstream.default_url), settings)
             for spec in registry.REGISTRY.providers

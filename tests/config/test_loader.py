@@ -168,3 +168,22 @@ def test_the_anthropic_upstream_is_set_by_its_contract_names(tmp_path: Path) -> 
     assert loaded.base_url("anthropic", "https://api.anthropic.com") == "https://gateway.internal/anthropic"
     with pytest.raises(ConfigError, match=r"upstreams\.anthropic"):
         load_settings(environ={"RUNGUARD_ANTHROPIC_UPSTREAM": "ftp://api.anthropic.com"})
+
+
+def test_a_plug_in_provider_s_upstream_has_its_environment_variable(tmp_path: Path) -> None:
+    file = tmp_path / "rg.yaml"
+    file.write_text("upstreams: {others: {toy: 'http://file:1'}}\n")
+    loaded = load_settings(config_file=file, environ={"RUNGUARD_PARROT_UPSTREAM": "http://127.0.0.1:9000/x"})
+    upstreams = loaded.settings.upstreams
+    assert upstreams.others == {"toy": "http://file:1", "parrot": "http://127.0.0.1:9000/x"}
+    assert loaded.sources["upstreams.others.parrot"] == "env"
+    assert upstreams.base_url("parrot", "https://default") == "http://127.0.0.1:9000/x"
+    assert upstreams.base_url("nobody", "https://default") == "https://default"
+    assert upstreams.base_url("openai", "https://default") == "https://api.openai.com"  # its own field
+
+
+def test_a_plug_in_provider_s_upstream_must_be_a_url() -> None:
+    with pytest.raises(ConfigError, match=r"upstreams\.others"):
+        load_settings(environ={"RUNGUARD_TOY_UPSTREAM": "toy.example"})
+    with pytest.raises(ConfigError, match="unknown environment variable"):
+        load_settings(environ={"RUNGUARD_TOY_UPSTREAMS": "http://toy"})

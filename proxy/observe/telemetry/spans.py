@@ -129,7 +129,7 @@ class GenAiTracer:
         name = f"{attributes.operation(request.api)} {request.model}"
         span = self._start(name, parent, ticket.run_id, SpanKind.CLIENT, start)
         found = attributes.chat_attributes(ticket, seen, record)
-        server = self._servers.get(ticket.adapter.provider.value)
+        server = self._servers.get(str(ticket.adapter.provider))
         if server is not None:
             found["server.address"], found["server.port"] = server
         if error is not None:

@@ -13,7 +13,7 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Callable, Iterable
-from typing import Any
+from typing import Any, Protocol
 
 from runguard.proxy.core.events import AgentIdentity, Api, OutputSchema, RequestInfo, ToolCall, ToolResult, digest
 
@@ -33,6 +33,14 @@ def last_index(items: list[Any], is_turn: Callable[[Any], bool]) -> int:
 # How Google ADK opens the user-role text it quotes other agents' turns in, after a transfer (wire-formats D):
 # the framework's, not a question of the user's.
 QUOTE = "For context:"
+
+
+class NamesAgent(Protocol):
+    """What `Conversation.info` reads of a request's context (a `base.RequestContext`, which is not imported:
+    base imports the history that imports this module)."""
+
+    @property
+    def agent_header(self) -> str | None: ...
 
 
 class Conversation:
@@ -225,7 +233,8 @@ class Conversation:
         api: Api,
         model: str,
         stream: bool,
-        agent_header: str | None,
+        agent_header: str | None = None,
+        ctx: NamesAgent | None = None,
         tool_names: tuple[str, ...],
         agent_tools: frozenset[str] = frozenset(),
         output_schema: OutputSchema | None = None,
@@ -235,12 +244,15 @@ class Conversation:
         extra_chars: int = 0,
         end_user: str | None = None,
     ) -> RequestInfo:
+        """The request's record. `agent_header`: the agent the request names (`X-Agent-Name`), or `ctx` (a
+        `base.RequestContext`), whose `agent_header` is read."""
+        header = ctx.agent_header if ctx is not None else agent_header
         chars = self._chars + extra_chars
         return RequestInfo(
             api=api,
             model=model,
             stream=stream,
-            agent=identify(self.instructions, tool_names, agent_header, one_shot=self._one_shot),
+            agent=identify(self.instructions, tool_names, header, one_shot=self._one_shot),
             tool_names=tool_names,
             agent_tools=agent_tools,
             root_hash=digest(self._root) if self._root is not None else None,

@@ -13,7 +13,7 @@ from runguard.proxy.providers import gemini, openai_chat, openai_responses, regi
 from runguard.proxy.providers.gemini.adapter import GeminiAdapter
 from runguard.proxy.providers.openai_chat.adapter import ChatAdapter
 from runguard.proxy.providers.openai_responses.adapter import ResponsesAdapter
-from runguard.proxy.providers.spec import Door, ProviderSpec, Tier
+from runguard.proxy.providers.spec import Door, ProviderSpec, Tier, UpstreamSetting
 
 
 def test_the_built_in_apis_in_their_order_and_their_providers_once_each() -> None:
@@ -93,3 +93,9 @@ def test_a_registry_of_one_api_routes_only_its_doors() -> None:
     assert [provider.name for _, provider in alone.doors] == ["gemini"] * len(gemini.SPEC.provider.doors)
     assert alone.key_headers == ("x-goog-api-key", "x-api-key")
     assert Door(re.compile("x"), "f").tier is Tier.NATIVE
+
+
+def test_an_upstream_variable_the_loader_would_not_read_is_refused() -> None:
+    provider = replace(gemini.SPEC.provider, upstream=UpstreamSetting("gemini", "https://g", "GEMINI_URL"))
+    with pytest.raises(ValueError, match="must be RUNGUARD_GEMINI_UPSTREAM"):
+        registry.Registry((replace(gemini.SPEC, provider=provider),))

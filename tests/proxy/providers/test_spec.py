@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import re
 
+import pytest
+
 from runguard.config.settings import GuardSettings
 from runguard.proxy.core.events import Api, Provider
 from runguard.proxy.providers import gemini, openai_chat, openai_responses
@@ -68,3 +70,25 @@ def test_upstream_settings_keep_the_documented_env_contract() -> None:
     assert gemini.SPEC.provider.upstream == UpstreamSetting(
         "gemini", "https://generativelanguage.googleapis.com", "RUNGUARD_GEMINI_UPSTREAM"
     )
+
+
+@pytest.mark.parametrize(
+    ("pattern", "flags", "lead"),
+    [
+        (r"^/openai/v1/", 0, "/openai/v1/"),
+        (r"^/v1(?:beta|alpha)(?:/|$)", 0, "/v1"),
+        (r"^/v1?x", 0, "/v"),  # the quantified character is not required
+        (r"^/a\.b", 0, "/a"),
+        (r"^/a|/b", 0, ""),  # the second branch is not anchored
+        (r"^/a(?:x|y)", 0, "/a"),
+        (r"^/a[|]b", 0, "/a"),
+        (r"/chat/completions/*$", 0, ""),
+        (r"^/openai/", re.IGNORECASE, ""),
+    ],
+)
+def test_a_door_s_lead_is_text_every_path_it_matches_starts_with(pattern: str, flags: int, lead: str) -> None:
+    door = Door(re.compile(pattern, flags), "f")
+    assert door.lead == lead
+    for path in ("/openai/v1/x", "/v1beta/x", "/vx", "/a.b", "/b", "/ax", "/a|b", "/OPENAI/x", "/x/chat/completions"):
+        if door.pattern.search(path):
+            assert path.startswith(door.lead)

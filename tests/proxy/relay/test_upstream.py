@@ -2,8 +2,9 @@ from __future__ import annotations
 
 import pytest
 
+from runguard.config.loader import ConfigError
 from runguard.config.settings import UpstreamSettings
-from runguard.proxy.relay.upstream import Upstream
+from runguard.proxy.relay.upstream import Upstream, Upstreams
 
 
 @pytest.mark.parametrize(
@@ -31,3 +32,17 @@ from runguard.proxy.relay.upstream import Upstream
 )
 def test_the_upstream_url_is_the_base_and_the_target_as_sent(base: str, target: str, url: str) -> None:
     assert str(Upstream(base, UpstreamSettings()).url(target)) == url
+
+
+async def test_one_upstream_per_provider_spec_at_its_setting_s_url() -> None:
+    upstreams = Upstreams(UpstreamSettings(openai="http://o.example", gemini="http://g.example"))
+    try:
+        assert upstreams["openai"].base_url == "http://o.example"
+        assert upstreams["gemini"].base_url == "http://g.example"
+    finally:
+        await upstreams.close()
+
+
+def test_an_upstream_setting_no_provider_has_is_refused_at_start() -> None:
+    with pytest.raises(ConfigError, match=r"upstreams\.others\.openia: no provider's upstream is named 'openia'"):
+        Upstreams(UpstreamSettings(others={"openia": "http://typo.example"}))

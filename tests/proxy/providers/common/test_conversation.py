@@ -6,9 +6,9 @@ from typing import Any
 
 import orjson
 
-from runguard.proxy.core.events import RequestInfo, digest
+from runguard.proxy.core.events import Api, RequestInfo, digest
 from runguard.proxy.providers.base import RequestContext
-from runguard.proxy.providers.common.conversation import identify
+from runguard.proxy.providers.common.conversation import Conversation, identify
 from runguard.proxy.providers.gemini.adapter import GeminiAdapter
 from runguard.proxy.providers.openai_chat.adapter import ChatAdapter
 from runguard.proxy.providers.openai_responses.adapter import ResponsesAdapter
@@ -154,3 +154,13 @@ def test_the_tail_user_texts_are_kept_as_sent() -> None:
     request = asked("Q1", "Observation: 3 results")
     assert request.new_user_texts == ("Observation: 3 results",)
     assert chat({"role": "user", "content": "Q1"}, {"role": "assistant", "content": "A"}).new_user_texts == ()
+
+
+def test_the_agent_header_is_given_as_itself_or_as_the_request_context() -> None:
+    talk = Conversation()
+    talk.user("hi")
+    by_name = talk.info(api=Api.CHAT, model="m", stream=False, agent_header="planner", tool_names=())
+    by_ctx = talk.info(api=Api.CHAT, model="m", stream=False, ctx=RequestContext(agent_header="planner"), tool_names=())
+    unnamed = talk.info(api=Api.CHAT, model="m", stream=False, tool_names=())
+    assert by_name.agent == by_ctx.agent and by_name.agent.name == "planner"
+    assert unnamed.agent.name is None
