@@ -106,6 +106,8 @@ ANTHROPIC_PATHS = [
     "/v1/chat/completions",
     "/v1/responses",
     "/openai/v1/chat/completions",
+    "/v1beta/models/gemini-2.5-flash:generateContent",
+    "/gemini/v1beta/models",
     "/anthropic/v1/messages",
 ]
 
@@ -115,11 +117,13 @@ async def test_a_request_with_anthropic_version_never_reaches_openai(make_claude
     proxy = await make_claude()
     proxy.claude.script = claude([STEP])
     body = {"model": MODEL, "max_tokens": 10, "messages": MESSAGES}
-    headers = {"anthropic-version": "2023-06-01", "x-api-key": KEY}
+    headers = {"anthropic-version": "2023-06-01", "x-api-key": KEY, "x-goog-api-key": "AIza-stray"}
     async with httpx.AsyncClient() as http:
         await http.post(proxy.url + path, json=body, headers=headers)
-    assert not proxy.openai.received
-    assert [received.path for received in proxy.claude.received] == [path.removeprefix("/anthropic")]
+    assert not proxy.openai.received  # OpenAI's and Gemini's fake: neither got it
+    (received,) = proxy.claude.received
+    assert received.path == path.removeprefix("/anthropic")
+    assert received.headers["x-api-key"] == KEY and "x-goog-api-key" not in {h.lower() for h in received.headers}
 
 
 async def test_a_key_header_alone_does_not_make_a_request_anthropic(make_claude: ClaudeFactory) -> None:
