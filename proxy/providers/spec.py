@@ -192,4 +192,6 @@ class ProviderApi:
     # Streams carry usage only when the request asks (Chat's `stream_options.include_usage`): the proxy may
     # ask for it (`upstreams.inject_stream_usage`, `relay.stream_usage`).
     stream_usage_on_request: bool = False
-    socket: Any = None  # how its WebSocket messages are read (not yet moved here: `sockets/`)
+    # How its WebSocket messages are read: not through the spec yet (`sockets/` reads Responses sockets with
+    # `openai_responses/socket.py` and Realtime ones with `openai_realtime/`); None for every API today.
+    socket: Any = None

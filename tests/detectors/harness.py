@@ -1,11 +1,20 @@
-"""Builders for request/response records and a simulator that runs detectors exactly like the guard.
+"""Builders for request and response records, and a simulator that sends them through the real guard.
 
-`RunSimulator.step()` runs one request and its response through the same
-sequence as `runguard.proxy.guard.guard.Guard`: one state batch of the guard's own
-`request_ops` plus every detector's request plan, `facts_from`, the request
-checks; then `inspect_response`; then one batch of `response_ops` plus the
-response plans, and the response checks. Each step returns what each phase
-found, so a test can say "trips exactly at step N, not at N-1".
+`RunSimulator.step()` takes one request and its response through
+`runguard.proxy.guard.guard.Guard` as the HTTP handler does: `admit`; if the
+request is let through, `response_seen`, `inspect` (a response that is not
+streamed) and `complete`; if it is answered locally, `complete` with no
+response. The guard is the proxy's own (`Rig`): the in-memory state backend,
+the `Policy` built from settings (the test's detector settings as
+`guard.detectors`), the shipped pricing and context-window tables extended by
+`tests/detectors/tables/` (as a user's `pricing_file` and `models_file` extend
+them), a list for the records it emits, and a clock the test moves. Each step
+returns the trips the guard recorded in each phase, so a test can say "trips
+exactly at step N, not at N-1".
+
+The simulator adds no phase, counter, breaker or state op of its own: what a
+detector sees and what becomes of its verdict (a trip record, a breaker that
+answers the run's next requests) is the guard's doing.
 
 `agent_loop()` scripts the usual agent loop: response i asks for turn i's tool
 calls, and request i+1 sends back turn i's results.
@@ -14,13 +23,16 @@ calls, and request i+1 sends back turn i's results.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import json
-import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
-from runguard.detectors.base import Detector, DetectorConfig, RequestSeen, ResponseSeen, Results, RunFacts
+from runguard.config.settings import Settings
+from runguard.detectors.base import Detector, DetectorConfig, RunFacts
+from runguard.detectors.registry import default_detectors
 from runguard.proxy.core.events import (
     AgentIdentity,
     Api,
@@ -35,13 +47,26 @@ from runguard.proxy.core.events import (
     digest,
 )
 from runguard.proxy.core.ops import Scope
-from runguard.proxy.guard import accounting
-from runguard.proxy.guard.engine import Armed, Engine, Finding, Lineup, Views
+from runguard.proxy.guard.guard import Guard
+from runguard.proxy.guard.observer import NullObserver
+from runguard.proxy.guard.policy import Policy
+from runguard.proxy.guard.pricing import ModelTables
+from runguard.proxy.guard.ticket import Ticket, scope_ids
+from runguard.proxy.providers.base import Adapter, Synthetic
 from runguard.proxy.providers.common.handoffs import handoffs_of
-from runguard.proxy.state.base import ScopeIds
+from runguard.proxy.providers.registry import adapter_for
+from runguard.proxy.runs import tenants
+from runguard.proxy.state.base import ScopeIds, ScopeTtls
 from runguard.proxy.state.memory import MemoryState
+from runguard.proxy.store.records import TripRecord
+from tests.support.proxy import ListSink
 
-MODEL = "test-model"
+MODEL = "test-model"  # priced and sized by tables/: $1 per million output tokens, input free; 128k window
+SMALL_WINDOW_MODEL = "test-model-1k"  # the same price, a 1,000-token window
+TABLES = Path(__file__).parent / "tables"
+START = 1_700_000_000.0
+LATENCY = 1.0  # seconds each response takes upstream
+NO_RESPONSE_STATUS = 502  # what the client gets when nothing came back from upstream (a connect error)
 
 # -- builders -------------------------------------------------------------------------------------
 
@@ -76,6 +101,7 @@ def request(
     user_text: str | None = None,
     question: str | None = None,
 ) -> RequestInfo:
+    """A Chat Completions request as the adapter reads it (not streamed)."""
     return RequestInfo(
         api=Api.CHAT,
         model=model,
@@ -106,6 +132,7 @@ def response(
     error: str | None = None,
     complete: bool = True,
 ) -> ResponseInfo:
+    """A response as the adapter reads it. At the test model's price it costs $1 per million output tokens."""
     return ResponseInfo(
         text=text,
         tool_calls=tuple(tool_calls),
@@ -115,6 +142,12 @@ def response(
         error=error,
         complete=complete,
     )
+
+
+def costing(usd: float, **fields: Any) -> ResponseInfo:
+    """A response of the test model whose usage costs `usd` by the pricing table (output tokens at $1 a million;
+    a cent is 10,000 tokens, so the cost is exact)."""
+    return response(output_tokens=round(usd * 1_000_000), **fields)
 
 
 def handoff(target: str, kind: HandoffKind = HandoffKind.TRANSFER, call_id: str | None = None) -> Handoff:
@@ -129,10 +162,8 @@ class Step:
     request: RequestInfo
     response: ResponseInfo | None = field(default_factory=response)
     status: int | None = 200
-    usd: float = 0.0
     advance: float = 1.0  # seconds the clock moves before this request
-    body_hash: str | None = None  # default: unique per step
-    context_window: int = 128_000
+    body: str | None = None  # the request body as sent (its digest is the body hash); default: unique per step
 
 
 Turn = Sequence[tuple[str, Any, Any]]  # (tool, arguments, result) per call of one assistant turn
@@ -198,129 +229,237 @@ def review_transfers(rounds: int, *, adk: bool = True) -> list[Turn]:
     return turns
 
 
+# -- the guard under test -------------------------------------------------------------------------
+
+
+@functools.cache
+def _tables(pricing_file: str | None, models_file: str | None) -> ModelTables:
+    """The model tables, read once per test process: parsing the shipped YAML takes 20-50 ms, and every test
+    builds a guard. Sharing them is safe here: the guard changes them only when a response names the model
+    that served it (`ModelTables.served`), which no response these builders make does."""
+    return ModelTables(pricing_file, models_file)
+
+
+class Clock:
+    """The time the guard and its state read: it moves only when a test moves it."""
+
+    def __init__(self, now: float = START) -> None:
+        self.now = now
+
+    def __call__(self) -> float:
+        return self.now
+
+
+class Watch(NullObserver):
+    """Observes nothing but what must not happen in a detector test: a detector that raised (the guard
+    logs it and goes on without it, so a test of its silence would pass) and a failing state."""
+
+    def __init__(self) -> None:
+        self.faults: list[tuple[str, str]] = []
+        self.state_errors = 0
+
+    def detector_fault(self, detector: str, hook: str) -> None:
+        self.faults.append((detector, hook))
+
+    def state_error(self) -> None:
+        self.state_errors += 1
+
+
+Configured = Detector[Any] | tuple[Detector[Any], DetectorConfig]
+
+
+@dataclass
+class Rig:
+    """One proxy's guard and what it is built from; runs simulated on one rig share its state and clock."""
+
+    guard: Guard
+    state: MemoryState
+    clock: Clock
+    records: ListSink
+    watch: Watch
+    adapter: Adapter
+
+    @classmethod
+    def of(cls, detectors: Sequence[Configured], **runs: float) -> Rig:
+        """A guard over in-memory state running the registry's detectors as the proxy does, with settings
+        that turn off all but `detectors` (each with its settings, or its defaults). A detector is named
+        by its instance here: the registry's own runs, so one taken out of the registry runs in no test.
+        `runs`: settings of `runs` (`idle_seconds`, `remember_seconds`: how long the state keeps a run)."""
+        chosen = [d if isinstance(d, tuple) else (d, d.Config()) for d in detectors]
+        registered = default_detectors()
+        configured: dict[str, dict[str, Any]] = {d.name: {"action": "off"} for d in registered}
+        configured.update({d.name: config.model_dump(mode="json") for d, config in chosen})
+        settings = Settings.model_validate(
+            {
+                "runs": runs,
+                "store": {"database_url": ""},
+                "guard": {"detectors": configured},
+                "pricing_file": str(TABLES / "pricing.yaml"),
+                "models_file": str(TABLES / "models.yaml"),
+            }
+        )
+        clock = Clock()
+        ttls = ScopeTtls.of_runs(settings.runs.idle_seconds, settings.runs.remember_seconds)
+        state = MemoryState(ttls, settings.runs.max_runs, clock=clock)
+        policy = Policy(registered, settings.guard)
+        tables = _tables(settings.pricing_file, settings.models_file)
+        records, watch = ListSink(), Watch()
+        guard = Guard(settings, state, policy, tables, records, watch, clock)
+        adapter = adapter_for(Api.CHAT)
+        assert adapter is not None
+        return cls(guard, state, clock, records, watch, adapter)
+
+    def no_faults(self) -> None:
+        assert not self.watch.faults, f"detector faults: {self.watch.faults}"
+        assert not self.watch.state_errors, "the state backend failed"
+
+
 # -- the simulator --------------------------------------------------------------------------------
-
-
-def _with_usage(info: ResponseInfo, step: Step) -> ResponseInfo:
-    """As the guard does: a successful response without usage gets an estimate, never zero."""
-    if info.usage is not None or step.status is None or step.status >= 300:
-        return info
-    out_chars = len(info.text) + sum(len(c.arguments) + len(c.name) for c in info.tool_calls)
-    usage = Usage(step.request.estimated_input_tokens, math.ceil(out_chars / 4), estimated=True)
-    return dataclasses.replace(info, usage=usage)
 
 
 @dataclass
 class StepResult:
-    facts: RunFacts
-    request: list[Finding]
-    inspect: list[Finding] = field(default_factory=list)
-    response: list[Finding] = field(default_factory=list)
+    """What the guard did with one request: its ticket, and the trips it recorded in each phase."""
+
+    ticket: Ticket
+    request: list[TripRecord]  # admission: the request checks
+    inspect: list[TripRecord] = field(default_factory=list)  # the response, before the client gets it
+    response: list[TripRecord] = field(default_factory=list)  # after the response: the response checks
+    replacement: Synthetic | None = None  # what the client got instead of the response, if inspection stopped it
 
     @property
-    def findings(self) -> list[Finding]:
+    def facts(self) -> RunFacts:
+        assert self.ticket.facts is not None, "the state did not answer"
+        return self.ticket.facts
+
+    @property
+    def answer(self) -> Synthetic | None:
+        """The guard's own answer to the request, had it stopped it before it went upstream."""
+        return self.ticket.answer
+
+    @property
+    def blocked_by(self) -> str | None:
+        """The detector whose verdict (or open breaker) stopped the request, or its response."""
+        return self.ticket.blocked_by
+
+    @property
+    def findings(self) -> list[TripRecord]:
         return [*self.request, *self.inspect, *self.response]
 
     def tripped(self, detector: str | None = None) -> bool:
         return any(detector is None or f.detector == detector for f in self.findings)
 
-    def one(self, detector: str) -> Finding:
+    def one(self, detector: str) -> TripRecord:
         found = [f for f in self.findings if f.detector == detector]
-        assert len(found) == 1, f"expected one {detector} finding, got {found}"
+        assert len(found) == 1, f"expected one {detector} trip, got {found}"
         return found[0]
 
 
 @dataclass
 class Pending:
-    """A request admitted and still in flight."""
+    """A request admitted and still in flight (or answered locally: then already complete)."""
 
     step: Step
-    ids: ScopeIds
     outcome: StepResult
-    before: dict[str, Results]
+
+    @property
+    def upstream(self) -> bool:
+        """Whether the request went upstream (its response is still to come)."""
+        return self.outcome.answer is None
 
 
 class RunSimulator:
-    """Runs detectors over scripted steps of one run, through the engine and the in-memory state."""
+    """Sends scripted steps of one run (`X-Run-Id: run_id`, one API key) through a real guard."""
 
-    def __init__(
-        self,
-        detectors: Sequence[Detector[Any] | tuple[Detector[Any], DetectorConfig]],
-        *,
-        run_id: str = "run-1",
-        key: str = "key-1",
-        start: float = 1_700_000_000.0,
-        state: MemoryState | None = None,
-    ) -> None:
-        self.lineup = Lineup.of(Armed(*d) if isinstance(d, tuple) else Armed(d, d.Config()) for d in detectors)
-        self.state = state if state is not None else MemoryState()
-        self.engine = Engine(self._fault)
+    def __init__(self, detectors: Sequence[Configured] | Rig, *, run_id: str = "run-1", key: str = "key-1") -> None:
+        self.rig = detectors if isinstance(detectors, Rig) else Rig.of(detectors)
         self.run_id = run_id
         self.key = key
-        self.now = start
         self.count = 0
-        self.faults: list[tuple[str, str, BaseException]] = []
 
-    def _fault(self, detector: str, hook: str, exc: BaseException) -> None:
-        self.faults.append((detector, hook, exc))
+    def another_run(self, run_id: str) -> RunSimulator:
+        """Another run of the same API key through the same guard."""
+        return RunSimulator(self.rig, run_id=run_id, key=self.key)
 
-    def ids(self, model: str) -> ScopeIds:
-        return ScopeIds(self.run_id, self.key, f"{self.key}|{model}", f"{self.key}|day")
+    @property
+    def state(self) -> MemoryState:
+        return self.rig.state
+
+    @property
+    def clock(self) -> Clock:
+        return self.rig.clock
+
+    @property
+    def state_id(self) -> str:
+        """The id the run's state is kept under (its tenant's: `tenants`)."""
+        return tenants.state_id(self.rig.guard.tenants.of(self.key), self.run_id)
+
+    def ids(self, model: str = MODEL) -> ScopeIds:
+        """The scopes a request of this run for `model` acts on now."""
+        return scope_ids(self.state_id, self.key, model, self.clock.now)
 
     async def admit(self, step: Step) -> Pending:
-        """The request phase only: the request stays in flight until `complete()`."""
+        """The request phase; a request the guard answers locally is complete at once (as the handler
+        completes it), one it lets through stays in flight until `complete()`."""
         self.count += 1
-        self.now += step.advance
-        ids = self.ids(step.request.model)
-        body_hash = step.body_hash if step.body_hash is not None else digest(f"{self.run_id}:{self.count}")
-        seen = RequestSeen(self.run_id, self.key, self.now, step.request, step.context_window, body_hash)
-        batch = self.engine.plan_request(self.lineup, seen, accounting.REQUEST_OPS)
-        results = await self.state.execute(ids, [*accounting.request_ops(self.now, body_hash), *batch.ops])
-        facts, _ = accounting.facts_from(results)
-        findings, before = self.engine.check_request(self.lineup, batch, results, seen, facts)
-        self._no_faults()
-        return Pending(step, ids, StepResult(facts, findings), before)
+        self.clock.now += step.advance
+        body = step.body if step.body is not None else f"{self.run_id}:{self.count}"
+        guard = self.rig.guard
+        ticket = await guard.admit(
+            self.rig.adapter, step.request, body=body.encode(), key_hash=self.key, header_run=self.run_id
+        )
+        outcome = StepResult(ticket, list(ticket.trips))
+        if ticket.answer is not None:
+            await guard.complete(ticket, None, client_status=ticket.answer.status)
+        self.rig.no_faults()
+        return Pending(step, outcome)
 
     async def complete(self, pending: Pending) -> StepResult:
-        """The response phase: inspect, then one batch of the guard's response ops and the response plans."""
+        """The response phase: what came back, seen, inspected (not streamed) and completed by the guard."""
         step, outcome = pending.step, pending.outcome
-        if step.response is None and step.status is not None:
-            raise ValueError("a step without a response must have status None")
-        info = step.response if step.response is not None else ResponseInfo(error="no response", complete=False)
-        info = _with_usage(info, step)
-        seen = ResponseSeen(
-            self.run_id, self.key, self.now, step.request, info, outcome.facts, step.status, step.usd, 1.0
-        )
-        views = Views.of(seen, pending.before)
-        outcome.inspect = self.engine.inspect_response(self.lineup, views)
-        base = accounting.response_ops(info.usage, step.usd)
-        batch = self.engine.plan_response(self.lineup, views, len(base))
-        results = await self.state.execute(pending.ids, [*base, *batch.ops])
-        outcome.response = self.engine.check_response(self.lineup, batch, results, views)
-        self._no_faults()
+        if not pending.upstream:
+            return outcome
+        guard, ticket = self.rig.guard, outcome.ticket
+        if step.response is None:
+            if step.status is not None:
+                raise ValueError("a step without a response must have status None")
+            failure = ResponseInfo(error="no response", complete=False)
+            seen = guard.response_seen(ticket, failure, None, LATENCY)
+            await guard.complete(ticket, seen, client_status=NO_RESPONSE_STATUS, error="UpstreamError")
+        else:
+            seen = guard.response_seen(ticket, step.response, step.status, LATENCY)
+            if not ticket.request.stream:
+                outcome.replacement = guard.inspect(ticket, seen)
+            client_status = outcome.replacement.status if outcome.replacement is not None else step.status
+            await guard.complete(ticket, seen, client_status=client_status)
+        # The guard records the inspection's findings first, then the response checks' (`Guard.complete`).
+        after = ticket.trips[len(outcome.request) :]
+        inspected = len(ticket.inspected or ())
+        outcome.inspect, outcome.response = after[:inspected], after[inspected:]
+        self.rig.no_faults()
         return outcome
 
     async def step(self, step: Step) -> StepResult:
         return await self.complete(await self.admit(step))
 
-    def _no_faults(self) -> None:
-        assert not self.faults, f"detector faults: {self.faults}"
-
     async def run(self, steps: Sequence[Step]) -> list[StepResult]:
         return [await self.step(s) for s in steps]
 
+    async def run_fields(self, scope: Scope = Scope.RUN) -> dict[str, Any]:
+        """The run's state in `scope` (the run's own, or its trace), as stored."""
+        return await self.state.read_scope(scope, self.state_id)
+
     async def run_state_bytes(self) -> int:
         """Size of the run's whole state as stored (field names and values)."""
-        fields = await self.state.read_scope(Scope.RUN, self.run_id)
         size = 0
-        for name, value in fields.items():
+        for name, value in (await self.run_fields()).items():
             size += len(name)
             size += sum(len(v) for v in value) if isinstance(value, tuple) else len(str(value))
         return size
 
 
 def first_trip(results: Sequence[StepResult], detector: str | None = None) -> int | None:
-    """1-based number of the first step with a finding (of `detector`), or None."""
+    """1-based number of the first step with a trip (of `detector`), or None."""
     return next((i + 1 for i, r in enumerate(results) if r.tripped(detector)), None)
 
 
@@ -339,11 +478,11 @@ def _shown_calls(value: Any) -> None:
         assert "request_seq" not in entry or (isinstance(entry["request_seq"], int) and entry["request_seq"] > 0)
 
 
-def shows(finding: Finding, *keys: str) -> dict[str, Any]:
-    """The finding's evidence, checked against the documented shape (docs/detectors.md, "Evidence"), with
+def shows(trip: TripRecord, *keys: str) -> dict[str, Any]:
+    """The trip's evidence, checked against the documented shape (docs/detectors.md, "Evidence"), with
     each of `keys` present; it also passes as JSON (the store writes it so)."""
-    evidence = dict(finding.verdict.evidence)
-    assert evidence["summary"] == finding.verdict.reason
+    evidence = dict(trip.evidence)
+    assert evidence["summary"] == trip.reason
     for key in ("calls", "batch"):
         if key in evidence:
             _shown_calls(evidence[key])
@@ -355,6 +494,6 @@ def shows(finding: Finding, *keys: str) -> dict[str, Any]:
     for key in ("value", "limit"):
         assert key not in evidence or isinstance(evidence[key], int | float), key
     missing = [key for key in keys if key not in evidence]
-    assert not missing, f"{finding.detector}'s evidence lacks {missing}"
+    assert not missing, f"{trip.detector}'s evidence lacks {missing}"
     assert json.loads(json.dumps(evidence)) is not None
     return evidence

@@ -4,44 +4,41 @@ from __future__ import annotations
 
 from runguard.detectors.budget import Budget, BudgetConfig
 from runguard.proxy.core.ops import Scope
-from runguard.proxy.state.memory import MemoryState
-from tests.detectors.harness import RunSimulator, Step, first_trip, request, shows
+from tests.detectors.harness import RunSimulator, Step, costing, first_trip, request, shows
 
 
 async def test_run_budget_stops_the_request_after_spend_reaches_the_cap() -> None:
     sim = RunSimulator([(Budget(), BudgetConfig(run_usd=5.0))])
-    results = await sim.run([Step(request(), usd=1.25) for _ in range(6)])
+    results = await sim.run([Step(request(), costing(1.25)) for _ in range(6)])
     # 4 responses spend exactly $5.00; the 5th request is the first to start at the cap.
     assert first_trip(results) == 5
     finding = results[4].one("budget")
     shows(finding, "value", "limit")
-    assert finding.blocking
-    assert "$5.00 budget" in finding.verdict.reason
-    assert finding.verdict.evidence["usd"] == 5.0
+    assert finding.action == "block"
+    assert "$5.00 budget" in finding.reason
+    assert finding.evidence["usd"] == 5.0
 
 
 async def test_run_under_budget_passes() -> None:
     sim = RunSimulator([Budget()])
-    results = await sim.run([Step(request(), usd=0.49) for _ in range(10)])
+    results = await sim.run([Step(request(), costing(0.49)) for _ in range(10)])
     assert first_trip(results) is None
 
 
 async def test_key_daily_budget_counts_every_run_of_the_key() -> None:
-    state = MemoryState()
-    config = BudgetConfig(key_daily_usd=1.0)
-    first = RunSimulator([(Budget(), config)], run_id="run-a", state=state)
-    second = RunSimulator([(Budget(), config)], run_id="run-b", state=state)
-    assert not (await first.step(Step(request(), usd=0.6))).tripped()
-    assert not (await second.step(Step(request(), usd=0.6))).tripped()
+    first = RunSimulator([(Budget(), BudgetConfig(key_daily_usd=1.0))], run_id="run-a")
+    second = first.another_run("run-b")
+    assert not (await first.step(Step(request(), costing(0.6)))).tripped()
+    assert not (await second.step(Step(request(), costing(0.6)))).tripped()
     blocked = await first.step(Step(request()))
     finding = blocked.one("budget")
-    assert finding.verdict.scope is Scope.KEY
-    assert "daily budget" in finding.verdict.reason
+    assert finding.scope == Scope.KEY
+    assert "daily budget" in finding.reason
 
 
 async def test_key_daily_budget_is_off_unless_set() -> None:
     sim = RunSimulator([Budget()])
-    results = await sim.run([Step(request(), usd=1.0) for _ in range(5)])
+    results = await sim.run([Step(request(), costing(1.0)) for _ in range(5)])
     assert first_trip(results) is None
 
 

@@ -24,8 +24,8 @@ async def test_the_third_consecutive_turn_is_flagged() -> None:
     assert first_trip(results) == 3
     finding = results[2].one("consecutive_same_tool")
     shows(finding, "calls", "value", "limit")
-    assert not finding.blocking
-    assert "3 consecutive model turns" in finding.verdict.reason
+    assert finding.action == "warn"
+    assert "3 consecutive model turns" in finding.reason
 
 
 async def test_a_parallel_batch_is_one_turn() -> None:

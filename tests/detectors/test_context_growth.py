@@ -26,9 +26,9 @@ async def test_each_request_adding_more_than_the_one_before_trips() -> None:
     finding = results[7].one("context_growth")
     series = shows(finding, "series", "value", "limit")["series"]
     assert [p["x"] for p in series] == list(range(1, 9))
-    assert finding.blocking
-    assert "3.0x the first 5" in finding.verdict.reason
-    assert finding.verdict.evidence["recent"] == inputs[3:8]
+    assert finding.action == "block"
+    assert "3.0x the first 5" in finding.reason
+    assert finding.evidence["recent"] == inputs[3:8]
 
 
 async def test_bulky_output_re_sent_every_turn_trips() -> None:
@@ -36,7 +36,7 @@ async def test_bulky_output_re_sent_every_turn_trips() -> None:
     results = await RunSimulator([ContextGrowth()]).run(with_inputs(inputs))
     # Linear, but each step adds 25k tokens: trips once the 3x ratio holds (step 10), not before.
     assert first_trip(results) == 10
-    assert "bulky" in results[9].one("context_growth").verdict.reason
+    assert "bulky" in results[9].one("context_growth").reason
 
 
 async def test_small_planning_steps_then_steady_work_passes() -> None:

@@ -38,8 +38,8 @@ async def test_the_first_agent_named_once_handed_back_to_past_its_parent_trips()
     assert first_trip(results) == 4
     finding = results[3].one("delegation")
     assert shows(finding, "agents")["agents"][-1] in shows(finding)["agents"][:-1]
-    assert "agent 'triage' is handed work while already in the delegation chain" in finding.verdict.reason
-    assert finding.verdict.evidence["chain"] == ["triage", "billing", "refunds"]
+    assert "agent 'triage' is handed work while already in the delegation chain" in finding.reason
+    assert finding.evidence["chain"] == ["triage", "billing", "refunds"]
 
 
 async def test_the_first_agent_named_once_handed_back_by_its_member_is_home() -> None:
@@ -55,9 +55,9 @@ async def test_an_agent_handed_work_while_in_the_chain_trips() -> None:
     results = await RunSimulator([Delegation()]).run(steps)
     assert first_trip(results) == 3
     finding = results[2].one("delegation")
-    assert finding.blocking
-    assert "agent 'orchestrator' is handed work while already in the delegation chain" in finding.verdict.reason
-    assert finding.verdict.evidence["chain"] == ["orchestrator", "specialist", "router"]
+    assert finding.action == "block"
+    assert "agent 'orchestrator' is handed work while already in the delegation chain" in finding.reason
+    assert finding.evidence["chain"] == ["orchestrator", "specialist", "router"]
 
 
 async def test_transfer_back_to_the_parent_is_the_way_home() -> None:
@@ -94,7 +94,7 @@ async def test_a_chain_deeper_than_the_limit_trips() -> None:
     results = await RunSimulator([Delegation()]).run(steps)
     # a -> b -> c -> d -> e is 5 deep; e handing to f makes 6.
     assert first_trip(results) == 5
-    assert "6 agents deep, over the limit of 5" in results[4].one("delegation").verdict.reason
+    assert "6 agents deep, over the limit of 5" in results[4].one("delegation").reason
 
 
 async def test_sequential_and_parallel_siblings_without_handoffs_stay_shallow() -> None:

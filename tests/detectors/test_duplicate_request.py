@@ -8,17 +8,17 @@ from tests.detectors.harness import RunSimulator, Step, first_trip, request, sho
 
 async def test_the_fourth_identical_body_in_a_row_is_stopped() -> None:
     sim = RunSimulator([DuplicateRequest()])
-    results = await sim.run([Step(request(), body_hash="same") for _ in range(5)])
+    results = await sim.run([Step(request(), body="same") for _ in range(5)])
     # An SDK's two default retries give three identical sends: still normal.
     assert first_trip(results) == 4
-    assert "4 times in a row" in results[3].one("duplicate_request").verdict.reason
+    assert "4 times in a row" in results[3].one("duplicate_request").reason
     shows(results[3].one("duplicate_request"), "value", "limit")
 
 
 async def test_a_different_body_in_between_restarts_the_count() -> None:
     sim = RunSimulator([DuplicateRequest()])
     bodies = ["a", "a", "a", "b", "a", "a", "a"]
-    results = await sim.run([Step(request(), body_hash=b) for b in bodies])
+    results = await sim.run([Step(request(), body=b) for b in bodies])
     assert first_trip(results) is None
 
 
@@ -31,9 +31,9 @@ async def test_identical_requests_in_flight_together_are_samples_not_retries() -
     """Five samples of one prompt sent at once (to vote, or to pick the best): each but the first is sent while
     another is out, so none is a retry. Sent again once all are answered, the body is a fifth send in a row."""
     sim = RunSimulator([DuplicateRequest()])
-    samples = [await sim.admit(Step(request(), body_hash="same")) for _ in range(5)]
+    samples = [await sim.admit(Step(request(), body="same")) for _ in range(5)]
     assert [p.outcome.request for p in samples] == [[]] * 5
     for sample in samples:
         await sim.complete(sample)
-    again = await sim.step(Step(request(), body_hash="same"))
+    again = await sim.step(Step(request(), body="same"))
     assert [f.detector for f in again.request] == ["duplicate_request"]

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from runguard.detectors.fan_out import FanOut, FanOutConfig
+from runguard.proxy.core.ops import Put, Scope
 from tests.detectors.harness import RunSimulator, Step, Turn, agent_loop, first_trip, shows
 
 AGENTS = ["flights_agent", "hotels_agent", "trains_agent", "visa_agent", "weather_agent"]
@@ -26,10 +27,10 @@ async def test_a_five_wide_fan_out_repeated_reworded_is_stopped_at_the_third_rou
     assert first_trip(results) == 3
     finding = results[2].one("fan_out")
     assert results[2].inspect == [finding]  # on the response, before its tools run
-    assert finding.blocking
-    assert finding.verdict.evidence["tools"] == sorted(AGENTS)
-    assert finding.verdict.evidence["turns"] == 3 and shows(finding, "batch")["width"] == 5
-    assert finding.verdict.evidence["similarity"] >= 0.5
+    assert finding.action == "block"
+    assert finding.evidence["tools"] == sorted(AGENTS)
+    assert finding.evidence["turns"] == 3 and shows(finding, "batch")["width"] == 5
+    assert finding.evidence["similarity"] >= 0.5
 
 
 async def test_one_wide_fan_out_then_a_summary_passes() -> None:
@@ -72,7 +73,8 @@ async def test_turns_is_tightenable() -> None:
 
 
 async def test_an_unreadable_stored_batch_reads_as_none() -> None:
-    sim = RunSimulator([FanOut()])
-    await sim.state.execute(sim.ids("test-model"), [])
-    steps: list[Step] = agent_loop([fan_out(task) for task in TASKS[:2]])
-    assert first_trip(await sim.run(steps)) is None
+    for stored in ("x#y#z", "2#no-batch", "garbage"):
+        sim = RunSimulator([FanOut()])
+        await sim.state.execute(sim.ids(), [Put(Scope.RUN, "fan_out.prev", stored)])
+        steps: list[Step] = agent_loop([fan_out(task) for task in TASKS[:2]])
+        assert first_trip(await sim.run(steps)) is None  # and no detector fault (the harness checks every step)

@@ -26,9 +26,9 @@ async def test_the_same_pair_with_the_same_payload_twice_in_the_window_trips() -
     assert first_trip(results) == 3
     finding = results[2].one("handoff_cycle")
     assert shows(finding, "agents", "calls")["agents"] == ["triage", "billing"]
-    assert finding.blocking
-    assert "triage -> billing repeated with the same payload 2 times" in finding.verdict.reason
-    assert finding.verdict.evidence["pair"] == ["triage", "billing"]
+    assert finding.action == "block"
+    assert "triage -> billing repeated with the same payload 2 times" in finding.reason
+    assert finding.evidence["pair"] == ["triage", "billing"]
 
 
 async def test_a_three_round_writer_editor_review_with_changing_drafts_passes() -> None:
@@ -49,8 +49,7 @@ async def test_a_pair_repeating_past_the_hard_limit_trips_whatever_the_payload()
     # The 5th writer -> editor handoff is step 9; the 4th (step 7) is still allowed.
     assert first_trip(results) == 9
     assert (
-        "happened 5 times since the user's last question, over the limit of 4"
-        in results[8].one("handoff_cycle").verdict.reason
+        "happened 5 times since the user's last question, over the limit of 4" in results[8].one("handoff_cycle").reason
     )
 
 
@@ -66,8 +65,8 @@ async def test_an_agent_named_only_once_handed_work_counts_its_handoffs_as_one_p
     results = await RunSimulator([HandoffCycle()]).run(steps)
     assert first_trip(results) == 9
     finding = results[8].one("handoff_cycle")
-    assert "writer -> editor happened 5 times" in finding.verdict.reason
-    assert finding.verdict.evidence["pair"] == ["writer", "editor"]
+    assert "writer -> editor happened 5 times" in finding.reason
+    assert finding.evidence["pair"] == ["writer", "editor"]
 
 
 async def test_allowed_pairs_never_count() -> None:
@@ -144,7 +143,7 @@ async def test_the_same_task_delegated_past_the_hard_limit_trips_whatever_the_me
     steps = [delegating("fix the failing build", f"tried approach {n - 1}, still failing", n) for n in range(6)]
     results = await RunSimulator([HandoffCycle()]).run(steps)
     assert first_trip(results) == 5
-    reason = results[4].one("handoff_cycle").verdict.reason
+    reason = results[4].one("handoff_cycle").reason
     assert (
         "leader -> analyst of the same task happened 5 times since the user's last question, over the limit of 4"
         in reason
@@ -176,6 +175,5 @@ async def test_a_loop_within_one_question_trips_after_a_session_of_questions() -
     results = await RunSimulator([HandoffCycle()]).run(steps)
     assert first_trip(results) == len(steps)  # the 5th triage -> billing handoff since question 6
     assert (
-        "triage -> billing happened 5 times since the user's last question"
-        in results[-1].one("handoff_cycle").verdict.reason
+        "triage -> billing happened 5 times since the user's last question" in results[-1].one("handoff_cycle").reason
     )

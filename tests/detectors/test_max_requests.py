@@ -10,7 +10,7 @@ async def test_the_request_after_the_limit_is_stopped() -> None:
     sim = RunSimulator([(MaxRequests(), MaxRequestsConfig(limit=3))])
     results = await sim.run([Step(request()) for _ in range(5)])
     assert first_trip(results) == 4
-    assert "request 4 exceeds" in results[3].one("max_requests").verdict.reason
+    assert "request 4 exceeds" in results[3].one("max_requests").reason
     assert shows(results[3].one("max_requests"), "value", "limit")["value"] == 4
 
 

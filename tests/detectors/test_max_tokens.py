@@ -12,7 +12,7 @@ async def test_the_request_after_tokens_reach_the_limit_is_stopped() -> None:
     results = await sim.run(steps)
     # 700 tokens after two responses, 1050 after three: the 4th request is stopped.
     assert first_trip(results) == 4
-    assert results[3].one("max_tokens").verdict.evidence["tokens"] == 1050
+    assert results[3].one("max_tokens").evidence["tokens"] == 1050
     assert shows(results[3].one("max_tokens"), "value", "limit")["value"] == 1050
 
 

@@ -22,9 +22,9 @@ async def test_trips_on_the_third_identical_result_not_the_second() -> None:
     finding = results[3].one("non_progress")
     calls = shows(finding, "calls")["calls"]
     assert len(calls) == 3 and len({c["result_digest"] for c in calls}) == 1 and calls[-1]["request_seq"] == 4
-    assert finding.blocking
-    assert finding.verdict.reason == "tool 'parse_document' returned the same result 3 times in a row"
-    assert finding.verdict.evidence["repeats"] == 3
+    assert finding.action == "block"
+    assert finding.reason == "tool 'parse_document' returned the same result 3 times in a row"
+    assert finding.evidence["repeats"] == 3
 
 
 async def test_gemini_without_call_ids_trips_the_same() -> None:

@@ -43,11 +43,11 @@ async def test_rephrased_searches_over_the_same_results_trip_at_the_fourth() -> 
     # Response i asks search i; request i+1 brings it: the 4th result (3 stale turns after the first) trips.
     assert first_trip(results) == 5
     finding = results[4].one("novelty")
-    assert finding.blocking
+    assert finding.action == "block"
     evidence = shows(finding, "calls")
     assert evidence["tools"] == ["search_flights"] and evidence["kind"] == "search"
     assert len(evidence["new_shares"]) == 3 and all(share <= 0.2 for share in evidence["new_shares"])
-    assert "search_flights" in finding.verdict.reason
+    assert "search_flights" in finding.reason
 
 
 async def test_searches_of_one_kind_count_together() -> None:

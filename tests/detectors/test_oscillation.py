@@ -17,8 +17,8 @@ async def test_trips_once_six_actions_alternate_between_two() -> None:
     assert first_trip(results) == 7
     finding = results[6].one("oscillation")
     shows(finding, "calls")
-    assert finding.blocking
-    assert "only 2 distinct" in finding.verdict.reason
+    assert finding.action == "block"
+    assert "only 2 distinct" in finding.reason
 
 
 async def test_three_distinct_actions_in_rotation_pass() -> None:

@@ -26,8 +26,8 @@ async def test_a_wide_fan_out_passes_and_seventeen_calls_are_stopped_before_the_
     finding = results[1].one("parallel_calls")
     shows(finding, "batch")
     assert results[1].inspect == [finding]  # decided on the response itself, before the client gets it
-    assert finding.blocking
-    assert "17 tool calls in one response, over the limit of 16" in finding.verdict.reason
+    assert finding.action == "block"
+    assert "17 tool calls in one response, over the limit of 16" in finding.reason
 
 
 async def test_a_parallel_batch_of_three_different_lookups_passes() -> None:
@@ -38,7 +38,7 @@ async def test_the_same_lookup_sent_to_several_tools_at_once_trips() -> None:
     query = {"query": "ai agent cost control best practices 2026"}
     results = await RunSimulator([ParallelCalls()]).run([batch(("web_search", query), ("news_search", query))])
     finding = results[0].one("parallel_calls")
-    assert "'web_search' and 'news_search' were called in one batch" in finding.verdict.reason
+    assert "'web_search' and 'news_search' were called in one batch" in finding.reason
 
 
 async def test_one_text_handed_to_several_agents_at_once_is_a_fan_out() -> None:
@@ -53,7 +53,7 @@ async def test_one_text_handed_to_several_agents_at_once_is_a_fan_out() -> None:
     searches = [call(name, sentence, f"s{i}", i + 3) for i, name in enumerate(("web_search", "news_search"))]
     mixed = Step(request(), response(tool_calls=[*calls, *searches], handoffs=delegations))
     results = await RunSimulator([ParallelCalls()]).run([mixed])
-    assert "'web_search' and 'news_search' were called in one batch" in results[0].one("parallel_calls").verdict.reason
+    assert "'web_search' and 'news_search' were called in one batch" in results[0].one("parallel_calls").reason
 
     def delegating(count: int) -> Step:
         many = [call(f"translate_to_{n}", sentence, f"c{n}", n) for n in range(count)]
@@ -62,7 +62,7 @@ async def test_one_text_handed_to_several_agents_at_once_is_a_fan_out() -> None:
 
     assert first_trip(await RunSimulator([ParallelCalls()]).run([delegating(6)])) is None  # six agents at once
     results = await RunSimulator([ParallelCalls()]).run([delegating(17)])
-    assert "17 tool calls in one response" in results[0].one("parallel_calls").verdict.reason
+    assert "17 tool calls in one response" in results[0].one("parallel_calls").reason
 
 
 AGNO_TASK_TOOLS = ("create_task", "execute_task", "execute_tasks_parallel", "list_tasks", "mark_all_complete")
@@ -87,7 +87,7 @@ async def test_an_agno_task_leader_writing_a_plan_of_seventeen_tasks_at_once_pas
 async def test_a_batch_repeating_the_previous_turns_batch_trips() -> None:
     results = await RunSimulator([ParallelCalls()]).run([batch(*WEATHER), batch(*WEATHER), batch(*WEATHER)])
     assert first_trip(results) == 2
-    assert "repeats the previous turn's batch" in results[1].one("parallel_calls").verdict.reason
+    assert "repeats the previous turn's batch" in results[1].one("parallel_calls").reason
 
 
 async def test_the_next_lookups_for_the_same_cities_with_another_tool_pass() -> None:

@@ -19,8 +19,8 @@ async def test_trips_at_the_fourth_identical_call_and_result() -> None:
     finding = results[4].one("repeat_call")
     calls = shows(finding, "calls")["calls"]
     assert len(calls) == 4 and len({(c["args_digest"], c["result_digest"]) for c in calls}) == 1
-    assert finding.verdict.evidence["repeats"] == 4
-    assert "tool 'read_article' was called 4 times with identical arguments" in finding.verdict.reason
+    assert finding.evidence["repeats"] == 4
+    assert "tool 'read_article' was called 4 times with identical arguments" in finding.reason
 
 
 async def test_gemini_without_call_ids_trips_the_same() -> None:

@@ -19,14 +19,15 @@ def ok(model: str = "m") -> Step:
 
 async def test_the_second_consecutive_failure_trips_the_key_and_model() -> None:
     sim = RunSimulator([RetryCascade()])
-    results = await sim.run([failing(), failing(429)])
+    results = await sim.run([failing(), failing(429), ok()])
     assert first_trip(results) == 2
     finding = results[1].one("retry_cascade")
     shows(finding, "value", "limit")
-    assert finding.verdict.scope is Scope.KEY_MODEL
-    assert finding.blocking
-    assert "2 consecutive upstream failures" in finding.verdict.reason
+    assert finding.scope == Scope.KEY_MODEL
+    assert finding.action == "block"
+    assert "2 consecutive upstream failures" in finding.reason
     assert results[1].response  # decided after the response: opens the breaker for the next request
+    assert results[2].blocked_by == "retry_cascade"
 
 
 async def test_a_success_in_between_resets_the_count() -> None:

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from runguard.detectors.spend_rate import KEEP, SpendRate, SpendRateConfig, per_minute
 from runguard.proxy.core.ops import Scope
-from tests.detectors.harness import RunSimulator, Step, first_trip, request, shows
+from tests.detectors.harness import RunSimulator, Step, costing, first_trip, request, shows
 
 
 def steps(count: int, usd: float, every: float) -> list[Step]:
-    return [Step(request(), usd=usd, advance=every) for _ in range(count)]
+    return [Step(request(), costing(usd), advance=every) for _ in range(count)]
 
 
 async def test_a_run_spending_fast_is_stopped_once_its_minute_passes_the_limit() -> None:
@@ -17,9 +17,10 @@ async def test_a_run_spending_fast_is_stopped_once_its_minute_passes_the_limit()
     assert first_trip(results) == 9
     finding = results[8].one("spend_rate")
     assert results[8].response == [finding]  # judged after the response: the run's next request is stopped
-    assert finding.blocking and finding.verdict.scope is Scope.RUN
-    assert shows(finding, "value", "limit")["usd_in_window"] == 2.7 and finding.verdict.evidence["responses"] == 9
-    assert "run is spending $2.70 a minute" in finding.verdict.reason
+    assert results[9].blocked_by == "spend_rate"
+    assert finding.action == "block" and finding.scope == Scope.RUN
+    assert shows(finding, "value", "limit")["usd_in_window"] == 2.7 and finding.evidence["responses"] == 9
+    assert "run is spending $2.70 a minute" in finding.reason
 
 
 async def test_the_same_spend_at_a_healthy_pace_passes() -> None:
@@ -30,7 +31,7 @@ async def test_the_same_spend_at_a_healthy_pace_passes() -> None:
 async def test_spend_older_than_the_window_falls_out() -> None:
     burst = steps(8, 0.30, 1.0)  # $2.40 in 8 s: under the limit
     later = steps(8, 0.30, 1.0)
-    later[0] = Step(request(), usd=0.30, advance=61.0)
+    later[0] = Step(request(), costing(0.30), advance=61.0)
     assert first_trip(await RunSimulator([SpendRate()]).run([*burst, *later])) is None
 
 
@@ -42,16 +43,13 @@ async def test_more_responses_than_kept_are_judged_by_their_own_pace() -> None:
 
 
 async def test_the_key_limit_counts_every_run_of_the_key() -> None:
-    cfg = SpendRateConfig(key_usd_per_minute=1.0)
-    first = RunSimulator([(SpendRate(), cfg)], run_id="a")
-    second = RunSimulator([(SpendRate(), cfg)], run_id="b", state=first.state)
+    first = RunSimulator([(SpendRate(), SpendRateConfig(key_usd_per_minute=1.0))], run_id="a")
+    second = first.another_run("b")  # the same key through the same guard (one clock)
     for sim in (first, second, first, second):  # $0.80 of the key's in 8 s, $0.40 of each run's
-        sim.now = max(first.now, second.now)
-        assert not (await sim.step(Step(request(), usd=0.2, advance=2.0))).tripped()
-    second.now = first.now
-    outcome = await second.step(Step(request(), usd=0.2, advance=2.0))
+        assert not (await sim.step(Step(request(), costing(0.2), advance=2.0))).tripped()
+    outcome = await second.step(Step(request(), costing(0.2), advance=2.0))
     finding = outcome.one("spend_rate")
-    assert finding.verdict.scope is Scope.KEY and "API key is spending $1.00 a minute" in finding.verdict.reason
+    assert finding.scope == Scope.KEY and "API key is spending $1.00 a minute" in finding.reason
 
 
 async def test_free_responses_keep_nothing() -> None:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from runguard.detectors.spiral import MAX_TOOLS, Spiral, SpiralConfig
-from runguard.proxy.core.ops import Scope
 from tests.detectors.harness import RunSimulator, Turn, agent_loop, first_trip, shows, with_handoffs
 
 BASE = "ai agent cost control production budget enforcement guide for teams"
@@ -21,10 +20,11 @@ async def test_trips_at_the_third_near_identical_call() -> None:
     assert first_trip(results) == 3
     finding = results[2].one("spiral")
     assert [c["request_seq"] for c in shows(finding, "calls")["calls"]] == [1, 2, 3]
-    assert finding.blocking
+    assert finding.action == "block"
     assert results[2].response  # judged after the response: the breaker stops the next request
-    assert "tool 'web_search'" in finding.verdict.reason
-    assert "3 pairs" in finding.verdict.reason
+    assert results[3].blocked_by == "spiral"
+    assert "tool 'web_search'" in finding.reason
+    assert "3 pairs" in finding.reason
 
 
 async def test_pagination_through_one_tool_passes() -> None:
@@ -62,7 +62,7 @@ async def test_windows_are_kept_for_a_bounded_number_of_tools() -> None:
     sim = RunSimulator([Spiral()])
     many = [[(f"tool_{i}", {"query": BASE}, "r")] for i in range(MAX_TOOLS + 4)]
     await sim.run(agent_loop(many))
-    fields = await sim.state.read_scope(Scope.RUN, sim.run_id)
+    fields = await sim.run_fields()
     assert sum(1 for name in fields if name.startswith("spiral.w.")) == MAX_TOOLS
 
 

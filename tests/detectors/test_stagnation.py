@@ -25,8 +25,8 @@ async def test_trips_when_four_actions_in_a_row_are_identical() -> None:
     assert first_trip(results) == 5
     finding = results[4].one("stagnation")
     assert len(shows(finding, "calls")["calls"]) >= 4
-    assert finding.blocking
-    assert "last 4 actions were identical" in finding.verdict.reason
+    assert finding.action == "block"
+    assert "last 4 actions were identical" in finding.reason
 
 
 async def test_gemini_without_call_ids_trips_the_same() -> None:

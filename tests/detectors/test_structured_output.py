@@ -22,7 +22,7 @@ async def test_four_failed_answers_out_of_four_stop_the_run() -> None:
     sim = RunSimulator([StructuredOutput()])
     results = await sim.run([answer(BAD) for _ in range(5)])
     assert first_trip(results) == 4
-    assert "4 of the last 4 answers" in results[3].one("structured_output").verdict.reason
+    assert "4 of the last 4 answers" in results[3].one("structured_output").reason
     assert [p["y"] for p in shows(results[3].one("structured_output"), "series")["series"]] == [0.0] * 4
 
 

@@ -51,8 +51,9 @@ async def test_a_react_agent_getting_the_same_observation_is_stopped() -> None:
     # Turn 1 (the task and first action) is new, turn 2 brings the results; turns 3, 4, 5 repeat them.
     assert first_trip(results) == 5
     finding = results[4].one("text_loop")
-    assert results[4].response == [finding] and finding.blocking  # judged after the answer: the next request stops
-    assert len(finding.verdict.evidence["new_shares"]) == 3 and shows(finding, "agents")["agents"] == ["agent"] * 3
+    assert results[4].response == [finding] and finding.action == "block"  # judged after the answer
+    assert results[5].blocked_by == "text_loop"  # its breaker answers the next request
+    assert len(finding.evidence["new_shares"]) == 3 and shows(finding, "agents")["agents"] == ["agent"] * 3
 
 
 async def test_a_react_agent_learning_something_each_step_passes() -> None:
@@ -80,7 +81,7 @@ async def test_a_group_chat_going_round_in_circles_is_stopped_whoever_speaks() -
         steps.append(Step(request(agent_name=speaker, user_text=said, message_count=i + 2), response(text=answer)))
     results = await RunSimulator([TextLoop()]).run(steps)
     assert first_trip(results) == 4
-    assert set(results[3].one("text_loop").verdict.evidence["agents"]) == {"writer", "critic"}
+    assert set(results[3].one("text_loop").evidence["agents"]) == {"writer", "critic"}
 
 
 async def test_a_selectors_short_picks_are_not_judged() -> None:
@@ -111,7 +112,7 @@ async def test_requests_with_tools_are_left_to_the_tool_detectors() -> None:
 
 async def test_a_retried_request_is_not_judged_twice() -> None:
     steps = react([RESULTS] * 6, ACTIONS)
-    same = [*steps[:3], *[dataclasses.replace(steps[3], body_hash="same")] * 4]
+    same = [*steps[:3], *[dataclasses.replace(steps[3], body="same")] * 4]
     assert first_trip(await RunSimulator([TextLoop()]).run(same)) is None
 
 

@@ -11,7 +11,7 @@ async def test_a_request_past_the_limit_is_stopped() -> None:
     results = await sim.run([Step(request(), advance=4) for _ in range(5)])
     # Elapsed at the requests: 0, 4, 8, 12 s.
     assert first_trip(results) == 4
-    assert "12 s" in results[3].one("timeout").verdict.reason
+    assert "12 s" in results[3].one("timeout").reason
     shows(results[3].one("timeout"), "value", "limit")
 
 

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from runguard.detectors.base import Action
 from runguard.detectors.tool_storm import MAX_TOOLS, ToolStorm
-from runguard.proxy.core.ops import Scope
 from tests.detectors.harness import RunSimulator, Turn, agent_loop, delegations, first_trip, review_transfers, shows
 
 
@@ -14,8 +13,8 @@ async def test_the_eighth_call_of_one_tool_is_flagged_as_a_warning() -> None:
     assert first_trip(results) == 8
     finding = results[7].one("tool_storm")
     assert shows(finding, "calls", "value", "limit")["value"] == 8
-    assert not finding.blocking
-    assert finding.verdict.reason == "tool 'web_search' was called 8 times in this run (limit 8)"
+    assert finding.action == "warn"
+    assert finding.reason == "tool 'web_search' was called 8 times in this run (limit 8)"
     assert ToolStorm.Config().action is Action.WARN
 
 
@@ -33,7 +32,7 @@ async def test_counters_are_kept_for_a_bounded_number_of_tools() -> None:
     sim = RunSimulator([ToolStorm()])
     turns: list[Turn] = [[(f"tool_{i}", {}, "r")] for i in range(MAX_TOOLS + 10)]
     await sim.run(agent_loop(turns))
-    fields = await sim.state.read_scope(Scope.RUN, sim.run_id)
+    fields = await sim.run_fields()
     assert sum(1 for name in fields if name.startswith("tool_storm.n.")) == MAX_TOOLS
 
 

@@ -6,6 +6,7 @@ from collections.abc import AsyncIterator, Mapping, Sequence
 from typing import Any
 
 import aiohttp
+import httpx
 import openai
 import pytest
 from pydantic import SecretStr
@@ -211,5 +212,32 @@ async def test_listings_and_timeline_come_from_an_installed_store_reader(upstrea
                 400,
                 {"error": f"limit must be at least 1, got {limit}"},
             )
+    finally:
+        await running.stop()
+
+
+class _DownReader:
+    async def recent_runs(self, limit: int) -> list[dict[str, object]]:
+        raise ConnectionRefusedError("database down")
+
+    async def recent_trips(self, limit: int, run_id: str | None) -> list[dict[str, object]]:
+        raise ConnectionRefusedError("database down")
+
+    async def run_timeline(self, run_id: str) -> list[dict[str, object]] | None:
+        raise ConnectionRefusedError("database down")
+
+    async def run(self, run_id: str) -> dict[str, object] | None:
+        raise ConnectionRefusedError("database down")
+
+
+async def test_admin_answers_503_while_the_store_is_down(upstream: FakeUpstream) -> None:
+    app = create_app(settings_for(upstream.url, store={"database_url": ""}), detectors=[])
+    app[STORE_READER] = _DownReader()
+    running = await start(app, "127.0.0.1", 0, grace=1.0)
+    try:
+        async with httpx.AsyncClient(base_url=running.url) as admin:
+            for path in ("/runguard/runs", "/runguard/trips", "/runguard/runs/r1"):
+                response = await admin.get(path)
+                assert response.status_code == 503 and "record store is unavailable" in response.json()["error"]
     finally:
         await running.stop()

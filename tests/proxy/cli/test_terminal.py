@@ -1,5 +1,5 @@
-"""The commands that read no store, as a terminal and a pipe show them: `--version`, `-h`, `detectors
-[NAME]` as terminal text, `config show` with every detector's effective settings, whole keys when piped."""
+"""The commands that read no store, as a terminal and a pipe show them: `--version`, `-h`, `config show`
+with every detector's effective settings, whole keys when piped (`detectors` is in test_detectors)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,6 @@ from importlib.metadata import version
 from pathlib import Path
 
 import orjson
-import pytest
 from click.testing import Result
 from typer.testing import CliRunner
 
@@ -31,32 +30,6 @@ def test_version_and_h() -> None:
     assert "runs" in invoke("-h").stdout and "export" in invoke("-h").stdout
     shown = invoke("runs", "-h")
     assert shown.exit_code == 0 and "--status" in shown.stdout and "--since" in shown.stdout
-
-
-@pytest.mark.parametrize("width", [80, 120])
-def test_detectors_render_as_terminal_text_that_fits(width: int) -> None:
-    done = invoke("detectors", width=width)
-    assert done.exit_code == 0, done.output
-    lines = done.stdout.splitlines()
-    assert max(len(line) for line in lines) <= width
-    assert not any(line.startswith(("## ", "|")) for line in lines)  # not Markdown
-    for cls in DETECTOR_CLASSES:
-        assert cls.name in lines, cls.name  # a heading line per detector
-    one = invoke("detectors", "spiral", width=width)
-    text = " ".join(one.stdout.split())
-    assert one.exit_code == 0 and "threshold 0.72 Jaccard similarity" in text and "non_progress" not in text
-
-
-def test_detectors_json_markdown_and_unknown_names() -> None:
-    data = orjson.loads(invoke("detectors", "--json").stdout)
-    assert [item["name"] for item in data] == [cls.name for cls in DETECTOR_CLASSES]
-    spiral = next(item for item in data if item["name"] == "spiral")
-    threshold = next(s for s in spiral["settings"] if s["name"] == "threshold")
-    assert threshold["default"] == 0.72 and threshold["tightenable"] is True and threshold["description"]
-    assert [item["name"] for item in orjson.loads(invoke("detectors", "spiral", "--json").stdout)] == ["spiral"]
-    assert invoke("detectors", "--markdown").stdout == (DOCS / "detectors.md").read_text()
-    done = invoke("detectors", "nope")
-    assert done.exit_code == 2 and "no detector 'nope' (known: budget," in done.stderr
 
 
 def test_config_show_lists_every_detector_setting_whole_when_piped(tmp_path: Path) -> None:

@@ -15,6 +15,7 @@ from __future__ import annotations
 import gzip
 import itertools
 import json
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -23,20 +24,14 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from runguard.proxy.core.events import RequestInfo, ResponseInfo
-from runguard.proxy.providers.anthropic.adapter import AnthropicAdapter
 from runguard.proxy.providers.base import Adapter, RequestContext
-from runguard.proxy.providers.gemini.adapter import GeminiAdapter
-from runguard.proxy.providers.openai_chat.adapter import ChatAdapter
-from runguard.proxy.providers.openai_responses.adapter import ResponsesAdapter
+from runguard.proxy.providers.registry import APIS
 from runguard.proxy.relay.codec import stream_decoder
 
 FIXTURES = Path(__file__).resolve().parents[3] / "fixtures"
-ADAPTERS: dict[str, type[Adapter]] = {
-    "openai_chat": ChatAdapter,
-    "openai_responses": ResponsesAdapter,
-    "gemini": GeminiAdapter,
-    "anthropic": AnthropicAdapter,
-}
+# Every registered API's adapter, by its folder under providers/ (the fixtures' folder): a provider added
+# to the registry is run over its cases with no edit here, and must bring some (`test_every_provider_has_cases`).
+ADAPTERS: dict[str, Callable[[], Adapter]] = {spec.adapter.__module__.split(".")[3]: spec.adapter for spec in APIS}
 CASES = sorted(path for path in FIXTURES.glob("*/*") if (path / "expected.json").is_file())
 STREAM_CASES = [path for path in CASES if (path / "stream.sse").is_file()]
 BODY_CASES = [path for path in CASES if (path / "response.json").is_file()]
@@ -117,7 +112,7 @@ def split_at(data: bytes, cuts: list[int]) -> list[bytes]:
 
 def test_every_provider_has_cases() -> None:
     found = {path.parent.name for path in CASES}
-    assert found == set(ADAPTERS)
+    assert found == set(ADAPTERS)  # every registered API has cases, and every case folder an API
     assert len(CASES) >= 20
 
 

@@ -17,7 +17,7 @@ import pytest
 
 from runguard.proxy.store import costs
 from tests.e2e import agents
-from tests.proxy.store.test_cli_store import cli
+from tests.proxy.cli.views import cli
 from tests.support.dashboard import sdk, start_dashboard_proxy
 from tests.support.upstream import FakeUpstream
 

@@ -1,11 +1,10 @@
-"""The dashboard over HTTP (no browser): what each page shows after real traffic, escaping, access, paging."""
+"""The dashboard's routes over HTTP (no browser): every page served after real traffic, client text escaped on
+every page, the admin API's access rules, no store. What one page shows is tested in its own module."""
 
 from __future__ import annotations
 
-import asyncio
 import html
 import re
-import time
 from pathlib import Path
 from urllib.parse import quote
 
@@ -14,10 +13,7 @@ import pytest
 
 from runguard.proxy.serve.app import create_app
 from runguard.proxy.serve.server import start
-from runguard.proxy.store import QueueSink
-from tests.e2e import agents
-from tests.proxy.store import factory
-from tests.support.dashboard import HEALTHY, RUNAWAY, XSS, sdk, serve_traffic, start_dashboard_proxy
+from tests.support.dashboard import HEALTHY, RUNAWAY, XSS, serve_traffic, start_dashboard_proxy
 from tests.support.proxy import settings_for
 from tests.support.upstream import FakeUpstream
 
@@ -79,20 +75,6 @@ async def test_client_chosen_text_is_escaped_on_every_page(upstream: FakeUpstrea
     assert html.escape(XSS, quote=True) in pages[-1]
 
 
-async def test_without_recorded_bodies_the_run_page_says_how_to_record_them(
-    upstream: FakeUpstream, store_url: str
-) -> None:
-    running = await start_dashboard_proxy(upstream, store_url, store={"record_bodies": False})
-    try:
-        await serve_traffic(running, upstream, store_url)
-        async with httpx.AsyncClient(base_url=running.url) as http:
-            run = (await http.get(f"/runguard/ui/runs/{RUNAWAY}")).text
-    finally:
-        await running.stop()
-    assert "store.record_bodies: true" in run and "RUNGUARD_RECORD_BODIES=1" in run
-    assert "partial_parse_error" not in run and "parse_document" in run  # tool names only
-
-
 async def test_the_dashboard_follows_the_admin_api_s_access_rules(upstream: FakeUpstream, tmp_path: Path) -> None:
     """Bound beyond loopback: refused without a token; with one, only with the token."""
     open_settings = settings_for(upstream.url, server={"host": "0.0.0.0"})
@@ -122,44 +104,3 @@ async def test_without_a_store_the_pages_say_so(upstream: FakeUpstream) -> None:
             assert "spiral" in (await http.get("/runguard/ui/detectors")).text
     finally:
         await running.stop()
-
-
-async def test_the_runs_list_pages_and_keeps_its_filters(upstream: FakeUpstream, store_url: str) -> None:
-    sink = QueueSink(store_url, flush_interval=0.02)
-    sink.start()
-    for n in range(120):
-        key = "kh-b" if n % 2 else "kh-a"
-        sink.submit(factory.request(f"paged-{n:03d}", 1, at=time.time() - 1000 + n, key_hash=key, tool_calls=()))
-    await sink.flush()
-    await sink.close()
-    running = await start_dashboard_proxy(upstream, store_url)
-    try:
-        async with httpx.AsyncClient(base_url=running.url) as http:
-            first = (await http.get("/runguard/ui/runs", params={"key": "kh-a"})).text
-            second = (await http.get("/runguard/ui/runs", params={"key": "kh-a", "page": "2"})).text
-            everything = (await http.get("/runguard/ui/runs", params={"page": "3"})).text
-    finally:
-        await running.stop()
-    assert "paged-118" in first and "paged-020" in first and "paged-018" not in first  # 50 of kh-a's 60, newest first
-    assert 'href="/runguard/ui/runs?key=kh-a&amp;page=2" rel="next"' in first
-    assert "paged-018" in second and "paged-000" in second and 'rel="next"' not in second and "paged-001" not in second
-    assert 'rel="prev"' in everything and "paged-019" in everything and 'rel="next"' not in everything
-
-
-async def test_the_runs_list_refreshes_itself_while_a_run_is_live(upstream: FakeUpstream, store_url: str) -> None:
-    running = await start_dashboard_proxy(upstream, store_url)
-    try:
-        async with httpx.AsyncClient(base_url=running.url) as http:
-            assert 'http-equiv="refresh"' not in (await http.get("/runguard/ui/runs")).text
-            upstream.script = agents.chat_script(steps=3)
-            client = sdk(running.url, "live-run")
-            await client.chat.completions.create(model="gpt-4o-mini", messages=[{"role": "user", "content": "go"}])
-            await client.close()  # the answer asked for a tool: the run goes on
-            for _ in range(100):
-                page = (await http.get("/runguard/ui/runs")).text
-                if "live-run" in page:
-                    break
-                await asyncio.sleep(0.05)
-    finally:
-        await running.stop()
-    assert "badge-running" in page and '<meta http-equiv="refresh" content="5">' in page

@@ -1,8 +1,11 @@
-"""Redis down, restarted, silent or never there, or a reply lost: calls fail fast with StateUnavailable,
-never count twice, then recover by themselves.
+"""RedisState's own behaviour (what every backend does is in test_base, replicas at once in
+test_redis_concurrency): its keys are hash-tagged and all expire, and when Redis is down, restarted, silent
+or never there, or a reply is lost, calls fail fast with StateUnavailable, never count twice, then recover
+by themselves.
 
-These tests run a redis-server of their own (killed and restarted at will),
-never the shared one.
+The fault tests run a redis-server of their own (killed and restarted at will), never the shared one;
+the key tests use the shared server under a key prefix of their own, deleted afterwards. Either is
+skipped with the reason when there is no Redis (tests.services).
 """
 
 from __future__ import annotations
@@ -16,11 +19,13 @@ from typing import Any
 
 import pytest
 import redis.asyncio as aioredis
+from redis.crc import key_slot
 
 from runguard.proxy.core.errors import StateUnavailable
-from runguard.proxy.core.ops import Add, CompareAndSet, Get, Op, Push, Scope
+from runguard.proxy.core.ops import Add, CompareAndSet, Get, Op, Push, Put, Scope
 from runguard.proxy.state.redis import RedisState
-from tests.proxy.state.support import IDS, redis_state
+from tests.proxy.state.support import IDS, delete_prefix, prefix_keys, redis_state
+from tests.services import require_redis, unique_name
 from tests.support.redis_relay import LosingRelay
 from tests.support.redis_server import free_port, own_redis
 
@@ -289,3 +294,73 @@ async def test_a_silent_server_fails_after_the_timeout(silent_server: str) -> No
         assert time.monotonic() - started < 2 * TIMEOUT
     finally:
         await state.close()
+
+
+async def test_a_batch_marker_outlives_a_slow_call_and_its_retry() -> None:
+    """With a long `state.timeout` a call and its retry take longer: the marker lives 4x the timeout."""
+    url = require_redis()
+    prefix = unique_name("rgtest_state")
+    state = redis_state(url, prefix, timeout=5.0)
+    client = aioredis.from_url(url)
+    try:
+        await state.execute(IDS, [Add(Scope.RUN, "n")])
+        (marker,) = [key for key in await prefix_keys(url, prefix) if b":once:" in key]
+        assert 5_000 < await client.pttl(marker) <= 20_000
+    finally:
+        await client.aclose()
+        await state.close()
+        await delete_prefix(url, prefix)
+
+
+async def test_redis_keys_are_hash_tagged_and_all_expire() -> None:
+    url = require_redis()
+    prefix = unique_name("rgtest_state")
+    state = redis_state(url, prefix)
+    assert isinstance(state, RedisState)
+    try:
+        await state.execute(
+            IDS,
+            [
+                Add(Scope.RUN, "n"),
+                Put(Scope.KEY, "s", "v"),
+                Push(Scope.KEY_MODEL, "w", ("a",), keep=2),
+                Add(Scope.KEY_DAY, "usd", 1),
+                Put(Scope.RUN_TRACE, "seen", "1"),
+            ],
+        )
+        await state.remember("resp:1", "run-1", 60.0)
+        keys = await prefix_keys(url, prefix)
+        # the batch's marker (it ran once) carries the hash tag of the batch's first scope
+        markers = [key for key in keys if b":once:" in key]
+        assert len(markers) == 1
+        assert markers[0].startswith(f"{prefix}:{{run:{IDS.run}}}:once:".encode())
+        assert key_slot(markers[0]) == key_slot(f"run:{IDS.run}".encode())
+        assert sorted(set(keys) - set(markers)) == sorted(
+            [
+                f"{prefix}:{{run:{IDS.run}}}".encode(),
+                f"{prefix}:{{key:{IDS.key}}}".encode(),
+                f"{prefix}:{{key_model:{IDS.key_model}}}".encode(),
+                f"{prefix}:{{key_day:{IDS.key_day}}}".encode(),
+                f"{prefix}:{{run_trace:{IDS.run}}}".encode(),
+                f"{prefix}:kv:resp:1".encode(),
+            ]
+        )
+        client = aioredis.from_url(url)
+        try:
+            ttls = {key: await client.pttl(key) for key in keys}
+            assert all(ttl > 0 for ttl in ttls.values()), ttls
+            assert ttls[markers[0]] <= 5_000  # gone soon: only a retry of the same call looks for it
+            assert 0 < ttls[f"{prefix}:{{run:{IDS.run}}}".encode()] <= 3600_000
+            assert 3600_000 < ttls[f"{prefix}:{{key_day:{IDS.key_day}}}".encode()] <= 2 * 86400_000
+            assert 2 * 86400_000 < ttls[f"{prefix}:{{run_trace:{IDS.run}}}".encode()] <= 7 * 86400_000
+            # a scope's every key maps to the slot of its hash tag (Redis Cluster keeps the scope on one node)
+            for scope in Scope:
+                key = state.key(scope, IDS.of(scope))
+                tag = f"{scope.value}:{IDS.of(scope)}"
+                assert key == f"{prefix}:{{{tag}}}"
+                assert key_slot(key.encode()) == key_slot(tag.encode())
+        finally:
+            await client.aclose()
+    finally:
+        await state.close()
+        await delete_prefix(url, prefix)

@@ -1,4 +1,7 @@
-"""`runguard-proxy runs | show | trips | replay`, run as a user runs them, against a store filled by the writer."""
+"""`runguard-proxy export | replay`: `export` writes what `replay FILE` reads, and both report what
+`replay --from-db` reports; a replay shows where a configuration would have stopped the recorded runs,
+names a run that is not there, and shows progress on a terminal only.
+"""
 
 from __future__ import annotations
 
@@ -13,94 +16,90 @@ import pytest
 import yaml
 
 from tests.e2e import agents, payloads
-from tests.proxy.store import factory
-from tests.proxy.store.conftest import SinkFactory
+from tests.proxy.cli.views import BOLD, LINK, LOOP, PLAIN, T0, Filled, cli, invoke
 from tests.support.processes import console_script
 from tests.support.proxy import settings_for, start_proxy
 from tests.support.upstream import FakeUpstream
 
-T0 = factory.T0
+
+async def test_export_then_replay_reports_what_replay_from_the_store_reports(filled: Filled, tmp_path: Path) -> None:
+    exported = tmp_path / "traffic.jsonl"
+    done = await invoke("export", "--output", str(exported), url=filled.url)
+    assert done.exit_code == 0, done.output
+    assert "exported 14 exchanges of 3 runs" in done.stderr  # 4 + 5 + 5; the plain run has no bodies
+    lines = [orjson.loads(line) for line in exported.read_bytes().splitlines()]
+    assert {line["run_id"] for line in lines} == {LOOP, BOLD, LINK}
+    assert lines[0]["request"]["messages"][1]["content"] == "Extract the invoice total."  # a JSON body as JSON
+    stopped = [line for line in lines if line["answered_locally"]]
+    assert [(s["run_id"], s["status"], s["response"]) for s in stopped] == [(LOOP, None, "")]
+
+    from_file = await invoke("replay", str(exported), "--json", url=filled.url)
+    from_store = await invoke("replay", "--from-db", "--json", url=filled.url)
+    assert from_file.exit_code == from_store.exit_code == 0, from_file.output + from_store.output
+    assert orjson.loads(from_file.stdout) == orjson.loads(from_store.stdout)
+    assert orjson.loads(from_file.stdout)["runs"][0]["detector"] == "non_progress"
+
+    done = await invoke("export", "--run", BOLD, url=filled.url)  # to stdout
+    assert {orjson.loads(line)["run_id"] for line in done.stdout.splitlines()} == {BOLD}
+    done = await invoke("export", "--since", "2999-01-01", "--output", str(tmp_path / "none.jsonl"), url=filled.url)
+    assert done.exit_code == 1 and "no recorded traffic" in done.stderr and not (tmp_path / "none.jsonl").exists()
 
 
-async def cli(*args: str, database_url: str | None = None, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
-    env = {name: value for name, value in os.environ.items() if not name.startswith("RUNGUARD_")}
-    if database_url is not None:
-        env["RUNGUARD_DATABASE_URL"] = database_url
-    return await asyncio.to_thread(
-        subprocess.run, [console_script(), *args], env=env, cwd=cwd, capture_output=True, text=True, timeout=60
-    )
+async def test_replay_names_a_run_that_is_not_there(filled: Filled, tmp_path: Path) -> None:
+    exported = tmp_path / "traffic.jsonl"
+    assert (await invoke("export", "-o", str(exported), url=filled.url)).exit_code == 0
+    done = await invoke("replay", str(exported), "--run", "nope", url=filled.url)
+    assert done.exit_code == 1 and f"no run 'nope' in {exported}" in done.stderr
+    done = await invoke("replay", str(exported), "--run", BOLD, "--json", url=filled.url)
+    assert [run["run_id"] for run in orjson.loads(done.stdout)["runs"]] == [BOLD]
+    done = await invoke("replay", "--from-db", "--run", "nope", url=filled.url)
+    assert done.exit_code == 1 and "no run 'nope' in the record store" in done.stderr
+    done = await invoke("replay", "--from-db", "--run", PLAIN, url=filled.url)
+    assert done.exit_code == 1 and "its traffic was not recorded" in done.stderr
 
 
-async def _fill(make_sink: SinkFactory) -> None:
-    sink = make_sink()
-    for i in range(1, 4):
-        sink.submit(factory.request("cli-loop", i, at=T0 + i, verdicts=(factory.verdict(),) if i == 3 else ()))
-    sink.submit(factory.trip("cli-loop", at=T0 + 3.5))
-    sink.submit(factory.request("cli-loop", 4, at=T0 + 4, blocked_by="non_progress", status=429, usd=0.0))
-    sink.submit(factory.request("cli-ok", 1, at=T0 + 10, agent="writer"))
-    sink.submit(factory.request("cli-ok", 2, at=T0 + 11, tool_calls=(), finish_reason="stop"))
-    await sink.flush()
+async def test_replay_shows_progress_on_a_terminal_only(filled: Filled, tmp_path: Path) -> None:
+    exported = tmp_path / "traffic.jsonl"
+    assert (await invoke("export", "-o", str(exported), url=filled.url)).exit_code == 0
+    lines = exported.read_bytes().splitlines()
+    large = tmp_path / "large.jsonl"  # the recorded runs many times over, each copy its own run
+    with large.open("wb") as out:
+        for copy in range(150):
+            for line in lines:
+                item = orjson.loads(line)
+                item["run_id"] = f"{item['run_id']}-{copy}"
+                out.write(orjson.dumps(item) + b"\n")
 
+    def run(stderr_tty: bool) -> tuple[subprocess.CompletedProcess[bytes], bytes]:
+        env = {k: v for k, v in os.environ.items() if not k.startswith("RUNGUARD_")}
+        leader, follower = os.openpty() if stderr_tty else (None, None)
+        done = subprocess.run(
+            [console_script(), "replay", str(large), "--json"],
+            env={**env, "RUNGUARD_DATABASE_URL": ""},
+            stdout=subprocess.PIPE,
+            stderr=follower if follower is not None else subprocess.PIPE,
+            timeout=120,
+            check=False,
+        )
+        if leader is None or follower is None:
+            return done, done.stderr
+        os.close(follower)
+        seen = b""
+        try:
+            while chunk := os.read(leader, 65536):
+                seen += chunk
+        except OSError:
+            pass  # the terminal's other end is closed: all read
+        os.close(leader)
+        return done, seen
 
-async def test_runs_show_trips_as_json_and_tables(make_sink: SinkFactory, store_url: str) -> None:
-    await _fill(make_sink)
-    done = await cli("runs", "--json", database_url=store_url)
-    assert done.returncode == 0, done.stderr
-    runs = orjson.loads(done.stdout)
-    assert [(r["run_id"], r["status"], r["requests"]) for r in runs] == [
-        ("cli-ok", "completed", 2),
-        ("cli-loop", "tripped:non_progress", 4),
-    ]
-    assert runs[0]["agents"] == ["writer", "planner"]
-
-    done = await cli("show", "cli-loop", "--json", database_url=store_url)
-    detail = orjson.loads(done.stdout)
-    assert [step["index"] for step in detail["requests"]] == [1, 2, 3, 4]
-    assert detail["requests"][3]["blocked_by"] == "non_progress" and detail["trips"][0]["detector"] == "non_progress"
-
-    done = await cli("trips", "--json", database_url=store_url)
-    assert orjson.loads(done.stdout) == [
-        {
-            "detector": "non_progress",
-            "trips": 1,
-            "warnings": 0,
-            "runs": 1,
-            "usd_avoided": pytest.approx(0.097),
-            "last_at": T0 + 3.5,
-        }
-    ]
-
-    tables = [
-        await cli(command, *args, database_url=store_url)
-        for command, *args in (["runs"], ["show", "cli-loop"], ["trips"])
-    ]
-    assert all(done.returncode == 0 for done in tables), [done.stderr for done in tables]
-    listing, shown, by_detector = (done.stdout for done in tables)
-    assert "cli-loop" in listing and "tripped: non_progress" in listing and "completed" in listing
-    assert "blocked: non_progress" in shown and "search" in shown and "non_progress:block" in shown
-    assert "non_progress" in by_detector and "$0.0970" in by_detector
-
-
-async def test_missing_store_and_unknown_run_are_reported(
-    tmp_path: Path, make_sink: SinkFactory, store_url: str
-) -> None:
-    done = await cli("runs", database_url=f"sqlite+aiosqlite:///{tmp_path}/absent.db")
-    assert done.returncode == 1 and "no record store at" in done.stderr
-    assert not (tmp_path / "absent.db").exists()  # the CLI never creates a database
-    await _fill(make_sink)
-    done = await cli("show", "no-such-run", database_url=store_url)
-    assert done.returncode == 1 and "no run 'no-such-run'" in done.stderr
-    done = await cli("runs", database_url="")
-    assert done.returncode == 1 and "no record store is configured" in done.stderr
-
-
-async def test_the_config_file_names_the_store(tmp_path: Path, make_sink: SinkFactory, store_url: str) -> None:
-    await _fill(make_sink)
-    config = tmp_path / "runguard.yaml"
-    config.write_text(yaml.safe_dump({"store": {"database_url": store_url}}))
-    done = await cli("runs", "--json", "--config", str(config), cwd=tmp_path)
-    assert done.returncode == 0, done.stderr
-    assert {r["run_id"] for r in orjson.loads(done.stdout)} == {"cli-ok", "cli-loop"}
+    piped, piped_err = await asyncio.to_thread(run, False)
+    assert piped.returncode == 0 and piped_err == b""
+    on_terminal, terminal_err = await asyncio.to_thread(run, True)
+    assert on_terminal.returncode == 0, terminal_err
+    assert b"replaying" in terminal_err or b"reading large.jsonl" in terminal_err
+    assert orjson.loads(on_terminal.stdout) == orjson.loads(piped.stdout)  # the bar never mixes into stdout
+    assert len(orjson.loads(piped.stdout)["runs"]) == 450
 
 
 @pytest.fixture

@@ -1,4 +1,5 @@
-"""One behaviour suite, run on every state backend: Redis must answer exactly as memory does.
+"""The StateBackend contract (state.base): one behaviour suite, run on every backend, so Redis must
+answer exactly as memory does; and the ids and TTLs a request's scopes bind to.
 
 Each test gets `make(ttls)`, which builds the backend under test; the Redis
 one writes under a key prefix of the test's own, deleted afterwards.
@@ -11,14 +12,11 @@ import dataclasses
 from collections.abc import AsyncIterator, Callable
 
 import pytest
-import redis.asyncio as aioredis
-from redis.crc import key_slot
 
 from runguard.proxy.core.ops import Add, CompareAndSet, Get, Op, OpResult, Push, Put, PutNX, Scope
 from runguard.proxy.state.base import ScopeIds, ScopeTtls, StateBackend
 from runguard.proxy.state.memory import MemoryState
-from runguard.proxy.state.redis import RedisState
-from tests.proxy.state.support import IDS, delete_prefix, prefix_keys, redis_state
+from tests.proxy.state.support import IDS, delete_prefix, redis_state
 from tests.services import require_redis, unique_name
 
 Make = Callable[..., StateBackend]
@@ -268,71 +266,19 @@ async def test_ping(make: Make) -> None:
     assert await make().ping() is True
 
 
-@pytest.mark.redis
-async def test_a_batch_marker_outlives_a_slow_call_and_its_retry() -> None:
-    """With a long `state.timeout` a call and its retry take longer: the marker lives 4x the timeout."""
-    url = require_redis()
-    prefix = unique_name("rgtest_state")
-    state = redis_state(url, prefix, timeout=5.0)
-    client = aioredis.from_url(url)
-    try:
-        await run(state, Add(RUN, "n"))
-        (marker,) = [key for key in await prefix_keys(url, prefix) if b":once:" in key]
-        assert 5_000 < await client.pttl(marker) <= 20_000
-    finally:
-        await client.aclose()
-        await state.close()
-        await delete_prefix(url, prefix)
+def test_each_scope_binds_to_its_own_id_and_a_run_s_trace_to_the_run_s() -> None:
+    ids = ScopeIds(run="r", key="k", key_model="k:m", key_day="k:d", thread="r/t1")
+    assert [ids.of(scope) for scope in (RUN, KEY, KEY_MODEL, KEY_DAY, Scope.THREAD, Scope.RUN_TRACE)] == [
+        "r",
+        "k",
+        "k:m",
+        "k:d",
+        "r/t1",
+        "r",
+    ]
 
 
-@pytest.mark.redis
-async def test_redis_keys_are_hash_tagged_and_all_expire() -> None:
-    url = require_redis()
-    prefix = unique_name("rgtest_state")
-    state = redis_state(url, prefix)
-    assert isinstance(state, RedisState)
-    try:
-        await run(
-            state,
-            Add(RUN, "n"),
-            Put(KEY, "s", "v"),
-            Push(KEY_MODEL, "w", ("a",), keep=2),
-            Add(KEY_DAY, "usd", 1),
-            Put(Scope.RUN_TRACE, "seen", "1"),
-        )
-        await state.remember("resp:1", "run-1", 60.0)
-        keys = await prefix_keys(url, prefix)
-        # the batch's marker (it ran once) carries the hash tag of the batch's first scope
-        markers = [key for key in keys if b":once:" in key]
-        assert len(markers) == 1
-        assert markers[0].startswith(f"{prefix}:{{run:{IDS.run}}}:once:".encode())
-        assert key_slot(markers[0]) == key_slot(f"run:{IDS.run}".encode())
-        assert sorted(set(keys) - set(markers)) == sorted(
-            [
-                f"{prefix}:{{run:{IDS.run}}}".encode(),
-                f"{prefix}:{{key:{IDS.key}}}".encode(),
-                f"{prefix}:{{key_model:{IDS.key_model}}}".encode(),
-                f"{prefix}:{{key_day:{IDS.key_day}}}".encode(),
-                f"{prefix}:{{run_trace:{IDS.run}}}".encode(),
-                f"{prefix}:kv:resp:1".encode(),
-            ]
-        )
-        client = aioredis.from_url(url)
-        try:
-            ttls = {key: await client.pttl(key) for key in keys}
-            assert all(ttl > 0 for ttl in ttls.values()), ttls
-            assert ttls[markers[0]] <= 5_000  # gone soon: only a retry of the same call looks for it
-            assert 0 < ttls[f"{prefix}:{{run:{IDS.run}}}".encode()] <= 3600_000
-            assert 3600_000 < ttls[f"{prefix}:{{key_day:{IDS.key_day}}}".encode()] <= 2 * 86400_000
-            assert 2 * 86400_000 < ttls[f"{prefix}:{{run_trace:{IDS.run}}}".encode()] <= 7 * 86400_000
-            # a scope's every key maps to the slot of its hash tag (Redis Cluster keeps the scope on one node)
-            for scope in Scope:
-                key = state.key(scope, IDS.of(scope))
-                tag = f"{scope.value}:{IDS.of(scope)}"
-                assert key == f"{prefix}:{{{tag}}}"
-                assert key_slot(key.encode()) == key_slot(tag.encode())
-        finally:
-            await client.aclose()
-    finally:
-        await state.close()
-        await delete_prefix(url, prefix)
+def test_the_ttls_of_runs_follow_the_runs_settings_and_the_rest_keep_their_defaults() -> None:
+    ttls = ScopeTtls.of_runs(idle_seconds=600.0, remember_seconds=86400.0)
+    assert (ttls.of(RUN), ttls.of(Scope.THREAD), ttls.of(Scope.RUN_TRACE)) == (600.0, 600.0, 86400.0)
+    assert (ttls.of(KEY), ttls.of(KEY_MODEL), ttls.of(KEY_DAY)) == (86400.0, 86400.0, 2 * 86400.0)

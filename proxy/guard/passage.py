@@ -1,0 +1,171 @@
+"""A request's passage through the guard: admitted, answered or forwarded, read, and ended exactly once.
+
+Every handler (HTTP whole and streamed, an unreadable body, a Responses
+WebSocket's `response.create`, a Realtime session's response) drives a
+request the same way:
+
+    async with guard.passage(adapter, info, body=..., key_hash=..., header_run=...) as p:
+        if p.answer is not None:      # stopped: answer locally, nothing goes upstream
+            return local(p.answer)
+        p.forwarding()                # latency counts from here
+        ...                           # whole: p.seen(info, status), then p.replacement()
+                                      # stream: p.reading(parser, status) before relaying
+        p.client_status = ...         # what the end records: client_status, error, body
+
+The passage owns the end (`Guard.complete`: accounting, response plans,
+breakers, the records) and runs it exactly once:
+
+- on a normal exit, in place (shielded: a client that closes its connection
+  the moment it has its answer cancels the handler, not the accounting);
+- when the client leaves (`CancelledError`, `ConnectionResetError`) or the
+  handler fails, in the background, recorded as `client_disconnected` (or the
+  failure's name) with what was read so far: no record is lost;
+- with nothing seen from upstream, the end gives the request's in-flight slot
+  back (a request answered locally gave it back when it was stopped).
+
+The WebSocket relays, whose requests end in another message than the one
+that began them, call `enter()` and `finish()` (or `leave()`) themselves.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Awaitable, Callable
+from types import TracebackType
+from typing import TYPE_CHECKING, Protocol
+
+from runguard.detectors.base import ResponseSeen
+from runguard.proxy.core.events import ResponseInfo
+from runguard.proxy.core.tasks import hold
+from runguard.proxy.guard.ticket import Ticket
+from runguard.proxy.providers.base import Synthetic
+from runguard.proxy.store.records import RecordedBody
+
+if TYPE_CHECKING:
+    from runguard.proxy.guard.guard import Guard
+
+CLIENT_LEFT = "client_disconnected"  # the error a passage whose client left is recorded with
+_LEFT = (asyncio.CancelledError, ConnectionResetError)
+
+
+class Closing(Protocol):
+    """A stream parser: what it read, once the stream is over (`close`)."""
+
+    def close(self) -> ResponseInfo: ...
+
+
+class Passage:
+    """One request from admission to its record (see the module docstring).
+
+    `client_status`, `error` and `body` are what the end records: the status the
+    client got (a local answer's by default), the error that ended the request,
+    and the request and response kept (`store.record_bodies`).
+    """
+
+    def __init__(
+        self,
+        guard: Guard,
+        admit: Callable[[], Awaitable[Ticket]],
+        finishing: set[asyncio.Task[None]],
+        *,
+        in_place: bool,
+    ) -> None:
+        self._guard = guard
+        self._admit = admit
+        self._finishing = finishing  # where ends run when the client left (the guard waits for them at shutdown)
+        self._in_place = in_place  # the state never waits: an end cannot be cut half-way, run it inline
+        self._ticket: Ticket | None = None
+        self._seen: ResponseSeen | None = None
+        self._reading: tuple[Closing, int | None] | None = None
+        self._sent = time.perf_counter()
+        self._ended = False
+        self.client_status: int | None = None
+        self.error: str | None = None
+        self.body: RecordedBody | None = None
+
+    @property
+    def ticket(self) -> Ticket:
+        """The request's ticket (once entered)."""
+        if self._ticket is None:
+            raise RuntimeError("the passage has not been entered")
+        return self._ticket
+
+    @property
+    def answer(self) -> Synthetic | None:
+        """The local answer of a stopped request (None: it may go upstream)."""
+        return self.ticket.answer
+
+    @property
+    def ended(self) -> bool:
+        """Whether the end has run or been started (`finish`, `leave`)."""
+        return self._ended
+
+    async def enter(self) -> Passage:
+        """Admit the request (`Guard.admit`). A stopped request's `client_status` is its answer's."""
+        self._ticket = await self._admit()
+        self._sent = time.perf_counter()
+        if self._ticket.answer is not None:
+            self.client_status = self._ticket.answer.status
+        return self
+
+    def forwarding(self) -> None:
+        """The request goes upstream now: its latency counts from here."""
+        self._sent = time.perf_counter()
+
+    def seen(self, info: ResponseInfo, status: int | None) -> ResponseSeen:
+        """The response read (`info`, with the upstream's `status`; None if none came): the end accounts
+        for it."""
+        self._reading = None
+        self._seen = self._guard.response_seen(self.ticket, info, status, time.perf_counter() - self._sent)
+        return self._seen
+
+    def reading(self, parser: Closing, status: int | None) -> None:
+        """The response is read as it passes (a stream): unless `seen` is told otherwise, the end
+        accounts for what `parser` has read by then, however the stream ended."""
+        self._reading = (parser, status)
+
+    def replacement(self) -> Synthetic | None:
+        """Before a whole response reaches the client: what it gets instead, if a detector stops it now
+        (`Guard.inspect`); None to send it on."""
+        if self._seen is None:
+            return None
+        return self._guard.inspect(self.ticket, self._seen)
+
+    async def finish(self) -> None:
+        """End the passage now, awaited; its client leaving meanwhile does not cut it short. Once only."""
+        if self._ended:
+            return
+        self._ended = True
+        if self._in_place:
+            await self._end()
+        else:
+            await asyncio.shield(hold(self._finishing, self._end()))
+
+    def leave(self, error: str = CLIENT_LEFT) -> None:
+        """End the passage in the background, recorded with `error` (its client left). Once only."""
+        if self._ended:
+            return
+        self._ended = True
+        self.error = error
+        hold(self._finishing, self._end())
+
+    async def _end(self) -> None:
+        seen = self._seen
+        if seen is None and self._reading is not None:
+            parser, status = self._reading
+            seen = self.seen(parser.close(), status)
+        await self._guard.complete(
+            self.ticket, seen, client_status=self.client_status, error=self.error, body=self.body
+        )
+
+    async def __aenter__(self) -> Passage:
+        return await self.enter()
+
+    async def __aexit__(
+        self, kind: type[BaseException] | None, exc: BaseException | None, trace: TracebackType | None
+    ) -> None:
+        if exc is None:
+            await self.finish()
+        else:
+            self.leave(CLIENT_LEFT if isinstance(exc, _LEFT) else type(exc).__name__)

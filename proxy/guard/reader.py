@@ -1,0 +1,62 @@
+"""A response as the guard reads it: agent tools named, upstream error text masked, usage and cost known.
+
+Every response the guard judges or records goes through `ResponseReader.seen`
+first, so the detectors, the records and the spend all see the same usage: the
+usage the upstream reported, or for a successful answer that reports none
+(a streamed Chat without `include_usage`) an estimate, never zero.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable
+
+from runguard.detectors.base import ResponseSeen
+from runguard.proxy.core.events import ResponseInfo, Usage
+from runguard.proxy.guard import accounting
+from runguard.proxy.guard.pricing import ModelTables
+from runguard.proxy.guard.ticket import Ticket
+from runguard.proxy.guard.tokens import TokenEstimator
+from runguard.proxy.providers.common import handoffs
+from runguard.proxy.runs.keys import redact
+
+
+class ResponseReader:
+    """Builds the `ResponseSeen` of each response (see the module docstring)."""
+
+    def __init__(self, tables: ModelTables, tokens: TokenEstimator, clock: Callable[[], float]) -> None:
+        self._tables = tables
+        self.tokens = tokens
+        self._clock = clock
+
+    def seen(self, ticket: Ticket, info: ResponseInfo, status: int | None, latency: float) -> ResponseSeen:
+        """`info`, the response to `ticket`'s request with `status` after `latency` seconds, as judged."""
+        info = handoffs.with_agent_tools(info, ticket.request.agent_tools)
+        if info.error:  # upstream text, kept in records, logs and trips: it may echo the request's key
+            info = dataclasses.replace(info, error=redact(info.error, ticket.credentials()))
+        usage = self._usage(ticket, info, status)
+        if usage is not info.usage:
+            info = dataclasses.replace(info, usage=usage)
+        if info.model is not None:
+            self._tables.served(ticket.request.model, info.model)
+        return ResponseSeen(
+            ticket.run_id,
+            ticket.key_hash,
+            self._clock(),
+            ticket.request,
+            info,
+            ticket.facts or accounting.UNKNOWN_FACTS,
+            status,
+            self._tables.cost(ticket.request.model, usage),
+            latency,
+        )
+
+    def _usage(self, ticket: Ticket, info: ResponseInfo, status: int | None) -> Usage | None:
+        if info.usage is not None:
+            return info.usage
+        if status is None or status >= 300 or ticket.request.background:
+            return None  # a background response's usage is counted when it is polled (`background`)
+        # Streamed Chat without include_usage carries no usage: estimate, never count zero.
+        said = info.text + "".join(call.name + call.arguments for call in info.tool_calls)
+        output = self.tokens.count(said, ticket.request.model, ticket.request.api)
+        return Usage(ticket.request.estimated_input_tokens, output, estimated=True)

@@ -1,0 +1,153 @@
+"""Requests RunGuard does not judge: forwarded as the client sent them, and only counted.
+
+Requests the adapters do not model (GETs, embeddings, files, countTokens)
+are forwarded untouched, their bodies streamed on as they arrive, whatever
+their size. Of them, a Responses API poll (`GET /v1/responses/{id}`) is also
+read once it is relayed, so a background response's cost is counted when it
+is found finished (`background`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Coroutine
+from typing import Any
+
+import aiohttp
+from aiohttp import web
+from multidict import CIMultiDict
+
+from runguard.proxy.core.errors import UpstreamError
+from runguard.proxy.core.events import ResponseInfo
+from runguard.proxy.guard.background import polled_id
+from runguard.proxy.http.recorded import masked
+from runguard.proxy.providers.openai_responses.adapter import ResponsesAdapter
+from runguard.proxy.providers.registry import polls_responses
+from runguard.proxy.providers.routes import Route, raw_target
+from runguard.proxy.relay.codec import BodyTooLarge, decode_body
+from runguard.proxy.relay.context import ProxyContext
+from runguard.proxy.relay.replies import upstream_failed
+from runguard.proxy.relay.streams import is_stream, relay_stream, whole_response
+from runguard.proxy.relay.upstream import read_whole
+
+
+def is_poll(request: web.Request, route: Route) -> bool:
+    """`GET /v1/responses/{id}`: a Responses API poll, read once relayed (`poll`)."""
+    return request.method == "GET" and polls_responses(route.provider) and polled_id(route.upstream_path) is not None
+
+
+async def _send_untouched(
+    request: web.Request,
+    ctx: ProxyContext,
+    route: Route,
+    body: bytes | aiohttp.StreamReader,
+    headers: CIMultiDict[str],
+) -> aiohttp.ClientResponse:
+    """The request upstream as the client sent it, with the `headers` `handle` computed (hop-by-hop, RunGuard's
+    own and unread credentials out); a body still arriving (`StreamReader`) streams on with the length the
+    client declared."""
+    if not isinstance(body, bytes) and request.content_length is not None:
+        headers["Content-Length"] = str(request.content_length)
+    return await ctx.upstreams[route.provider].send(request.method, raw_target(route, request.raw_path), headers, body)
+
+
+async def passthrough(
+    request: web.Request,
+    ctx: ProxyContext,
+    route: Route,
+    body: bytes | aiohttp.StreamReader,
+    headers: CIMultiDict[str],
+) -> web.StreamResponse:
+    """Forward the request untouched and relay its answer as it comes."""
+    try:
+        upstream = await _send_untouched(request, ctx, route, body, headers)
+    except UpstreamError as exc:
+        return upstream_failed(route.dialect, exc)
+    async with upstream:
+        if is_stream(upstream, route.stream):
+            out, _ = await relay_stream(request, upstream, None, CIMultiDict(), None)
+            return out
+        try:
+            raw = await read_whole(upstream)
+        except UpstreamError as exc:
+            return upstream_failed(route.dialect, exc)
+        return whole_response(upstream, raw, CIMultiDict())
+
+
+async def poll(
+    request: web.Request, ctx: ProxyContext, route: Route, body: bytes, headers: CIMultiDict[str], key_hash: str
+) -> web.StreamResponse:
+    """`GET /v1/responses/{id}`, whole or a resumed stream: forwarded as `passthrough` does, then read.
+
+    What the client gets is what `passthrough` gives it, byte for byte; the
+    answer is read once it is sent (a stream: as it passes, as any stream),
+    and one that finishes a background response is accounted for. A poll is
+    no request of its run (it was counted when it was made), so it has no
+    `Passage`: only its accounting, finished in the background if its client
+    leaves (the response is finished upstream whether or not the client has it).
+    """
+    began = time.perf_counter()
+    try:
+        upstream = await _send_untouched(request, ctx, route, body, headers)
+    except UpstreamError as exc:
+        return upstream_failed(route.dialect, exc)
+    sent = time.perf_counter()
+    background = ctx.guard.background
+    responses = ResponsesAdapter()
+    async with upstream:
+        status = upstream.status
+        if is_stream(upstream, route.stream):
+            parser = responses.stream_parser()
+
+            def account() -> Coroutine[Any, Any, None]:
+                latency = time.perf_counter() - sent
+                info = masked(parser.close(), request)
+                return background.polled(
+                    info, key_hash=key_hash, streamed=True, status=status, latency=latency, began=began
+                )
+
+            try:
+                out, _ = await relay_stream(request, upstream, parser, CIMultiDict(), None)
+            except (asyncio.CancelledError, ConnectionResetError):
+                ctx.spawn(account())  # the client left: what passed may have finished the response
+                raise
+            await ctx.settle(account())
+            return out
+        try:
+            raw = await read_whole(upstream)
+        except UpstreamError as exc:
+            return upstream_failed(route.dialect, exc)
+        latency = time.perf_counter() - sent
+        encoding = upstream.headers.get("Content-Encoding")
+
+        async def account_whole() -> None:
+            info = _poll_answer(responses, raw, encoding) if status == 200 else None
+            if info is not None:
+                await background.polled(
+                    masked(info, request),
+                    key_hash=key_hash,
+                    streamed=False,
+                    status=status,
+                    latency=latency,
+                    began=began,
+                )
+
+        reply = whole_response(upstream, raw, CIMultiDict())
+        try:
+            await reply.prepare(request)
+            await reply.write_eof()
+        except (asyncio.CancelledError, ConnectionResetError):
+            ctx.spawn(account_whole())  # the response is finished upstream whether or not the client has it
+            raise
+        await ctx.settle(account_whole())
+        return reply
+
+
+def _poll_answer(responses: ResponsesAdapter, raw: bytes, encoding: str | None) -> ResponseInfo | None:
+    """A poll's answer read as a Responses body (read after the client has it); None if it cannot be decoded."""
+    try:
+        parsed = decode_body(raw, encoding, 1 << 30)
+    except BodyTooLarge:
+        return None
+    return responses.parse_response(parsed) if parsed is not None else None
