@@ -60,12 +60,6 @@ def _key_refusal(ctx: ProxyContext, route: Route, key_hash: str) -> web.Response
     )
 
 
-def _carries_gemini_key(request: web.Request, headers: CIMultiDict[str]) -> bool:
-    """`x-goog-api-key` (among the `headers` that go upstream), or `?key=`: the query is parsed only when its
-    text names a key (an OpenAI request, keyed by its Authorization header, then parses no query)."""
-    return "x-goog-api-key" in headers or ("key" in request.query_string and "key" in request.query)
-
-
 def _credential_refusal(route: Route, credential: credentials.Credential) -> web.Response:
     places = ", ".join(credential.conflict)
     return provider_error(
@@ -81,13 +75,15 @@ async def handle(request: web.Request) -> web.StreamResponse:
     # What goes upstream is computed once, hop-by-hop headers (and those `Connection:` names) already out,
     # and the key is read from it: the key judged is the key sent (`credentials`).
     outgoing = upstream_request_headers(request.headers, ctx.own_headers)
-    gemini_key, api_version = _carries_gemini_key(request, outgoing), "api-version" in request.query_string
-    facts = header_facts(request.headers)  # headers only one provider's clients send (anthropic-version)
+    facts = credentials.claims(outgoing, request.query_string, request.query)  # a key that claims `/v1/...`
+    marked = header_facts(request.headers)  # a header only one provider's clients send (anthropic-version)
+    facts = facts | marked if marked else facts
+    api_version = "api-version" in request.query_string
     path = canonical(request.raw_path)
     if path is None:  # a spelling servers read differently (`paths`): refused before routing
-        route = resolve(request.path, gemini_key, api_version, facts=facts)
+        route = resolve(request.path, api_version=api_version, facts=facts)
         return provider_error(route.dialect if route else None, 404, f"RunGuard: {REFUSED}", "unknown_path")
-    route = resolve(path, gemini_key, api_version, facts=facts)
+    route = resolve(path, api_version=api_version, facts=facts)
     if route is None:
         return provider_error(None, 404, f"RunGuard: no provider serves {path}", "unknown_path")
     upgrade = is_upgrade(request.method, request.headers)

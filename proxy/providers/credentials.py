@@ -127,3 +127,19 @@ def every_value(headers: MultiMapping[str], query: MultiMapping[str]) -> tuple[s
     for name in registry.REGISTRY.query_names:
         found += [value.strip() for value in query.getall(name, ())]
     return tuple(value for value in found if value)
+
+
+def claims(headers: MultiMapping[str], raw_query: str, query: MultiMapping[str]) -> frozenset[str]:
+    """The facts `<provider>_key` of the providers whose claiming places (`CredentialPlaces.claims`) the
+    request fills, among the `headers` that go upstream and its query: a shared path (`/v1/...`) is then
+    theirs (a `KEYED` door). The query is parsed only when its raw text (`raw_query`) names such a place (an
+    OpenAI request, keyed by its Authorization header, then parses no query)."""
+    found = [
+        fact
+        for fact, names, parameters in registry.REGISTRY.claims
+        if any(name in headers for name in names) or any(name in raw_query and name in query for name in parameters)
+    ]
+    return frozenset(found) if found else _NO_CLAIMS
+
+
+_NO_CLAIMS: frozenset[str] = frozenset()

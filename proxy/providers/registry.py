@@ -20,6 +20,7 @@ from runguard.proxy.providers.base import Adapter
 from runguard.proxy.providers.spec import Door, PathRule, ProviderApi, ProviderSpec
 
 _FOREIGN_HEADERS = ("x-api-key",)
+_NO_FACTS: frozenset[str] = frozenset()  # shared: most requests carry no header a door is keyed by
 HEADER_FACT = "header:"  # a door fact that is a request header's presence (`spec.Door`)
 
 APIS: tuple[ProviderApi, ...] = (
@@ -38,6 +39,7 @@ class Registry:
         "_by_provider",
         "_paths",
         "apis",
+        "claims",
         "doors",
         "fact_headers",
         "key_headers",
@@ -84,10 +86,21 @@ class Registry:
         headers = [name for provider in self.providers for name in provider.credentials.headers]
         self.key_headers = tuple(dict.fromkeys(h for h in (*headers, *_FOREIGN_HEADERS) if h != "Authorization"))
         self.query_names = frozenset(name for provider in self.providers for name in provider.credentials.query)
+        # (fact, headers, query parameters) of each provider that claims shared paths by its key's place.
+        self.claims = tuple(
+            (
+                f"{provider.name}_key",
+                tuple(place for place in provider.credentials.claims if not place.startswith("?")),
+                tuple(place[1:] for place in provider.credentials.claims if place.startswith("?")),
+            )
+            for provider in self.providers
+            if provider.credentials.claims
+        )
 
     def header_facts(self, headers: Mapping[str, str]) -> frozenset[str]:
         """The `header:<name>` facts of a request's `headers` (those some door is keyed by)."""
-        return frozenset(HEADER_FACT + name for name in self.fact_headers if name in headers)
+        found = [HEADER_FACT + name for name in self.fact_headers if name in headers]
+        return frozenset(found) if found else _NO_FACTS
 
     def api(self, name: str) -> ProviderApi | None:
         """The spec of the API named `name`; None for one forwarded and only counted (`Api.OTHER`)."""

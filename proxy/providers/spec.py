@@ -57,7 +57,8 @@ class Door:
 
     `pattern` is searched in the request's canonical path. A claimed path then goes through the API rules
     (`PathRule`) of its `family` with `strip` removed from its front; the path without it is what goes
-    upstream. `needs`: request facts the row requires (`routes.resolve`: "gemini_key", "api_version");
+    upstream. `needs`: request facts the row requires (`routes.resolve`: "api_version", and "<provider>_key"
+    when the request fills one of that provider's `CredentialPlaces.claims`);
     `unless`: facts that exclude it. `refuse`: the path is known and served by no upstream (Vertex AI's):
     the request gets the unknown-path error. `model`: where a path no API rule reads names its model.
     A fact named `header:<name>` (lower case) is the request carrying that header: the registry collects
@@ -144,6 +145,9 @@ class CredentialPlaces:
     headers: tuple[str, ...]
     query: tuple[str, ...] = ()
     subprotocol: str | None = None
+    # The places whose presence claims a shared path for this provider (its `KEYED` doors need the fact
+    # `<provider>_key`, `credentials.claims`): header names, and `?name` for a query parameter.
+    claims: tuple[str, ...] = ()
 
 
 def _always_429(guard: GuardSettings) -> int:

@@ -66,7 +66,11 @@ GEMINI = ProviderSpec(
     name=Provider.GEMINI,
     upstream=UpstreamSetting("gemini", "https://generativelanguage.googleapis.com", "RUNGUARD_GEMINI_UPSTREAM"),
     # `Authorization` (an OAuth token), `x-goog-api-key`, and Google's system parameters in the query.
-    credentials=CredentialPlaces(("Authorization", "x-goog-api-key"), ("key", "$key", "access_token", "oauth_token")),
+    credentials=CredentialPlaces(
+        ("Authorization", "x-goog-api-key"),
+        ("key", "$key", "access_token", "oauth_token"),
+        claims=("x-goog-api-key", "?key"),  # google-genai's key places: `/v1/...` with one is Gemini's
+    ),
     doors=(
         _door(r"^/gemini/", strip="/gemini", tier=Tier.PREFIX),
         _door(_METHOD.pattern),

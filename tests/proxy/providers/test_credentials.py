@@ -3,7 +3,7 @@ from __future__ import annotations
 from multidict import CIMultiDict, MultiDict
 
 from runguard.proxy.core.events import Provider
-from runguard.proxy.providers.credentials import Credential, drop_unread, read, target_without_unread
+from runguard.proxy.providers.credentials import Credential, claims, drop_unread, read, target_without_unread
 
 OPENAI, GEMINI = Provider.OPENAI, Provider.GEMINI
 
@@ -69,3 +69,20 @@ def test_unread_query_credentials_are_dropped_the_rest_kept_byte_for_byte() -> N
     assert target_without_unread(OPENAI, "/v1/x?access_token=t&monkey=1") == "/v1/x?monkey=1"
     assert target_without_unread(GEMINI, "/v1beta/m:g?key=q&alt=sse") == "/v1beta/m:g?key=q&alt=sse"
     assert target_without_unread(OPENAI, "/v1/x?api-version=1") == "/v1/x?api-version=1"
+
+
+def test_a_gemini_key_s_place_claims_shared_paths_and_an_openai_request_parses_no_query() -> None:
+    assert claims(CIMultiDict({"x-goog-api-key": "g"}), "", MultiDict()) == {"gemini_key"}
+    assert claims(CIMultiDict(), "key=g", MultiDict({"key": "g"})) == {"gemini_key"}
+    assert claims(CIMultiDict({"Authorization": "Bearer o", "api-key": "a"}), "", MultiDict()) == set()
+    # Only `?key=` claims, as before specs: Google's other query credentials are read, not claiming.
+    assert claims(CIMultiDict(), "access_token=t", MultiDict({"access_token": "t"})) == set()
+
+
+class _NoQuery(dict[str, str]):
+    def __contains__(self, name: object) -> bool:
+        raise AssertionError("the query was parsed")
+
+
+def test_a_query_that_names_no_claiming_place_is_not_parsed() -> None:
+    assert claims(CIMultiDict({"Authorization": "Bearer o"}), "limit=5", _NoQuery()) == set()  # type: ignore[arg-type]

@@ -10,9 +10,10 @@ from typing import Any
 import httpx
 import orjson
 import pytest
+from multidict import CIMultiDict, MultiDict
 
 from runguard.proxy.core.events import Api, Provider
-from runguard.proxy.providers import registry
+from runguard.proxy.providers import credentials, registry
 from runguard.proxy.providers.base import StopNotice, Synthetic
 from runguard.proxy.providers.openai_chat.adapter import ChatAdapter
 from runguard.proxy.providers.routes import Route, resolve
@@ -55,10 +56,11 @@ class ToyAdapter(ChatAdapter):
 TOY_PROVIDER = ProviderSpec(
     name=TOY,
     upstream=UpstreamSetting("toy", f"http://127.0.0.1:{closed_port()}", "RUNGUARD_TOY_UPSTREAM"),
-    credentials=CredentialPlaces(("x-toy-key",)),
+    credentials=CredentialPlaces(("x-toy-key",), claims=("x-toy-key",)),
     doors=(
         Door(re.compile(r"^/toy/"), "toy", strip="/toy", tier=Tier.PREFIX),
         Door(re.compile(r"^/v1/toy(?:/|$)"), "toy", tier=Tier.NATIVE),
+        Door(re.compile(r"^/v1/"), "toy", tier=Tier.KEYED, needs=frozenset({"toy_key"})),  # `/v1/...` with its key
     ),
     error_payload=toy_error,
     block_status=lambda guard: 418,
@@ -83,6 +85,16 @@ def test_its_paths_route_to_it_and_the_others_are_unchanged(with_toy: None) -> N
     assert resolve("/v1/toys") == Route(Provider.OPENAI, Api.OTHER, "/v1/toys")  # a door matches whole segments
     route = resolve("/toy/v1/complete")
     assert route is not None and route.spec is TOY_SPEC and route.dialect == TOY
+
+
+def test_a_shared_path_is_its_own_when_the_request_carries_its_key(with_toy: None) -> None:
+    headers = CIMultiDict({"x-toy-key": "k"})
+    facts = credentials.claims(headers, "", MultiDict())
+    assert facts == {"toy_key"}
+    assert resolve("/v1/complete", facts=facts) == Route(TOY, TOY_API, "/v1/complete")
+    assert resolve("/v1/complete") == Route(Provider.OPENAI, Api.OTHER, "/v1/complete")
+    both = credentials.claims(CIMultiDict({"x-toy-key": "k", "x-goog-api-key": "g"}), "", MultiDict())
+    assert resolve("/v1/models", facts=both) == Route(Provider.GEMINI, Api.OTHER, "/v1/models")  # listed first
 
 
 def test_without_it_its_paths_are_openai_s_or_nobody_s() -> None:
@@ -137,5 +149,6 @@ async def test_its_upstream_is_the_one_its_setting_names(with_toy: None, make_pr
     url = await make_proxy()  # no `upstreams.others.toy`: its spec's default URL, where nothing listens
     async with httpx.AsyncClient() as client:
         answer = await client.post(url + "/v1/toy/complete", json={"model": "toy-1", "messages": []})
-    assert answer.status_code == 502
-    assert answer.json()["toy_error"]["why"] == "upstream_unreachable"
+        keyed = await client.post(url + "/v1/complete", json={"model": "toy-1"}, headers={"x-toy-key": "k"})
+    assert answer.status_code == keyed.status_code == 502
+    assert answer.json()["toy_error"]["why"] == keyed.json()["toy_error"]["why"] == "upstream_unreachable"
