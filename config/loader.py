@@ -55,6 +55,7 @@ def load_yaml(text: str) -> Any:
 ENV_ALIASES: dict[str, str] = {
     "RUNGUARD_OPENAI_UPSTREAM": "upstreams.openai",
     "RUNGUARD_GEMINI_UPSTREAM": "upstreams.gemini",
+    "RUNGUARD_ANTHROPIC_UPSTREAM": "upstreams.anthropic",
     "RUNGUARD_DATABASE_URL": "store.database_url",
     "RUNGUARD_STATE_URL": "state.url",
     "RUNGUARD_ADMIN_TOKEN": "server.admin_token",

@@ -92,6 +92,7 @@ class UpstreamSettings(_Section):
     gemini: str = Field(
         "https://generativelanguage.googleapis.com", description="Base URL of the Gemini API (no /v1beta)."
     )
+    anthropic: str = Field("https://api.anthropic.com", description="Base URL of the Anthropic API (no /v1).")
     connect_timeout: float = Field(10.0, gt=0, description="Seconds to open a connection upstream.")
     first_byte_timeout: float = Field(600.0, gt=0, description="Seconds to wait for the upstream's response headers.")
     idle_timeout: float = Field(
@@ -118,7 +119,7 @@ class UpstreamSettings(_Section):
         "to its spec's default URL.",
     )
 
-    @field_validator("openai", "gemini")
+    @field_validator("openai", "gemini", "anthropic")
     @classmethod
     def _base_url(cls, url: str) -> str:
         return _http_url(url)

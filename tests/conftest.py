@@ -8,6 +8,7 @@ from typing import Any
 import openai
 import pytest
 
+from tests.e2e.claude import claude_upstream, make_claude  # noqa: F401 (fixtures: Anthropic's fake beside OpenAI's)
 from tests.support.proxy import ListSink, settings_for, start_proxy
 from tests.support.upstream import FakeUpstream
 

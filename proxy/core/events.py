@@ -158,7 +158,11 @@ class Usage:
     `audio_output_tokens`: the part of the input and output that was audio,
     priced apart by the models that hear or speak; `cached_audio_tokens`: the
     part of `cached_tokens` that was audio, where the usage says (Realtime
-    sessions, Gemini), priced at the cached audio rate.
+    sessions, Gemini), priced at the cached audio rate. `cache_write_tokens`
+    and `cache_write_1h_tokens`: the part of the input written to a prompt
+    cache for 5 minutes and for an hour (Anthropic's prompt caching), priced
+    at their own rates; like `cached_tokens` (cache reads), part of
+    `input_tokens`.
     """
 
     input_tokens: int = 0
@@ -171,6 +175,8 @@ class Usage:
     audio_input_tokens: int = 0
     audio_output_tokens: int = 0
     cached_audio_tokens: int = 0
+    cache_write_tokens: int = 0
+    cache_write_1h_tokens: int = 0
 
     @property
     def total_tokens(self) -> int:

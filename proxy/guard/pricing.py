@@ -32,6 +32,9 @@ class Price:
     3 times on Gemini's Flash models); its `cached_input` is the rate of the
     cached audio tokens, a hundredth of the audio rate or less at OpenAI (a
     voice call's turns re-send the call so far, mostly from the cache).
+    `cache_write` and `cache_write_1h`: the rates of input written to a prompt
+    cache for 5 minutes and for an hour (Anthropic charges 1.25 and 2 times
+    the input rate); None: the input rate (providers that do not charge writes).
     """
 
     input: float
@@ -40,6 +43,8 @@ class Price:
     long: Price | None = None
     long_above: int = 0
     audio: Price | None = None
+    cache_write: float | None = None
+    cache_write_1h: float | None = None
 
     def cost(self, usage: Usage) -> float:
         rates = self.long if self.long is not None and usage.input_tokens > self.long_above else self
@@ -53,8 +58,15 @@ class Price:
             usd = (heard - recalled) * audio.input + recalled * audio.cached_input + spoken * audio.output
         text_in = usage.input_tokens - heard
         cached = min(usage.cached_tokens - recalled, text_in)
-        usd += (text_in - cached) * rates.input + cached * rates.cached_input
+        hour = min(usage.cache_write_1h_tokens, text_in - cached)
+        written = min(usage.cache_write_tokens, text_in - cached - hour)
+        usd += (text_in - cached - hour - written) * rates.input + cached * rates.cached_input
+        usd += written * _rate(rates.cache_write, rates.input) + hour * _rate(rates.cache_write_1h, rates.input)
         return (usd + (usage.output_tokens - spoken) * rates.output) / 1_000_000
+
+
+def _rate(rate: float | None, otherwise: float) -> float:
+    return otherwise if rate is None else rate
 
 
 def _user_file(path: str, key: str) -> dict[str, Any]:
@@ -98,26 +110,35 @@ def _rates(raw: Any, shape: str) -> Price:
     if not isinstance(raw, dict) or "input" not in raw or "output" not in raw:
         raise ValueError(f"expected {shape}")
     cached = raw["cached_input"] if "cached_input" in raw else raw["input"]
-    price = Price(float(raw["input"]), float(cached), float(raw["output"]))
-    if not min(price.input, price.cached_input, price.output) >= 0:
+    writes = [None if raw.get(name) is None else float(raw[name]) for name in ("cache_write", "cache_write_1h")]
+    price = Price(
+        float(raw["input"]), float(cached), float(raw["output"]), cache_write=writes[0], cache_write_1h=writes[1]
+    )
+    if not min(price.input, price.cached_input, price.output, *(w for w in writes if w is not None)) >= 0:
         raise ValueError("prices must be numbers >= 0")
     return price
 
 
 def _price(raw: Any) -> Price:
-    price = _rates(raw, "{input: USD, output: USD} per 1M tokens, optionally cached_input, long_context and audio")
+    price = _rates(
+        raw,
+        "{input: USD, output: USD} per 1M tokens, optionally cached_input, cache_write, cache_write_1h,"
+        " long_context and audio",
+    )
     long, above = _long_context(raw.get("long_context"))
     audio = raw.get("audio")
     if audio is not None:
         audio = _rates(audio, "audio: {input: USD, output: USD} per 1M audio tokens")
-    return Price(price.input, price.cached_input, price.output, long, above, audio)
+    return Price(
+        price.input, price.cached_input, price.output, long, above, audio, price.cache_write, price.cache_write_1h
+    )
 
 
 def _long_context(raw: Any) -> tuple[Price | None, int]:
     """A `long_context` entry's rates and threshold; (None, 0) if there is none."""
     if raw is None:
         return None, 0
-    shape = "long_context: {above_tokens: N, input: USD, output: USD}, optionally cached_input"
+    shape = "long_context: {above_tokens: N, input: USD, output: USD}, optionally cached_input and cache writes"
     above = raw.get("above_tokens") if isinstance(raw, dict) else None
     if not isinstance(above, int) or isinstance(above, bool) or above <= 0:
         raise ValueError(f"expected {shape}, above_tokens a whole number > 0")

@@ -28,7 +28,7 @@ from runguard.proxy.http.untouched import is_poll, passthrough, poll
 from runguard.proxy.providers import credentials
 from runguard.proxy.providers.base import Adapter, RequestContext
 from runguard.proxy.providers.paths import REFUSED, canonical
-from runguard.proxy.providers.registry import adapter_for, usage_on_request
+from runguard.proxy.providers.registry import adapter_for, header_facts, usage_on_request
 from runguard.proxy.providers.routes import Route, gemini_streams_sse, resolve
 from runguard.proxy.relay.codec import BodyTooLarge, decode_body
 from runguard.proxy.relay.context import CONTEXT, ProxyContext
@@ -76,6 +76,8 @@ async def handle(request: web.Request) -> web.StreamResponse:
     # and the key is read from it: the key judged is the key sent (`credentials`).
     outgoing = upstream_request_headers(request.headers, ctx.own_headers)
     facts = credentials.claims(outgoing, request.query_string, request.query)  # a key that claims `/v1/...`
+    marked = header_facts(request.headers)  # a header only one provider's clients send (anthropic-version)
+    facts = facts | marked if marked else facts
     api_version = "api-version" in request.query_string
     path = canonical(request.raw_path)
     if path is None:  # a spelling servers read differently (`paths`): refused before routing

@@ -11,20 +11,23 @@ module attribute each call, so a test may swap in a registry with a provider of 
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 
 from runguard.config.settings import GuardSettings
 from runguard.proxy.core.events import Api, Provider
-from runguard.proxy.providers import gemini, openai_chat, openai_responses
+from runguard.proxy.providers import anthropic, gemini, openai_chat, openai_responses
 from runguard.proxy.providers.base import Adapter
 from runguard.proxy.providers.spec import Door, PathRule, ProviderApi, ProviderSpec
 
 _FOREIGN_HEADERS = ("x-api-key",)
+_NO_FACTS: frozenset[str] = frozenset()  # shared: most requests carry no header a door is keyed by
+HEADER_FACT = "header:"  # a door fact that is a request header's presence (`spec.Door`)
 
 APIS: tuple[ProviderApi, ...] = (
     openai_chat.SPEC,
     openai_responses.SPEC,
     gemini.SPEC,
+    anthropic.SPEC,
 )
 
 
@@ -38,6 +41,7 @@ class Registry:
         "apis",
         "claims",
         "doors",
+        "fact_headers",
         "key_headers",
         "leads",
         "providers",
@@ -69,6 +73,8 @@ class Registry:
         ranked.sort(key=lambda row: row[0])  # stable: within a tier, providers' order, then their doors'
         self.doors: tuple[tuple[Door, ProviderSpec], ...] = tuple((door, provider) for _, _, door, provider in ranked)
         self.leads = tuple(door.lead for door, _ in self.doors)  # `Door.lead` of each, computed once
+        named = {fact for door, _ in self.doors for fact in door.needs | door.unless if fact.startswith(HEADER_FACT)}
+        self.fact_headers = tuple(sorted(fact[len(HEADER_FACT) :] for fact in named))  # headers doors are keyed by
         paths: dict[str, list[tuple[PathRule, ProviderApi]]] = {}
         for spec in self.apis:
             for rule in spec.paths:
@@ -90,6 +96,11 @@ class Registry:
             for provider in self.providers
             if provider.credentials.claims
         )
+
+    def header_facts(self, headers: Mapping[str, str]) -> frozenset[str]:
+        """The `header:<name>` facts of a request's `headers` (those some door is keyed by)."""
+        found = [HEADER_FACT + name for name in self.fact_headers if name in headers]
+        return frozenset(found) if found else _NO_FACTS
 
     def api(self, name: str) -> ProviderApi | None:
         """The spec of the API named `name`; None for one forwarded and only counted (`Api.OTHER`)."""
@@ -130,6 +141,11 @@ def block_status(provider: Provider | str, guard: GuardSettings) -> int:
     """The status of a blocked request's error answer in `provider`'s dialect (its spec's `block_status`)."""
     spec = REGISTRY.provider(provider)
     return spec.block_status(guard) if spec is not None else 429
+
+
+def header_facts(headers: Mapping[str, str]) -> frozenset[str]:
+    """The routing facts a request's headers give (`Registry.header_facts`)."""
+    return REGISTRY.header_facts(headers)
 
 
 def chains_responses(api: Api | str) -> bool:

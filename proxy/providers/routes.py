@@ -5,7 +5,7 @@ the path (and the request's facts: a Gemini key, an Azure `api-version`) names t
 family and a prefix to remove (`/openai`, `/gemini`: forwarded without it). Then the API rules of that
 family (`spec.PathRule`): the first that matches the rest names the API that reads it, else the request
 is forwarded and only counted (`Api.OTHER`). The doors and paths themselves, and why they are what they
-are, are with each provider: `common/openai_provider.py` (OpenAI, Azure OpenAI), `gemini/spec.py`.
+are, are with each provider: `openai/provider.py` (OpenAI, Azure OpenAI), `gemini/spec.py`.
 """
 
 from __future__ import annotations

@@ -42,6 +42,9 @@ class Tier(IntEnum):
     shared path claimed by the credential it carries, which beats the shared path's default owner.
     """
 
+    # A request marked as this provider's by what only its clients send (`needs` a header fact, below:
+    # Anthropic's `anthropic-version`): it goes there whatever its path, so no other upstream gets its key.
+    MARKED = -1
     PREFIX = 0  # a path under the provider's own prefix (`/gemini/...`, `/openai/...`)
     NATIVE = 1  # paths only this provider serves (`/v1beta/...`); refusals of paths nobody serves here
     KEYED = 2  # a shared path (`/v1/...`) claimed when the request carries this provider's credential
@@ -58,6 +61,8 @@ class Door:
     when the request fills one of that provider's `CredentialPlaces.claims`);
     `unless`: facts that exclude it. `refuse`: the path is known and served by no upstream (Vertex AI's):
     the request gets the unknown-path error. `model`: where a path no API rule reads names its model.
+    A fact named `header:<name>` (lower case) is the request carrying that header: the registry collects
+    the headers its doors name (`Registry.header_facts`), so a door needs no code to be keyed by one.
     """
 
     pattern: re.Pattern[str]

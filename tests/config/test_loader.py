@@ -158,14 +158,26 @@ def test_the_admin_commands_proxy_url_is_not_a_setting() -> None:
     assert settings.server.port == 8787
 
 
+def test_the_anthropic_upstream_is_set_by_its_contract_names(tmp_path: Path) -> None:
+    assert load_settings(environ={}).settings.upstreams.anthropic == "https://api.anthropic.com"
+    env = {"RUNGUARD_ANTHROPIC_UPSTREAM": "http://127.0.0.1:9001"}
+    assert load_settings(environ=env).settings.upstreams.anthropic == "http://127.0.0.1:9001"
+    file = tmp_path / "runguard.yaml"
+    file.write_text("upstreams:\n  anthropic: https://gateway.internal/anthropic\n")
+    loaded = load_settings(environ={"RUNGUARD_CONFIG": str(file)}).settings.upstreams
+    assert loaded.base_url("anthropic", "https://api.anthropic.com") == "https://gateway.internal/anthropic"
+    with pytest.raises(ConfigError, match=r"upstreams\.anthropic"):
+        load_settings(environ={"RUNGUARD_ANTHROPIC_UPSTREAM": "ftp://api.anthropic.com"})
+
+
 def test_a_plug_in_provider_s_upstream_has_its_environment_variable(tmp_path: Path) -> None:
     file = tmp_path / "rg.yaml"
     file.write_text("upstreams: {others: {toy: 'http://file:1'}}\n")
-    loaded = load_settings(config_file=file, environ={"RUNGUARD_ANTHROPIC_UPSTREAM": "http://127.0.0.1:9000/x"})
+    loaded = load_settings(config_file=file, environ={"RUNGUARD_PARROT_UPSTREAM": "http://127.0.0.1:9000/x"})
     upstreams = loaded.settings.upstreams
-    assert upstreams.others == {"toy": "http://file:1", "anthropic": "http://127.0.0.1:9000/x"}
-    assert loaded.sources["upstreams.others.anthropic"] == "env"
-    assert upstreams.base_url("anthropic", "https://default") == "http://127.0.0.1:9000/x"
+    assert upstreams.others == {"toy": "http://file:1", "parrot": "http://127.0.0.1:9000/x"}
+    assert loaded.sources["upstreams.others.parrot"] == "env"
+    assert upstreams.base_url("parrot", "https://default") == "http://127.0.0.1:9000/x"
     assert upstreams.base_url("nobody", "https://default") == "https://default"
     assert upstreams.base_url("openai", "https://default") == "https://api.openai.com"  # its own field
 

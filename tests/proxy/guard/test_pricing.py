@@ -226,3 +226,45 @@ def test_a_user_table_that_cannot_be_read_is_refused_naming_the_setting(tmp_path
     binary.write_bytes(b"\xff\xfe")
     with pytest.raises(ConfigError, match=r"models_file: .* is not UTF-8"):
         ModelTables(models_file=str(binary))
+
+
+@pytest.mark.parametrize(
+    ("model", "rates"),
+    [
+        ("claude-haiku-4-5-20251001", (1.00, 0.10, 1.25, 2.00, 5.00)),
+        ("claude-sonnet-4-6", (3.00, 0.30, 3.75, 6.00, 15.00)),
+        ("claude-opus-4-5-20251101", (5.00, 0.50, 6.25, 10.00, 25.00)),
+        ("claude-opus-4-20250514", (15.00, 1.50, 18.75, 30.00, 75.00)),
+        ("claude-opus-4-1-20250805", (15.00, 1.50, 18.75, 30.00, 75.00)),
+        ("claude-mythos-5", (15.00, 1.50, 18.75, 30.00, 75.00)),  # no published price: the highest Claude rates
+    ],
+)
+def test_claude_models_price_cache_reads_and_both_cache_writes_apart(
+    model: str, rates: tuple[float, float, float, float, float]
+) -> None:
+    million = 1_000_000
+    price = ModelTables().price(model)
+    assert (price.input, price.cached_input, price.cache_write, price.cache_write_1h, price.output) == rates
+    usage = Usage(
+        4 * million, million, cached_tokens=million, cache_write_tokens=million, cache_write_1h_tokens=million
+    )
+    assert ModelTables().cost(model, usage) == pytest.approx(sum(rates))
+
+
+def test_a_long_claude_prompt_is_charged_its_long_rates_cache_writes_too() -> None:
+    usage = Usage(250_000, 1000, cached_tokens=100_000, cache_write_tokens=100_000)
+    expected = (50_000 * 6.00 + 100_000 * 0.60 + 100_000 * 7.50 + 1000 * 22.50) / 1e6
+    assert ModelTables().cost("claude-sonnet-4-5", usage) == pytest.approx(expected)
+
+
+def test_cache_writes_cost_the_input_rate_where_a_table_names_no_write_rate(tmp_path: Path) -> None:
+    assert ModelTables().cost("gpt-4o", Usage(1000, 0, cache_write_tokens=1000)) == pytest.approx(0.0025)
+    pricing = tmp_path / "pricing.yaml"
+    pricing.write_text("models:\n  my-model: {input: 1, output: 2, cache_write: 3, cache_write_1h: 4}\n")
+    tables = ModelTables(str(pricing))
+    assert tables.cost(
+        "my-model", Usage(3000, 0, cache_write_tokens=1000, cache_write_1h_tokens=1000)
+    ) == pytest.approx(0.008)
+    pricing.write_text("models:\n  my-model: {input: 1, output: 2, cache_write: -3}\n")
+    with pytest.raises(ConfigError, match=r"pricing_file: models\.my-model: prices must be"):
+        ModelTables(str(pricing))

@@ -17,8 +17,8 @@ from runguard.proxy.providers.spec import Door, ProviderSpec, Tier, UpstreamSett
 
 
 def test_the_built_in_apis_in_their_order_and_their_providers_once_each() -> None:
-    assert [spec.name for spec in registry.APIS] == ["chat", "responses", "gemini"]
-    assert [spec.name for spec in registry.REGISTRY.providers] == ["openai", "gemini"]
+    assert [spec.name for spec in registry.APIS] == ["chat", "responses", "gemini", "messages"]
+    assert [spec.name for spec in registry.REGISTRY.providers] == ["openai", "gemini", "anthropic"]
     assert registry.api_named("responses") is openai_responses.SPEC
     assert registry.provider_named(Provider.GEMINI) is gemini.SPEC.provider
     assert registry.api_named(Api.OTHER) is None and registry.api_named(Api.REALTIME) is None
@@ -42,8 +42,10 @@ def test_each_adapter_names_the_api_and_provider_of_its_spec() -> None:
 def test_the_doors_are_one_table_ordered_by_tier_then_by_spec() -> None:
     tiers = [door.tier for door, _ in registry.REGISTRY.doors]
     assert tiers == sorted(tiers)
-    prefixes = [(provider.name, door.pattern.pattern) for door, provider in registry.REGISTRY.doors[:4]]
+    prefixes = [(provider.name, door.pattern.pattern) for door, provider in registry.REGISTRY.doors[:6]]
     assert prefixes == [
+        ("anthropic", "^/anthropic(?:/|$)"),  # Tier.MARKED: before every prefix
+        ("anthropic", "^/"),  # with `anthropic-version`, whatever the path
         ("openai", "^/openai/"),
         ("openai", "^/openai/v1/"),
         ("openai", "^/openai/"),
