@@ -39,6 +39,7 @@ from runguard.proxy.providers.gemini.replies import stream_error_element
 from runguard.proxy.providers.openai_responses.adapter import ResponsesAdapter
 from runguard.proxy.providers.registry import adapter_for
 from runguard.proxy.providers.routes import Route, gemini_streams_sse, raw_target, resolve
+from runguard.proxy.relay import overhead
 from runguard.proxy.relay.codec import BodyTooLarge, decode_body
 from runguard.proxy.relay.context import CONTEXT, ProxyContext
 from runguard.proxy.relay.headers import is_upgrade, upstream_request_headers
@@ -192,6 +193,7 @@ async def _passthrough(
     except UpstreamError as exc:
         return upstream_failed(route.dialect, exc)
     async with upstream:
+        overhead.answered(request)
         if is_stream(upstream, route.stream):
             out, _ = await relay_stream(request, upstream, None, CIMultiDict(), None)
             return out
@@ -258,6 +260,7 @@ async def _poll(
                 )
 
         reply = whole_response(upstream, raw, CIMultiDict())
+        overhead.stamp(request, reply.headers)
         try:
             await reply.prepare(request)
             await reply.write_eof()
@@ -407,6 +410,7 @@ async def _forward(
         await ctx.settle(guard.complete(ticket, seen, client_status=reply.status, error=type(exc).__name__, body=kept))
         return reply
 
+    overhead.sending(request)
     try:
         upstream = await ctx.upstreams[route.provider].send(
             request.method, raw_target(route, request.raw_path), sending.headers, sending.body
@@ -418,10 +422,12 @@ async def _forward(
         ctx.spawn(guard.complete(ticket, None, client_status=None, error="client_disconnected"))
         raise
     async with upstream:
+        overhead.answered(request)
         if is_stream(upstream, route.stream):
             return await _forward_stream(
                 request, ctx, ticket, upstream, sent, sending.body if record else None, sending.rewrite
             )
+        overhead.sending(request)
         try:
             raw = await read_whole(upstream)
         except UpstreamError as exc:
@@ -429,6 +435,7 @@ async def _forward(
         except asyncio.CancelledError:
             ctx.spawn(guard.complete(ticket, None, client_status=None, error="client_disconnected"))
             raise
+        overhead.answered(request)
         parsed = decode_body(raw, upstream.headers.get("Content-Encoding"), 1 << 30)
         info = ticket.adapter.parse_response(parsed) if parsed is not None else ResponseInfo(parse_error="encoding")
         seen = guard.response_seen(ticket, info, upstream.status, time.perf_counter() - sent)
@@ -439,6 +446,7 @@ async def _forward(
             else whole_response(upstream, raw, _extra_headers(ctx, ticket))
         )
         kept = _recorded(request, sending.body, raw, upstream.status) if record else None
+        overhead.stamp(request, reply.headers)
         try:
             await reply.prepare(request)
             await reply.write_eof()
@@ -481,7 +489,7 @@ async def _forward_stream(
                 request,
                 upstream,
                 parser,
-                _extra_headers(ctx, ticket),
+                overhead.stamp(request, _extra_headers(ctx, ticket)),
                 error_event,
                 capture=recorded_request is not None,
                 rewrite=rewrite,
