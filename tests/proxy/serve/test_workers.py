@@ -26,6 +26,11 @@ def _children(pid: int) -> list[int]:
     return [int(child) for child in text.split()]
 
 
+def _gone(pid: int) -> bool:
+    status = Path(f"/proc/{pid}/status")
+    return not status.exists() or "zombie" in status.read_text()
+
+
 def _bytes_read(pid: int) -> int:
     """What a process has read through system calls, sockets included (`rchar`)."""
     for line in Path(f"/proc/{pid}/io").read_text().splitlines():
@@ -94,8 +99,7 @@ async def test_one_sigterm_stops_every_worker(workers: ServeProcess) -> None:
     pids = _children(workers.process.pid)
     assert len(pids) == 2
     assert await workers.stop(signal.SIGTERM) == 0, workers.diagnostics()
-    for pid in pids:
-        assert not Path(f"/proc/{pid}").exists() or "zombie" in Path(f"/proc/{pid}/status").read_text()
+    assert all(_gone(pid) for pid in pids)
 
 
 async def test_more_than_one_worker_on_in_memory_state_is_refused(tmp_path: Path) -> None:
