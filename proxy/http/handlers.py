@@ -178,6 +178,7 @@ async def _send_untouched(
     client declared."""
     if not isinstance(body, bytes) and request.content_length is not None:
         headers["Content-Length"] = str(request.content_length)
+    overhead.sending(request)
     return await ctx.upstreams[route.provider].send(request.method, raw_target(route, request.raw_path), headers, body)
 
 
@@ -197,10 +198,12 @@ async def _passthrough(
         if is_stream(upstream, route.stream):
             out, _ = await relay_stream(request, upstream, None, CIMultiDict(), None)
             return out
+        overhead.sending(request)
         try:
             raw = await read_whole(upstream)
         except UpstreamError as exc:
             return upstream_failed(route.dialect, exc)
+        overhead.answered(request)
         return whole_response(upstream, raw, CIMultiDict())
 
 

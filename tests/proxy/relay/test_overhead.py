@@ -115,3 +115,11 @@ async def test_the_histogram_counts_each_stamped_response_by_provider_and_api(
     assert found[("runguard_overhead_ms_count", labels)] == 3
     assert found[("runguard_overhead_ms_sum", labels)] >= 3 * SLOW_DETECTOR_S * 1000
     assert found[("runguard_overhead_ms_bucket", (*labels[:1], ("le", "25.0"), *labels[1:]))] == 0  # 50 ms each
+
+
+async def test_an_unguarded_relay_leaves_the_upstream_s_time_out_too(upstream: FakeUpstream, running: Running) -> None:
+    upstream.script = lambda _: Reply(200, b'{"object":"list","data":[]}', delay=UPSTREAM_WAIT_S)
+    async with _client(running.url) as sdk:
+        raw = await sdk.models.with_raw_response.list()
+    assert raw.parse().data == []
+    assert _ms(raw.headers) < UPSTREAM_WAIT_S * 1000 / 2  # no detector runs for it: little of its own
