@@ -47,6 +47,7 @@ class Sample:
     trip: str | None
     warning: str | None
     size: int
+    overhead: float | None = None  # the proxy's own x-runguard-overhead-ms (RunGuard's targets only)
 
 
 @dataclass
@@ -72,6 +73,7 @@ class Tally:
             "trips": trips,
             "warnings": warnings,
             "response_bytes": self.samples[-1].size if self.samples else 0,
+            **percentiles([s.overhead for s in self.samples if s.overhead is not None], "overhead_ms"),
         }
 
 
@@ -110,6 +112,7 @@ async def send(
             response.headers.get("x-runguard-trip"),
             response.headers.get("x-runguard-warning"),
             size,
+            float(overhead) if (overhead := response.headers.get("x-runguard-overhead-ms")) else None,
         )
 
 

@@ -68,7 +68,16 @@ class CpuSample:
 
     @classmethod
     def of(cls, pid: int) -> CpuSample:
-        return cls(cpu_stat_seconds(pid), cpu_sched_seconds(pid))
+        """The process and its live children (the workers of `serve --workers N`; single processes have none)."""
+        pids = [pid, *children(pid)]
+        return cls(sum(map(cpu_stat_seconds, pids)), sum(map(cpu_sched_seconds, pids)))
+
+
+def children(pid: int) -> list[int]:
+    try:
+        return [int(child) for child in Path(f"/proc/{pid}/task/{pid}/children").read_text().split()]
+    except (FileNotFoundError, ProcessLookupError):
+        return []
 
 
 def cpu_per_request(before: CpuSample, after: CpuSample, requests: int) -> dict[str, Any]:

@@ -58,13 +58,14 @@ def write_config(
     return path
 
 
-def proxy_command(config: Path, port: int) -> list[str]:
-    """`runguard-proxy serve` from the venv this Python runs in."""
+def proxy_command(config: Path, port: int, workers: int = 1) -> list[str]:
+    """`runguard-proxy serve` from the venv this Python runs in (`workers`: its `--workers`)."""
     exe = Path(sys.executable).parent / "runguard-proxy"
     found = str(exe) if exe.exists() else shutil.which("runguard-proxy")
     if found is None:
         raise FileNotFoundError("runguard-proxy is not installed in this environment")
-    return [found, "serve", "--host", "127.0.0.1", "--port", str(port), "--config", str(config)]
+    command = [found, "serve", "--host", "127.0.0.1", "--port", str(port), "--config", str(config)]
+    return [*command, "--workers", str(workers)] if workers > 1 else command
 
 
 def source_path(checkout: Path, layout: Path) -> str:
@@ -93,6 +94,7 @@ def start_proxy(
     database_url: str | None = None,
     wrapper: Sequence[str] = (),
     timeout: float = 30.0,
+    workers: int = 1,
 ) -> Service:
     """`runguard-proxy serve` as the bench target `name`, its config, home and SQLite file under `tmp`.
 
@@ -108,7 +110,7 @@ def start_proxy(
         env["RUNGUARD_DATABASE_URL"] = database_url
     if source is not None:
         env["PYTHONPATH"] = source_path(source, tmp / f"layout-{name}")
-    command = [*wrapper, *proxy_command(config, port)]
+    command = [*wrapper, *proxy_command(config, port, workers)]
     return services.start_http(name, command, port, health="/runguard/health", env=env, cwd=tmp, timeout=timeout)
 
 

@@ -84,7 +84,9 @@ def latency_table(entries: list[dict[str, Any]]) -> str:
         headers += [f"+{name}"] + ([f"+{name} xpass"] if name != BASE else [])
     for name in names:
         headers += [f"cpu {name}"] + ([f"cpu {name} xpass"] if name != BASE else [])
-    headers += ["proxy p99", "proxy trips/warn"]
+    # What the proxy says it spent before answering (x-runguard-overhead-ms, p50): the rest of `+proxy` is
+    # the relay (two more sockets, the event loop) and, for a stream, its events' parsing.
+    headers += ["proxy p99", "proxy own ms", "proxy trips/warn"]
     rows = []
     for entry in entries:
         t = entry["targets"]
@@ -101,7 +103,7 @@ def latency_table(entries: list[dict[str, Any]]) -> str:
             cpu = t.get(name, {}).get("cpu_us")
             row += [_num(cpu, 0)] + ([_ratio(cpu, base.get("cpu_us"))] if name != BASE else [])
         proxy = t.get("proxy", {})
-        row += [_num(proxy.get("latency_ms_p99")), _trips(proxy)]
+        row += [_num(proxy.get("latency_ms_p99")), _num(proxy.get("overhead_ms_p50")), _trips(proxy)]
         rows.append(row)
     return _table(headers, rows)
 
@@ -156,6 +158,7 @@ def throughput_table(entries: list[dict[str, Any]]) -> str:
         "cpu xpass",
         "non-200",
         "admin read ms",
+        "own ms p50",
     ]
     rows = []
     for e in entries:
@@ -173,6 +176,7 @@ def throughput_table(entries: list[dict[str, Any]]) -> str:
                 _ratio(e.get("cpu_us"), b.get("cpu_us")) if e["target"] != "direct" else "-",
                 str(bad),
                 _num(e.get("admin_read_ms"), 0),
+                _num(e.get("overhead_ms_p50")),
             ]
         )
     return _table(headers, rows)

@@ -173,6 +173,11 @@ class Bench:
                 redis_proxy = self._start_proxy(name, state_url=REDIS_URL, source=source)
                 if redis_proxy is not None:
                     self.targets[name] = redis_proxy
+            if self.args.workers > 1:
+                name = f"proxy_redis_x{self.args.workers}"
+                workers = self._start_proxy(name, state_url=REDIS_URL, workers=self.args.workers)
+                if workers is not None:
+                    self.targets[name] = workers
 
     def _start_litellm(self) -> None:
         venv: Path | None = self.args.litellm
@@ -205,6 +210,7 @@ class Bench:
         frame: bool = False,
         source: Path | None = None,
         database_url: str | None = None,
+        workers: int = 1,
     ) -> Service | None:
         """A proxy target; `source`: run the code of that checkout (another commit) instead of this one."""
         try:
@@ -218,6 +224,7 @@ class Bench:
                 source=source,
                 state_url=state_url,
                 database_url=database_url,
+                workers=workers,
                 # under redis_prefix: cleanup_redis finds it
                 key_prefix=f"{self.redis_prefix}-{name}" if state_url else None,
             )
@@ -566,6 +573,12 @@ def main() -> None:
     parser.add_argument("--only", nargs="+", choices=("latency", "stall", "throughput", "growth", "state", "soak"))
     parser.add_argument("--no-nginx", action="store_true")
     parser.add_argument("--no-redis", action="store_true")
+    parser.add_argument(
+        "--workers",
+        type=int,
+        default=1,
+        help="also run proxy_redis_xN: `serve --workers N` on Redis (CPU counted over its workers)",
+    )
     parser.add_argument(
         "--frame",
         action="store_true",

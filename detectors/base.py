@@ -243,6 +243,10 @@ class Detector(Generic[C]):
     # Whether `action: nudge` makes sense: the model can change what the detector sees (its calls, its
     # handoffs), not an upstream's health or a client's retries.
     nudges: ClassVar[bool] = True
+    # Its request hooks read only the tool results the request sends back (`RequestInfo.new_results`): for a
+    # request with none (a run's first request, a user's new question), its plan would be empty and its check
+    # would find nothing, so the engine skips both (`engine.Lineup`).
+    reads_results: ClassVar[bool] = False
 
     def plan_request(self, seen: RequestSeen, cfg: C) -> Plan:
         return {}

@@ -72,6 +72,7 @@ class NonProgress(Detector[NonProgressConfig]):
     name = "non_progress"
     per_thread = True
     Config = NonProgressConfig
+    reads_results = True
 
     def _items(self, request: RequestInfo, cfg: NonProgressConfig) -> list[str]:
         """One "<tool>:<result hash>:<uniq>" per distinct (tool, result) of this request, in order."""

@@ -182,6 +182,7 @@ class Novelty(Detector[NoveltyConfig]):
     name = "novelty"
     per_thread = True
     Config = NoveltyConfig
+    reads_results = True
 
     def plan_request(self, seen: RequestSeen, cfg: NoveltyConfig) -> Plan:
         turns = _turns(seen.request, cfg)

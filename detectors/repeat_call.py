@@ -70,6 +70,7 @@ class RepeatCall(Detector[RepeatCallConfig]):
     name = "repeat_call"
     per_thread = True
     Config = RepeatCallConfig
+    reads_results = True
 
     def plan_request(self, seen: RequestSeen, cfg: RepeatCallConfig) -> Plan:
         items = _items(seen.request)

@@ -17,6 +17,7 @@ result's scalars) and `MAX_WORDS` words are read.
 from __future__ import annotations
 
 import base64
+import binascii
 import re
 import struct
 from collections.abc import Collection, Iterable, Sequence
@@ -36,6 +37,10 @@ MAX_PARSED = 65_536  # a JSON result longer than this is read as text, not parse
 _OPENERS = ("{", "[")
 ECHO_SHARE = 0.6  # a unit with this share of its words in the call's arguments only echoes them
 _WORD = re.compile(rb"[a-z0-9]+")
+# Every byte but [a-z0-9] and the newline as a space: `translate` then `split` find `_WORD`'s words at a few
+# instructions a byte, where the regex costs about 200 (callgrind, a small result's shingles: 407k instructions
+# with the regex per line, 255k with this and `isdisjoint` before the echo's intersection).
+_SPACED = bytes(b if chr(b) in "abcdefghijklmnopqrstuvwxyz0123456789\n" else 32 for b in range(256))
 
 
 def echo_words(call: ToolCall | None) -> frozenset[bytes]:
@@ -104,11 +109,12 @@ def shingles(units: Iterable[str], echo: frozenset[bytes]) -> set[int]:
     hashes: set[int] = set()
     digest = xxhash.xxh3_64_intdigest
     budget = MAX_WORDS
-    for line in "\n".join(units).lower().encode("utf-8", "surrogatepass").split(b"\n"):
-        words = _WORD.findall(line)
+    text = "\n".join(units).lower().encode("utf-8", "surrogatepass").translate(_SPACED)
+    for line in text.split(b"\n"):
+        words = line.split()  # `_WORD`'s words: every other byte is a space now
         if not words:
             continue
-        if echo and len(echo.intersection(words)) >= ECHO_SHARE * len(set(words)):
+        if echo and not echo.isdisjoint(words) and len(echo.intersection(words)) >= ECHO_SHARE * len(set(words)):
             continue  # says what was asked
         if len(words) > budget:
             words = words[:budget]
@@ -130,7 +136,8 @@ def sample(hashes: Iterable[int]) -> list[int]:
 def pack(values: Iterable[int]) -> str:
     """16-bit values packed for state (base64 of big-endian pairs of bytes)."""
     listed = sorted(set(values))
-    return base64.b64encode(struct.pack(f">{len(listed)}H", *listed)).decode("ascii")
+    # binascii directly: base64.b64encode is a Python wrapper around it (same text, one call fewer)
+    return binascii.b2a_base64(struct.pack(f">{len(listed)}H", *listed), newline=False).decode("ascii")
 
 
 def unpack(text: str) -> frozenset[int]:

@@ -65,14 +65,15 @@ def _banner(settings: Settings, url: str) -> str:
     )
 
 
-async def _serve(settings: Settings) -> None:
+async def _serve(settings: Settings, reuse_port: bool = False) -> None:
     from runguard.proxy.serve.app import create_app
     from runguard.proxy.serve.server import start
     from runguard.proxy.serve.timeouts import ClientTimeouts
 
     app = create_app(settings)
     server = settings.server
-    running = await start(app, server.host, server.port, server.shutdown_grace_seconds, ClientTimeouts.of(server))
+    timeouts = ClientTimeouts.of(server)
+    running = await start(app, server.host, server.port, server.shutdown_grace_seconds, timeouts, reuse_port)
     # What start-up built (modules, models, the app) lives as long as the process: frozen out of the
     # collector, full collections only walk what requests and runs add.
     gc.collect()
@@ -93,6 +94,9 @@ def serve(
     port: Annotated[int | None, typer.Option(help="Port to listen on (default 8787).")] = None,
     config: ConfigOption = None,
     shadow: Annotated[bool | None, typer.Option("--shadow/--no-shadow", help="Warn only, never block.")] = None,
+    workers: Annotated[
+        int, typer.Option(min=1, help="Processes serving the port (SO_REUSEPORT); above 1 needs Redis state.")
+    ] = 1,
 ) -> None:
     """Run the proxy."""
     loaded = load(config, {"server.host": host, "server.port": port, "guard.shadow": shadow})
@@ -102,6 +106,8 @@ def serve(
     if warning is not None:
         typer.echo(warning, err=True)
     try:
+        if workers > 1:
+            raise typer.Exit(_serve_workers(settings, workers))
         _run(_serve(settings))
     except ConfigError as exc:
         typer.echo(f"runguard-proxy: invalid configuration: {exc}", err=True)
@@ -109,6 +115,16 @@ def serve(
     except OSError as exc:  # the port is taken, the database or Redis is unreachable at start
         typer.echo(f"runguard-proxy: cannot start: {exc}", err=True)
         raise typer.Exit(1) from exc
+
+
+def _serve_workers(settings: Settings, count: int) -> int:
+    from runguard.proxy.serve.workers import WorkersRefused, serve_workers
+
+    try:
+        return serve_workers(settings, count, lambda each: _run(_serve(each, reuse_port=True)))
+    except WorkersRefused as exc:
+        typer.echo(f"runguard-proxy: {exc}", err=True)
+        return 2
 
 
 def _run(main: Coroutine[Any, Any, None]) -> None:

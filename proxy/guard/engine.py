@@ -8,8 +8,11 @@ plans something that is not an op) is reported through `on_fault` and
 ignored for the rest of that phase: a failed plan is not checked (fail open).
 
 This runs for every request, so the work is sorted once where it can be: a
-`Lineup` lists, per hook, only the detectors that implement it, and `Views`
-builds the per-detector view of a response once for all three response hooks.
+`Lineup` (compiled once per key, model and per-run headers, and cached by the
+`Policy`) lists, per hook, only the detectors that implement it, and the
+request hooks again without the detectors that read only tool results, for a
+request that sends none back; `Views` builds the per-detector view of a
+response once for all three response hooks.
 """
 
 from __future__ import annotations
@@ -110,6 +113,10 @@ class Lineup:
     configs: Mapping[str, DetectorConfig]
     responders: frozenset[str] = frozenset()  # detectors with a response hook (the ones that need a view)
     per_thread: frozenset[str] = frozenset()  # detectors judging one conversation (`Detector.per_thread`)
+    # The request hooks for a request that sends back no tool result: those of `Detector.reads_results`
+    # left out (their plan would be empty, their check would find nothing).
+    plans_bare_request: tuple[Hook, ...] = ()
+    checks_bare_request: tuple[Hook, ...] = ()
 
     @classmethod
     def of(cls, armed: Iterable[Armed]) -> Lineup:
@@ -118,17 +125,23 @@ class Lineup:
         def having(hook: str) -> tuple[Hook, ...]:
             return tuple(Hook.of(a, hook) for a in every if _implements(a.detector, hook))
 
+        def bare(hooks: tuple[Hook, ...]) -> tuple[Hook, ...]:
+            return tuple(h for h in hooks if not h.armed.detector.reads_results)
+
         inspects, plans, checks = having("inspect_response"), having("plan_response"), having("check_response")
+        plans_request, checks_request = having("plan_request"), having("check_request")
         return cls(
             every,
-            having("plan_request"),
-            having("check_request"),
+            plans_request,
+            checks_request,
             inspects,
             plans,
             checks,
             {a.name: a.config for a in every},
             frozenset(h.name for h in (*inspects, *plans, *checks)),
             frozenset(a.name for a in every if a.detector.per_thread),
+            bare(plans_request),
+            bare(checks_request),
         )
 
 
@@ -283,7 +296,8 @@ class Engine:
     def plan_request(self, lineup: Lineup, seen: RequestSeen, offset: int, nested: bool = False) -> Batch:
         """`nested`: the request is in a thread nested in its run (per-thread detectors keep that thread's state)."""
         threaded = lineup.per_thread if nested else frozenset()
-        return self._batch(lineup.plans_request, offset, "plan_request", seen, threaded=threaded)
+        planners = lineup.plans_request if seen.request.new_results else lineup.plans_bare_request
+        return self._batch(planners, offset, "plan_request", seen, threaded=threaded)
 
     def check_request(
         self, lineup: Lineup, batch: Batch, results: Sequence[OpResult], seen: RequestSeen, facts: RunFacts
@@ -291,7 +305,7 @@ class Engine:
         """Findings, and each planning detector's results (kept for its response phase)."""
         before = batch.split(results)
         findings: list[Finding] = []
-        for one in lineup.checks_request:
+        for one in lineup.checks_request if seen.request.new_results else lineup.checks_bare_request:
             if one.name in batch.failed:
                 continue
             try:

@@ -24,6 +24,7 @@ from runguard.proxy.http.recorded import recorded
 from runguard.proxy.providers.answers import Synthetic
 from runguard.proxy.providers.gemini.replies import stream_error_element
 from runguard.proxy.providers.routes import Route, raw_target
+from runguard.proxy.relay import overhead
 from runguard.proxy.relay.codec import decode_body
 from runguard.proxy.relay.context import ProxyContext
 from runguard.proxy.relay.replies import upstream_failed
@@ -77,6 +78,7 @@ async def forward(
         return reply
 
     passage.forwarding()
+    overhead.sending(request)
     try:
         upstream = await ctx.upstreams[route.provider].send(
             request.method, raw_target(route, request.raw_path), sending.headers, sending.body
@@ -84,12 +86,15 @@ async def forward(
     except UpstreamError as exc:
         return failed(exc)
     async with upstream:
+        overhead.answered(request)
         if is_stream(upstream, route.stream):
             return await _forward_stream(request, ctx, passage, upstream, sending.body if keep else None, sending)
+        overhead.sending(request)
         try:
             raw = await read_whole(upstream)
         except UpstreamError as exc:
             return failed(exc)
+        overhead.answered(request)
         ticket = passage.ticket
         parsed = decode_body(raw, upstream.headers.get("Content-Encoding"), 1 << 30)
         info = ticket.adapter.parse_response(parsed) if parsed is not None else ResponseInfo(parse_error="encoding")
@@ -101,6 +106,7 @@ async def forward(
             else whole_response(upstream, raw, _extra_headers(ticket))
         )
         passage.body = recorded(request, sending.body, raw, upstream.status) if keep else None
+        overhead.stamp(request, reply.headers)
         await reply.prepare(request)
         await reply.write_eof()
         passage.client_status = reply.status  # a client that left before it had the answer is recorded with none
@@ -131,7 +137,7 @@ async def _forward_stream(
             request,
             upstream,
             parser,
-            _extra_headers(ticket),
+            overhead.stamp(request, _extra_headers(ticket)),
             error_event,
             capture=recorded_request is not None,
             rewrite=sending.rewrite,

@@ -25,6 +25,7 @@ from runguard.proxy.http.recorded import masked
 from runguard.proxy.providers.openai_responses.adapter import ResponsesAdapter
 from runguard.proxy.providers.registry import polls_responses
 from runguard.proxy.providers.routes import Route, raw_target
+from runguard.proxy.relay import overhead
 from runguard.proxy.relay.codec import BodyTooLarge, decode_body
 from runguard.proxy.relay.context import ProxyContext
 from runguard.proxy.relay.replies import upstream_failed
@@ -49,6 +50,7 @@ async def _send_untouched(
     client declared."""
     if not isinstance(body, bytes) and request.content_length is not None:
         headers["Content-Length"] = str(request.content_length)
+    overhead.sending(request)
     return await ctx.upstreams[route.provider].send(request.method, raw_target(route, request.raw_path), headers, body)
 
 
@@ -65,13 +67,16 @@ async def passthrough(
     except UpstreamError as exc:
         return upstream_failed(route.dialect, exc)
     async with upstream:
+        overhead.answered(request)
         if is_stream(upstream, route.stream):
             out, _ = await relay_stream(request, upstream, None, CIMultiDict(), None)
             return out
+        overhead.sending(request)
         try:
             raw = await read_whole(upstream)
         except UpstreamError as exc:
             return upstream_failed(route.dialect, exc)
+        overhead.answered(request)
         return whole_response(upstream, raw, CIMultiDict())
 
 
@@ -96,6 +101,7 @@ async def poll(
     background = ctx.guard.background
     responses = ResponsesAdapter()
     async with upstream:
+        overhead.answered(request)
         status = upstream.status
         if is_stream(upstream, route.stream):
             parser = responses.stream_parser()
@@ -114,10 +120,12 @@ async def poll(
                 raise
             await ctx.settle(account())
             return out
+        overhead.sending(request)
         try:
             raw = await read_whole(upstream)
         except UpstreamError as exc:
             return upstream_failed(route.dialect, exc)
+        overhead.answered(request)
         latency = time.perf_counter() - sent
         encoding = upstream.headers.get("Content-Encoding")
 
@@ -134,6 +142,7 @@ async def poll(
                 )
 
         reply = whole_response(upstream, raw, CIMultiDict())
+        overhead.stamp(request, reply.headers)
         try:
             await reply.prepare(request)
             await reply.write_eof()

@@ -28,7 +28,8 @@ Metric names (values in milliseconds where the name says `_ms`):
   runguard_usd_avoided_total{detector}              estimated cost avoided by blocking trips (store.costs)
   runguard_tokens_total{model,kind}                 input, output, cached, reasoning tokens
   runguard_upstream_latency_ms{provider,api}        send to end of response (streams: last byte)
-  runguard_proxy_overhead_ms                        time spent in the proxy itself
+  runguard_proxy_overhead_ms                        time spent in the proxy itself, after-work included
+  runguard_overhead_ms{provider,api}                the x-runguard-overhead-ms of guarded responses (`overhead`)
   runguard_detector_faults_total{detector,hook}     detectors that raised (request went on)
   runguard_parse_errors_total{api,body}             bodies the adapters could not parse (request, or a 2xx response)
   runguard_unreadable_requests_total{provider,action}   model requests not parsed: forward, refuse, blocked
@@ -53,6 +54,7 @@ from prometheus_client.metrics_core import CounterMetricFamily, GaugeMetricFamil
 from runguard.proxy.core.safe_text import printable
 from runguard.proxy.providers.common.history import HistoryCache
 from runguard.proxy.providers.routes import resolve
+from runguard.proxy.relay import overhead
 from runguard.proxy.relay.headers import is_upgrade
 from runguard.proxy.store.costs import counted_avoided
 from runguard.proxy.store.records import RequestRecord, TripRecord
@@ -178,6 +180,7 @@ class Metrics:
         self._max_models = max_models
         self._upstream: dict[tuple[str, str], _Histogram] = {}  # (provider, api)
         self._overhead = _Histogram(OVERHEAD_BUCKETS_MS)
+        self._overheads: dict[tuple[str, str], _Histogram] = {}  # (provider, api): x-runguard-overhead-ms
         # The handler resolved the route already; a path -> labels cache keeps a second resolve off the hot path.
         self._path_labels: dict[str, tuple[str, str]] = {}
         self.registry = CollectorRegistry()
@@ -249,7 +252,8 @@ class Metrics:
 
     # -- HTTP -------------------------------------------------------------------------------
 
-    def _count(self, path: str, status: str) -> None:
+    def _count(self, path: str, status: str) -> tuple[str, str]:
+        """Count a request; its (provider, api) labels."""
         labels = self._path_labels.get(path)
         if labels is None:
             route = resolve(path)
@@ -258,6 +262,7 @@ class Metrics:
                 self._path_labels[path] = labels
         key = (*labels, status)
         self._requests[key] = self._requests.get(key, 0) + 1  # inline, not _bump: every request
+        return labels
 
     def counted(self, handler: Handler) -> Handler:
         """`handler` counting the provider requests it serves and keeping the in-flight gauge.
@@ -276,9 +281,12 @@ class Metrics:
             else:
                 self._in_flight += 1
             status = "disconnected"  # the client went away (or the handler failed) before the response ended
+            watch = None if socket else overhead.start(request)
             try:
                 response = await handler(request)
                 status = str(response.status)
+                if not response.prepared:
+                    overhead.stamp(request, response.headers)  # answered locally: sent once this returns
                 return response
             except web.HTTPException as exc:
                 status = str(exc.status)
@@ -288,9 +296,17 @@ class Metrics:
                     self._sockets -= 1
                 else:
                     self._in_flight -= 1
-                self._count(request.path, status)
+                labels = self._count(request.path, status)
+                if watch is not None and watch.stamped is not None:
+                    self._observe_overhead(labels, watch.stamped)
 
         return serve
+
+    def _observe_overhead(self, labels: tuple[str, str], ms: float) -> None:
+        histogram = self._overheads.get(labels)
+        if histogram is None:
+            histogram = self._overheads[labels] = _Histogram(OVERHEAD_BUCKETS_MS)
+        histogram.observe(ms)
 
     # -- Scrape -----------------------------------------------------------------------------
 
@@ -330,6 +346,15 @@ class Metrics:
             (),
             _OVERHEAD_LES,
             [((), self._overhead)],
+        )
+        yield _histogram(
+            "runguard_overhead_ms",
+            "RunGuard's time on a request before its response headers were sent, less the wait for the "
+            "upstream (to its response headers for a stream, to its last byte for a whole response), in ms: "
+            "the x-runguard-overhead-ms header. A stream's relay and the accounting after the answer are not in it.",
+            ("provider", "api"),
+            _OVERHEAD_LES,
+            self._overheads.items(),
         )
         yield _counter(
             "runguard_detector_faults_total", "Detectors that raised.", ("detector", "hook"), self._faults.items()

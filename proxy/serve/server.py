@@ -34,9 +34,15 @@ class Running:
 
 
 async def start(
-    app: web.Application, host: str, port: int, grace: float = 30.0, timeouts: ClientTimeouts | None = None
+    app: web.Application,
+    host: str,
+    port: int,
+    grace: float = 30.0,
+    timeouts: ClientTimeouts | None = None,
+    reuse_port: bool = False,
 ) -> Running:
-    """Serve `app` on `host:port`; `timeouts` bound slow and idle clients (`runguard.proxy.serve.timeouts`)."""
+    """Serve `app` on `host:port`; `timeouts` bound slow and idle clients (`runguard.proxy.serve.timeouts`);
+    `reuse_port`: share the port with other processes (`serve.workers`)."""
     bounds = timeouts or ClientTimeouts()
     drain = grace - reserve_of(grace)  # the rest of the grace period is the records' (see `shutdown`)
     runner = ProxyRunner(  # an AppRunner that never echoes a request it cannot parse (keys in it)
@@ -48,7 +54,7 @@ async def start(
         keepalive_timeout=bounds.keepalive,
     )
     await runner.setup()
-    site = WatchedSite(runner, host, port, bounds)
+    site = WatchedSite(runner, host, port, bounds, reuse_port)
     await site.start()
     bound = port
     for address in runner.addresses:  # the real port when 0 asked for a free one

@@ -163,9 +163,12 @@ class Watchdog(asyncio.Protocol):
 class WatchedSite(web.TCPSite):
     """A TCP site whose every connection is watched (`Watchdog`)."""
 
-    def __init__(self, runner: web.BaseRunner, host: str, port: int, timeouts: ClientTimeouts) -> None:
-        super().__init__(runner, host, port, reuse_address=True)
+    def __init__(
+        self, runner: web.BaseRunner, host: str, port: int, timeouts: ClientTimeouts, reuse_port: bool = False
+    ) -> None:
+        super().__init__(runner, host, port, reuse_address=True, reuse_port=reuse_port)
         self._timeouts = timeouts
+        self._reuse_port = reuse_port  # `serve --workers`: every worker binds the port (`serve.workers`)
 
     async def start(self) -> None:
         """What `TCPSite.start` does, with a watchdog around each connection's request handler."""
@@ -178,4 +181,6 @@ class WatchedSite(web.TCPSite):
         def watched() -> Watchdog:
             return Watchdog(server(), timeouts, loop)
 
-        self._server = await loop.create_server(watched, self._host, self._port, reuse_address=True)
+        self._server = await loop.create_server(
+            watched, self._host, self._port, reuse_address=True, reuse_port=self._reuse_port or None
+        )

@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import re
+
+import xxhash
+
 from runguard.detectors.normalize import DEFAULT_VOLATILE
 from runguard.detectors.shingles import (
     KEEP,
@@ -80,3 +84,30 @@ def test_what_is_read_of_a_large_result_is_bounded() -> None:
 def test_json_text_inside_json_is_read_as_json() -> None:
     wrapped = result("search", {"result": '{"items": [{"name": "blue widget", "id": "x-1"}]}'})
     assert units_of(wrapped, DEFAULT_VOLATILE) == ["name blue widget"]
+
+
+def test_words_are_the_regex_words_whatever_the_bytes() -> None:
+    """`shingles` splits translated bytes instead of running `_WORD` per line: the same words, so the same
+    hashes (a run's stored sketches stay comparable), for punctuation, digits, accents, CJK and control bytes."""
+    word = re.compile(rb"[a-z0-9]+")
+    units = [
+        "Price: 89 EUR (TAP), depart 07:15",
+        "Ünïcode façade — naïve café 東京 straße",
+        "tabs\tand\rreturns\x0bvertical\x0cfeed   spaces",
+        "a-b_c.d/e:f",
+        "one",
+        "",
+        "x y",
+        "\x00\x7f\xff weird \ud800 surrogate",
+    ]
+    expected: set[int] = set()
+    for line in "\n".join(units).lower().encode("utf-8", "surrogatepass").split(b"\n"):
+        words = word.findall(line)
+        if len(words) <= 3:
+            if words:
+                expected.add(xxhash.xxh3_64_intdigest(b" ".join(words)))
+        else:
+            triples = zip(words, words[1:], words[2:], strict=False)
+            expected.update(xxhash.xxh3_64_intdigest(b" ".join(t)) for t in triples)
+    assert shingles(units, frozenset()) == expected
+    assert len(expected) > 10

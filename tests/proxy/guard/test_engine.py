@@ -21,7 +21,8 @@ from runguard.detectors.base import (
     RunFacts,
     Verdict,
 )
-from runguard.proxy.core.events import AgentIdentity, Api, RequestInfo, ResponseInfo, Usage
+from runguard.detectors.registry import default_detectors
+from runguard.proxy.core.events import AgentIdentity, Api, RequestInfo, ResponseInfo, ToolResult, Usage
 from runguard.proxy.core.ops import Add, Get, Op, Push, Put, Scope
 from runguard.proxy.guard import engine as engine_module
 from runguard.proxy.guard.engine import NO_DETECTORS, Armed, Engine, Finding, Hook, Lineup, Views
@@ -695,3 +696,48 @@ async def test_a_check_that_returns_nothing_makes_no_finding() -> None:
     for findings in (outcome.request, outcome.inspect, outcome.response):
         assert [f.detector for f in findings] == ["tripper"]
         assert findings[0].verdict.evidence == {"hook": findings[0].verdict.reason}
+
+
+# -- request shape ------------------------------------------------------------------------------------
+
+
+class ResultsReader(Recording):
+    """Reads only the tool results a request sends back (`Detector.reads_results`)."""
+
+    name = "results_reader"
+    reads_results = True
+
+    def plan_request(self, seen: RequestSeen, cfg: DetectorConfig) -> Plan:
+        self.calls.append(("plan_request", (seen,)))
+        return {"seen": Push(Scope.RUN, "seen", tuple(r.content for r in seen.request.new_results), keep=4)}
+
+    def check_request(self, seen: RequestSeen, facts: RunFacts, got: Results, cfg: DetectorConfig) -> Verdict | None:
+        self.calls.append(("check_request", (seen, got)))
+        return None
+
+
+async def test_a_request_without_tool_results_skips_the_detectors_that_read_only_them() -> None:
+    reader, check_only = ResultsReader(), CheckOnly()
+    lineup = arm(reader, check_only)
+    await request_phase(no_faults(), lineup, MemoryState())  # REQUEST sends back no result
+    assert reader.calls == []
+    assert len(check_only.called("check_request")) == 1  # the others run as before
+    with_result = dataclasses.replace(REQUEST, new_results=(ToolResult("search", "call-1", "found it"),))
+    seen = RequestSeen(RUN, KEY, 1000.0, with_result, 128_000, "body-hash")
+    await request_phase(no_faults(), lineup, MemoryState(), seen)
+    [(got_seen,)] = reader.called("plan_request")
+    [(_, got)] = reader.called("check_request")
+    assert got_seen is seen and dict(got) == {"seen": ("found it",)}
+
+
+@pytest.mark.parametrize("detector", [d for d in default_detectors() if d.reads_results], ids=lambda d: d.name)
+def test_a_detector_said_to_read_only_results_plans_and_finds_nothing_without_them(detector: Detector[Any]) -> None:
+    """The skip changes nothing: with no result sent back, such a detector's plan is empty and its check
+    finds nothing, whatever the run's facts (its flag would be wrong otherwise)."""
+    cfg = detector.Config()
+    seen = request_seen()
+    assert not seen.request.new_results
+    assert detector.plan_request(seen, cfg) == {}
+    late = dataclasses.replace(FACTS, request_index=50, usd=5.0, input_tokens=10**6)
+    assert detector.check_request(seen, late, {}, cfg) is None
+    assert {"novelty", "non_progress", "repeat_call"} <= {d.name for d in default_detectors() if d.reads_results}
