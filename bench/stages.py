@@ -65,11 +65,14 @@ def per_request(before: dict[str, float], after: dict[str, float], requests: int
 
 
 def split(figures: dict[str, Any]) -> dict[str, float | None]:
-    """A target's stages in us per request and `relay_http`: its CPU per request less the three stages."""
+    """A target's stages in us per request and `relay_http`: its CPU per request less the stages.
+
+    A stage the proxy does not export is None and stays in `relay_http`.
+    """
     stages: dict[str, float] = figures.get("stages_us") or {}
     out: dict[str, float | None] = {stage: stages.get(stage) for stage in STAGES}
     cpu = figures.get("cpu_us")
     known = [value for value in out.values() if value is not None]
-    out["relay_http"] = cpu - sum(known) if stages and cpu is not None and len(known) == len(STAGES) else None
+    out["relay_http"] = cpu - sum(known) if known and cpu is not None else None
     out["cpu"] = cpu
     return out

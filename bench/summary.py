@@ -250,7 +250,8 @@ def markdown(doc: dict[str, Any]) -> str:
         "",
         *redis_table(doc),
         "",
-        "Stage split (us per request; stages from `runguard_stage_seconds`, relay+HTTP = CPU less the three):",
+        "Stage split (us per request; stages from `runguard_stage_seconds`, relay+HTTP = CPU less the stages;"
+        " a stage not exported shows - and stays in relay+HTTP):",
         "",
         *stage_table(doc),
     ]
