@@ -60,7 +60,7 @@ def plan(args: argparse.Namespace) -> Plan:
 def parse(argv: list[str] | None = None) -> argparse.Namespace:
     """`bench.run`'s command line (see bench/README.md)."""
     parser = argparse.ArgumentParser(description="RunGuard proxy benchmarks against baselines (see bench/README.md).")
-    parser.add_argument("--quick", action="store_true", help="short everything (about 2 minutes in all)")
+    parser.add_argument("--quick", action="store_true", help="short everything (a few minutes; about 6 with --litellm)")
     parser.add_argument("--only", nargs="+", choices=SCENARIOS)
     parser.add_argument("--no-nginx", action="store_true")
     parser.add_argument("--no-redis", action="store_true")

@@ -85,13 +85,18 @@ def _load(doc: dict[str, Any], clients: int, scenario: str = LOAD_SCENARIO) -> d
     }
 
 
+def _clients(doc: dict[str, Any]) -> tuple[int, ...]:
+    """The throughput phases' clients of this run (`--clients`; 16 and 32 unless told)."""
+    return tuple(doc.get("meta", {}).get("plan", {}).get("concurrencies") or CLIENTS)
+
+
 def _phases(doc: dict[str, Any]) -> list[tuple[Row, dict[str, Figures]]]:
     """The rows of issue #39's table, CPU sequential and under load side by side, each with its phase's figures."""
     cpu, twice = "at most 2x", lambda proxy, base: proxy <= 2 * base
     small = [(Row("CPU, small chat request, sequential", _get("cpu_us"), _cpu_ms, cpu, twice), _latency(doc, SMALL))]
     small += [
         (Row(f"CPU, small chat request, {c} clients", _get("cpu_us"), _cpu_ms, cpu, twice), _load(doc, c))
-        for c in CLIENTS
+        for c in _clients(doc)
     ]
     added = Row("added latency p50, sequential", _get("added_ms_p50"), _added, "at most +0.5 ms", lambda p, _: p <= 0.5)
     first_event = Row(
@@ -107,7 +112,7 @@ def _phases(doc: dict[str, Any]) -> list[tuple[Row, dict[str, Figures]]]:
             Row(f"throughput at {c} clients", _get("rps"), _rps, "at least 0.5x", lambda p, b: p >= 0.5 * b),
             _load(doc, c),
         )
-        for c in CLIENTS
+        for c in _clients(doc)
     ]
     return [
         *small,
@@ -205,7 +210,7 @@ def redis_table(doc: dict[str, Any]) -> list[str]:
         ("small chat request, sequential (added p50)", _latency(doc, SMALL), "added_ms_p50"),
         ("300 KB request, sequential (added p50)", _latency(doc, LARGE), "added_ms_p50"),
         ("stream first event (added p50)", _stall(doc), "added_first_byte_ms_p50"),
-        *((f"{c} clients (own ms p50)", _load(doc, c), "overhead_ms_p50") for c in CLIENTS),
+        *((f"{c} clients (own ms p50)", _load(doc, c), "overhead_ms_p50") for c in _clients(doc)),
     ]
     rows: list[list[str]] = []
     for label, phase, key in phases:
@@ -226,7 +231,7 @@ def stage_table(doc: dict[str, Any]) -> list[str]:
         ("small chat, sequential", _latency(doc, SMALL)),
         ("300 KB request, sequential", _latency(doc, LARGE)),
         ("small chat stream, sequential", _latency(doc, STREAM)),
-        *((f"{c} clients, small chat", _load(doc, c)) for c in CLIENTS),
+        *((f"{c} clients, small chat", _load(doc, c)) for c in _clients(doc)),
     ]
     rows: list[list[str]] = []
     for label, phase in phases:
