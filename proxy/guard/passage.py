@@ -38,6 +38,8 @@ from typing import Protocol
 from runguard.detectors.base import ResponseSeen
 from runguard.proxy.core.events import ResponseInfo
 from runguard.proxy.core.tasks import hold
+from runguard.proxy.guard.judging import Judging
+from runguard.proxy.guard.stages import Stages
 from runguard.proxy.guard.ticket import Ticket
 from runguard.proxy.providers.answers import Synthetic
 from runguard.proxy.store.records import RecordedBody
@@ -54,6 +56,8 @@ class Judge(Protocol):
 
     def inspect(self, ticket: Ticket, seen: ResponseSeen) -> Synthetic | None: ...
 
+    async def remember(self, ticket: Ticket, seen: ResponseSeen) -> None: ...
+
     async def complete(
         self,
         ticket: Ticket,
@@ -62,6 +66,7 @@ class Judge(Protocol):
         client_status: int | None,
         error: str | None = None,
         body: RecordedBody | None = None,
+        remembered: bool = False,
     ) -> None: ...
 
 
@@ -86,11 +91,15 @@ class Passage:
         finishing: set[asyncio.Task[None]],
         *,
         in_place: bool,
+        judging: Judging | None = None,
+        stages: Stages | None = None,
     ) -> None:
         self._guard = guard
         self._admit = admit
         self._finishing = finishing  # where ends run when the client left (the guard waits for them at shutdown)
         self._in_place = in_place  # the state never waits: an end cannot be cut half-way, run it inline
+        self._judging = judging  # where the end runs beside the relay (None: in the handler)
+        self._stages = stages or Stages()  # where admission and judging add their time
         self._ticket: Ticket | None = None
         self._seen: ResponseSeen | None = None
         self._reading: tuple[Closing, int | None] | None = None
@@ -119,8 +128,10 @@ class Passage:
 
     async def enter(self) -> Passage:
         """Admit the request (`Guard.admit`). A stopped request's `client_status` is its answer's."""
+        began = time.perf_counter()
         self._ticket = await self._admit()
         self._sent = time.perf_counter()
+        self._stages.admission += self._sent - began
         if self._ticket.answer is not None:
             self.client_status = self._ticket.answer.status
         return self
@@ -149,10 +160,20 @@ class Passage:
         return self._guard.inspect(self.ticket, self._seen)
 
     async def finish(self) -> None:
-        """End the passage now, awaited; its client leaving meanwhile does not cut it short. Once only."""
+        """End the passage, once only; its client leaving meanwhile does not cut it short.
+
+        With a `Judging`, what lets a follow-up find its run is written now and the rest of the end is
+        queued beside the relay; without one (or with its queue full) the whole end is awaited here.
+        """
         if self._ended:
             return
         self._ended = True
+        seen = self._read()
+        if self._judging is not None:
+            if seen is not None:
+                await asyncio.shield(self._guard.remember(self.ticket, seen))
+            if self._judging.submit(self.ticket.ids.run, self._judge):
+                return
         if self._in_place:
             await self._end()
         else:
@@ -164,16 +185,36 @@ class Passage:
             return
         self._ended = True
         self.error = error
-        hold(self._finishing, self._end())
+        self._read()
+        if self._judging is None or not self._judging.submit(self.ticket.ids.run, self._end):
+            hold(self._finishing, self._end())
+
+    def _read(self) -> ResponseSeen | None:
+        """The response as read: a stream's parser is closed here, however the stream ended."""
+        if self._seen is None and self._reading is not None:
+            parser, status = self._reading
+            self.seen(parser.close(), status)
+        return self._seen
 
     async def _end(self) -> None:
-        seen = self._seen
-        if seen is None and self._reading is not None:
-            parser, status = self._reading
-            seen = self.seen(parser.close(), status)
-        await self._guard.complete(
-            self.ticket, seen, client_status=self.client_status, error=self.error, body=self.body
-        )
+        await self._complete(remembered=False)
+
+    async def _judge(self) -> None:
+        await self._complete(remembered=True)
+
+    async def _complete(self, *, remembered: bool) -> None:
+        began = time.perf_counter()
+        try:
+            await self._guard.complete(
+                self.ticket,
+                self._seen,
+                client_status=self.client_status,
+                error=self.error,
+                body=self.body,
+                remembered=remembered,
+            )
+        finally:
+            self._stages.judging += time.perf_counter() - began
 
     async def __aenter__(self) -> Passage:
         return await self.enter()

@@ -29,6 +29,7 @@ import functools
 import itertools
 import logging
 import secrets
+import time
 from collections import deque
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from typing import Protocol
@@ -111,6 +112,7 @@ class QueueSink:
         self.written = 0
         self.lost = 0  # records still unwritten when `close` gave up
         self.failures = 0  # failed write attempts (each retried)
+        self.busy_seconds = 0.0  # time spent building and writing batches (runguard_stage_seconds_total)
         self.migrated = asyncio.Event()
 
     @classmethod
@@ -266,6 +268,13 @@ class QueueSink:
             await self._write_next()
 
     async def _write_next(self) -> None:
+        began = time.perf_counter()
+        try:
+            await self._write_batch()
+        finally:
+            self.busy_seconds += time.perf_counter() - began
+
+    async def _write_batch(self) -> None:
         self._wake.clear()  # a submit filling the next batch while this one is written wakes the loop again
         count = min(len(self._queue), self._batch_size)
         records = [self._queue.popleft() for _ in range(count)]
