@@ -225,6 +225,13 @@ def redis_table(doc: dict[str, Any]) -> list[str]:
     return _md(headers, rows)
 
 
+def _us(value: float | None) -> str:
+    """Microseconds; below zero only when the stages' clock counted waits the CPU did not (Redis round trips)."""
+    if value is None:
+        return "-"
+    return "< 0" if value < 0 else f"{value:.0f}"
+
+
 def stage_table(doc: dict[str, Any]) -> list[str]:
     """Each RunGuard target's CPU per request split by stage, beside the pass-through's whole CPU per request."""
     phases = [
@@ -238,7 +245,7 @@ def stage_table(doc: dict[str, Any]) -> list[str]:
         base = phase.get(BASE, {}).get("cpu_us")
         for name in sorted(n for n in phase if n.startswith("proxy")):
             split = stages.split(phase[name])
-            cells = ["-" if split[k] is None else f"{split[k]:.0f}" for k in ("cpu", *stages.STAGES, "relay_http")]
+            cells = [_us(split[k]) for k in ("cpu", *stages.STAGES, "relay_http")]
             rows.append([label, name, *cells, "-" if base is None else f"{base:.0f}"])
     headers = ["phase", "target", "CPU us/req", *stages.STAGES, "relay+HTTP", "pass-through CPU us/req"]
     return _md(headers, rows)
@@ -256,7 +263,8 @@ def markdown(doc: dict[str, Any]) -> str:
         *redis_table(doc),
         "",
         "Stage split (us per request; stages from `runguard_stage_seconds`, relay+HTTP = CPU less the stages;"
-        " a stage not exported shows - and stays in relay+HTTP):",
+        " a stage not exported shows - and stays in relay+HTTP). The stages are wall time: they include the"
+        " state backend's round trips (relay+HTTP < 0 on Redis) and, on a busy machine, time preempted.",
         "",
         *stage_table(doc),
     ]
