@@ -1,10 +1,11 @@
 """The proxy's stage split, read from its metrics: seconds spent per stage over a measured phase.
 
-The proxy counts its time per stage in `runguard_stage_seconds{stage=...}` on
-`/runguard/metrics` (a histogram: its `_sum` series; as a counter, `_total`):
+The proxy counts its time per stage in the counter
+`runguard_stage_seconds_total{stage=...}` on `/runguard/metrics` (a histogram
+`runguard_stage_seconds` would be read from its `_sum` series):
 `admission` (the decision before a request goes upstream), `judging` (the
-response's parse, the detectors, the verdict) and `records` (the record
-store's writes). The bench scrapes before and after a phase; the deltas over
+request's end: accounting, the response detectors, breakers, the record
+built) and `records` (the record store's writes). The bench scrapes before and after a phase; the deltas over
 the phase's requests are each stage's microseconds per request. What the
 proxy's CPU per request leaves beyond those three is the relay and the HTTP
 work a pass-through does too (`relay_http`). A proxy that does not export the
@@ -12,8 +13,9 @@ metric (an older checkout under `--compare`) has no split: every figure is
 None and the tables print "-".
 
 The stages are the proxy's own clock readings, not CPU: a stage that awaits
-(Redis round trips in `admission`) counts its waits too, so on Redis
-`relay_http` is understated by what admission waited.
+(Redis round trips) counts its waits too, so on Redis the stages can exceed
+the CPU, and on a busy machine a stage counts the time its process was
+preempted.
 """
 
 from __future__ import annotations

@@ -7,7 +7,7 @@ Three tables, all from one results document:
   and on Redis; RunGuard's ratio to the pass-through and the issue's target;
 - Redis over memory: what RunGuard on Redis adds to RunGuard in memory (ms, CPU-ms);
 - the stage split: RunGuard's CPU per request as admission, judging, records
-  (its `runguard_stage_seconds`) and the rest, relay and HTTP, beside the
+  (its `runguard_stage_seconds_total`) and the rest, relay and HTTP, beside the
   pass-through's whole CPU per request.
 Targets are shown as met or not, never asserted. A figure a run did not measure is "-".
 """
@@ -262,7 +262,7 @@ def markdown(doc: dict[str, Any]) -> str:
         "",
         *redis_table(doc),
         "",
-        "Stage split (us per request; stages from `runguard_stage_seconds`, relay+HTTP = CPU less the stages;"
+        "Stage split (us per request; stages from `runguard_stage_seconds_total`, relay+HTTP = CPU less the stages;"
         " a stage not exported shows - and stays in relay+HTTP). The stages are wall time: they include the"
         " state backend's round trips (relay+HTTP < 0 on Redis) and, on a busy machine, time preempted.",
         "",
