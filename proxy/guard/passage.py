@@ -30,6 +30,7 @@ that began them, call `enter()` and `finish()` (or `leave()`) themselves.
 from __future__ import annotations
 
 import asyncio
+import functools
 import time
 from collections.abc import Awaitable, Callable
 from types import TracebackType
@@ -162,17 +163,18 @@ class Passage:
     async def finish(self) -> None:
         """End the passage, once only; its client leaving meanwhile does not cut it short.
 
-        With a `Judging`, what lets a follow-up find its run is written now and the rest of the end is
-        queued beside the relay; without one (or with its queue full) the whole end is awaited here.
+        With a `Judging`, the end starts beside the relay (the run's next request waits for it) and this
+        returns once what lets a follow-up find its run is written; without one (or with the judging
+        full) the whole end is awaited here.
         """
         if self._ended:
             return
         self._ended = True
-        seen = self._read()
+        self._read()
         if self._judging is not None:
-            if seen is not None:
-                await asyncio.shield(self._guard.remember(self.ticket, seen))
-            if self._judging.submit(self.ticket.ids.run, self._judge):
+            remembered = asyncio.get_running_loop().create_future()
+            if self._judging.submit(self.ticket.ids.run, functools.partial(self._beside, remembered)):
+                await asyncio.shield(remembered)  # a follow-up on this connection finds its run
                 return
         if self._in_place:
             await self._end()
@@ -198,6 +200,16 @@ class Passage:
 
     async def _end(self) -> None:
         await self._complete(remembered=False)
+
+    async def _beside(self, remembered: asyncio.Future[None]) -> None:
+        """The end beside the relay: first what finds a follow-up its run (`remembered` then), then the rest."""
+        try:
+            if self._seen is not None:
+                await self._guard.remember(self.ticket, self._seen)
+        finally:
+            if not remembered.done():
+                remembered.set_result(None)
+        await self._judge()
 
     async def _judge(self) -> None:
         await self._complete(remembered=True)
