@@ -129,10 +129,10 @@ class Passage:
 
     async def enter(self) -> Passage:
         """Admit the request (`Guard.admit`). A stopped request's `client_status` is its answer's."""
-        began = time.perf_counter()
+        began = time.thread_time()
         self._ticket = await self._admit()
+        self._stages.admission += time.thread_time() - began
         self._sent = time.perf_counter()
-        self._stages.admission += self._sent - began
         if self._ticket.answer is not None:
             self.client_status = self._ticket.answer.status
         return self
@@ -215,7 +215,7 @@ class Passage:
         await self._complete(remembered=True)
 
     async def _complete(self, *, remembered: bool) -> None:
-        began = time.perf_counter()
+        began = time.thread_time()
         try:
             await self._guard.complete(
                 self.ticket,
@@ -226,7 +226,7 @@ class Passage:
                 remembered=remembered,
             )
         finally:
-            self._stages.judging += time.perf_counter() - began
+            self._stages.judging += time.thread_time() - began
 
     async def __aenter__(self) -> Passage:
         return await self.enter()
