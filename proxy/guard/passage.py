@@ -16,7 +16,11 @@ The passage owns the end (`Guard.complete`: accounting, response plans,
 breakers, the records) and runs it exactly once:
 
 - on a normal exit, in place (shielded: a client that closes its connection
-  the moment it has its answer cancels the handler, not the accounting);
+  the moment it has its answer cancels the handler, not the accounting), or
+  with a state that waits, beside the relay (`judging`): the end starts in a
+  task of its own, registered for its run so that the run's next request waits
+  for it, and the handler returns once what finds a follow-up its run is
+  written;
 - when the client leaves (`CancelledError`, `ConnectionResetError`) or the
   handler fails, in the background, recorded as `client_disconnected` (or the
   failure's name) with what was read so far: no record is lost;
