@@ -104,6 +104,7 @@ class Spiral(Detector[SpiralConfig]):
 
     name = "spiral"
     per_thread = True
+    needs_tools = True
     Config = SpiralConfig
 
     def plan_request(self, seen: RequestSeen, cfg: SpiralConfig) -> Plan:

@@ -263,6 +263,9 @@ class RequestInfo:
     background: bool = False
     include_usage: bool | None = None  # Chat streaming: stream_options.include_usage
     json_array_stream: bool = False  # Gemini streaming without alt=sse: one JSON array, not SSE
+    # The model may call tools the request does not declare: a stored prompt (Responses `prompt`), cached
+    # content (Gemini `cachedContent`), legacy `functions` (Chat), MCP servers (Anthropic `mcp_servers`).
+    tools_elsewhere: bool = False
     parse_error: str | None = None  # set when the body could not be parsed (forwarded anyway)
     raw: Any = field(default=None, repr=False, compare=False)
     # Values derived once per request for several detectors (the last turn's signature, ...),

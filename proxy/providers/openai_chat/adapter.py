@@ -17,7 +17,13 @@ from runguard.proxy.providers.answers import StopNotice, Synthetic
 from runguard.proxy.providers.base import RequestContext
 from runguard.proxy.providers.common import media, openai_replies
 from runguard.proxy.providers.common.agent_tools import runs_an_agent
-from runguard.proxy.providers.common.conversation import Conversation, end_user_of, failed_request, last_index
+from runguard.proxy.providers.common.conversation import (
+    Conversation,
+    end_user_of,
+    failed_request,
+    last_index,
+    tools_elsewhere,
+)
 from runguard.proxy.providers.common.handoffs import handoffs_of
 from runguard.proxy.providers.common.history import keep_turns, read_conversation
 from runguard.proxy.providers.common.jsonish import (
@@ -322,6 +328,7 @@ class ChatAdapter:
             output_schema=_output_schema(data.get("response_format")),
             include_usage=include_usage is True if stream else None,
             end_user=end_user_of(data),
+            tools_elsewhere=tools_elsewhere(data),
         )
 
     def parse_response(self, body: bytes) -> ResponseInfo:
