@@ -25,7 +25,7 @@ from typing import Any
 
 import xxhash
 
-from runguard.detectors.normalize import call_canonical, parse_json
+from runguard.detectors.normalize import NOT_JSON, call_canonical, parse_json, result_json
 from runguard.proxy.core.events import ToolCall, ToolResult
 
 SHINGLE = 3  # words per shingle
@@ -66,9 +66,19 @@ class _Units:
         if depth > MAX_DEPTH or self.room <= 0:
             return
         if isinstance(value, dict):
+            volatile, inside = self.volatile, depth < MAX_DEPTH
             for inner, item in value.items():
-                if str(inner).lower() not in self.volatile:
-                    self.walk(item, str(inner), depth + 1)
+                name = inner if inner.__class__ is str else str(inner)
+                if name.lower() in volatile:
+                    continue
+                kind = item.__class__
+                if inside and ((kind is str and item[:1] not in _OPENERS) or kind is int or kind is float):
+                    if (room := self.room) > 0:  # a plain scalar, added as `walk` would add it, without a call
+                        unit = f"{name} {item}"
+                        self.out.append(unit[:room])
+                        self.room = room - len(unit)
+                else:
+                    self.walk(item, name, depth + 1)
         elif isinstance(value, list):
             for item in value:
                 self.walk(item, key, depth + 1)
@@ -92,7 +102,8 @@ def units_of(result: ToolResult, volatile: Collection[str]) -> list[str]:
     `MAX_CHARS` characters of them, and a result over `MAX_PARSED` characters is read as text."""
     value = result.value
     if value is None and result.content[:1] in _OPENERS and len(result.content) <= MAX_PARSED:
-        value = parse_json(result.content)
+        value = result_json(result)
+        value = None if value is NOT_JSON else value
     if isinstance(value, dict | list):
         units = _Units(volatile)
         units.walk(value, "")

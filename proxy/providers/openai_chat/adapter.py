@@ -86,6 +86,13 @@ def _tools(tools: Any) -> tuple[tuple[str, ...], frozenset[str]]:
     """The names of the request's tools, and of those that run an agent."""
     names, agents = [], []
     for raw in as_list(tools):
+        # The shape every SDK sends (a function with a string name) read directly, as `call_fields` does.
+        function = raw.get("function") if type(raw) is dict else None
+        if type(function) is dict and type(name := function.get("name")) is str and name:
+            names.append(name)
+            if runs_an_agent(function.get("parameters")):
+                agents.append(name)
+            continue
         tool = as_dict(raw)
         function = as_dict(tool.get("function"))
         name = as_str(function.get("name")) or as_str(as_dict(tool.get("custom")).get("name"))
