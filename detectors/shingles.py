@@ -119,6 +119,7 @@ def shingles(units: Iterable[str], echo: frozenset[bytes]) -> set[int]:
     """
     hashes: set[int] = set()
     digest = xxhash.xxh3_64_intdigest
+    join = b" ".join
     budget = MAX_WORDS
     text = "\n".join(units).lower().encode("utf-8", "surrogatepass").translate(_SPACED)
     for line in text.split(b"\n"):
@@ -127,13 +128,14 @@ def shingles(units: Iterable[str], echo: frozenset[bytes]) -> set[int]:
             continue
         if echo and not echo.isdisjoint(words) and len(echo.intersection(words)) >= ECHO_SHARE * len(set(words)):
             continue  # says what was asked
-        if len(words) > budget:
-            words = words[:budget]
-        budget -= len(words)
-        if len(words) <= SHINGLE:
-            hashes.add(digest(b" ".join(words)))
+        count = len(words)
+        if count > budget:
+            words, count = words[:budget], budget
+        budget -= count
+        if count <= SHINGLE:
+            hashes.add(digest(join(words)))
         else:
-            hashes.update(map(digest, map(b" ".join, zip(words, words[1:], words[2:], strict=False))))
+            hashes.update(map(digest, map(join, zip(words, words[1:], words[2:], strict=False))))
         if budget <= 0:
             break
     return hashes
