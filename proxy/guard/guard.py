@@ -117,11 +117,6 @@ class Guard:
         """When the state backend stopped answering (None while it answers)."""
         return self._batches.degraded_since
 
-    async def caught_up(self) -> None:
-        """Once every response answered so far has been judged (what reads of runs and records wait for)."""
-        if self._judging is not None:
-            await self._judging.drained()
-
     async def settle(self, within: float) -> None:
         """At shutdown: run the ends still queued beside the relay and wait (up to `within` seconds in all)
         for the ends of passages whose clients left (their records), then for the undos of abandoned

@@ -67,14 +67,14 @@ class Judging:
             await asyncio.wait(set(tasks))  # the ends go on if this waiter is cancelled
 
     async def drained(self) -> None:
-        """Once every end started so far has run (admin reads, tests)."""
-        tasks = {task for tasks in self._by_run.values() for task in tasks}
+        """Once every end started so far has run."""
+        tasks = self._all()
         if tasks:
             await asyncio.wait(tasks)
 
     async def close(self, within: float) -> None:
         """At shutdown: wait up to `within` seconds for the ends still running, then cancel them."""
-        tasks = {task for tasks in self._by_run.values() for task in tasks}
+        tasks = self._all()
         if not tasks:
             return
         _, late = await asyncio.wait(tasks, timeout=within)
@@ -82,6 +82,9 @@ class Judging:
             log.error("judging: %d ends not finished at shutdown (their records and accounting are lost)", len(late))
             for task in late:
                 task.cancel()
+
+    def _all(self) -> set[asyncio.Task[None]]:
+        return {task for tasks in self._by_run.values() for task in tasks}
 
     async def _run(self, work: Callable[[], Awaitable[None]]) -> None:
         began = time.perf_counter()

@@ -16,7 +16,11 @@ The passage owns the end (`Guard.complete`: accounting, response plans,
 breakers, the records) and runs it exactly once:
 
 - on a normal exit, in place (shielded: a client that closes its connection
-  the moment it has its answer cancels the handler, not the accounting);
+  the moment it has its answer cancels the handler, not the accounting), or
+  with a state that waits, beside the relay (`judging`): the end starts in a
+  task of its own, registered for its run so that the run's next request waits
+  for it, and the handler returns once what finds a follow-up its run is
+  written;
 - when the client leaves (`CancelledError`, `ConnectionResetError`) or the
   handler fails, in the background, recorded as `client_disconnected` (or the
   failure's name) with what was read so far: no record is lost;
@@ -30,6 +34,7 @@ that began them, call `enter()` and `finish()` (or `leave()`) themselves.
 from __future__ import annotations
 
 import asyncio
+import functools
 import time
 from collections.abc import Awaitable, Callable
 from types import TracebackType
@@ -128,10 +133,10 @@ class Passage:
 
     async def enter(self) -> Passage:
         """Admit the request (`Guard.admit`). A stopped request's `client_status` is its answer's."""
-        began = time.perf_counter()
+        began = time.thread_time()
         self._ticket = await self._admit()
+        self._stages.admission += time.thread_time() - began
         self._sent = time.perf_counter()
-        self._stages.admission += self._sent - began
         if self._ticket.answer is not None:
             self.client_status = self._ticket.answer.status
         return self
@@ -162,17 +167,18 @@ class Passage:
     async def finish(self) -> None:
         """End the passage, once only; its client leaving meanwhile does not cut it short.
 
-        With a `Judging`, what lets a follow-up find its run is written now and the rest of the end is
-        queued beside the relay; without one (or with its queue full) the whole end is awaited here.
+        With a `Judging`, the end starts beside the relay (the run's next request waits for it) and this
+        returns once what lets a follow-up find its run is written; without one (or with the judging
+        full) the whole end is awaited here.
         """
         if self._ended:
             return
         self._ended = True
-        seen = self._read()
+        self._read()
         if self._judging is not None:
-            if seen is not None:
-                await asyncio.shield(self._guard.remember(self.ticket, seen))
-            if self._judging.submit(self.ticket.ids.run, self._judge):
+            remembered = asyncio.get_running_loop().create_future()
+            if self._judging.submit(self.ticket.ids.run, functools.partial(self._beside, remembered)):
+                await asyncio.shield(remembered)  # a follow-up on this connection finds its run
                 return
         if self._in_place:
             await self._end()
@@ -199,11 +205,21 @@ class Passage:
     async def _end(self) -> None:
         await self._complete(remembered=False)
 
+    async def _beside(self, remembered: asyncio.Future[None]) -> None:
+        """The end beside the relay: first what finds a follow-up its run (`remembered` then), then the rest."""
+        try:
+            if self._seen is not None:
+                await self._guard.remember(self.ticket, self._seen)
+        finally:
+            if not remembered.done():
+                remembered.set_result(None)
+        await self._judge()
+
     async def _judge(self) -> None:
         await self._complete(remembered=True)
 
     async def _complete(self, *, remembered: bool) -> None:
-        began = time.perf_counter()
+        began = time.thread_time()
         try:
             await self._guard.complete(
                 self.ticket,
@@ -214,7 +230,7 @@ class Passage:
                 remembered=remembered,
             )
         finally:
-            self._stages.judging += time.perf_counter() - began
+            self._stages.judging += time.thread_time() - began
 
     async def __aenter__(self) -> Passage:
         return await self.enter()

@@ -3,9 +3,11 @@
 `admission` is the time from a request's arrival at the guard to its ticket
 (the run found, the state batch, the request's checks); `judging` the time
 its end took (`Guard.complete`: accounting, response detectors, breakers,
-the record built and the observers told). Both are wall time: with the
-in-memory state they are the event loop's CPU, with Redis they include the
-round trips. The bench reads them per request beside the process's CPU.
+the record built and the observers told). Both are the event loop thread's
+CPU time while the stage ran: with the in-memory state a stage never waits,
+so that is its own CPU; with Redis, what the loop did for other requests
+during the stage's round trips counts too. The bench reads them per request
+beside the process's CPU.
 """
 
 from __future__ import annotations

@@ -153,8 +153,7 @@ class _Live:
         degraded = 1.0 if self._degraded() else 0.0
         yield GaugeMetricFamily("runguard_state_degraded", "1 while the state backend is failing.", value=degraded)
         seconds = dict(self._stages()) if self._stages is not None else {}
-        written = _number(self._sink, "busy_seconds")
-        if written is not None:
+        if (written := _number(self._sink, "busy_seconds")) is not None:
             seconds["records"] = written
         if seconds:
             yield _counter(
