@@ -2,6 +2,7 @@
 
     python -m bench.server_instructions [--api chat|responses|gemini|all] [--stream]
                                         [--size small|large|long|growth]
+                                        [--response tokens|large] [--pace-ms MS]
                                         [--requests 200] [--compare DIR]
 
 `bench.instructions` counts the guard in-process; this counts what the CPU
@@ -18,6 +19,9 @@ turn longer every request (steps 0 to `--requests`, as `bench.run`'s growth
 run): the average over a run whose history grows. Handler, relay and aiohttp
 changes show here, where `bench.instructions` does not see them. `--compare DIR`
 adds RunGuard from another checkout (a git worktree) beside this one.
+`--response tokens` answers each request with `bench.run`'s "tokens" stream
+(~250 small deltas; with `--pace-ms 1` one a millisecond, each arriving alone),
+`--response large` with about 300 KB of text.
 
 Instructions are not CPU time: the kernel's work (the sockets, the same for
 every server) is not in them, so these ratios are higher than `bench.run`'s
@@ -58,10 +62,13 @@ class Scenario:
     api: Api
     stream: bool
     size: str
+    response: str = ""  # "tokens" or "large": the upstream's answer (bench.upstream's x-bench-response)
+    pace_ms: float = 0.0
 
     @property
     def label(self) -> str:
-        return f"{self.api} {'stream' if self.stream else 'whole'} {self.size}"
+        answer = f" {self.response} resp" if self.response else ""
+        return f"{self.api} {'stream' if self.stream else 'whole'} {self.size}{answer}"
 
 
 @dataclass
@@ -130,7 +137,8 @@ async def _send(url: str, scenario: Scenario, requests: int, prefix: str) -> Non
     grows a tool turn per request, as the growth scenario of `bench.run`); any answer but 200 stops the count."""
     growth = scenario.size == GROWTH
     size = "small" if growth else scenario.size
-    client = load.Client({"api": scenario.api, "stream": scenario.stream, "size": size, "targets": []})
+    spec = {"api": scenario.api, "stream": scenario.stream, "size": size, "targets": []}
+    client = load.Client({**spec, "response": scenario.response, "pace_ms": scenario.pace_ms})
     async with load.new_session(1) as session:
         for i in range(requests):
             body, headers = client.next_request(f"{prefix}-{i}")
@@ -182,6 +190,8 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument(
         "--size", choices=(*SIZES, GROWTH), default="small", help="growth: one run growing a tool turn per request"
     )
+    parser.add_argument("--response", choices=("tokens", "large"), help="the upstream's answer (default: a tool call)")
+    parser.add_argument("--pace-ms", type=float, default=0.0, help="the upstream waits this long after every event")
     parser.add_argument("--requests", type=int, default=200)
     parser.add_argument("--compare", type=Path, help="also count RunGuard from this checkout (e.g. a git worktree)")
     args = parser.parse_args(argv)
@@ -189,7 +199,8 @@ def main(argv: list[str] | None = None) -> None:
         raise SystemExit("valgrind is not installed (apt-get install valgrind)")
     apis: tuple[Api, ...] = APIS if args.api == "all" else (args.api,)
     streams = (True,) if args.stream else (False, True)
-    scenarios = [Scenario(api, stream, args.size) for api in apis for stream in streams]
+    response = args.response or ""
+    scenarios = [Scenario(api, stream, args.size, response, args.pace_ms) for api in apis for stream in streams]
     with tempfile.TemporaryDirectory(prefix="runguard-servers-") as scratch, Services(Path(scratch)) as services:
         tmp = Path(scratch)
         upstream = services.start_announcing("upstream", [sys.executable, "-m", "bench.upstream"], cwd=ROOT).url

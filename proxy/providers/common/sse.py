@@ -70,37 +70,74 @@ class SseSplitter:
     def _read_lines(self, text: bytes, events: list[SseEvent]) -> int:
         """Read the whole lines of `text` (LF or CRLF ended); returns where the unfinished rest starts.
 
-        Only `data` and `event` fields count (the name is what precedes the
-        first colon, so `data` alone is an empty value); a blank line ends an event.
+        A streamed answer is mostly events of one `data: ` line, or an `event: `
+        line and a `data: ` line. With no event under way and one line end
+        throughout `text` (LF, or CRLF as Gemini sends), its whole events are
+        cut at their blank lines in one call and such an event is read at once;
+        any other is read line by line (what follows a blank line reads the
+        same on its own).
         """
         start = 0
         if self._first:
             self._first = False
             if text.startswith(b"\xef\xbb\xbf"):  # a UTF-8 byte order mark may open the stream
                 start = 3
-        find, starts = text.find, text.startswith
+        if self._data or self._event is not None:
+            return self._lines(text, start, events)
+        if b"\r" not in text:
+            end = b"\n"
+        elif text.count(b"\r\n") == text.count(b"\r") == text.count(b"\n"):
+            end = b"\r\n"
+        else:
+            return self._lines(text, start, events)
+        blank = end + end
+        cut = text.rfind(blank, start)
+        if cut < 0:
+            return self._lines(text, start, events)
+        for block in text[start:cut].split(blank):
+            if block[:6] == b"data: ":
+                if end not in block:
+                    events.append(SseEvent(None, block[6:]))
+                    continue
+            elif block[:7] == b"event: ":
+                nl = block.find(end)
+                data = nl + len(end)
+                if nl > 0 and block[data : data + 6] == b"data: " and block.find(end, data) < 0:
+                    events.append(SseEvent(block[7:nl].decode("utf-8", "replace"), block[data + 6 :]))
+                    continue
+            self._lines(block + blank, 0, events)
+        return self._lines(text, cut + len(blank), events)
+
+    def _lines(self, text: bytes, start: int, events: list[SseEvent]) -> int:
+        """Read the lines of `text` from `start` to its last LF; returns where the unfinished rest starts.
+
+        Only `data` and `event` fields count (the name is what precedes the
+        first colon, so `data` alone is an empty value); a blank line ends an event.
+        """
+        last = text.rfind(b"\n")
+        if last < start:
+            return start
         data, held, event = self._data, self._held, self._event
-        while (end := find(b"\n", start)) >= 0:
-            stop = end - 1 if end > start and text[end - 1] == 0x0D else end
-            if stop == start:
+        for raw in text[start:last].split(b"\n"):
+            line = raw[:-1] if raw[-1:] == b"\r" else raw
+            if not line:
                 if data:
                     events.append(SseEvent(event, b"\n".join(data)))
-                data, held, event = [], 0, None
-            elif starts(b"data:", start, stop):
-                value = text[start + 6 if text[start + 5 : start + 6] == b" " else start + 5 : stop]
+                    data, held = [], 0
+                event = None
+            elif line[:5] == b"data:":
+                value = line[6:] if line[5:6] == b" " else line[5:]
                 data.append(value)
                 held += len(value) + 1
-            elif starts(b"event:", start, stop):
-                raw = text[start + 7 if text[start + 6 : start + 7] == b" " else start + 6 : stop]
-                event = raw.decode("utf-8", "replace")
-            elif stop - start == 4 and starts(b"data", start):
+            elif line[:6] == b"event:":
+                event = (line[7:] if line[6:7] == b" " else line[6:]).decode("utf-8", "replace")
+            elif line == b"data":
                 data.append(b"")
                 held += 1
-            elif stop - start == 5 and starts(b"event", start):
+            elif line == b"event":
                 event = ""
-            start = end + 1
         self._data, self._held, self._event = data, held, event
-        return start
+        return last + 1
 
     def rest(self) -> list[SseEvent]:
         """Events left when the stream closes without a final blank line."""

@@ -10,9 +10,9 @@ import orjson
 
 from runguard.proxy.core.events import ResponseInfo, ToolCall, Usage
 from runguard.proxy.providers.common.handoffs import handoffs_of
-from runguard.proxy.providers.common.jsonish import JsonArrayItems, as_dict, as_int, as_list, as_str, opt_str
+from runguard.proxy.providers.common.jsonish import JsonArrayItems, as_dict, as_int, as_str, opt_str
 from runguard.proxy.providers.common.sse import SseSplitter
-from runguard.proxy.providers.gemini.contents import calls_of, parts_of, text_of_parts
+from runguard.proxy.providers.gemini.contents import calls_of, parts_of
 
 
 def _usage(raw: Any) -> Usage | None:
@@ -63,23 +63,38 @@ class Accumulator:
     def add(self, data: Any) -> None:
         if not isinstance(data, dict):
             return
-        if data.get("error"):
+        get = data.get
+        if get("error"):
             self.error = _error(data)
             return
-        candidate = as_dict(next(iter(as_list(data.get("candidates"))), None))
-        parts = parts_of(candidate.get("content"))
-        self.text.append(text_of_parts(parts))
-        self.calls += calls_of(parts, len(self.calls))
-        if isinstance(candidate.get("finishReason"), str):
-            self.finish = candidate["finishReason"]
-        blocked = as_dict(data.get("promptFeedback")).get("blockReason")
+        candidates = get("candidates")
+        candidate = as_dict(candidates[0] if isinstance(candidates, list) and candidates else None)
+        # A stream passes every chunk here (hundreds for a short answer), most of them one text part: the
+        # parts are read in place, `text_of_parts` and `calls_of` as they would read them.
+        content = candidate.get("content")
+        parts = content.get("parts") if isinstance(content, dict) else None
+        if isinstance(parts, list):
+            calling = False
+            for part in parts:
+                if isinstance(part, dict):
+                    text = part.get("text")
+                    if isinstance(text, str) and not part.get("thought"):
+                        self.text.append(text)
+                    calling = calling or "functionCall" in part or "function_call" in part
+            if calling:
+                self.calls += calls_of(parts_of(content), len(self.calls))
+        finish = candidate.get("finishReason")
+        if isinstance(finish, str):
+            self.finish = finish
+        feedback = get("promptFeedback")
+        blocked = feedback.get("blockReason") if isinstance(feedback, dict) else None
         if isinstance(blocked, str):
             self.finish = blocked
-        usage = data.get("usageMetadata")
+        usage = get("usageMetadata")
         if isinstance(usage, dict) and usage:
             self.usage_metadata = usage
-        self.ident = opt_str(data.get("responseId")) or self.ident
-        self.model = opt_str(data.get("modelVersion")) or self.model
+        self.ident = opt_str(get("responseId")) or self.ident
+        self.model = opt_str(get("modelVersion")) or self.model
 
     def info(self, *, complete: bool, parse_error: str | None = None) -> ResponseInfo:
         calls = tuple(self.calls)

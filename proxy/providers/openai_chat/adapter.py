@@ -168,25 +168,39 @@ class ChatStreamParser:
             return
         if not isinstance(payload, dict):
             return
-        if payload.get("error"):
+        # Every event of a stream passes here (hundreds for a short answer): the lookups are written out
+        # rather than through `jsonish`'s helpers, with the same reading (a field of the wrong type is absent).
+        get = payload.get
+        if get("error"):
             self._error = _error(payload)
             return
-        self._id = self._id or opt_str(payload.get("id"))
-        self._model = self._model or opt_str(payload.get("model"))
-        if payload.get("usage"):
-            self._usage = _usage(payload["usage"], payload.get("service_tier"))
-        for raw in as_list(payload.get("choices")):
-            choice = as_dict(raw)
-            if choice.get("index", 0) != 0:
+        if not self._id:
+            self._id = opt_str(get("id"))
+        if not self._model:
+            self._model = opt_str(get("model"))
+        usage = get("usage")
+        if usage:
+            self._usage = _usage(usage, get("service_tier"))
+        choices = get("choices")
+        if not isinstance(choices, list):
+            return
+        for choice in choices:
+            if not isinstance(choice, dict) or choice.get("index", 0) != 0:
                 continue
-            delta = as_dict(choice.get("delta"))
-            for key in ("content", "refusal"):  # a refusal is the model's answer too
-                piece = delta.get(key)
-                if isinstance(piece, str):
-                    self._text.append(piece)
-            for piece in as_list(delta.get("tool_calls")):
-                self._tool_delta(as_dict(piece))
-            self._finish = opt_str(choice.get("finish_reason")) or self._finish
+            delta = choice.get("delta")
+            if isinstance(delta, dict) and delta:
+                content, refusal = delta.get("content"), delta.get("refusal")  # a refusal is the model's answer too
+                if isinstance(content, str):
+                    self._text.append(content)
+                if isinstance(refusal, str):
+                    self._text.append(refusal)
+                calls = delta.get("tool_calls")
+                if isinstance(calls, list):
+                    for piece in calls:
+                        self._tool_delta(as_dict(piece))
+            finish = choice.get("finish_reason")
+            if isinstance(finish, str) and finish:
+                self._finish = finish
 
     def _tool_delta(self, piece: dict[str, Any]) -> None:
         slot = self._calls.setdefault(as_int(piece.get("index")), [None, "", []])

@@ -86,6 +86,43 @@ def test_any_split_gives_the_same_events(cuts: list[int]) -> None:
     assert events_of(*pieces) == events_of(STREAM)
 
 
+# Streams as models send them (whole events of one `data: ` line, or `event: ` and `data: `; LF or CRLF,
+# as Gemini sends), which the splitter cuts at their blank lines at once, and what must leave that path.
+MODEL_STREAMS = [
+    b'data: {"a":1}\n\ndata: {"b":"\xc3\xa9"}\n\ndata: [DONE]\n\n',
+    b'event: response.created\ndata: {}\n\nevent: response.output_text.delta\ndata: {"d":1}\n\n',
+    b'data: {"a":1}\r\n\r\ndata: {"b":2}\r\n\r\nevent: x\r\ndata: 3\r\n\r\n',
+    b"data: one\n\ndata: two\ndata: more\n\nevent: e\ndata: 1\ndata: 2\n\n: keep-alive\n\ndata:x\n\ndata\n\n",
+    b"data: one\n\n\n\nevent: a\n\ndata: two\n\nevent: b\nid: 1\ndata: three\n\nevent:\xff\ndata: 4\n\n",
+    b"data: one\r\n\r\ndata: two\n\ndata: three\r\n\r\ndata: four\r\rdata: five\n\n",
+    b"\xef\xbb\xbfdata: bom\n\ndata: unfinished",
+    b"event: only a name\n\ndata: after\n\ndata: tail without its blank line\n",
+]
+
+
+@pytest.mark.parametrize("stream", MODEL_STREAMS)
+def test_whole_events_read_at_once_as_line_by_line(stream: bytes) -> None:
+    """Fed whole (its events cut at once), byte by byte (line by line), or in any two pieces: the same events."""
+    whole = events_of(stream)
+    assert whole == events_of(*(stream[i : i + 1] for i in range(len(stream))))
+    for cut in range(len(stream)):
+        assert events_of(stream[:cut], stream[cut:]) == whole, cut
+
+
+def test_model_streams_read_as_the_spec_says() -> None:
+    assert events_of(MODEL_STREAMS[1]) == [
+        SseEvent("response.created", b"{}"),
+        SseEvent("response.output_text.delta", b'{"d":1}'),
+    ]
+    assert events_of(MODEL_STREAMS[2]) == [SseEvent(None, b'{"a":1}'), SseEvent(None, b'{"b":2}'), SseEvent("x", b"3")]
+    assert events_of(MODEL_STREAMS[4]) == [
+        SseEvent(None, b"one"),
+        SseEvent(None, b"two"),
+        SseEvent("b", b"three"),
+        SseEvent("\ufffd", b"4"),
+    ]
+
+
 def test_a_huge_line_fed_in_small_pieces_arrives_whole() -> None:
     """4 MB of one `data:` line in 64-byte pieces (bench/ measures that this stays linear)."""
     line = b"data: " + b"x" * (4 << 20) + b"\n\n"
