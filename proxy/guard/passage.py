@@ -34,7 +34,6 @@ that began them, call `enter()` and `finish()` (or `leave()`) themselves.
 from __future__ import annotations
 
 import asyncio
-import functools
 import time
 from collections.abc import Awaitable, Callable
 from types import TracebackType
@@ -167,19 +166,27 @@ class Passage:
     async def finish(self) -> None:
         """End the passage, once only; its client leaving meanwhile does not cut it short.
 
-        With a `Judging`, the end starts beside the relay (the run's next request waits for it) and this
-        returns once what lets a follow-up find its run is written; without one (or with the judging
-        full) the whole end is awaited here.
+        With a `Judging`, the end is counted for its run (whose next request waits for it), what lets a
+        follow-up find its run is written here and the rest starts beside the relay; without one (or with
+        the judging full) the whole end is awaited here.
         """
         if self._ended:
             return
         self._ended = True
         self._read()
-        if self._judging is not None:
-            remembered = asyncio.get_running_loop().create_future()
-            if self._judging.submit(self.ticket.ids.run, functools.partial(self._beside, remembered)):
-                await asyncio.shield(remembered)  # a follow-up on this connection finds its run
-                return
+        end = self._judging.open(self.ticket.ids.run) if self._judging is not None else None
+        if self._judging is not None and end is not None:
+            # What finds a follow-up its run, written now (no task to wait a turn of the loop for: another
+            # replica may see the follow-up first), then the rest beside the relay. Should this handler be
+            # cancelled mid-way, the whole end runs there instead.
+            rest = self._end
+            try:
+                if self._seen is not None:
+                    await self._guard.remember(self.ticket, self._seen)
+                rest = self._judge
+            finally:
+                self._judging.start(end, rest)
+            return
         if self._in_place:
             await self._end()
         else:
@@ -204,16 +211,6 @@ class Passage:
 
     async def _end(self) -> None:
         await self._complete(remembered=False)
-
-    async def _beside(self, remembered: asyncio.Future[None]) -> None:
-        """The end beside the relay: first what finds a follow-up its run (`remembered` then), then the rest."""
-        try:
-            if self._seen is not None:
-                await self._guard.remember(self.ticket, self._seen)
-        finally:
-            if not remembered.done():
-                remembered.set_result(None)
-        await self._judge()
 
     async def _judge(self) -> None:
         await self._complete(remembered=True)

@@ -44,7 +44,20 @@ async def test_a_runs_next_request_waits_for_its_pending_ends_only() -> None:
     gate_b.set()
     await judging.drained()
     assert len(judging) == 0
-    assert judging.seconds > 0
+
+
+async def test_an_end_counted_before_it_starts_is_waited_for() -> None:
+    """The passage counts its end (`open`) before it writes what finds a follow-up its run, then starts the
+    rest: the run's next request, arriving in between, waits for all of it."""
+    judging, log = Judging(), list[str]()
+    end = judging.open("run-a")
+    assert end is not None
+    waiting = asyncio.ensure_future(judging.settled("run-a"))
+    await asyncio.sleep(0.01)
+    assert not waiting.done()
+    judging.start(end, _end(log, "rest"))
+    await asyncio.wait_for(waiting, 1)
+    assert log == ["rest start", "rest done"]
 
 
 async def test_a_waiter_cancelled_leaves_the_end_running() -> None:
