@@ -4,6 +4,14 @@ The limits raised, and why:
 - `max_requests.limit`: the growth run is 300 requests of one run (default 100);
 - `max_tokens.limit`, `budget.run_usd`: the growth run's input grows to ~78k
   tokens a request, ~12M tokens over 300 requests (defaults 2M tokens, $5);
+- `spend_rate.run_usd_per_minute`: the growth run spends those ~$30 (gpt-4o's
+  price) in the few seconds its 300 requests take, a pace of hundreds of dollars
+  a minute (default $2.50): with the default, 236 of its 300 requests were answered
+  429. Only the run limit is raised (the key limit stays off, its default), and the
+  short scenarios, whose runs are one request each, never reach either;
+- `tool_storm.threshold`: the growth run's agent calls its four tools in turn,
+  each 75 times in 300 requests (default 8: a warning on 271 of its 300
+  responses); the counting still runs, only the warning it reached is gone;
 - `session_bloat.max_history_chars`: the "large" scenarios start each run
   with a 300 KB tool result (default 60k characters).
 The same settings serve the subprocess (`runguard-proxy serve --config`) and
@@ -30,6 +38,8 @@ DETECTOR_LIMITS: dict[str, dict[str, Any]] = {
     "max_requests": {"limit": 1_000_000},
     "max_tokens": {"limit": 10_000_000_000},
     "budget": {"run_usd": 1_000_000.0},
+    "spend_rate": {"run_usd_per_minute": 1_000_000.0},
+    "tool_storm": {"threshold": 1_000_000},
     "session_bloat": {"max_history_chars": 100_000_000},
 }
 

@@ -146,9 +146,10 @@ def stall_table(entries: list[dict[str, Any]]) -> str:
 
 
 def throughput_table(entries: list[dict[str, Any]]) -> str:
-    base = {e["scenario"]: e for e in entries if e["target"] == BASE}
+    base = {(e["scenario"], e.get("concurrency", 32)): e for e in entries if e["target"] == BASE}
     headers = [
         "scenario",
+        "clients",
         "target",
         "req/s",
         "xpass",
@@ -162,11 +163,12 @@ def throughput_table(entries: list[dict[str, Any]]) -> str:
     ]
     rows = []
     for e in entries:
-        b = base.get(e["scenario"], {})
+        b = base.get((e["scenario"], e.get("concurrency", 32)), {})
         bad = sum(v for k, v in e.get("statuses", {}).items() if k != "200")
         rows.append(
             [
                 e["scenario"],
+                str(e.get("concurrency", 32)),
                 e["target"],
                 f"{e['rps']:.0f}",
                 _ratio(e["rps"], b.get("rps")),
@@ -297,45 +299,21 @@ def soak_table(result: dict[str, Any]) -> str:
 
 
 def targets_summary(doc: dict[str, Any]) -> list[str]:
+    """What the summary tables (`bench/summary.py`) do not show: the growth run's slope and the soak's RSS."""
     out: list[str] = []
-    lat = {e["scenario"]: e["targets"] for e in doc.get("latency", [])}
-    small = lat.get("chat whole small req", {})
-    if "proxy" in small and BASE in small:
-        p, b = small["proxy"]["added_ms_p50"], small[BASE]["added_ms_p50"]
-        met = p <= 2 * b and p < 0.5
-        out.append(
-            f"added p50, small chat: proxy {p:.3f} ms vs pass-through {b:.3f} ms = {p / b:.2f}x "
-            f"(target <= 2x and < 0.5 ms): {'met' if met else 'NOT met'}"
-        )
-    for label in ("chat whole small req", "chat whole large req"):
-        t = lat.get(label, {})
-        if "proxy" in t and BASE in t:
-            out.append(
-                f"CPU per request, {label}: proxy {t['proxy']['cpu_us']:.0f} us vs pass-through "
-                f"{t[BASE]['cpu_us']:.0f} us = {_ratio(t['proxy']['cpu_us'], t[BASE]['cpu_us'])}"
-            )
-    for entry in doc.get("stall", []):
-        added = entry["targets"].get("proxy", {}).get("added_first_byte_ms_p50")
-        if added is not None and entry["spec"].get("block", 1) == 1:  # interleaved, as a sidecar meets requests
-            out.append(
-                f"first event later than direct, {entry['scenario']}: {added:.3f} ms (target <= 1 ms): "
-                f"{'met' if added <= 1.0 else 'NOT met'}"
-            )
-    tp = {(e["scenario"], e["target"]): e for e in doc.get("throughput", [])}
-    for (scenario, target), e in tp.items():
-        if target == "proxy" and (scenario, BASE) in tp:
-            out.append(
-                f"throughput at 32 clients, {scenario}: proxy {e['rps']:.0f} req/s = "
-                f"{_ratio(e['rps'], tp[(scenario, BASE)]['rps'])} the pass-through's"
-            )
     for entry in doc.get("growth", []):
-        proxy, base, parse = entry["fits"].get("proxy"), entry["fits"].get(BASE), entry["fits"]["orjson_parse"]
-        if proxy and base and "cpu" in proxy and "cpu" in base:
-            extra = proxy["cpu"]["slope"] - base["cpu"]["slope"]
+        fits, parse = entry["fits"], entry["fits"]["orjson_parse"]
+        base = fits.get(BASE, {}).get("cpu")
+        for name in sorted((n for n in fits if n.startswith("proxy")), key=_order):
+            cpu = fits[name].get("cpu")
+            if not cpu or not base:
+                continue
+            extra = cpu["slope"] - base["slope"]
             out.append(
-                f"growth run {entry['api']}: proxy CPU slope {proxy['cpu']['slope']:.2f} us/KB, "
-                f"{extra:.2f} us/KB over the pass-through's = {_ratio(extra, parse['slope'])} an orjson.loads "
-                f"({parse['slope']:.2f} us/KB); trips {proxy['trips'] or 'none'}"
+                f"growth run {entry['api']}, {name}: CPU slope {cpu['slope']:.2f} us/KB (pass-through "
+                f"{base['slope']:.2f}), {extra:.2f} us/KB over the pass-through's = {_ratio(extra, parse['slope'])} "
+                f"an orjson.loads ({parse['slope']:.2f} us/KB); trips {fits[name]['trips'] or 'none'}, "
+                f"answered by RunGuard or failed: {entry.get('unhealthy', {}).get(name, 0)}"
             )
     soak = doc.get("soak")
     if soak and len(soak["samples"]) > 2:
@@ -369,7 +347,7 @@ def render(doc: dict[str, Any]) -> str:
         ),
         ("Stream time to first event (ms; upstream sends one event, stalls, then the rest)", "stall", stall_table),
         (
-            "Throughput, 32 concurrent keep-alive clients, 2 cores shared by client, server and upstream",
+            "Throughput, 16 and 32 concurrent keep-alive clients, 2 cores shared by client, server and upstream",
             "throughput",
             throughput_table,
         ),
@@ -386,9 +364,11 @@ def render(doc: dict[str, Any]) -> str:
         parts += ["Per-run state along the growth run (in-process MemoryState)", state_table(doc["state_size"]), ""]
     if doc.get("soak"):
         parts += ["RSS soak (many short runs, eviction on)", soak_table(doc["soak"]), ""]
-    summary = targets_summary(doc)
-    if summary:
-        parts += ["Targets (measured, not asserted):", *(f"- {line}" for line in summary), ""]
+    lines = targets_summary(doc)
+    if lines:
+        parts += ["Growth and RSS (measured, not asserted):", *(f"- {line}" for line in lines), ""]
     if doc.get("notes"):
         parts += ["Notes:", *(f"- {note}" for note in doc["notes"]), ""]
+    if doc.get("summary_md"):
+        parts += ["Summary (issue #39's table; also in the results JSON as summary_md):", "", doc["summary_md"]]
     return "\n".join(parts)

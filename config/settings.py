@@ -282,6 +282,13 @@ class Override(_Section):
 
 class GuardSettings(_Section):
     shadow: bool = Field(False, description="Shadow mode: every detector only warns, nothing is blocked.")
+    judging: Literal["beside", "inline"] = Field(
+        "beside",
+        description="With a state that waits (Redis): where a request's end (accounting, response detectors, "
+        "breakers, records) runs. beside: in a task of its own once the answer went out, the run's next request "
+        "waiting for it if it is still running; inline: in the request's handler, holding its connection. With "
+        "the in-memory state the end always runs in the handler, after the answer went out.",
+    )
     gemini_error_status: Literal[429, 400] = Field(
         429, description="Status of Gemini error responses: 429 RESOURCE_EXHAUSTED, or 400 FAILED_PRECONDITION."
     )

@@ -247,6 +247,14 @@ class Detector(Generic[C]):
     # request with none (a run's first request, a user's new question), its plan would be empty and its check
     # would find nothing, so the engine skips both (`engine.Lineup`).
     reads_results: ClassVar[bool] = False
+    # Its request hooks read only the calls of the conversation's last assistant turn (`RequestInfo.prior_calls`):
+    # for a request with none, its plan would be empty and its check would find nothing (skipped likewise).
+    reads_calls: ClassVar[bool] = False
+    # It judges only the tool calls of responses: for a response with none, its response hooks plan nothing
+    # and find nothing, and its request hooks only read state for them (no check, no write). The engine skips
+    # its response hooks for a response without tool calls, and its request hooks for a request whose
+    # response cannot call a tool (`engine.may_call_tools`: none declared, none in its tail).
+    needs_tools: ClassVar[bool] = False
 
     def plan_request(self, seen: RequestSeen, cfg: C) -> Plan:
         return {}

@@ -46,6 +46,7 @@ class ConsecutiveSameTool(Detector[ConsecutiveSameToolConfig]):
 
     name = "consecutive_same_tool"
     per_thread = True
+    needs_tools = True
     Config = ConsecutiveSameToolConfig
 
     def plan_response(self, seen: ResponseSeen, cfg: ConsecutiveSameToolConfig) -> Plan:

@@ -49,6 +49,7 @@ DEFAULT_VOLATILE_KEYS = (
 )
 T = TypeVar("T")
 NOT_JSON = object()  # what `json_value` reads from text that is no JSON
+_UNREAD = object()  # a result whose JSON was not read yet (`result_json`)
 
 
 def tag(text: str) -> str:
@@ -108,10 +109,25 @@ def remember(memo: MutableMapping[Any, Any], key: Any, value: T) -> T:
     return value
 
 
+def call_json(call: ToolCall) -> Any:
+    """`json_value` of a call's arguments, parsed once per call (its sketch, its page values and `is_wait` read
+    it). The value is shared: readers must not change it."""
+    found = call.parsed.get("json", _UNREAD)
+    return found if found is not _UNREAD else remember(call.parsed, "json", json_value(call.arguments))
+
+
 def call_canonical(call: ToolCall) -> str:
     """`canonical` of a call's arguments, computed once per call."""
     found: str | None = call.derived.get("canonical")
     return found if found is not None else remember(call.derived, "canonical", canonical(call.arguments))
+
+
+def canonical_json(call: ToolCall) -> Any:
+    """`json_value(call_canonical(call))`, the canonical form's value, without parsing it again: the arguments'
+    value (`call_json`) but for the order of its keys (or that of the squashed text, if they are no JSON)."""
+    text = call_canonical(call)  # first: it raises where it would (a value too deep to dump)
+    value = call_json(call)
+    return json_value(text) if value is NOT_JSON else value
 
 
 def call_args_digest(call: ToolCall) -> str:
@@ -142,7 +158,15 @@ def _walk_pairs(value: Any, keys: Collection[str], out: list[tuple[str, Any]], d
 
 def keyed_values_digest(arguments: str, keys: Collection[str]) -> str:
     """A 4-hex hash of the values under `keys` (lowercase names) anywhere in the arguments; "-" if none."""
-    value = json_value(arguments)
+    return _keyed_digest(json_value(arguments), keys)
+
+
+def call_keyed_digest(call: ToolCall, keys: Collection[str]) -> str:
+    """`keyed_values_digest` of a call's arguments (parsed once per call, `call_json`)."""
+    return _keyed_digest(call_json(call), keys)
+
+
+def _keyed_digest(value: Any, keys: Collection[str]) -> str:
     found: list[tuple[str, Any]] = []
     if value is not NOT_JSON:
         _walk_pairs(value, keys, found)
@@ -224,8 +248,15 @@ def result_digest_of(result: ToolResult, volatile_keys: frozenset[str] = DEFAULT
     found = result.digests.get(volatile_keys)
     if found is not None:
         return found
-    value = result.value if result.value is not None else json_value(result.content)
+    value = result.value if result.value is not None else result_json(result)
     return remember(result.digests, volatile_keys, _hashed(value, result.content, volatile_keys))
+
+
+def result_json(result: ToolResult) -> Any:
+    """`json_value` of a result's content, parsed once per result (its digests and `novelty`'s units read it).
+    The value is shared: readers must not change it."""
+    found = result.derived.get("json", _UNREAD)
+    return found if found is not _UNREAD else remember(result.derived, "json", json_value(result.content))
 
 
 def _hashed(value: Any, text: str, volatile_keys: Collection[str]) -> str:

@@ -163,9 +163,10 @@ def _turns(request: RequestInfo, cfg: NoveltyConfig) -> dict[str, Turn]:
         if result.name is None or is_transfer(result.name) or len(result.content) < cfg.min_chars:
             continue
         kind = kind_of(result.name, cfg)
-        turn = found.get(tag(kind))
+        key = tag(kind)
+        turn = found.get(key)
         if turn is None:
-            turn = found[tag(kind)] = Turn(kind, result_uniq(request, result, position))
+            turn = found[key] = Turn(kind, result_uniq(request, result, position))
         turn.hashes |= _read(result, call, cfg)
         turn.args.append(call_args_digest(call) if call is not None else "-")
         turn.tools.append(result.name)
@@ -217,16 +218,17 @@ class Novelty(Detector[NoveltyConfig]):
             return None
         # The kind's turns up to this one (a re-sent request finds its turn where it was first pushed).
         end = len(window) - 1 - window[::-1].index(item)
-        parsed = [
-            (args, unpack(packed))
+        packs = [
+            (args, packed)
             for entry in window[: end + 1]
             for kind_of_entry, _, args, packed in [entry.split("~", 3)]
             if kind_of_entry == kind
         ]
-        if len(parsed) <= cfg.turns:
+        if len(packs) <= cfg.turns:
             return None  # the first turn of a kind is never stale: `turns` stale ones need one more
-        if any(parsed[index][0] == parsed[index - 1][0] for index in range(len(parsed) - cfg.turns, len(parsed))):
+        if any(packs[index][0] == packs[index - 1][0] for index in range(len(packs) - cfg.turns, len(packs))):
             return None  # the same call again (a poll)
+        parsed = [(args, unpack(packed)) for args, packed in packs]  # only now: most turns end above
         shares = stale_shares([hashes for _, hashes in parsed], cfg.turns, cfg.min_shingles, cfg.max_new_share)
         if shares is None:
             return None  # too little to judge, or a turn that brought enough new

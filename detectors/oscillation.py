@@ -43,6 +43,7 @@ class Oscillation(Detector[OscillationConfig]):
 
     name = "oscillation"
     per_thread = True
+    reads_calls = True
     Config = OscillationConfig
 
     def plan_request(self, seen: RequestSeen, cfg: OscillationConfig) -> Plan:

@@ -25,7 +25,7 @@ from typing import Any
 
 import xxhash
 
-from runguard.detectors.normalize import call_canonical, parse_json
+from runguard.detectors.normalize import NOT_JSON, call_canonical, parse_json, result_json
 from runguard.proxy.core.events import ToolCall, ToolResult
 
 SHINGLE = 3  # words per shingle
@@ -66,9 +66,19 @@ class _Units:
         if depth > MAX_DEPTH or self.room <= 0:
             return
         if isinstance(value, dict):
+            volatile, inside = self.volatile, depth < MAX_DEPTH
             for inner, item in value.items():
-                if str(inner).lower() not in self.volatile:
-                    self.walk(item, str(inner), depth + 1)
+                name = inner if inner.__class__ is str else str(inner)
+                if name.lower() in volatile:
+                    continue
+                kind = item.__class__
+                if inside and ((kind is str and item[:1] not in _OPENERS) or kind is int or kind is float):
+                    if (room := self.room) > 0:  # a plain scalar, added as `walk` would add it, without a call
+                        unit = f"{name} {item}"
+                        self.out.append(unit[:room])
+                        self.room = room - len(unit)
+                else:
+                    self.walk(item, name, depth + 1)
         elif isinstance(value, list):
             for item in value:
                 self.walk(item, key, depth + 1)
@@ -92,7 +102,8 @@ def units_of(result: ToolResult, volatile: Collection[str]) -> list[str]:
     `MAX_CHARS` characters of them, and a result over `MAX_PARSED` characters is read as text."""
     value = result.value
     if value is None and result.content[:1] in _OPENERS and len(result.content) <= MAX_PARSED:
-        value = parse_json(result.content)
+        value = result_json(result)
+        value = None if value is NOT_JSON else value
     if isinstance(value, dict | list):
         units = _Units(volatile)
         units.walk(value, "")
@@ -108,6 +119,7 @@ def shingles(units: Iterable[str], echo: frozenset[bytes]) -> set[int]:
     """
     hashes: set[int] = set()
     digest = xxhash.xxh3_64_intdigest
+    join = b" ".join
     budget = MAX_WORDS
     text = "\n".join(units).lower().encode("utf-8", "surrogatepass").translate(_SPACED)
     for line in text.split(b"\n"):
@@ -116,13 +128,14 @@ def shingles(units: Iterable[str], echo: frozenset[bytes]) -> set[int]:
             continue
         if echo and not echo.isdisjoint(words) and len(echo.intersection(words)) >= ECHO_SHARE * len(set(words)):
             continue  # says what was asked
-        if len(words) > budget:
-            words = words[:budget]
-        budget -= len(words)
-        if len(words) <= SHINGLE:
-            hashes.add(digest(b" ".join(words)))
+        count = len(words)
+        if count > budget:
+            words, count = words[:budget], budget
+        budget -= count
+        if count <= SHINGLE:
+            hashes.add(digest(join(words)))
         else:
-            hashes.update(map(digest, map(b" ".join, zip(words, words[1:], words[2:], strict=False))))
+            hashes.update(map(digest, map(join, zip(words, words[1:], words[2:], strict=False))))
         if budget <= 0:
             break
     return hashes

@@ -28,7 +28,16 @@ from typing import Any
 
 import xxhash
 
-from runguard.detectors.normalize import MAX_DEPTH, NOT_JSON, call_canonical, json_value, remember, sorted_dump, squash
+from runguard.detectors.normalize import (
+    MAX_DEPTH,
+    NOT_JSON,
+    call_canonical,
+    canonical_json,
+    json_value,
+    remember,
+    sorted_dump,
+    squash,
+)
 from runguard.proxy.core.events import ToolCall, digest
 
 MAX_TOKENS = 48  # tokens kept per argument set: bounds state and pairwise work
@@ -37,6 +46,7 @@ MAX_ARGS = 16  # top-level arguments kept apart in a sketch; the rest share one 
 _WORD = re.compile(r"[a-z0-9]+")
 _SPACE = re.compile(r"\s")
 _AROUND = "'\"`()[]{}<>,;:!?"  # quotes and punctuation around a word of free text
+_PARSE = object()  # `_sketch` reads its arguments' value itself
 Sketch = tuple[tuple[str, tuple[str, ...]], ...]  # (argument tag, its token hashes) per top-level argument
 
 
@@ -51,7 +61,8 @@ def call_sketch(call: ToolCall) -> Sketch:
     found: Sketch | None = call.derived.get("sketch")
     if found is None:
         names: set[str] = set()
-        found = remember(call.derived, "sketch", _sketch(call_canonical(call), names))
+        # Its canonical form's value: words and tags do not depend on the order of keys.
+        found = remember(call.derived, "sketch", _sketch(call_canonical(call), names, canonical_json(call)))
         call.derived["targets"] = _named(names)
     return found
 
@@ -67,7 +78,7 @@ def call_asks_in_words(call: ToolCall) -> bool:
     not only names, ids and numbers; computed once per call."""
     found: bool | None = call.derived.get("in_words")
     if found is None:
-        found = remember(call.derived, "in_words", _has_free_text(json_value(call_canonical(call))))
+        found = remember(call.derived, "in_words", _has_free_text(canonical_json(call)))
     return found
 
 
@@ -109,9 +120,10 @@ def arg_sketch(arguments: str) -> Sketch:
     return _sketch(arguments, set())
 
 
-def _sketch(arguments: str, names: set[str]) -> Sketch:
-    """`arg_sketch`, adding the files, numbers and names its free text names to `names` (`call_targets`)."""
-    value = json_value(arguments)
+def _sketch(arguments: str, names: set[str], parsed: Any = _PARSE) -> Sketch:
+    """`arg_sketch`, adding the files, numbers and names its free text names to `names` (`call_targets`);
+    `parsed`: `json_value(arguments)`, when the caller has it."""
+    value = json_value(arguments) if parsed is _PARSE else parsed
     if value is NOT_JSON:  # a custom tool's raw input: a block of code has no words either
         groups = [(_tag(squash(arguments)), [] if _is_block(arguments) else _WORD.findall(arguments.lower()))]
     elif isinstance(value, dict) and value:

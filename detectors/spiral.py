@@ -39,7 +39,7 @@ from runguard.detectors.base import (
     ShownCall,
     Verdict,
 )
-from runguard.detectors.normalize import call_tag, keyed_values_digest, lowered
+from runguard.detectors.normalize import call_keyed_digest, call_tag, lowered
 from runguard.detectors.sketch import call_sketch_packed, call_targets, decode_sketch, named_apart, sketch_similarity
 from runguard.detectors.turns import tool_work
 from runguard.proxy.core.events import ToolCall
@@ -104,6 +104,7 @@ class Spiral(Detector[SpiralConfig]):
 
     name = "spiral"
     per_thread = True
+    needs_tools = True
     Config = SpiralConfig
 
     def plan_request(self, seen: RequestSeen, cfg: SpiralConfig) -> Plan:
@@ -113,7 +114,7 @@ class Spiral(Detector[SpiralConfig]):
         """One call as "<its turn>~<hash of its page values>/<hash of the files and numbers its text names>|<its
         packed argument sketch>": calls on other pages, or naming other files or numbers, are never a pair,
         nor calls of one turn."""
-        pages = keyed_values_digest(call.arguments, cfg.pagination)
+        pages = call_keyed_digest(call, cfg.pagination)
         return f"{turn}~{pages}/{call_targets(call)}|{call_sketch_packed(call)}"
 
     def plan_response(self, seen: ResponseSeen, cfg: SpiralConfig) -> Plan:

@@ -40,6 +40,7 @@ class Stagnation(Detector[StagnationConfig]):
 
     name = "stagnation"
     per_thread = True
+    reads_calls = True
     Config = StagnationConfig
 
     def plan_request(self, seen: RequestSeen, cfg: StagnationConfig) -> Plan:

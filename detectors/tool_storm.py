@@ -49,6 +49,7 @@ class ToolStorm(Detector[ToolStormConfig]):
 
     name = "tool_storm"
     per_thread = True
+    needs_tools = True
     Config = ToolStormConfig
 
     def plan_request(self, seen: RequestSeen, cfg: ToolStormConfig) -> Plan:

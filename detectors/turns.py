@@ -12,7 +12,13 @@ from __future__ import annotations
 
 import re
 
-from runguard.detectors.normalize import call_args_digest, call_canonical, json_value, remember, result_digest_of, tag
+from runguard.detectors.normalize import (
+    call_args_digest,
+    canonical_json,
+    remember,
+    result_digest_of,
+    tag,
+)
 from runguard.proxy.core.events import HandoffKind, RequestInfo, ResponseInfo, ToolCall, ToolResult, digest, is_transfer
 
 ACK_CHARS = 200  # a longer result says more than that it was done
@@ -65,7 +71,19 @@ def paired_results(request: RequestInfo) -> list[tuple[ToolCall | None, ToolResu
 
 
 def result_uniq(request: RequestInfo, result: ToolResult, position: int) -> str:
-    """Identifies one tool result across re-sends: its call id, or (Gemini) where it sits in the conversation."""
+    """Identifies one tool result across re-sends: its call id, or (Gemini) where it sits in the conversation.
+
+    `position` is the result's place in `request.new_results`; each one's is computed once per request
+    (several detectors name the same results).
+    """
+    found: list[str] | None = request.derived.get("uniqs")
+    if found is None:
+        count = request.message_count
+        found = remember(
+            request.derived, "uniqs", [tag(r.call_id or f"{count}.{i}") for i, r in enumerate(request.new_results)]
+        )
+    if position < len(found) and request.new_results[position] is result:
+        return found[position]
     return tag(result.call_id or f"{request.message_count}.{position}")
 
 
@@ -77,7 +95,7 @@ def is_wait(call: ToolCall) -> bool:
     the same answer, each round; what the poll finds is what tells progress."""
     if not call.name.lower().startswith(_WAITS):
         return False
-    value = json_value(call_canonical(call))
+    value = canonical_json(call)
     return isinstance(value, dict) and all(type(item) in (int, float) for item in value.values())
 
 

@@ -114,6 +114,8 @@ class ToolCall:
     # Values derived from this call (its arguments' digest and token set, its name's tag), filled
     # on first use by `runguard.detectors.normalize` and `.sketch`: several detectors read the same call.
     derived: dict[str, Any] = field(default_factory=dict, compare=False, repr=False)
+    # Its arguments' JSON value, read once for all of the above (`normalize.call_json`).
+    parsed: dict[str, Any] = field(default_factory=dict, compare=False, repr=False)
 
 
 @frozen
@@ -135,6 +137,8 @@ class ToolResult:
     # `runguard.detectors.normalize.result_digest_of`: several detectors hash the
     # same (possibly 300 KB) result, and this object lives for one request.
     digests: dict[frozenset[str], str] = field(default_factory=dict, compare=False, repr=False)
+    # Its content's JSON value, read once for every detector that needs it (`normalize.result_json`).
+    derived: dict[str, Any] = field(default_factory=dict, compare=False, repr=False)
 
 
 @frozen
@@ -263,6 +267,9 @@ class RequestInfo:
     background: bool = False
     include_usage: bool | None = None  # Chat streaming: stream_options.include_usage
     json_array_stream: bool = False  # Gemini streaming without alt=sse: one JSON array, not SSE
+    # The model may call tools the request does not declare: a stored prompt (Responses `prompt`), cached
+    # content (Gemini `cachedContent`), legacy `functions` (Chat), MCP servers (Anthropic `mcp_servers`).
+    tools_elsewhere: bool = False
     parse_error: str | None = None  # set when the body could not be parsed (forwarded anyway)
     raw: Any = field(default=None, repr=False, compare=False)
     # Values derived once per request for several detectors (the last turn's signature, ...),

@@ -9,10 +9,11 @@ ignored for the rest of that phase: a failed plan is not checked (fail open).
 
 This runs for every request, so the work is sorted once where it can be: a
 `Lineup` (compiled once per key, model and per-run headers, and cached by the
-`Policy`) lists, per hook, only the detectors that implement it, and the
-request hooks again without the detectors that read only tool results, for a
-request that sends none back; `Views` builds the per-detector view of a
-response once for all three response hooks.
+`Policy`) lists, per hook, only the detectors that implement it, and again per
+shape of request and response (`shapes`: tool results sent back or not, calls
+in the last turn or not, tools the response may call or not) only those whose
+hooks can plan or find anything for it; `Views` builds the per-detector view of
+a response once for all three response hooks.
 """
 
 from __future__ import annotations
@@ -37,6 +38,7 @@ from runguard.detectors.base import (
 )
 from runguard.proxy.core.frozen import frozen
 from runguard.proxy.core.ops import Op, OpResult, Scope
+from runguard.proxy.guard.shapes import SHAPES, request_shape, requests_fit, responses_fit
 
 FaultHandler = Callable[[str, str, BaseException], None]  # detector, hook, exception
 MAX_NAMES = 1024  # state field names kept per detector (some fields are named after tools, which vary)
@@ -101,7 +103,9 @@ class Lineup:
     """The detectors armed for a request, sorted once by the hooks each implements.
 
     Most detectors implement two of the five hooks, so each phase walks only
-    its own list. The policy caches one lineup per (key, model, headers).
+    its own list, and of it only the hooks that fit the request's shape
+    (`shapes`): `requests[shape]` and `responses[calls]`, listed once here.
+    The policy caches one lineup per (key, model, headers).
     """
 
     armed: tuple[Armed, ...]
@@ -113,10 +117,10 @@ class Lineup:
     configs: Mapping[str, DetectorConfig]
     responders: frozenset[str] = frozenset()  # detectors with a response hook (the ones that need a view)
     per_thread: frozenset[str] = frozenset()  # detectors judging one conversation (`Detector.per_thread`)
-    # The request hooks for a request that sends back no tool result: those of `Detector.reads_results`
-    # left out (their plan would be empty, their check would find nothing).
-    plans_bare_request: tuple[Hook, ...] = ()
-    checks_bare_request: tuple[Hook, ...] = ()
+    # Per request shape (`shapes.SHAPES`), the request hooks that fit it: (plans, checks).
+    requests: tuple[tuple[tuple[Hook, ...], tuple[Hook, ...]], ...] = ()
+    # For a response without tool calls, then with: the response hooks that fit it (inspects, plans, checks).
+    responses: tuple[tuple[tuple[Hook, ...], tuple[Hook, ...], tuple[Hook, ...]], ...] = ()
 
     @classmethod
     def of(cls, armed: Iterable[Armed]) -> Lineup:
@@ -125,8 +129,11 @@ class Lineup:
         def having(hook: str) -> tuple[Hook, ...]:
             return tuple(Hook.of(a, hook) for a in every if _implements(a.detector, hook))
 
-        def bare(hooks: tuple[Hook, ...]) -> tuple[Hook, ...]:
-            return tuple(h for h in hooks if not h.armed.detector.reads_results)
+        def shaped(shape: int, hooks: tuple[Hook, ...]) -> tuple[Hook, ...]:
+            return tuple(h for h in hooks if requests_fit(h.armed.detector, shape))
+
+        def answered(calls: bool, hooks: tuple[Hook, ...]) -> tuple[Hook, ...]:
+            return tuple(h for h in hooks if responses_fit(h.armed.detector, calls))
 
         inspects, plans, checks = having("inspect_response"), having("plan_response"), having("check_response")
         plans_request, checks_request = having("plan_request"), having("check_request")
@@ -140,8 +147,8 @@ class Lineup:
             {a.name: a.config for a in every},
             frozenset(h.name for h in (*inspects, *plans, *checks)),
             frozenset(a.name for a in every if a.detector.per_thread),
-            bare(plans_request),
-            bare(checks_request),
+            tuple((shaped(s, plans_request), shaped(s, checks_request)) for s in SHAPES),
+            tuple((answered(c, inspects), answered(c, plans), answered(c, checks)) for c in (False, True)),
         )
 
 
@@ -296,7 +303,7 @@ class Engine:
     def plan_request(self, lineup: Lineup, seen: RequestSeen, offset: int, nested: bool = False) -> Batch:
         """`nested`: the request is in a thread nested in its run (per-thread detectors keep that thread's state)."""
         threaded = lineup.per_thread if nested else frozenset()
-        planners = lineup.plans_request if seen.request.new_results else lineup.plans_bare_request
+        planners = lineup.requests[request_shape(seen.request)][0]
         return self._batch(planners, offset, "plan_request", seen, threaded=threaded)
 
     def check_request(
@@ -305,7 +312,7 @@ class Engine:
         """Findings, and each planning detector's results (kept for its response phase)."""
         before = batch.split(results)
         findings: list[Finding] = []
-        for one in lineup.checks_request if seen.request.new_results else lineup.checks_bare_request:
+        for one in lineup.requests[request_shape(seen.request)][1]:
             if one.name in batch.failed:
                 continue
             try:
@@ -319,7 +326,7 @@ class Engine:
     def inspect_response(self, lineup: Lineup, views: Views) -> list[Finding]:
         findings: list[Finding] = []
         own, shared = views.own, views.seen
-        for one in lineup.inspects_response:
+        for one in lineup.responses[bool(shared.response.tool_calls)][0]:
             try:
                 verdict = one.call(own.get(one.name, shared), one.config)
                 if verdict is not None:  # anything else raises in _keep: a fault
@@ -330,13 +337,14 @@ class Engine:
 
     def plan_response(self, lineup: Lineup, views: Views, offset: int, nested: bool = False) -> Batch:
         threaded = lineup.per_thread if nested else frozenset()
-        return self._batch(lineup.plans_response, offset, "plan_response", views.seen, views.own, threaded)
+        planners = lineup.responses[bool(views.seen.response.tool_calls)][1]
+        return self._batch(planners, offset, "plan_response", views.seen, views.own, threaded)
 
     def check_response(self, lineup: Lineup, batch: Batch, results: Sequence[OpResult], views: Views) -> list[Finding]:
         got_by = batch.split(results)
         findings: list[Finding] = []
         own, shared = views.own, views.seen
-        for one in lineup.checks_response:
+        for one in lineup.responses[bool(shared.response.tool_calls)][2]:
             if one.name in batch.failed:
                 continue
             try:

@@ -27,22 +27,23 @@ from runguard.detectors.base import RequestSeen, ResponseKind, ResponseSeen
 from runguard.proxy.core.events import RequestInfo, ResponseInfo, digest
 from runguard.proxy.core.ops import Op, OpResult, Put
 from runguard.proxy.core.safe_text import proxy_url
-from runguard.proxy.guard import accounting, breaker, nudge, reporting, unreadable
+from runguard.proxy.guard import accounting, breaker, follow_ups, nudge, reporting, unreadable
 from runguard.proxy.guard.background import BackgroundCosts
 from runguard.proxy.guard.batches import Batches
 from runguard.proxy.guard.decisions import Decisions
 from runguard.proxy.guard.engine import Batch, Engine, Finding
+from runguard.proxy.guard.judging import Judging
 from runguard.proxy.guard.observer import Observer
 from runguard.proxy.guard.passage import Passage
 from runguard.proxy.guard.policy import Policy, Tightening
 from runguard.proxy.guard.pricing import ModelTables
 from runguard.proxy.guard.reader import ResponseReader
+from runguard.proxy.guard.stages import Stages
 from runguard.proxy.guard.ticket import Ticket, scope_ids
 from runguard.proxy.guard.tokens import TokenEstimator
-from runguard.proxy.providers import registry
 from runguard.proxy.providers.answers import StopNotice, Synthetic
 from runguard.proxy.providers.base import Adapter
-from runguard.proxy.runs import continuation, nesting
+from runguard.proxy.runs import nesting
 from runguard.proxy.runs.identity import Found, RunIdentity
 from runguard.proxy.state.base import StateBackend
 from runguard.proxy.store.records import RecordedBody, RecordSink, RequestRecord
@@ -92,6 +93,10 @@ class Guard:
         # named in reset hints when not the default address
         self._proxy_url = proxy_url(settings.server.host, settings.server.port)
         self._finishing: set[asyncio.Task[None]] = set()  # the ends of passages whose clients left
+        # Ends run beside the relay (`judging`), unless settings say in the handler.
+        # With a state that waits, ends run beside the relay (`judging`) unless settings say in the handler.
+        self._judging = Judging() if settings.guard.judging == "beside" else None
+        self.stages = Stages()  # seconds spent admitting and judging (runguard_stage_seconds_total)
         # Background responses, accounted for when a poll finds them finished.
         self.background = BackgroundCosts(state, tables, sink, observer, runs.idle_seconds, self.tenants, clock)
         # Told of every finished request with its ticket and response (OpenTelemetry spans, `telemetry`).
@@ -113,10 +118,12 @@ class Guard:
         return self._batches.degraded_since
 
     async def settle(self, within: float) -> None:
-        """At shutdown: wait (up to `within` seconds) for the ends of passages whose clients left (their
-        records), then for the undos of abandoned requests, so the in-flight slots they give back are not
-        left taken in a shared state backend."""
+        """At shutdown: run the ends still queued beside the relay and wait (up to `within` seconds in all)
+        for the ends of passages whose clients left (their records), then for the undos of abandoned
+        requests, so the in-flight slots they give back are not left taken in a shared state backend."""
         deadline = asyncio.get_running_loop().time() + within
+        if self._judging is not None:
+            await self._judging.close(within)
         if self._finishing:
             await asyncio.wait(set(self._finishing), timeout=within)
         await self._batches.settle(max(0.0, deadline - asyncio.get_running_loop().time()))
@@ -135,7 +142,10 @@ class Guard:
         admit = functools.partial(
             self.admit, adapter, request, body=body, key_hash=key_hash, header_run=header_run, tight=tight
         )
-        return Passage(self, admit, self._finishing, in_place=self._batches.never_waits)
+        judging = None if self._batches.never_waits else self._judging
+        return Passage(
+            self, admit, self._finishing, in_place=self._batches.never_waits, judging=judging, stages=self.stages
+        )
 
     def _on_fault(self, detector: str, hook: str, exc: BaseException) -> None:
         log.error("detector %s failed in %s: %r", detector, hook, exc, exc_info=exc)
@@ -156,6 +166,8 @@ class Guard:
         """Decide whether the request may go upstream; `ticket.answer` is set if not."""
         now = self._clock()
         found = await self.runs.find(header_run, key_hash, request, now)
+        if self._judging is not None:
+            await self._judging.settled(found.state_run)  # the run's last verdict first, if still pending
         request = found.request
         seen = RequestSeen(found.run_id, key_hash, now, request, self._tables.window(request.model), digest(body))
         ticket, batch, results = await self._enter(seen, adapter, found, tight)
@@ -288,29 +300,29 @@ class Guard:
         client_status: int | None,
         error: str | None = None,
         body: RecordedBody | None = None,
+        remembered: bool = False,
     ) -> None:
         """Account for the response, run the response plans, trip or close breakers, record.
 
         `seen` is None when nothing came back from upstream to parse (the
         request was answered locally, or the client left before headers).
+        `remembered`: `remember` ran already (the end is judged beside the relay).
         """
         if seen is None:
             if ticket.answer is None and ticket.facts is not None:
                 await self._batches.execute(ticket.ids, accounting.release_ops())
             self._emit(ticket, None, client_status, error, body)
             return
+        if not remembered:
+            # First, so that a follow-up naming this response, or a thread its tool calls start, finds its
+            # run however long the rest takes.
+            await self.remember(ticket, seen)
         if ticket.facts is None:
             await self._count_unguarded(ticket, seen)
             self._emit(ticket, seen, client_status, error, body)
             return
         if seen.response.parse_error and seen.status is not None and seen.status < 300:
             self._observer.parse_error(str(ticket.request.api), "response")  # an answer in a shape not known
-        # First, so that a follow-up naming this response, or a thread its tool calls start, finds its
-        # run however long the rest takes.
-        await self._remember(ticket, seen)
-        calls = seen.response.tool_calls
-        if ticket.nests and calls:
-            await self.runs.remember_tasks(ticket.tenant, ticket.request.end_user, ticket.run_id, calls)
         views = ticket.views_of(seen)
         lineup = ticket.lineup
         # Findings made once the client has its answer's headers (a stream's inspection, and every
@@ -352,23 +364,10 @@ class Guard:
         ops = accounting.usage_ops(seen.response.usage, seen.usd)
         if ops:
             await self._batches.execute(ticket.ids, ops)
-        await self._remember(ticket, seen)
 
-    async def _remember(self, ticket: Ticket, seen: ResponseSeen) -> None:
-        """Responses API: map the response id to its run, so `previous_response_id` finds it (and, for a
-        background response not finished yet, to the request, so that its poll is accounted for)."""
-        response_id = seen.response.response_id
-        if response_id is None or not registry.chains_responses(ticket.request.api):
-            return
-        pending = None
-        if ticket.request.background and seen.response.usage is None:
-            index = ticket.facts.request_index if ticket.facts else 0
-            request = ticket.request
-            pending = continuation.Pending(
-                ticket.key_hash, request.model, request.agent.label, index, ticket.nests, request.end_user
-            )
-        calls = seen.response.tool_calls
-        await self.runs.remember_response(ticket.tenant, response_id, ticket.run_id, calls, pending)
+    async def remember(self, ticket: Ticket, seen: ResponseSeen) -> None:
+        """What lets a follow-up find the response's run (`follow_ups`); before the rest of the end."""
+        await follow_ups.remember(self.runs, ticket, seen)
 
     def _emit(
         self,

@@ -16,7 +16,11 @@ The passage owns the end (`Guard.complete`: accounting, response plans,
 breakers, the records) and runs it exactly once:
 
 - on a normal exit, in place (shielded: a client that closes its connection
-  the moment it has its answer cancels the handler, not the accounting);
+  the moment it has its answer cancels the handler, not the accounting), or
+  with a state that waits, beside the relay (`judging`): the end starts in a
+  task of its own, registered for its run so that the run's next request waits
+  for it, and the handler returns once what finds a follow-up its run is
+  written;
 - when the client leaves (`CancelledError`, `ConnectionResetError`) or the
   handler fails, in the background, recorded as `client_disconnected` (or the
   failure's name) with what was read so far: no record is lost;
@@ -38,6 +42,8 @@ from typing import Protocol
 from runguard.detectors.base import ResponseSeen
 from runguard.proxy.core.events import ResponseInfo
 from runguard.proxy.core.tasks import hold
+from runguard.proxy.guard.judging import Judging
+from runguard.proxy.guard.stages import Stages
 from runguard.proxy.guard.ticket import Ticket
 from runguard.proxy.providers.answers import Synthetic
 from runguard.proxy.store.records import RecordedBody
@@ -54,6 +60,8 @@ class Judge(Protocol):
 
     def inspect(self, ticket: Ticket, seen: ResponseSeen) -> Synthetic | None: ...
 
+    async def remember(self, ticket: Ticket, seen: ResponseSeen) -> None: ...
+
     async def complete(
         self,
         ticket: Ticket,
@@ -62,6 +70,7 @@ class Judge(Protocol):
         client_status: int | None,
         error: str | None = None,
         body: RecordedBody | None = None,
+        remembered: bool = False,
     ) -> None: ...
 
 
@@ -86,11 +95,15 @@ class Passage:
         finishing: set[asyncio.Task[None]],
         *,
         in_place: bool,
+        judging: Judging | None = None,
+        stages: Stages | None = None,
     ) -> None:
         self._guard = guard
         self._admit = admit
         self._finishing = finishing  # where ends run when the client left (the guard waits for them at shutdown)
         self._in_place = in_place  # the state never waits: an end cannot be cut half-way, run it inline
+        self._judging = judging  # where the end runs beside the relay (None: in the handler)
+        self._stages = stages or Stages()  # where admission and judging add their time
         self._ticket: Ticket | None = None
         self._seen: ResponseSeen | None = None
         self._reading: tuple[Closing, int | None] | None = None
@@ -119,7 +132,9 @@ class Passage:
 
     async def enter(self) -> Passage:
         """Admit the request (`Guard.admit`). A stopped request's `client_status` is its answer's."""
+        began = time.thread_time()
         self._ticket = await self._admit()
+        self._stages.admission += time.thread_time() - began
         self._sent = time.perf_counter()
         if self._ticket.answer is not None:
             self.client_status = self._ticket.answer.status
@@ -149,10 +164,29 @@ class Passage:
         return self._guard.inspect(self.ticket, self._seen)
 
     async def finish(self) -> None:
-        """End the passage now, awaited; its client leaving meanwhile does not cut it short. Once only."""
+        """End the passage, once only; its client leaving meanwhile does not cut it short.
+
+        With a `Judging`, the end is counted for its run (whose next request waits for it), what lets a
+        follow-up find its run is written here and the rest starts beside the relay; without one (or with
+        the judging full) the whole end is awaited here.
+        """
         if self._ended:
             return
         self._ended = True
+        self._read()
+        end = self._judging.open(self.ticket.ids.run) if self._judging is not None else None
+        if self._judging is not None and end is not None:
+            # What finds a follow-up its run, written now (no task to wait a turn of the loop for: another
+            # replica may see the follow-up first), then the rest beside the relay. Should this handler be
+            # cancelled mid-way, the whole end runs there instead.
+            rest = self._end
+            try:
+                if self._seen is not None:
+                    await self._guard.remember(self.ticket, self._seen)
+                rest = self._judge
+            finally:
+                self._judging.start(end, rest)
+            return
         if self._in_place:
             await self._end()
         else:
@@ -164,16 +198,36 @@ class Passage:
             return
         self._ended = True
         self.error = error
-        hold(self._finishing, self._end())
+        self._read()
+        if self._judging is None or not self._judging.submit(self.ticket.ids.run, self._end):
+            hold(self._finishing, self._end())
+
+    def _read(self) -> ResponseSeen | None:
+        """The response as read: a stream's parser is closed here, however the stream ended."""
+        if self._seen is None and self._reading is not None:
+            parser, status = self._reading
+            self.seen(parser.close(), status)
+        return self._seen
 
     async def _end(self) -> None:
-        seen = self._seen
-        if seen is None and self._reading is not None:
-            parser, status = self._reading
-            seen = self.seen(parser.close(), status)
-        await self._guard.complete(
-            self.ticket, seen, client_status=self.client_status, error=self.error, body=self.body
-        )
+        await self._complete(remembered=False)
+
+    async def _judge(self) -> None:
+        await self._complete(remembered=True)
+
+    async def _complete(self, *, remembered: bool) -> None:
+        began = time.thread_time()
+        try:
+            await self._guard.complete(
+                self.ticket,
+                self._seen,
+                client_status=self.client_status,
+                error=self.error,
+                body=self.body,
+                remembered=remembered,
+            )
+        finally:
+            self._stages.judging += time.thread_time() - began
 
     async def __aenter__(self) -> Passage:
         return await self.enter()

@@ -37,12 +37,13 @@ Metric names (values in milliseconds where the name says `_ms`):
   runguard_alerts_total{outcome}                    webhook deliveries: delivered, failed, dropped
   runguard_store_backlog, runguard_store_dropped_total   read from the record sink, when it has them
   runguard_state_degraded                           1 while the state backend is failing
+  runguard_stage_seconds_total{stage}               seconds spent admitting, judging, writing records
 """
 
 from __future__ import annotations
 
 from bisect import bisect_left
-from collections.abc import Awaitable, Callable, Iterable, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from itertools import accumulate
 from typing import TypeVar
 
@@ -130,10 +131,17 @@ def _histogram(
 class _Live:
     """Values read at scrape time: the record sink's backlog and drops, the guard's health, the history cache."""
 
-    def __init__(self, sink: object, degraded: Callable[[], bool], history: HistoryCache | None) -> None:
+    def __init__(
+        self,
+        sink: object,
+        degraded: Callable[[], bool],
+        history: HistoryCache | None,
+        stages: Callable[[], Mapping[str, float]] | None = None,
+    ) -> None:
         self._sink = sink
         self._degraded = degraded
         self._history = history
+        self._stages = stages
 
     def collect(self) -> Iterable[Metric]:
         backlog = _number(self._sink, "backlog")
@@ -144,6 +152,17 @@ class _Live:
             yield CounterMetricFamily("runguard_store_dropped", "Records dropped: store queue full.", value=dropped)
         degraded = 1.0 if self._degraded() else 0.0
         yield GaugeMetricFamily("runguard_state_degraded", "1 while the state backend is failing.", value=degraded)
+        seconds = dict(self._stages()) if self._stages is not None else {}
+        if (written := _number(self._sink, "busy_seconds")) is not None:
+            seconds["records"] = written
+        if seconds:
+            yield _counter(
+                "runguard_stage_seconds_total",
+                "Seconds spent per stage: admission (before a request goes upstream), judging (after its answer: "
+                "accounting, response detectors, breakers, records built, log and metrics), records (writing them).",
+                ("stage",),
+                (((stage,), value) for stage, value in seconds.items()),
+            )
         if self._history is not None:
             reads = ((("resumed",), self._history.resumed), (("whole",), self._history.whole))
             yield _counter(
@@ -186,10 +205,16 @@ class Metrics:
         self.registry = CollectorRegistry()
         self.registry.register(self)
 
-    def watch(self, sink: object, degraded: Callable[[], bool], history: HistoryCache | None = None) -> None:
-        """Expose the record sink's `backlog`/`dropped` (if it has them), the state health and the history
-        cache's counts at scrape time."""
-        self.registry.register(_Live(sink, degraded, history))
+    def watch(
+        self,
+        sink: object,
+        degraded: Callable[[], bool],
+        history: HistoryCache | None = None,
+        stages: Callable[[], Mapping[str, float]] | None = None,
+    ) -> None:
+        """Expose the record sink's `backlog`/`dropped`/`busy_seconds` (if it has them), the state health, the
+        history cache's counts and the seconds spent per stage (`stages`) at scrape time."""
+        self.registry.register(_Live(sink, degraded, history, stages))
 
     # -- Observer ---------------------------------------------------------------------------
 

@@ -164,7 +164,7 @@ def create_app(
     app[CONTEXT] = context
     app[STATE] = backend
     guard.on_request = telemetry.install(app, settings, metrics.registry)  # before `lifetime`: cleaned up after it
-    metrics.watch(sink, lambda: guard.degraded_since is not None, history)
+    metrics.watch(sink, lambda: guard.degraded_since is not None, history, guard.stages.seconds)
 
     async def lifetime(app: web.Application) -> AsyncIterator[None]:
         yield

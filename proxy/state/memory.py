@@ -137,11 +137,17 @@ class MemoryState:
         now = self._clock()
         scopes: dict[Scope, Fields] = {}  # each scope looked up once per batch, not once per op
         results = []
+        apply_of = _APPLY
+        last: Scope | None = None  # most ops name the scope of the op before them: no lookup then
+        fields: Fields = {}
         for op in ops:
-            fields = scopes.get(op.scope)
-            if fields is None:
-                fields = scopes[op.scope] = self._fields(op.scope, ids.of(op.scope), now)
-            apply = _APPLY.get(type(op))
+            scope = op.scope
+            if scope is not last:
+                found = scopes.get(scope)
+                if found is None:
+                    found = scopes[scope] = self._fields(scope, ids.of(scope), now)
+                fields, last = found, scope
+            apply = apply_of.get(op.__class__)
             if apply is None:
                 raise TypeError(f"unknown state op {op!r}")
             results.append(apply(fields, op))

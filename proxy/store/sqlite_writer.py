@@ -29,6 +29,7 @@ import asyncio
 import itertools
 import operator
 import sqlite3
+import time
 from collections.abc import Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -162,6 +163,7 @@ class SqliteWriter:
         self._thread = ThreadPoolExecutor(max_workers=1, thread_name_prefix="runguard-store")
         self._conn: sqlite3.Connection | None = None  # opened, used and closed on the thread only
         self._closed = False
+        self.cpu_seconds = 0.0  # CPU time of the writer thread's writes (runguard_stage_seconds_total)
 
     def _connection(self) -> sqlite3.Connection:
         if self._conn is None:
@@ -177,7 +179,11 @@ class SqliteWriter:
         return self._conn
 
     def _write(self, batch: Batch) -> None:
-        write_batch(self._connection(), batch)
+        began = time.thread_time()
+        try:
+            write_batch(self._connection(), batch)
+        finally:
+            self.cpu_seconds += time.thread_time() - began
 
     def _close(self) -> None:
         if self._conn is not None:

@@ -151,7 +151,8 @@ async def test_a_follow_up_sent_while_the_previous_response_is_still_accounted_f
     upstream: FakeUpstream, sink: ListSink
 ) -> None:
     """Responses API without X-Run-Id: the follow-up names its run only by `previous_response_id`. A fast
-    client sends it while the proxy still accounts for the response (a Redis round trip): it must find it."""
+    client sends it while the proxy still accounts for the response (a Redis round trip): it must find it,
+    and wait for that response's verdict before it goes upstream."""
     call = ("call_1", "lookup", '{"q": "x"}')
     answers = iter([payloads.response_object(calls=[call]) | {"id": "resp_1"}, payloads.response_object("done")])
     upstream.script = lambda _: Reply.json(next(answers))
@@ -166,9 +167,13 @@ async def test_a_follow_up_sent_while_the_previous_response_is_still_accounted_f
         ):
             first = await one.responses.create(model="gpt-4o", input="look it up")
             output = [{"type": "function_call_output", "call_id": "call_1", "output": "found"}]
-            second = await other.responses.create(model="gpt-4o", previous_response_id=first.id, input=output)  # type: ignore[arg-type]
+            follow_up = other.responses.create(model="gpt-4o", previous_response_id=first.id, input=output)  # type: ignore[arg-type]
+            sending = asyncio.ensure_future(follow_up)
+            await asyncio.sleep(0.2)
+            assert not sending.done() and len(upstream.received) == 1  # waits for the first response's verdict
+            state.go.set()
+            second = await asyncio.wait_for(sending, 5)
         assert second.output_text == "done"
-        state.go.set()
         await eventually(lambda: len(requests_of(sink)) == 2)
         runs = {record.run_id for record in requests_of(sink)}
         assert len(runs) == 1, runs

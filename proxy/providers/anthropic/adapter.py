@@ -33,7 +33,7 @@ from runguard.proxy.providers.anthropic.messages import keep_messages, read_mess
 from runguard.proxy.providers.anthropic.stream import MessagesStreamParser, message_info
 from runguard.proxy.providers.base import RequestContext
 from runguard.proxy.providers.common.agent_tools import runs_an_agent
-from runguard.proxy.providers.common.conversation import failed_request
+from runguard.proxy.providers.common.conversation import failed_request, tools_elsewhere
 from runguard.proxy.providers.common.history import read_conversation
 from runguard.proxy.providers.common.jsonish import as_dict, as_list, as_str, load_object, opt_str
 from runguard.proxy.providers.common.stop import stop_text
@@ -109,6 +109,7 @@ class AnthropicAdapter:
             output_schema=_output_schema(data, schemas),
             end_user=user if isinstance(user, str) and user else None,
             previous_response_id=continues,
+            tools_elsewhere=tools_elsewhere(data),
         )
 
     def parse_response(self, body: bytes) -> ResponseInfo:

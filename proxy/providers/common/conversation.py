@@ -243,6 +243,7 @@ class Conversation:
         json_array_stream: bool = False,
         extra_chars: int = 0,
         end_user: str | None = None,
+        tools_elsewhere: bool = False,
     ) -> RequestInfo:
         """The request's record. `agent_header`: the agent the request names (`X-Agent-Name`), or `ctx` (a
         `base.RequestContext`), whose `agent_header` is read."""
@@ -273,6 +274,7 @@ class Conversation:
             previous_response_id=previous_response_id,
             include_usage=include_usage,
             json_array_stream=json_array_stream,
+            tools_elsewhere=tools_elsewhere,
         )
 
 
@@ -326,6 +328,16 @@ def end_user_of(data: dict[str, Any]) -> str | None:
     """The end user an OpenAI request names, if any: `safety_identifier`, else the older `user`."""
     named = data.get("safety_identifier") or data.get("user")
     return named if isinstance(named, str) and named else None
+
+
+# Request fields through which the model may call tools the request's `tools` do not declare.
+TOOLS_ELSEWHERE = ("prompt", "cachedContent", "cached_content", "functions", "mcp_servers")
+
+
+def tools_elsewhere(data: dict[str, Any]) -> bool:
+    """Whether the request lets the model call tools it does not declare in `tools` (`TOOLS_ELSEWHERE`: a
+    stored prompt, Gemini cached content, Chat's legacy `functions`, Anthropic's MCP servers)."""
+    return any(data.get(key) for key in TOOLS_ELSEWHERE)
 
 
 def failed_request(api: Api, problem: str | None) -> RequestInfo:

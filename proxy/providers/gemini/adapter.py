@@ -9,7 +9,7 @@ from __future__ import annotations
 from runguard.proxy.core.events import Api, Provider, RequestInfo, ResponseInfo
 from runguard.proxy.providers.answers import StopNotice, Synthetic
 from runguard.proxy.providers.base import RequestContext
-from runguard.proxy.providers.common.conversation import failed_request
+from runguard.proxy.providers.common.conversation import failed_request, tools_elsewhere
 from runguard.proxy.providers.common.history import read_conversation
 from runguard.proxy.providers.common.jsonish import as_dict, as_str, load_object, pick
 from runguard.proxy.providers.common.stop import stop_text
@@ -51,6 +51,7 @@ class GeminiAdapter:
             agent_tools=agent_tools,
             output_schema=output_schema_of(config, data.get("tools")),
             json_array_stream=ctx.json_array_stream,
+            tools_elsewhere=tools_elsewhere(data),
         )
 
     def parse_response(self, body: bytes) -> ResponseInfo:

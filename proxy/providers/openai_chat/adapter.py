@@ -17,7 +17,13 @@ from runguard.proxy.providers.answers import StopNotice, Synthetic
 from runguard.proxy.providers.base import RequestContext
 from runguard.proxy.providers.common import media, openai_replies
 from runguard.proxy.providers.common.agent_tools import runs_an_agent
-from runguard.proxy.providers.common.conversation import Conversation, end_user_of, failed_request, last_index
+from runguard.proxy.providers.common.conversation import (
+    Conversation,
+    end_user_of,
+    failed_request,
+    last_index,
+    tools_elsewhere,
+)
 from runguard.proxy.providers.common.handoffs import handoffs_of
 from runguard.proxy.providers.common.history import keep_turns, read_conversation
 from runguard.proxy.providers.common.jsonish import (
@@ -80,6 +86,13 @@ def _tools(tools: Any) -> tuple[tuple[str, ...], frozenset[str]]:
     """The names of the request's tools, and of those that run an agent."""
     names, agents = [], []
     for raw in as_list(tools):
+        # The shape every SDK sends (a function with a string name) read directly, as `call_fields` does.
+        function = raw.get("function") if type(raw) is dict else None
+        if type(function) is dict and type(name := function.get("name")) is str and name:
+            names.append(name)
+            if runs_an_agent(function.get("parameters")):
+                agents.append(name)
+            continue
         tool = as_dict(raw)
         function = as_dict(tool.get("function"))
         name = as_str(function.get("name")) or as_str(as_dict(tool.get("custom")).get("name"))
@@ -336,6 +349,7 @@ class ChatAdapter:
             output_schema=_output_schema(data.get("response_format")),
             include_usage=include_usage is True if stream else None,
             end_user=end_user_of(data),
+            tools_elsewhere=tools_elsewhere(data),
         )
 
     def parse_response(self, body: bytes) -> ResponseInfo:

@@ -12,7 +12,7 @@ from runguard.proxy.core.events import Api, Provider, RequestInfo, ResponseInfo,
 from runguard.proxy.providers.answers import StopNotice, Synthetic
 from runguard.proxy.providers.base import RequestContext
 from runguard.proxy.providers.common import openai_replies
-from runguard.proxy.providers.common.conversation import end_user_of, failed_request
+from runguard.proxy.providers.common.conversation import end_user_of, failed_request, tools_elsewhere
 from runguard.proxy.providers.common.history import read_conversation
 from runguard.proxy.providers.common.jsonish import as_str, load_object
 from runguard.proxy.providers.common.stop import stop_text
@@ -53,6 +53,7 @@ class ResponsesAdapter:
             output_schema=output_schema_of(data.get("text")),
             previous_response_id=previous if isinstance(previous, str) and previous else None,
             end_user=end_user_of(data),
+            tools_elsewhere=tools_elsewhere(data),
         )
         if data.get("background") is True:
             info = dataclasses.replace(info, background=True)

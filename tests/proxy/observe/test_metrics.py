@@ -203,6 +203,7 @@ def test_model_labels_are_bounded() -> None:
 
 class QueueLike:
     backlog = 7
+    busy_seconds = 1.5
 
     def dropped(self) -> int:
         return 3
@@ -215,6 +216,7 @@ def test_store_backlog_and_drops_come_from_the_sink_when_it_has_them() -> None:
     assert value(found, "runguard_store_backlog") == 7
     assert value(found, "runguard_store_dropped_total") == 3
     assert value(found, "runguard_state_degraded") == 1
+    assert value(found, "runguard_stage_seconds_total", stage="records") == 1.5  # the writer's time
     bare = Metrics()
     bare.watch(object(), lambda: False)
     assert "runguard_store_backlog" not in exposition(bare)
@@ -290,6 +292,9 @@ async def test_a_scrape_after_n_requests_counts_each_one(upstream: FakeUpstream)
     assert count == n
     assert value(found, "runguard_in_flight_requests") == 0
     assert not [name for name, _ in found if name.endswith("_created")]  # no per-series creation times
+    # Seconds admitting and judging the five requests: more than nothing, less than the upstream's 150 ms.
+    for stage in ("admission", "judging"):
+        assert 0 < value(found, "runguard_stage_seconds_total", stage=stage) < 0.15
 
 
 async def test_model_labels_past_the_cap_count_as_other_through_the_app(upstream: FakeUpstream) -> None:

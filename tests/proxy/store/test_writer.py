@@ -26,12 +26,14 @@ from tests.support.upstream import closed_port
 
 async def test_batches_add_up_to_the_records(make_sink: SinkFactory, store_url: str) -> None:
     sink = make_sink(batch_size=7)
+    assert sink.busy_seconds == 0
     for i in range(1, 31):
         sink.submit(factory.request(f"run-{i % 3}", index=(i + 2) // 3, at=factory.T0 + i))
     sink.submit(factory.trip("run-0", at=factory.T0 + 40))
     sink.submit(factory.trip("run-0", detector="tool_storm", action="warn", at=factory.T0 + 41))
     await sink.flush()
     assert (sink.written, sink.dropped, sink.backlog) == (32, 0, 0)
+    assert sink.busy_seconds > 0  # the writer's time, runguard_stage_seconds_total{stage="records"}
     assert await count(store_url, "requests") == 30
     assert await count(store_url, "trips") == 2
     reader = StoreReader(sink.engine)
