@@ -3,7 +3,7 @@
     python -m bench.server_instructions [--api chat|responses|gemini|all] [--stream]
                                         [--size small|large|long|growth]
                                         [--response tokens|large] [--pace-ms MS]
-                                        [--requests 200] [--compare DIR]
+                                        [--requests 200] [--compare DIR] [--keep DIR]
 
 `bench.instructions` counts the guard in-process; this counts what the CPU
 target is about, the server process serving real requests on loopback: the
@@ -21,7 +21,8 @@ changes show here, where `bench.instructions` does not see them. `--compare DIR`
 adds RunGuard from another checkout (a git worktree) beside this one.
 `--response tokens` answers each request with `bench.run`'s "tokens" stream
 (~250 small deltas; with `--pace-ms 1` one a millisecond, each arriving alone),
-`--response large` with about 300 KB of text.
+`--response large` with about 300 KB of text. `--keep DIR` copies callgrind's
+dumps there (`<server>.cg.<n>`, one per scenario in order) for `callgrind_annotate`.
 
 Instructions are not CPU time: the kernel's work (the sockets, the same for
 every server) is not in them, so these ratios are higher than `bench.run`'s
@@ -183,6 +184,13 @@ def _table(scenarios: list[Scenario], counts: dict[str, dict[str, float]]) -> st
     return "\n".join(rows)
 
 
+def _keep(tmp: Path, folder: Path) -> None:
+    """Copy callgrind's dumps (`<server>.cg.<n>`) from the scratch folder to `folder`."""
+    folder.mkdir(parents=True, exist_ok=True)
+    for dumped in tmp.glob("*.cg.*"):
+        shutil.copy2(dumped, folder / dumped.name)
+
+
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--api", choices=(*APIS, "all"), default="all")
@@ -194,6 +202,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--pace-ms", type=float, default=0.0, help="the upstream waits this long after every event")
     parser.add_argument("--requests", type=int, default=200)
     parser.add_argument("--compare", type=Path, help="also count RunGuard from this checkout (e.g. a git worktree)")
+    parser.add_argument("--keep", type=Path, help="copy callgrind's dumps to this folder (for callgrind_annotate)")
     args = parser.parse_args(argv)
     if shutil.which("valgrind") is None or shutil.which("callgrind_control") is None:
         raise SystemExit("valgrind is not installed (apt-get install valgrind)")
@@ -215,6 +224,8 @@ def main(argv: list[str] | None = None) -> None:
                 name: pool.submit(_measure, server, scenarios, args.requests) for name, server in servers.items()
             }
             counts = {name: done.result() for name, done in measuring.items()}
+        if args.keep:
+            _keep(tmp, args.keep)
     print(_table(scenarios, counts))
 
 

@@ -1,10 +1,14 @@
-"""Who may use RunGuard's own routes under `/runguard/`: one check, applied as one middleware.
+"""Who may use RunGuard's own routes under `/runguard/`: one check, applied to every one of them.
 
-`admin_guard(server)` is an aiohttp middleware that runs `admin_refusal` on
-every request whose path (or matched route) is under `/runguard`, whatever
-handler serves it (the admin API, metrics, the dashboard at `/runguard/ui/`),
-except `/runguard/health`, which stays open for liveness probes (it tells only
-`ok` or `degraded`). The rules, in the order they are checked:
+`admin_refusal` runs on every request whose path is under `/runguard`,
+whatever handler serves it, except `/runguard/health`, which stays open for
+liveness probes (it tells only `ok` or `degraded`). Not as an aiohttp
+middleware (an app with one runs every request, a model request too, through
+the middleware chain): `checked(server, handler)` wraps each admin route's
+handler (the admin API, metrics, the dashboard at `/runguard/ui/`), and the
+catch-all route runs `admin_refusal` itself for the paths under `/runguard`
+that reach it (`Metrics.counted`'s `own_paths`). The rules, in the order
+they are checked:
 
 1. `Host` names this proxy (refused with 403 otherwise; DNS rebinding sends
    the attacker's name): an IP literal that is loopback or the address the
@@ -33,12 +37,10 @@ from urllib.parse import urlsplit
 
 import orjson
 from aiohttp import web
-from aiohttp.typedefs import Handler, Middleware
+from aiohttp.typedefs import Handler
 
 from runguard.config.settings import ServerSettings
 
-PREFIX = "/runguard"
-HEALTH = "/runguard/health"
 READS = frozenset({"GET", "HEAD", "OPTIONS"})
 _DEFAULT_PORTS = {"http": 80, "https": 443, "ws": 80, "wss": 443}
 
@@ -143,19 +145,6 @@ def _origin(origin: str) -> tuple[str, int] | None:
     return _host_port(authority, scheme.lower())
 
 
-def is_guarded(request: web.Request) -> bool:
-    """The request is for one of RunGuard's own routes, health excepted (on every request: kept cheap).
-
-    The router matches the same decoded path, so a route under `/runguard` is never reached by a path
-    outside it; a path under it that no admin route serves (it goes to the provider catch-all) is guarded
-    too.
-    """
-    if not request.path.startswith(PREFIX):
-        return False
-    resource = request.match_info.route.resource
-    return resource is None or resource.canonical != HEALTH
-
-
 async def admin_refusal(server: ServerSettings, request: web.Request) -> web.Response | None:
     """The response refusing `request` to RunGuard's own routes, or None when it may go on (see the module)."""
     local = _local(request)
@@ -193,15 +182,13 @@ async def admin_refusal(server: ServerSettings, request: web.Request) -> web.Res
     return None
 
 
-def admin_guard(server: ServerSettings) -> Middleware:
-    """The middleware that applies `admin_refusal` to RunGuard's own routes (see the module docstring)."""
+def checked(server: ServerSettings, handler: Handler) -> Handler:
+    """`handler` (a route's under `/runguard`) behind `admin_refusal` (see the module docstring)."""
 
-    @web.middleware
-    async def guard(request: web.Request, handler: Handler) -> web.StreamResponse:
-        if is_guarded(request):
-            refused = await admin_refusal(server, request)
-            if refused is not None:
-                return refused
+    async def guarded(request: web.Request) -> web.StreamResponse:
+        refused = await admin_refusal(server, request)
+        if refused is not None:
+            return refused
         return await handler(request)
 
-    return guard
+    return guarded

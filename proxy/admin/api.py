@@ -9,9 +9,9 @@ Routes (JSON unless noted):
   POST /runguard/runs/{run_id}/reset?tenant=T   clear the run's breaker and counters
   POST /runguard/keys/{key_hash}/reset?model=M   clear the key's breaker (and key+model's)
 
-Access is decided by the `admin_access.admin_guard` middleware, which
-`add_routes` installs for every route under `/runguard/`: Host and Origin
-must name this proxy, mutating requests carry JSON, and the token and bind
+Access is decided by `admin_access.admin_refusal`, which every route under
+`/runguard/` runs first (`guarded`; the catch-all route runs it for the other
+paths under `/runguard`): Host and Origin must name this proxy, mutating requests carry JSON, and the token and bind
 rules of `admin_access.admin_denial` apply (docs/security.md, "Admin API").
 `/runguard/health` is registered by the app and is never protected.
 
@@ -35,7 +35,7 @@ from aiohttp import web
 
 from runguard.config.settings import ServerSettings
 from runguard.proxy.admin import run_state
-from runguard.proxy.admin.access import admin_denial, admin_guard, is_loopback
+from runguard.proxy.admin.access import admin_denial, admin_refusal, checked, is_loopback
 from runguard.proxy.core.errors import RunGuardError, StateUnavailable
 from runguard.proxy.core.ops import Scope
 from runguard.proxy.core.safe_text import printable
@@ -117,8 +117,7 @@ class AdminApi:
         self._metrics = metrics
 
     def add_routes(self, app: web.Application) -> None:
-        """Register every admin route on `app` (before the catch-all proxy route), and the access guard."""
-        app.middlewares.append(admin_guard(self._server))
+        """Register every admin route on `app` (before the catch-all proxy route), each behind the access check."""
         router = app.router
         router.add_get("/runguard/metrics", self._guarded(self.metrics))
         router.add_get("/runguard/runs", self._guarded(self.runs))
@@ -128,12 +127,12 @@ class AdminApi:
         router.add_post("/runguard/keys/{key_hash}/reset", self._guarded(self.reset_key))
 
     def guarded(self, handler: Handler) -> Handler:
-        """`handler` with its failures answered as the admin API's are (for the dashboard's pages; access is
-        decided for every route under `/runguard/` by `admin_guard`)."""
+        """`handler` behind the access check, its failures answered as the admin API's are (for the dashboard's
+        pages)."""
         return self._guarded(handler)
 
     def _guarded(self, handler: Handler) -> Handler:
-        """`handler`, its failures answered as JSON errors (access was decided by `admin_guard`)."""
+        """`handler` behind the access check (`admin_access.checked`), its failures answered as JSON errors."""
 
         async def guarded(request: web.Request) -> web.StreamResponse:
             try:
@@ -145,7 +144,12 @@ class AdminApi:
             except BadQuery as exc:
                 return _error(400, str(exc))
 
-        return guarded
+        return checked(self._server, guarded)
+
+    async def refusal(self, request: web.Request) -> web.StreamResponse | None:
+        """The access check alone (`admin_access.admin_refusal`), for the paths under `/runguard` that no admin
+        route serves (the catch-all route runs it before anything else)."""
+        return await admin_refusal(self._server, request)
 
     @staticmethod
     def _reader(request: web.Request) -> StoreReader | None:

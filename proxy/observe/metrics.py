@@ -68,6 +68,7 @@ MAX_MODELS = 256  # distinct model labels before the rest count as "other"
 MAX_LABEL_CHARS = 200  # a model label longer than this is cut (client text)
 
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
+Check = Callable[[web.Request], Awaitable[web.StreamResponse | None]]  # a refusal, or None: go on
 K = TypeVar("K")
 
 
@@ -289,17 +290,25 @@ class Metrics:
         self._requests[key] = self._requests.get(key, 0) + 1  # inline, not _bump: every request
         return labels
 
-    def counted(self, handler: Handler) -> Handler:
+    def counted(self, handler: Handler, own_paths: Check | None = None) -> Handler:
         """`handler` counting the provider requests it serves and keeping the in-flight gauge.
 
         A wrapper of the catch-all route, not an aiohttp middleware: an app without
         middlewares skips aiohttp's middleware chain, two calls more per request.
+        `own_paths` (the admin access check) runs first on every path under `/runguard`
+        that reaches the route; a response from it is the answer, not counted.
         RunGuard's own paths that reach it (unknown `/runguard/...`) are not counted.
         """
 
         async def serve(request: web.Request) -> web.StreamResponse:
-            if request.path.startswith("/runguard/"):
-                return await handler(request)
+            path = request.path
+            if path.startswith("/runguard"):
+                if own_paths is not None:
+                    refused = await own_paths(request)
+                    if refused is not None:
+                        return refused
+                if path.startswith("/runguard/"):
+                    return await handler(request)
             socket = is_upgrade(request.method, request.headers)
             if socket:
                 self._sockets += 1
@@ -321,7 +330,7 @@ class Metrics:
                     self._sockets -= 1
                 else:
                     self._in_flight -= 1
-                labels = self._count(request.path, status)
+                labels = self._count(path, status)
                 if watch is not None and watch.stamped is not None:
                     self._observe_overhead(labels, watch.stamped)
 

@@ -190,5 +190,5 @@ def create_app(
     admin = AdminApi(settings.server, backend, metrics)
     admin.add_routes(app)
     Dashboard(settings, backend, policy).add_routes(app, admin.guarded)
-    app.router.add_route("*", "/{tail:.*}", metrics.counted(handle))
+    app.router.add_route("*", "/{tail:.*}", metrics.counted(handle, own_paths=admin.refusal))
     return app

@@ -1,12 +1,19 @@
-"""Which Host and Origin names the admin routes answer to (the middleware itself: tests/e2e/test_trust_admin.py)."""
+"""Which Host and Origin names the admin routes answer to, and that every path under `/runguard` is checked
+(the admin API attacked: tests/e2e/test_trust_admin.py)."""
 
 from __future__ import annotations
 
+from urllib.parse import urlsplit
+
+import aiohttp
 import pytest
+from prometheus_client.parser import text_string_to_metric_families
 from pydantic import SecretStr
 
 from runguard.config.settings import ServerSettings
 from runguard.proxy.admin.access import admin_denial, names_this_proxy
+from tests.support.proxy import settings_for, start_proxy
+from tests.support.upstream import FakeUpstream
 
 LOCAL = ("127.0.0.1", 8787)
 
@@ -60,3 +67,50 @@ def test_the_address_a_connection_came_in_on_and_the_bind_host() -> None:
 def test_a_token_that_is_not_utf8_is_refused_not_a_crash() -> None:
     refused = admin_denial(ServerSettings(admin_token=SecretStr("t0ken")), "Bearer \udcff\udcfe")  # bytes 0xff 0xfe
     assert refused is not None and refused.status == 401
+
+
+def _requests_total(exposition: str) -> float:
+    return sum(
+        sample.value
+        for family in text_string_to_metric_families(exposition)
+        for sample in family.samples
+        if sample.name == "runguard_requests_total"
+    )
+
+
+@pytest.mark.parametrize(
+    ("method", "path"),
+    [
+        ("GET", "/runguard/runs"),  # an admin route
+        ("GET", "/runguard/metrics"),
+        ("GET", "/runguard/ui/"),  # a dashboard page
+        ("POST", "/runguard/runs/r/reset"),
+        ("OPTIONS", "/runguard/runs"),  # an admin path, a method no admin route has: the catch-all serves it
+        ("GET", "/runguard/nothing-here"),  # under /runguard/, no admin route: the catch-all serves it
+        ("GET", "/runguard"),
+        ("POST", "/runguardish/v1/chat/completions"),  # the prefix without its slash is checked too
+    ],
+)
+async def test_every_path_under_runguard_is_checked_whatever_route_serves_it(
+    upstream: FakeUpstream, method: str, path: str
+) -> None:
+    """A Host that does not name the proxy is refused on every path under `/runguard` (health excepted), before
+    any handler runs and without counting a provider request; the same paths named rightly are not refused."""
+    running = await start_proxy(settings_for(upstream.url), detectors=[])
+    port = urlsplit(running.url).port
+    try:
+        async with aiohttp.ClientSession() as session:
+            async with session.request(method, running.url + path, headers={"Host": f"evil.example:{port}"}) as bad:
+                assert bad.status == 403
+                assert "do not answer for Host" in (await bad.json())["error"]
+            async with session.request(method, running.url + path, json={}) as good:
+                assert good.status != 403
+            async with session.get(running.url + "/runguard/health", headers={"Host": "evil.example"}) as health:
+                assert health.status == 200
+            async with session.get(running.url + "/runguard/metrics") as scraped:
+                exposition = await scraped.text()
+    finally:
+        await running.stop()
+    counted = 0 if path.startswith("/runguard/") else 1  # named rightly, a path outside `/runguard/` is counted
+    assert _requests_total(exposition) == counted
+    assert not upstream.received
