@@ -53,6 +53,7 @@ from prometheus_client.exposition import CONTENT_TYPE_PLAIN_0_0_4, generate_late
 from prometheus_client.metrics_core import CounterMetricFamily, GaugeMetricFamily, HistogramMetricFamily, Metric
 
 from runguard.proxy.core.safe_text import printable
+from runguard.proxy.observe.live import Live, counter
 from runguard.proxy.providers.common.history import HistoryCache
 from runguard.proxy.providers.routes import resolve
 from runguard.proxy.relay import overhead
@@ -82,14 +83,6 @@ _UPSTREAM_LES = _les(UPSTREAM_BUCKETS_MS)
 _OVERHEAD_LES = _les(OVERHEAD_BUCKETS_MS)
 
 
-def _number(source: object, name: str) -> float | None:
-    """`source.name` as a number (attribute, property or zero-argument method), else None."""
-    value = getattr(source, name, None)
-    if callable(value):
-        value = value()
-    return float(value) if isinstance(value, int | float) else None
-
-
 def _bump(counts: dict[K, int], key: K) -> None:
     counts[key] = counts.get(key, 0) + 1
 
@@ -113,13 +106,6 @@ class _Histogram:
         return list(zip(les, accumulate(self.counts), strict=True))
 
 
-def _counter(name: str, doc: str, labels: Sequence[str], values: Iterable[tuple[Sequence[str], float]]) -> Metric:
-    family = CounterMetricFamily(name, doc, labels=labels)
-    for label_values, value in values:
-        family.add_metric(label_values, value)
-    return family
-
-
 def _histogram(
     name: str, doc: str, labels: Sequence[str], les: Sequence[str], children: Iterable[tuple[Sequence[str], _Histogram]]
 ) -> Metric:
@@ -127,53 +113,6 @@ def _histogram(
     for label_values, child in children:
         family.add_metric(label_values, child.buckets(les), child.total)
     return family
-
-
-class _Live:
-    """Values read at scrape time: the record sink's backlog and drops, the guard's health, the history cache."""
-
-    def __init__(
-        self,
-        sink: object,
-        degraded: Callable[[], bool],
-        history: HistoryCache | None,
-        stages: Callable[[], Mapping[str, float]] | None = None,
-    ) -> None:
-        self._sink = sink
-        self._degraded = degraded
-        self._history = history
-        self._stages = stages
-
-    def collect(self) -> Iterable[Metric]:
-        backlog = _number(self._sink, "backlog")
-        if backlog is not None:
-            yield GaugeMetricFamily("runguard_store_backlog", "Records waiting for the store.", value=backlog)
-        dropped = _number(self._sink, "dropped")
-        if dropped is not None:
-            yield CounterMetricFamily("runguard_store_dropped", "Records dropped: store queue full.", value=dropped)
-        degraded = 1.0 if self._degraded() else 0.0
-        yield GaugeMetricFamily("runguard_state_degraded", "1 while the state backend is failing.", value=degraded)
-        seconds = dict(self._stages()) if self._stages is not None else {}
-        if (written := _number(self._sink, "busy_seconds")) is not None:
-            seconds["records"] = written
-        if seconds:
-            yield _counter(
-                "runguard_stage_seconds_total",
-                "Seconds spent per stage: admission (before a request goes upstream), judging (after its answer: "
-                "accounting, response detectors, breakers, records built, log and metrics), records (writing them).",
-                ("stage",),
-                (((stage,), value) for stage, value in seconds.items()),
-            )
-        if self._history is not None:
-            reads = ((("resumed",), self._history.resumed), (("whole",), self._history.whole))
-            yield _counter(
-                "runguard_long_requests_total",
-                "Long requests read from where the run's last request left off (resumed), or whole.",
-                ("read",),
-                reads,
-            )
-            held = self._history.weight
-            yield GaugeMetricFamily("runguard_history_cache_bytes", "Bytes of conversation checkpoints.", value=held)
 
 
 class Metrics:
@@ -215,7 +154,7 @@ class Metrics:
     ) -> None:
         """Expose the record sink's `backlog`/`dropped`/`busy_seconds` (if it has them), the state health, the
         history cache's counts and the seconds spent per stage (`stages`) at scrape time."""
-        self.registry.register(_Live(sink, degraded, history, stages))
+        self.registry.register(Live(sink, degraded, history, stages))
 
     # -- Observer ---------------------------------------------------------------------------
 
@@ -346,7 +285,7 @@ class Metrics:
 
     def collect(self) -> Iterable[Metric]:
         """The metric families, built from the current numbers (the registry calls this per scrape)."""
-        yield _counter(
+        yield counter(
             "runguard_requests_total",
             "Provider-facing requests.",
             ("provider", "api", "status"),
@@ -355,18 +294,18 @@ class Metrics:
         yield GaugeMetricFamily("runguard_in_flight_requests", "Provider requests being served.", value=self._in_flight)
         yield GaugeMetricFamily("runguard_open_websockets", "WebSockets being relayed.", value=self._sockets)
         blocked = (((detector,), n) for detector, n in self._blocked.items())
-        yield _counter("runguard_blocked_requests_total", "Requests answered locally.", ("detector",), blocked)
-        yield _counter("runguard_trips_total", "Detector trips.", ("detector", "action"), self._trips.items())
+        yield counter("runguard_blocked_requests_total", "Requests answered locally.", ("detector",), blocked)
+        yield counter("runguard_trips_total", "Detector trips.", ("detector", "action"), self._trips.items())
         usd = (((label,), row[0]) for label, row in self._by_label.items())
-        yield _counter("runguard_usd_total", "Cost in USD.", ("model",), usd)
+        yield counter("runguard_usd_total", "Cost in USD.", ("model",), usd)
         avoided = (((detector,), usd) for detector, usd in self._avoided.items())
-        yield _counter("runguard_usd_avoided_total", "Estimated USD avoided by blocking trips.", ("detector",), avoided)
+        yield counter("runguard_usd_avoided_total", "Estimated USD avoided by blocking trips.", ("detector",), avoided)
         tokens = (
             ((label, kind), count)
             for label, row in self._by_label.items()
             for kind, count in zip(TOKEN_KINDS, row[1:], strict=True)
         )
-        yield _counter("runguard_tokens_total", "Tokens.", ("model", "kind"), tokens)
+        yield counter("runguard_tokens_total", "Tokens.", ("model", "kind"), tokens)
         yield _histogram(
             "runguard_upstream_latency_ms",
             "Upstream time per request in ms (streams: until the last byte).",
@@ -390,11 +329,11 @@ class Metrics:
             _OVERHEAD_LES,
             self._overheads.items(),
         )
-        yield _counter(
+        yield counter(
             "runguard_detector_faults_total", "Detectors that raised.", ("detector", "hook"), self._faults.items()
         )
-        yield _counter("runguard_parse_errors_total", "Unparsable bodies.", ("api", "body"), self._parse_errors.items())
-        yield _counter(
+        yield counter("runguard_parse_errors_total", "Unparsable bodies.", ("api", "body"), self._parse_errors.items())
+        yield counter(
             "runguard_unreadable_requests_total",
             "Model requests whose body could not be read, by what was done with them.",
             ("provider", "action"),
@@ -402,7 +341,7 @@ class Metrics:
         )
         yield CounterMetricFamily("runguard_state_errors_total", "State backend failures.", value=self._state_errors)
         alerts = (((outcome,), n) for outcome, n in self._alerts.items())
-        yield _counter("runguard_alerts_total", "Webhook alert deliveries.", ("outcome",), alerts)
+        yield counter("runguard_alerts_total", "Webhook alert deliveries.", ("outcome",), alerts)
 
     def exposition(self) -> web.Response:
         """The registry in Prometheus text format."""
