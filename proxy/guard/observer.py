@@ -7,6 +7,7 @@ must be cheap and must not raise (a failing observer is caught and ignored).
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from typing import Protocol
 
 from runguard.proxy.store.records import RequestRecord, TripRecord
@@ -55,12 +56,16 @@ class FanOut:
     """Several observers as one; a failing observer is logged and skipped."""
 
     def __init__(self, observers: list[Observer]) -> None:
-        self.observers = observers
+        self.observers = tuple(observers)  # fixed: their methods are bound once (`_each`)
+        self._bound: dict[str, list[tuple[Observer, Callable[..., None]]]] = {}
 
     def _each(self, method: str, *args: object) -> None:
-        for observer in self.observers:
+        calls = self._bound.get(method)
+        if calls is None:  # each observer's method looked up once, not per request
+            calls = self._bound[method] = [(o, getattr(o, method)) for o in self.observers]
+        for observer, call in calls:
             try:
-                getattr(observer, method)(*args)
+                call(*args)
             except Exception:
                 logging.getLogger("runguard.observe").exception("observer %r failed", observer)
 
