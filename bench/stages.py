@@ -12,10 +12,11 @@ work a pass-through does too (`relay_http`). A proxy that does not export the
 metric (an older checkout under `--compare`) has no split: every figure is
 None and the tables print "-".
 
-The stages are the proxy's own clock readings, not CPU: a stage that awaits
-(Redis round trips) counts its waits too, so on Redis the stages can exceed
-the CPU, and on a busy machine a stage counts the time its process was
-preempted.
+Admission and judging are the event loop thread's CPU time while they ran,
+records the SQLite writer thread's CPU and the batches' building: with the
+in-memory state they add up to part of the process's CPU. A stage that awaits
+(Redis round trips) also counts what the loop did for other requests
+meanwhile, so under load on Redis the stages can exceed the CPU.
 """
 
 from __future__ import annotations

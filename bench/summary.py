@@ -263,8 +263,8 @@ def markdown(doc: dict[str, Any]) -> str:
         *redis_table(doc),
         "",
         "Stage split (us per request; stages from `runguard_stage_seconds_total`, relay+HTTP = CPU less the stages;"
-        " a stage not exported shows - and stays in relay+HTTP). The stages are wall time: they include the"
-        " state backend's round trips (relay+HTTP < 0 on Redis) and, on a busy machine, time preempted.",
+        " a stage not exported shows - and stays in relay+HTTP). The stages are the event loop thread's CPU while"
+        " they ran; one that awaits Redis also counts the other requests' work meanwhile (relay+HTTP < 0 under load).",
         "",
         *stage_table(doc),
     ]
