@@ -7,7 +7,8 @@ and `X-Agent-Name` request headers, and `Host` (the upstream's is used).
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+import functools
+from collections.abc import Iterable, Mapping, Sequence
 
 from multidict import CIMultiDict, CIMultiDictProxy
 
@@ -28,21 +29,14 @@ OWN_PREFIX = "x-runguard-"
 _HOP_AND_LENGTH = HOP_BY_HOP | {"content-length"}
 
 
-# Memos of pure functions of what a client sends, bounded (past the bound, computed each time): the same client
-# sends the same header names in the same order every request, and the same `Connection:` value.
-_MAX_CACHED = 256
-_connection_names: dict[str, list[str]] = {}  # a `Connection:` value -> the header names it lists
-_skips: dict[tuple[str, ...], frozenset[str]] = {}  # own header names -> every lower-case name dropped
-_drops: dict[tuple[str, frozenset[str]], list[str]] = {}  # (header names, skip) -> the names to drop
+# Pure functions of what a client sends are memoised (`lru_cache`, 256 entries each): the same client sends
+# the same header names in the same order every request, and the same `Connection:` value.
 
 
-def _names_in(connection: str) -> list[str]:
-    names = _connection_names.get(connection)
-    if names is None:
-        names = [name.strip() for name in connection.split(",")]
-        if len(_connection_names) < _MAX_CACHED:
-            _connection_names[connection] = names
-    return names
+@functools.lru_cache(maxsize=256)
+def _names_in(connection: str) -> tuple[str, ...]:
+    """The header names a `Connection:` value lists."""
+    return tuple(name.strip() for name in connection.split(","))
 
 
 def _dropped_by_connection(headers: CIMultiDictProxy[str]) -> list[str]:
@@ -50,29 +44,27 @@ def _dropped_by_connection(headers: CIMultiDictProxy[str]) -> list[str]:
     return [name for value in headers.getall("Connection", ()) for name in _names_in(value)]
 
 
-def _dropped(headers: CIMultiDictProxy[str], skip: frozenset[str], own: bool) -> list[str]:
+@functools.lru_cache(maxsize=256)
+def _drop_for(joined: str, skip: frozenset[str], own: bool) -> tuple[str, ...]:
+    """Of the names `joined` (one a line), those in `skip` (lower-case) and, with `own`, those starting
+    `X-RunGuard-`: lower-cased all at once in one `lower()` (a name holds no newline), not name by name."""
+    lowered = joined.lower()
+    names = lowered.split("\n")
+    drop = tuple(skip.intersection(names))
+    if own and OWN_PREFIX in lowered:
+        drop += tuple(name for name in names if name.startswith(OWN_PREFIX))
+    return drop
+
+
+def _dropped(headers: CIMultiDictProxy[str], skip: frozenset[str], own: bool) -> Sequence[str]:
     """The names of `headers` that do not cross: those in `skip` (lower-case), with `own` those starting
-    `X-RunGuard-`, and those `Connection:` names.
-
-    The names are lower-cased all joined in one `lower()` (a name holds no newline), and what is dropped
-    is remembered per list of names: lower-casing each of multidict's case-insensitive names and testing
-    it cost more than the rest of the copy.
-    """
-    joined = "\n".join(headers.keys())
-    key = (joined, skip)
-    drop = _drops.get(key)
-    if drop is None:
-        lowered = joined.lower()
-        names = lowered.split("\n")
-        drop = list(skip.intersection(names))
-        if own and OWN_PREFIX in lowered:
-            drop += [name for name in names if name.startswith(OWN_PREFIX)]
-        if len(_drops) < _MAX_CACHED:
-            _drops[key] = drop
-    return drop + _dropped_by_connection(headers) if "connection" in drop else drop
+    `X-RunGuard-`, and those `Connection:` names. Lower-casing each of multidict's case-insensitive names
+    and testing it cost more than the rest of the copy; what is dropped is memoised per list of names."""
+    drop = _drop_for("\n".join(headers.keys()), skip, own)
+    return [*drop, *_dropped_by_connection(headers)] if "connection" in drop else drop
 
 
-def _without(headers: CIMultiDictProxy[str], drop: list[str]) -> CIMultiDict[str]:
+def _without(headers: CIMultiDictProxy[str], drop: Iterable[str]) -> CIMultiDict[str]:
     """A copy of `headers` without the `drop` names (any case): copied whole, then cut, which costs
     a third of building it header by header (a request from the OpenAI SDK carries about 18)."""
     out = CIMultiDict(headers)
@@ -81,19 +73,15 @@ def _without(headers: CIMultiDictProxy[str], drop: list[str]) -> CIMultiDict[str
     return out
 
 
-def _skip(own: Iterable[str]) -> frozenset[str]:
-    key = own if isinstance(own, tuple) else tuple(own)
-    skip = _skips.get(key)
-    if skip is None:
-        skip = HOP_BY_HOP.union([name.lower() for name in key], ("host", "content-length"))
-        if len(_skips) < _MAX_CACHED:
-            _skips[key] = skip
-    return skip
+@functools.lru_cache(maxsize=256)
+def _skip(own: tuple[str, ...]) -> frozenset[str]:
+    """Every lower-case name that does not go upstream, the proxy's `own` headers included."""
+    return HOP_BY_HOP.union([name.lower() for name in own], ("host", "content-length"))
 
 
 def upstream_request_headers(headers: CIMultiDictProxy[str], own: Iterable[str]) -> CIMultiDict[str]:
     """The client's headers as they go upstream."""
-    return _without(headers, _dropped(headers, _skip(own), own=True))
+    return _without(headers, _dropped(headers, _skip(own if isinstance(own, tuple) else tuple(own)), own=True))
 
 
 def client_response_headers(headers: CIMultiDictProxy[str], *, keep_length: bool) -> CIMultiDict[str]:
