@@ -93,9 +93,10 @@ class Guard:
         # named in reset hints when not the default address
         self._proxy_url = proxy_url(settings.server.host, settings.server.port)
         self._finishing: set[asyncio.Task[None]] = set()  # the ends of passages whose clients left
-        # Ends run beside the relay (`judging`), unless settings say in the handler.
-        # With a state that waits, ends run beside the relay (`judging`) unless settings say in the handler.
-        self._judging = Judging() if settings.guard.judging == "beside" else None
+        # With a state that waits, ends run beside the relay (`judging`) unless settings say in the handler;
+        # with one that never waits, always in the handler.
+        beside = settings.guard.judging == "beside" and not self._batches.never_waits
+        self._judging = Judging() if beside else None
         self.stages = Stages()  # seconds spent admitting and judging (runguard_stage_seconds_total)
         # Background responses, accounted for when a poll finds them finished.
         self.background = BackgroundCosts(state, tables, sink, observer, runs.idle_seconds, self.tenants, clock)
@@ -142,9 +143,8 @@ class Guard:
         admit = functools.partial(
             self.admit, adapter, request, body=body, key_hash=key_hash, header_run=header_run, tight=tight
         )
-        judging = None if self._batches.never_waits else self._judging
         return Passage(
-            self, admit, self._finishing, in_place=self._batches.never_waits, judging=judging, stages=self.stages
+            self, admit, self._finishing, in_place=self._batches.never_waits, judging=self._judging, stages=self.stages
         )
 
     def _on_fault(self, detector: str, hook: str, exc: BaseException) -> None:

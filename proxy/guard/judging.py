@@ -44,18 +44,20 @@ class Judging:
         self._limit = limit
         self._by_run: dict[str, set[asyncio.Future[None]]] = {}  # ends not finished, per run
         self._running: dict[asyncio.Future[None], asyncio.Task[None]] = {}
+        self._pending = 0  # ends counted and not finished, in all runs
 
     def __len__(self) -> int:
         """Ends pending."""
-        return sum(len(ends) for ends in self._by_run.values())
+        return self._pending
 
     def open(self, run: str) -> asyncio.Future[None] | None:
         """Count an end of run `run` (its state id) as pending from now on, before its caller has started
         it (`start`); None when `limit` ends are pending already: the caller runs it in place."""
-        if len(self._running) >= self._limit or len(self) >= self._limit:
+        if self._pending >= self._limit:
             return None
         end = asyncio.get_running_loop().create_future()
         self._by_run.setdefault(run, set()).add(end)
+        self._pending += 1
         end.add_done_callback(lambda done: self._done(run, done))
         return end
 
@@ -78,15 +80,9 @@ class Judging:
         if ends:
             await asyncio.wait(set(ends))  # the ends go on if this waiter is cancelled
 
-    async def drained(self) -> None:
-        """Once every end counted so far has run."""
-        ends = self._all()
-        if ends:
-            await asyncio.wait(ends)
-
     async def close(self, within: float) -> None:
         """At shutdown: wait up to `within` seconds for the ends still running, then cancel them."""
-        ends = self._all()
+        ends = {end for ends in self._by_run.values() for end in ends}
         if not ends:
             return
         _, late = await asyncio.wait(ends, timeout=within)
@@ -99,9 +95,6 @@ class Judging:
                 else:
                     end.cancel()
 
-    def _all(self) -> set[asyncio.Future[None]]:
-        return {end for ends in self._by_run.values() for end in ends}
-
     @staticmethod
     async def _run(work: Callable[[], Awaitable[None]], end: asyncio.Future[None]) -> None:
         try:
@@ -113,6 +106,7 @@ class Judging:
                 end.set_result(None)
 
     def _done(self, run: str, end: asyncio.Future[None]) -> None:
+        self._pending -= 1
         self._running.pop(end, None)
         ends = self._by_run.get(run)
         if ends is not None:

@@ -174,8 +174,7 @@ class Passage:
             return
         self._ended = True
         self._read()
-        end = self._judging.open(self.ticket.ids.run) if self._judging is not None else None
-        if self._judging is not None and end is not None:
+        if self._judging is not None and (end := self._judging.open(self.ticket.ids.run)) is not None:
             # What finds a follow-up its run, written now (no task to wait a turn of the loop for: another
             # replica may see the follow-up first), then the rest beside the relay. Should this handler be
             # cancelled mid-way, the whole end runs there instead.
@@ -202,12 +201,11 @@ class Passage:
         if self._judging is None or not self._judging.submit(self.ticket.ids.run, self._end):
             hold(self._finishing, self._end())
 
-    def _read(self) -> ResponseSeen | None:
-        """The response as read: a stream's parser is closed here, however the stream ended."""
+    def _read(self) -> None:
+        """Take the response as read: a stream's parser is closed here, however the stream ended."""
         if self._seen is None and self._reading is not None:
             parser, status = self._reading
             self.seen(parser.close(), status)
-        return self._seen
 
     async def _end(self) -> None:
         await self._complete(remembered=False)

@@ -113,6 +113,7 @@ class QueueSink:
         self.lost = 0  # records still unwritten when `close` gave up
         self.failures = 0  # failed write attempts (each retried)
         self._busy = 0.0  # see `busy_seconds`
+        self._writer_clocks_itself = hasattr(self.writer, "cpu_seconds")  # SQLite's thread counts its own CPU
         self.migrated = asyncio.Event()
 
     @classmethod
@@ -272,7 +273,7 @@ class QueueSink:
         try:
             await self._write_batch()
         finally:
-            if not hasattr(self.writer, "cpu_seconds"):
+            if not self._writer_clocks_itself:
                 self._busy += time.perf_counter() - began
 
     @property
@@ -289,7 +290,7 @@ class QueueSink:
         try:
             began = time.thread_time()
             batch = batches.build(records, self._ids, record_bodies=self._record_bodies)
-            if hasattr(self.writer, "cpu_seconds"):
+            if self._writer_clocks_itself:
                 self._busy += time.thread_time() - began
             if batch.unbuilt:
                 self.dropped += len(batch.unbuilt)

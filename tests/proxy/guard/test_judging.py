@@ -42,7 +42,7 @@ async def test_a_runs_next_request_waits_for_its_pending_ends_only() -> None:
     assert len(judging) == 1
 
     gate_b.set()
-    await judging.drained()
+    await judging.close(5)  # every end counted so far has run
     assert len(judging) == 0
 
 
@@ -69,7 +69,7 @@ async def test_a_waiter_cancelled_leaves_the_end_running() -> None:
     waiting.cancel()  # the next request's client left
     await asyncio.sleep(0)
     gate.set()
-    await judging.drained()
+    await judging.close(5)  # every end counted so far has run
     assert log == ["a1 start", "a1 done"]
 
 
@@ -78,10 +78,10 @@ async def test_past_the_limit_the_end_is_handed_back() -> None:
     assert judging.submit("a", _end(log, "1"))
     assert judging.submit("b", _end(log, "2"))
     assert not judging.submit("c", _end(log, "3"))  # the passage runs this one in its handler
-    await judging.drained()
+    await judging.close(5)  # every end counted so far has run
     assert sorted(log) == ["1 done", "1 start", "2 done", "2 start"]
     assert judging.submit("c", _end(log, "3"))  # room again
-    await judging.drained()
+    await judging.close(5)  # every end counted so far has run
 
 
 async def test_a_failing_end_is_logged_and_counted_as_finished(caplog: pytest.LogCaptureFixture) -> None:
