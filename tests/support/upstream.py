@@ -103,12 +103,12 @@ class FakeUpstream:
     async def _handle(self, request: web.Request) -> web.StreamResponse:
         if request.headers.get("Upgrade", "").lower() == "websocket":
             return await self._socket(request)
-        body = await request.read()
-        received = Received(request.method, request.path, request.query_string, dict(request.headers), body)
-        self.received.append(received)
         self.in_flight += 1
         self.max_in_flight = max(self.max_in_flight, self.in_flight)
-        try:
+        try:  # a request dropped while its body is still arriving counts as cancelled too
+            body = await request.read()
+            received = Received(request.method, request.path, request.query_string, dict(request.headers), body)
+            self.received.append(received)
             return await self._answer(request, self.script(received))
         except asyncio.CancelledError:
             self.cancelled += 1
