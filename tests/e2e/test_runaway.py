@@ -258,9 +258,11 @@ async def test_client_retries_after_timeouts_are_stopped_at_the_fourth_identical
 ) -> None:
     """An SDK whose timeout is shorter than the model's answer gives up and sends the same body again, up to
     its `max_retries`: the 4th identical send is answered locally, with a 429 the SDK does not retry."""
-    upstream.script = lambda _: Reply(200, payloads_json(), delay=0.6)
+    upstream.script = lambda _: Reply(200, payloads_json(), delay=2.0)
     sent: list[httpx.Request] = []
-    client = counting_client(await make_proxy(), sent, "impatient", max_retries=6, timeout=0.3)
+    # A second, not less: each send must reach the upstream before the SDK gives up on it, also when
+    # the suite's one event loop pauses for a full garbage collection.
+    client = counting_client(await make_proxy(), sent, "impatient", max_retries=6, timeout=1.0)
     question: Any = [{"role": "user", "content": "Summarise the quarter."}]
     with pytest.raises(openai.RateLimitError) as caught:
         await client.chat.completions.create(model="gpt-4o-mini", messages=question)
