@@ -332,11 +332,16 @@ def targets_summary(doc: dict[str, Any]) -> list[str]:
     return out
 
 
+def conditions(meta: dict[str, Any]) -> str:
+    """What a run was measured under, as both reports head it: mode, commit, CPUs, load at its start."""
+    load = " ".join(meta["loadavg_at_start"])
+    return f"{meta['mode']}, commit {meta['commit']}, {meta['cpus']} CPUs, load at start {load}"
+
+
 def render(doc: dict[str, Any]) -> str:
     meta = doc["meta"]
     parts = [
-        f"RunGuard bench ({meta['mode']}, commit {meta['commit']}, {meta['cpus']} CPUs, "
-        f"load at start {' '.join(meta['loadavg_at_start'])}, {meta.get('seconds', 0):.0f} s)",
+        f"RunGuard bench ({conditions(meta)}, {meta.get('seconds', 0):.0f} s)",
         "",
     ]
     sections = [

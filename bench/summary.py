@@ -18,7 +18,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from bench import stages
+from bench import report, stages
 
 BASE = "passthrough"
 MEMORY, REDIS = "proxy", "proxy_redis"
@@ -253,10 +253,9 @@ def stage_table(doc: dict[str, Any]) -> list[str]:
 
 def markdown(doc: dict[str, Any]) -> str:
     """The whole summary: the per-request table, Redis over memory, the stage split, and the run's caveats."""
-    meta = doc["meta"]
     lines = [
-        f"RunGuard against the baselines, one run ({meta['mode']}, commit {meta['commit']}, {meta['cpus']} CPUs, "
-        f"load at start {' '.join(meta['loadavg_at_start'])}); every detector on, SQLite records, access log on.",
+        f"RunGuard against the baselines, one run ({report.conditions(doc['meta'])}); every detector on, "
+        "SQLite records, access log on.",
         "",
         *per_request_table(doc),
         "",
