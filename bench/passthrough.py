@@ -11,7 +11,8 @@ baseline every RunGuard figure is compared with.
 from __future__ import annotations
 
 import argparse
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
+from typing import Any
 
 import aiohttp
 from aiohttp import web
@@ -37,7 +38,7 @@ _UPSTREAM: web.AppKey[str] = web.AppKey("upstream", str)
 _SESSION: web.AppKey[aiohttp.ClientSession] = web.AppKey("session", aiohttp.ClientSession)
 
 
-def _filtered(headers: CIMultiDictProxy[str]) -> CIMultiDict[str]:
+def filtered(headers: CIMultiDictProxy[str]) -> CIMultiDict[str]:
     out: CIMultiDict[str] = CIMultiDict()
     for name, value in headers.items():
         if name.lower() not in _HOP:
@@ -45,14 +46,18 @@ def _filtered(headers: CIMultiDictProxy[str]) -> CIMultiDict[str]:
     return out
 
 
+def upstream_call(request: web.Request, body: bytes) -> Any:
+    """The request sent on upstream as it came (less hop-by-hop headers), as an `async with` context."""
+    url = URL(request.app[_UPSTREAM] + request.raw_path, encoded=True)
+    return request.app[_SESSION].request(
+        request.method, url, headers=filtered(request.headers), data=body or None, allow_redirects=False
+    )
+
+
 async def handle(request: web.Request) -> web.StreamResponse:
     body = await request.read()
-    session = request.app[_SESSION]
-    url = URL(request.app[_UPSTREAM] + request.raw_path, encoded=True)
-    async with session.request(
-        request.method, url, headers=_filtered(request.headers), data=body or None, allow_redirects=False
-    ) as upstream:
-        headers = _filtered(upstream.headers)
+    async with upstream_call(request, body) as upstream:
+        headers = filtered(upstream.headers)
         if upstream.content_type == "text/event-stream":
             out = web.StreamResponse(status=upstream.status, reason=upstream.reason, headers=headers)
             await out.prepare(request)
@@ -63,7 +68,11 @@ async def handle(request: web.Request) -> web.StreamResponse:
         return web.Response(status=upstream.status, reason=upstream.reason, headers=headers, body=await upstream.read())
 
 
-def make_app(upstream: str) -> web.Application:
+Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
+
+
+def make_app(upstream: str, handler: Handler = handle) -> web.Application:
+    """The server around `handler`: the upstream's base URL and one pooled keep-alive session in the app."""
     app = web.Application(client_max_size=1 << 30)
     app[_UPSTREAM] = upstream.rstrip("/")
 
@@ -80,7 +89,7 @@ def make_app(upstream: str) -> web.Application:
         await app[_SESSION].close()
 
     app.cleanup_ctx.append(session_lifetime)
-    app.router.add_route("*", "/{tail:.*}", handle)
+    app.router.add_route("*", "/{tail:.*}", handler)
     return app
 
 

@@ -119,6 +119,7 @@ def _trips(figures: dict[str, Any]) -> str:
 def _order(name: str) -> tuple[int, str]:
     order = [
         "passthrough",
+        "floor",
         "nginx",
         "litellm",
         "proxy_frame",

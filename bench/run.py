@@ -73,6 +73,9 @@ class Bench:
         self.targets["passthrough"] = self.services.start_announcing(
             "passthrough", [py, "-m", "bench.passthrough", "--upstream", self.upstream.url], cwd=ROOT
         )
+        self.targets["floor"] = self.services.start_announcing(
+            "floor", [py, "-m", "bench.floor", "--upstream", self.upstream.url], cwd=ROOT
+        )
         if self.args.no_nginx or nginx.binary() is None:
             self.notes.append("nginx baseline skipped: " + ("--no-nginx" if self.args.no_nginx else "not installed"))
         else:

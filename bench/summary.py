@@ -21,9 +21,11 @@ from typing import Any
 from bench import report, stages
 
 BASE = "passthrough"
+FLOOR = "floor"  # bench/floor.py: the pass-through that also reads and parses both bodies
 MEMORY, REDIS = "proxy", "proxy_redis"
 COLUMNS = (
     (BASE, "pass-through"),
+    (FLOOR, "read-and-parse floor"),
     ("nginx", "nginx"),
     ("litellm", "LiteLLM"),
     (MEMORY, "RunGuard (memory)"),
@@ -128,9 +130,9 @@ def _cell(row: Row, figures: Figures | None) -> str:
     return "-" if value is None else row.shown(value)
 
 
-def _judged(row: Row, phase: dict[str, Figures], name: str) -> tuple[str, str]:
-    """(ratio to the pass-through, met?) of target `name` in this row."""
-    base = row.value(phase[BASE]) if BASE in phase else None
+def _judged(row: Row, phase: dict[str, Figures], name: str, against: str = BASE) -> tuple[str, str]:
+    """(ratio to the baseline `against`, met?) of target `name` in this row; met is judged on the pass-through."""
+    base = row.value(phase[against]) if against in phase else None
     value = row.value(phase[name]) if name in phase else None
     if value is None or base is None:
         return "-", "-"
@@ -167,6 +169,7 @@ def _growth_row(doc: dict[str, Any]) -> list[str] | None:
         "CPU growth along a run (300 requests, 1.6 -> 325 KB)",
         *cells,
         " / ".join(j[0] for j in judged),
+        "-",
         target,
         " / ".join(j[1] for j in judged),
     ]
@@ -179,15 +182,17 @@ def _md(headers: list[str], rows: list[list[str]]) -> list[str]:
 
 def per_request_table(doc: dict[str, Any]) -> list[str]:
     headers = ["per request", *(label for _, label in COLUMNS), "RunGuard / pass-through (memory / Redis)"]
-    headers += ["target", "met (memory / Redis)"]
+    headers += ["RunGuard / floor (memory / Redis)", "target", "met (memory / Redis)"]
     rows: list[list[str]] = []
     for row, phase in _phases(doc):
         judged = [_judged(row, phase, name) for name in (MEMORY, REDIS)]
+        floored = [_judged(row, phase, name, FLOOR)[0] for name in (MEMORY, REDIS)]
         rows.append(
             [
                 row.label,
                 *(_cell(row, phase.get(name)) for name, _ in COLUMNS),
                 " / ".join(j[0] for j in judged),
+                " / ".join(floored),
                 row.target,
                 " / ".join(j[1] for j in judged),
             ]
