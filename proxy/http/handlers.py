@@ -30,7 +30,7 @@ from runguard.proxy.providers.base import Adapter, RequestContext
 from runguard.proxy.providers.paths import REFUSED, canonical
 from runguard.proxy.providers.registry import adapter_for, header_facts, usage_on_request
 from runguard.proxy.providers.routes import Route, gemini_streams_sse, resolve
-from runguard.proxy.relay.codec import BodyTooLarge, decode_body
+from runguard.proxy.relay.codec import BodyTooLarge, inflate
 from runguard.proxy.relay.context import CONTEXT, ProxyContext
 from runguard.proxy.relay.headers import is_upgrade, upstream_request_headers
 from runguard.proxy.relay.replies import provider_error
@@ -132,7 +132,7 @@ async def _guarded(
     upstream (`forward`) as the client sent it (less a nudge's note or an opt-in usage request)."""
     settings = ctx.settings
     try:
-        decoded = decode_body(body, request.headers.get("Content-Encoding"), settings.server.max_body_bytes)
+        decoded = await inflate(body, request.headers.get("Content-Encoding"), settings.server.max_body_bytes)
     except BodyTooLarge as exc:
         return provider_error(route.dialect, 413, f"RunGuard: {exc}", "request_too_large")
     header_run, agent = ctx.names(request.headers)
