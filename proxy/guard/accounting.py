@@ -65,6 +65,15 @@ _BREAKERS = (
     Get(Scope.KEY_MODEL, breaker.FIELD),
 )
 _RELEASE = Add(Scope.RUN, "core.inflight", -1)
+# What in-memory state must keep until it is idle, never drop for room (`state.bounds`): a breaker
+# (open, latched, probing) wherever it is, and a key's spend of the day.
+HELD_FIELDS = {
+    Scope.RUN: (breaker.FIELD,),
+    Scope.THREAD: (breaker.FIELD,),
+    Scope.KEY: (breaker.FIELD,),
+    Scope.KEY_MODEL: (breaker.FIELD,),
+    Scope.KEY_DAY: ("core.usd",),
+}
 _CARRIED = "core.warned"
 _TAKE_CARRIED = Put(Scope.RUN, _CARRIED, None)  # its result: what was waiting
 _NUDGED = "core.nudged"  # the detectors that nudged the run (`nudge`): the next time they fire, they block

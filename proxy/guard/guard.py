@@ -24,6 +24,7 @@ from collections.abc import Callable
 
 from runguard.config.settings import Settings
 from runguard.detectors.base import RequestSeen, ResponseKind, ResponseSeen
+from runguard.proxy.core.errors import StateFull
 from runguard.proxy.core.events import RequestInfo, ResponseInfo, digest
 from runguard.proxy.core.ops import Op, OpResult, Put
 from runguard.proxy.core.safe_text import proxy_url
@@ -178,10 +179,11 @@ class Guard:
                 seen = dataclasses.replace(seen, run_id=fresh)
                 ticket, batch, results = await self._enter(seen, adapter, found, tight)
         if results is None:
-            if self._settings.state.fail_closed:
-                notice = StopNotice("state_unavailable", ticket.run_id, "the shared state backend is unavailable")
+            if self._settings.state.fail_closed or ticket.full is not None:
+                name = "state_full" if ticket.full else "state_unavailable"
+                notice = StopNotice(name, ticket.run_id, ticket.full or "the shared state backend is unavailable")
                 ticket.answer = self._decisions.answer(ticket, notice, ResponseKind.ERROR)
-                ticket.blocked_by = "state_unavailable"
+                ticket.blocked_by = name
             return ticket
         renamed = found.recalled(results[-1])
         if renamed is not None:
@@ -249,7 +251,10 @@ class Guard:
             ops.append(nesting.TASKS_GET)
         if found.naming is not None:
             ops.append(found.naming)
-        results = await self._batches.execute(ids, ops, undo=accounting.release_ops())
+        try:
+            results = await self._batches.execute(ids, ops, undo=accounting.release_ops(), refusable=True)
+        except StateFull as exc:
+            ticket.full, results = str(exc), None
         if tasks is not None and results is not None:
             # Judged in its thread from its response on, and every request after it from the start.
             thread = self.runs.thread_found(found, results[tasks])
