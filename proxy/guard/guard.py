@@ -39,6 +39,7 @@ from runguard.proxy.guard.passage import Passage
 from runguard.proxy.guard.policy import Policy, Tightening
 from runguard.proxy.guard.pricing import ModelTables
 from runguard.proxy.guard.reader import ResponseReader
+from runguard.proxy.guard.spending import KeySpending
 from runguard.proxy.guard.stages import Stages
 from runguard.proxy.guard.ticket import Ticket, scope_ids
 from runguard.proxy.guard.tokens import TokenEstimator
@@ -82,6 +83,8 @@ class Guard:
             state, fail_closed=settings.state.fail_closed, clock=clock, on_error=observer.state_error
         )
         self._decisions = Decisions(settings, policy, self._batches, sink, observer, clock)
+        url = proxy_url(settings.server.host, settings.server.port)
+        self.spending = KeySpending(self._batches, policy, settings.guard.breaker, clock, url)  # unread requests
         runs = settings.runs
         self.runs = RunIdentity(
             state,
