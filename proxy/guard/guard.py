@@ -32,6 +32,7 @@ from runguard.proxy.guard import accounting, breaker, follow_ups, nudge, reporti
 from runguard.proxy.guard.background import BackgroundCosts
 from runguard.proxy.guard.batches import Batches
 from runguard.proxy.guard.decisions import Decisions
+from runguard.proxy.guard.ending import Ends
 from runguard.proxy.guard.engine import Batch, Engine, Finding
 from runguard.proxy.guard.judging import Judging
 from runguard.proxy.guard.observer import Observer
@@ -85,6 +86,7 @@ class Guard:
         self._decisions = Decisions(settings, policy, self._batches, sink, observer, clock)
         url = proxy_url(settings.server.host, settings.server.port)
         self.spending = KeySpending(self._batches, policy, settings.guard.breaker, clock, url)  # unread requests
+        self.ends = None if self._batches.never_waits else Ends(self._batches, clock, accounting.refresh_ops)
         runs = settings.runs
         self.runs = RunIdentity(
             state,
@@ -175,6 +177,8 @@ class Guard:
         request = found.request
         seen = RequestSeen(found.run_id, key_hash, now, request, self._tables.window(request.model), digest(body))
         ticket, batch, results = await self._enter(seen, adapter, found, tight)
+        if self.ends is not None and results is not None:  # another process's stream of this run still ending
+            results = await self.ends.settled(ticket.ids, results, accounting.ENDING_AT)
         if found.own is not None and results is not None:
             fresh = await self._starts_over(ticket, found, results, batch)
             if fresh is not None:
