@@ -149,7 +149,8 @@ async def _guarded(
     upstream (`forward`) as the client sent it (less a nudge's note or an opt-in usage request)."""
     settings = ctx.settings
     try:
-        decoded = await inflate(body, request.headers.get("Content-Encoding"), settings.server.max_body_bytes)
+        encoding = request.headers.get("Content-Encoding")
+        decoded = body if encoding is None else await inflate(body, encoding, settings.server.max_body_bytes)
     except BodyTooLarge as exc:
         return provider_error(route.dialect, 413, f"RunGuard: {exc}", "request_too_large")
     header_run, agent = ctx.names(request.headers)
