@@ -11,6 +11,7 @@ healthy run, or is refused when all of them are stopped. The clients are the ope
 
 from __future__ import annotations
 
+import asyncio
 from pathlib import Path
 from typing import Any
 
@@ -38,16 +39,25 @@ def _answers(request: Received) -> Reply:
     return Reply.json({"error": error}, status=401)
 
 
-def _client(url: str, key: str, run: str, headers: dict[str, str] | None = None) -> openai.AsyncOpenAI:
+def _client(
+    url: str, key: str, run: str, headers: dict[str, str] | None = None, http: httpx.AsyncClient | None = None
+) -> openai.AsyncOpenAI:
+    """The SDK on the proxy; `http`: a connection pool to share (many clients, one setup)."""
     return openai.AsyncOpenAI(
-        base_url=url + "/v1", api_key=key, max_retries=0, default_headers={"X-Run-Id": run, **(headers or {})}
+        base_url=url + "/v1",
+        api_key=key,
+        max_retries=0,
+        default_headers={"X-Run-Id": run, **(headers or {})},
+        http_client=http,
     )
 
 
-async def _refused(url: str, key: str, run: str, headers: dict[str, str] | None = None) -> str:
+async def _refused(
+    url: str, key: str, run: str, headers: dict[str, str] | None = None, http: httpx.AsyncClient | None = None
+) -> str:
     """The RunGuard code a request is refused with (a 429 answered locally); fails if it is let through."""
     with pytest.raises(openai.RateLimitError) as caught:
-        await _client(url, key, run, headers).chat.completions.create(**ASK)
+        await _client(url, key, run, headers, http).chat.completions.create(**ASK)
     return str(caught.value.code)
 
 
@@ -70,12 +80,16 @@ async def test_junk_keys_and_a_spent_key_s_new_runs_do_not_reopen_another_tenant
         assert await _refused(url, OWNER, "a-next") == "runguard_budget"
         # Another key spends its own day, then sends 80 requests, each a new run: all answered locally.
         await _spend(url, SPENT, 3)
-        for i in range(80):
-            assert await _refused(url, SPENT, f"spent-junk-{i}") == "runguard_budget"
-        # 60 junk keys, each a new run: the provider answers 401.
-        for i in range(60):
-            with pytest.raises(openai.AuthenticationError):
-                await _client(url, f"sk-junk-{i:04d}", f"junk-{i}").chat.completions.create(**ASK)
+        async with httpx.AsyncClient() as pool:
+            codes = await asyncio.gather(*(_refused(url, SPENT, f"spent-junk-{i}", http=pool) for i in range(80)))
+            assert set(codes) == {"runguard_budget"}
+            # 60 junk keys, each a new run: the provider answers 401.
+            junk = [
+                _client(url, f"sk-junk-{i:04d}", f"junk-{i}", http=pool).chat.completions.create(**ASK)
+                for i in range(60)
+            ]
+            refused = await asyncio.gather(*junk, return_exceptions=True)
+        assert all(isinstance(answer, openai.AuthenticationError) for answer in refused)
         forwarded = len(upstream.received)
         # A's latched run and A's spent budget still hold: refused, and the run's breaker still latched.
         assert await _refused(url, OWNER, "a-run", CAP_ONE) == "runguard_budget"  # the key's, named first
