@@ -175,8 +175,15 @@ class RunSettings(_Section):
     max_runs: int = Field(
         100_000,
         gt=0,
-        description="In-memory state keeps at most this many entries (runs, keys, nested conversations; "
-        "least recently used first): about 3.5-19 KB each.",
+        description="In-memory state keeps at most this many entries (runs, keys, nested conversations): "
+        "past it the least recently used that holds no stop and no spend is dropped; stops and a key's spend "
+        "are kept until idle. About 3.5-22 KB each.",
+    )
+    max_runs_per_tenant: int = Field(
+        10_000,
+        gt=0,
+        description="In-memory state keeps at most this many runs of one tenant: a new run past it drops the "
+        "tenant's own least recently used run that is not stopped, or is refused (429 state_full) when all are.",
     )
     key_salt: SecretStr | None = Field(
         None, description="Salt for API-key hashes. Unset: one is created in RUNGUARD_HOME/salt on first start."

@@ -6,6 +6,7 @@
     │   ├── UpstreamTimeout  connect, first-byte or idle timeout
     │   └── UpstreamRefused  the provider answered a WebSocket handshake with an HTTP status
     ├── StateUnavailable     the state backend (Redis) failed or timed out
+    │   └── StateFull        a tenant's runs fill its share of the in-memory state with stops
     └── BreakerOpen          a breaker is open; carries the notice for the synthetic response
 
 Parse failures are not exceptions: adapters return records with `parse_error`
@@ -59,6 +60,12 @@ class StateUnavailable(RunGuardError):
     def __init__(self, message: str, pending: Awaitable[Sequence[OpResult] | None] | None = None) -> None:
         super().__init__(message)
         self.pending = pending
+
+
+class StateFull(StateUnavailable):
+    """A new run of a tenant whose runs in memory are at its bound, every one of them held (stopped, or
+    carrying spend): nothing of it may be dropped before its idle time, so the run is refused, not
+    let through unguarded (whatever `state.fail_closed` says)."""
 
 
 class BreakerOpen(RunGuardError):

@@ -21,7 +21,7 @@ from runguard.detectors.base import RunFacts
 from runguard.proxy.core.events import Usage
 from runguard.proxy.core.frozen import frozen
 from runguard.proxy.core.ops import Add, Get, Op, OpResult, Push, Put, PutNX, Scope
-from runguard.proxy.guard import breaker
+from runguard.proxy.guard import breaker, ending
 from runguard.proxy.guard.breaker import BreakerRecord
 
 
@@ -65,6 +65,15 @@ _BREAKERS = (
     Get(Scope.KEY_MODEL, breaker.FIELD),
 )
 _RELEASE = Add(Scope.RUN, "core.inflight", -1)
+# What in-memory state must keep until it is idle, never drop for room (`state.bounds`): a breaker
+# (open, latched, probing) wherever it is, and a key's spend of the day.
+HELD_FIELDS = {
+    Scope.RUN: (breaker.FIELD,),
+    Scope.THREAD: (breaker.FIELD,),
+    Scope.KEY: (breaker.FIELD,),
+    Scope.KEY_MODEL: (breaker.FIELD,),
+    Scope.KEY_DAY: ("core.usd",),
+}
 _CARRIED = "core.warned"
 _TAKE_CARRIED = Put(Scope.RUN, _CARRIED, None)  # its result: what was waiting
 _NUDGED = "core.nudged"  # the detectors that nudged the run (`nudge`): the next time they fire, they block
@@ -83,10 +92,19 @@ def request_ops(now: float, body_hash: str) -> list[Op]:
         _TAKE_CARRIED,
         _GET_NUDGED,
         _TAKE_NOTE,
+        *ending.READS,
     ]
 
 
 REQUEST_OPS = len(request_ops(0.0, ""))
+ENDING_AT = REQUEST_OPS - len(ending.READS)  # where the pending-end mark's results are (`ending`)
+
+
+def refresh_ops() -> list[tuple[int, Op]]:
+    """What an end changes, as (index in `request_ops`, op reading it again): the run's totals, the key's
+    spend, the breakers (read again by a request that waited for its run's pending end)."""
+    totals = [(2 + i, op) for i, op in enumerate(_TOTALS_AND_IN_FLIGHT) if isinstance(op, Get)]
+    return [*totals, *((9 + i, op) for i, op in enumerate(_BREAKERS))]
 
 
 def facts_from(results: Sequence[OpResult]) -> tuple[RunFacts, Breakers]:

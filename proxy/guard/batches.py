@@ -15,7 +15,7 @@ import logging
 from collections.abc import Awaitable, Callable, Coroutine, Sequence
 from typing import Any, TypeVar
 
-from runguard.proxy.core.errors import StateUnavailable
+from runguard.proxy.core.errors import StateFull, StateUnavailable
 from runguard.proxy.core.ops import Op, OpResult
 from runguard.proxy.core.tasks import hold
 from runguard.proxy.state.base import ScopeIds, StateBackend
@@ -60,8 +60,11 @@ class Batches:
         if self._undoing:
             await asyncio.wait(set(self._undoing), timeout=within)
 
-    async def execute(self, ids: ScopeIds, ops: Sequence[Op], undo: Sequence[Op] = ()) -> list[OpResult] | None:
-        """The batch's results, or None when the backend failed.
+    async def execute(
+        self, ids: ScopeIds, ops: Sequence[Op], undo: Sequence[Op] = (), *, refusable: bool = False
+    ) -> list[OpResult] | None:
+        """The batch's results, or None when the backend failed. `refusable` (a new request's admission):
+        `StateFull` is raised, for the request to be refused; elsewhere it is a failure like any other.
 
         `undo`: ops that take back what the batch did, run if it failed here but
         turns out to have run all the same (its reply was lost), or if the caller
@@ -75,6 +78,11 @@ class Batches:
                 results = await self.to_the_end(batch, lambda ran: self._undo_when_run(ids, _ran(ran), undo))
             else:
                 results = await self._state.execute(ids, ops)
+        except StateFull:
+            if refusable:
+                raise  # nothing of the batch ran, and the backend is fine
+            self._on_error()
+            return None
         except StateUnavailable as exc:
             if self.degraded_since is None:
                 log.warning("state backend unavailable, failing %s: %s", "closed" if self._fail_closed else "open", exc)

@@ -24,6 +24,7 @@ from collections.abc import Callable
 
 from runguard.config.settings import Settings
 from runguard.detectors.base import RequestSeen, ResponseKind, ResponseSeen
+from runguard.proxy.core.errors import StateFull
 from runguard.proxy.core.events import RequestInfo, ResponseInfo, digest
 from runguard.proxy.core.ops import Op, OpResult, Put
 from runguard.proxy.core.safe_text import proxy_url
@@ -31,6 +32,7 @@ from runguard.proxy.guard import accounting, breaker, follow_ups, nudge, reporti
 from runguard.proxy.guard.background import BackgroundCosts
 from runguard.proxy.guard.batches import Batches
 from runguard.proxy.guard.decisions import Decisions
+from runguard.proxy.guard.ending import Ends
 from runguard.proxy.guard.engine import Batch, Engine, Finding
 from runguard.proxy.guard.judging import Judging
 from runguard.proxy.guard.observer import Observer
@@ -38,6 +40,7 @@ from runguard.proxy.guard.passage import Passage
 from runguard.proxy.guard.policy import Policy, Tightening
 from runguard.proxy.guard.pricing import ModelTables
 from runguard.proxy.guard.reader import ResponseReader
+from runguard.proxy.guard.spending import KeySpending
 from runguard.proxy.guard.stages import Stages
 from runguard.proxy.guard.ticket import Ticket, scope_ids
 from runguard.proxy.guard.tokens import TokenEstimator
@@ -81,6 +84,9 @@ class Guard:
             state, fail_closed=settings.state.fail_closed, clock=clock, on_error=observer.state_error
         )
         self._decisions = Decisions(settings, policy, self._batches, sink, observer, clock)
+        url = proxy_url(settings.server.host, settings.server.port)
+        self.spending = KeySpending(self._batches, policy, settings.guard.breaker, clock, url)  # unread requests
+        self.ends = None if self._batches.never_waits else Ends(self._batches, clock, accounting.refresh_ops)
         runs = settings.runs
         self.runs = RunIdentity(
             state,
@@ -171,6 +177,8 @@ class Guard:
         request = found.request
         seen = RequestSeen(found.run_id, key_hash, now, request, self._tables.window(request.model), digest(body))
         ticket, batch, results = await self._enter(seen, adapter, found, tight)
+        if self.ends is not None and results is not None:  # another process's stream of this run still ending
+            results = await self.ends.settled(ticket.ids, results, accounting.ENDING_AT)
         if found.own is not None and results is not None:
             fresh = await self._starts_over(ticket, found, results, batch)
             if fresh is not None:
@@ -178,10 +186,11 @@ class Guard:
                 seen = dataclasses.replace(seen, run_id=fresh)
                 ticket, batch, results = await self._enter(seen, adapter, found, tight)
         if results is None:
-            if self._settings.state.fail_closed:
-                notice = StopNotice("state_unavailable", ticket.run_id, "the shared state backend is unavailable")
+            if self._settings.state.fail_closed or ticket.full is not None:
+                name = "state_full" if ticket.full else "state_unavailable"
+                notice = StopNotice(name, ticket.run_id, ticket.full or "the shared state backend is unavailable")
                 ticket.answer = self._decisions.answer(ticket, notice, ResponseKind.ERROR)
-                ticket.blocked_by = "state_unavailable"
+                ticket.blocked_by = name
             return ticket
         renamed = found.recalled(results[-1])
         if renamed is not None:
@@ -249,7 +258,10 @@ class Guard:
             ops.append(nesting.TASKS_GET)
         if found.naming is not None:
             ops.append(found.naming)
-        results = await self._batches.execute(ids, ops, undo=accounting.release_ops())
+        try:
+            results = await self._batches.execute(ids, ops, undo=accounting.release_ops(), refusable=True)
+        except StateFull as exc:
+            ticket.full, results = str(exc), None
         if tasks is not None and results is not None:
             # Judged in its thread from its response on, and every request after it from the start.
             thread = self.runs.thread_found(found, results[tasks])

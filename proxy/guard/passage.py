@@ -42,6 +42,7 @@ from typing import Protocol
 from runguard.detectors.base import ResponseSeen
 from runguard.proxy.core.events import ResponseInfo
 from runguard.proxy.core.tasks import hold
+from runguard.proxy.guard.ending import Ends
 from runguard.proxy.guard.judging import Judging
 from runguard.proxy.guard.stages import Stages
 from runguard.proxy.guard.ticket import Ticket
@@ -54,7 +55,10 @@ _LEFT = (asyncio.CancelledError, ConnectionResetError)
 
 class Judge(Protocol):
     """What a passage asks of the guard after admission (`Guard` is one): read a response, inspect a whole one
-    before the client sees it, and end the request."""
+    before the client sees it, and end the request; `ends` marks a stream's end pending for every process
+    (None with a state that never waits)."""
+
+    ends: Ends | None
 
     def response_seen(self, ticket: Ticket, info: ResponseInfo, status: int | None, latency: float) -> ResponseSeen: ...
 
@@ -109,6 +113,7 @@ class Passage:
         self._reading: tuple[Closing, int | None] | None = None
         self._sent = time.perf_counter()
         self._ended = False
+        self._marked = False  # the end is marked pending in the shared state (`ending`): taken back after it
         self.client_status: int | None = None
         self.error: str | None = None
         self.body: RecordedBody | None = None
@@ -155,6 +160,13 @@ class Passage:
         """The response is read as it passes (a stream): unless `seen` is told otherwise, the end
         accounts for what `parser` has read by then, however the stream ended."""
         self._reading = (parser, status)
+
+    async def ending(self) -> None:
+        """A stream's last bytes are about to go out: mark its end pending for every process, once."""
+        ends = self._guard.ends
+        if ends is not None and not self._marked and self._ticket is not None:
+            self._marked = True
+            await ends.mark(self._ticket.ids)
 
     def replacement(self) -> Synthetic | None:
         """Before a whole response reaches the client: what it gets instead, if a detector stops it now
@@ -226,6 +238,9 @@ class Passage:
             )
         finally:
             self._stages.judging += time.thread_time() - began
+            ends = self._guard.ends
+            if self._marked and ends is not None:  # its verdicts are written: a follower may be judged now
+                await ends.unmark(self.ticket.ids)
 
     async def __aenter__(self) -> Passage:
         return await self.enter()

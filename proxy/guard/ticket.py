@@ -38,6 +38,7 @@ class Ticket:
     probe_undo: list[CompareAndSet] = field(default_factory=list)  # reverts the probes claimed
     answer: Synthetic | None = None  # set when the request is answered locally
     blocked_by: str | None = None
+    full: str | None = None  # why the state refused this new run (`StateFull`), if it did
     trips: list[TripRecord] = field(default_factory=list)
     inspected: list[Finding] | None = None  # inspect_response findings, once run
     views: Views | None = None  # the response as each detector sees it, once built

@@ -142,6 +142,7 @@ async def _forward_stream(
             capture=recorded_request is not None,
             rewrite=sending.rewrite,
             json_array=json_array,
+            before_end=None if ctx.state_never_waits else passage.ending,
         )
     info = parser.close()
     if outcome.error is not None and outcome.error != "proxy_shutdown" and info.error is None:

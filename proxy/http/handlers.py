@@ -22,6 +22,7 @@ from runguard.proxy.core.events import RequestInfo
 from runguard.proxy.guard import unreadable
 from runguard.proxy.guard.nudge import with_note
 from runguard.proxy.guard.policy import tightening_from
+from runguard.proxy.guard.spending import costs_money
 from runguard.proxy.http.forward import Outgoing, forward, synthetic
 from runguard.proxy.http.recorded import credentials_of, recorded
 from runguard.proxy.http.untouched import is_poll, passthrough, poll
@@ -30,7 +31,7 @@ from runguard.proxy.providers.base import Adapter, RequestContext
 from runguard.proxy.providers.paths import REFUSED, canonical
 from runguard.proxy.providers.registry import adapter_for, header_facts, usage_on_request
 from runguard.proxy.providers.routes import Route, gemini_streams_sse, resolve
-from runguard.proxy.relay.codec import BodyTooLarge, decode_body
+from runguard.proxy.relay.codec import BodyTooLarge, inflate
 from runguard.proxy.relay.context import CONTEXT, ProxyContext
 from runguard.proxy.relay.headers import is_upgrade, upstream_request_headers
 from runguard.proxy.relay.replies import provider_error
@@ -70,6 +71,19 @@ def _credential_refusal(route: Route, credential: credentials.Credential) -> web
     )
 
 
+async def _spending_refusal(ctx: ProxyContext, route: Route, method: str, key_hash: str) -> web.Response | None:
+    """A request forwarded unread that would cost a stopped key money (`spending`): its refusal, as the
+    provider's 429 that SDKs do not retry."""
+    if not costs_money(method, route.upstream_path):
+        return None
+    refused = await ctx.guard.spending.refusal(key_hash, route.model or "")
+    if refused is None:
+        return None
+    detector, reason = refused
+    headers = {"x-should-retry": "false", "x-runguard-trip": detector}
+    return provider_error(route.dialect, 429, f"RunGuard: {reason}"[:1000], f"runguard_{detector}", headers)
+
+
 async def handle(request: web.Request) -> web.StreamResponse:
     ctx = request.app[CONTEXT]
     # What goes upstream is computed once, hop-by-hop headers (and those `Connection:` names) already out,
@@ -103,6 +117,9 @@ async def handle(request: web.Request) -> web.StreamResponse:
         return provider_error(route.dialect, 503, "RunGuard is shutting down; retry the request", "shutting_down")
     adapter = adapter_for(route.api) if request.method == "POST" else None
     if adapter is None and not is_poll(request, route):
+        stopped = await _spending_refusal(ctx, route, request.method, key_hash)
+        if stopped is not None:
+            return stopped
         # Nothing here is read: the body streams upstream as it arrives, whatever its size (a file upload).
         return await passthrough(request, ctx, route, request.content if request.body_exists else b"", outgoing)
     task = asyncio.current_task()
@@ -132,7 +149,8 @@ async def _guarded(
     upstream (`forward`) as the client sent it (less a nudge's note or an opt-in usage request)."""
     settings = ctx.settings
     try:
-        decoded = decode_body(body, request.headers.get("Content-Encoding"), settings.server.max_body_bytes)
+        encoding = request.headers.get("Content-Encoding")
+        decoded = body if encoding is None else await inflate(body, encoding, settings.server.max_body_bytes)
     except BodyTooLarge as exc:
         return provider_error(route.dialect, 413, f"RunGuard: {exc}", "request_too_large")
     header_run, agent = ctx.names(request.headers)

@@ -7,6 +7,12 @@ at the end of its grace period (`shutdown.StreamCut`), the client stream ends
 with the provider's own error event: one more SSE event, or for Gemini's
 JSON-array streams one more array element (`json_array`).
 
+Before the bytes that end a stream go out (its last chunk, or one carrying a
+terminal event: `[DONE]`, `response.completed`, `message_stop`, ...), a
+`before_end` hook is awaited once: the guard marks the stream's end pending
+for every process there (`guard.ending`), so that a follow-up the client
+sends the moment it has those bytes waits for the stream's verdict.
+
 Writes are coalesced where that delays no body bytes: the response headers
 leave with the first chunk (or, if that chunk is slow to come, alone after
 `HEADERS_HOLD`, the most they are ever held), and a chunk that ends the
@@ -18,7 +24,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Protocol
 
@@ -44,6 +50,10 @@ def is_stream(response: aiohttp.ClientResponse, streamed_method: bool) -> bool:
 
 
 ErrorEvent = Callable[[str, str], bytes]  # (message, code) -> the provider's error, as the stream carries it
+BeforeEnd = Callable[[], Awaitable[None]]
+# What ends a stream as its clients read it (OpenAI Chat, Responses, Anthropic): an SDK stops reading there.
+_TERMINAL = (b"[DONE]", b"response.completed", b"response.failed", b"response.incomplete", b"message_stop")
+_TAIL = 32  # bytes of the chunk before kept to find a terminal event split across two chunks
 
 
 class _Framing(Protocol):
@@ -87,6 +97,7 @@ async def relay_stream(
     capture: bool = False,
     rewrite: ChunkFilter | None = None,
     json_array: bool = False,
+    before_end: BeforeEnd | None = None,
 ) -> tuple[web.StreamResponse, StreamOutcome]:
     """Relay chunks as they arrive; feed the parser a decoded copy.
 
@@ -103,7 +114,8 @@ async def relay_stream(
     writer = await out.prepare(request)
     hold = asyncio.get_running_loop().call_later(HEADERS_HOLD, _send_headers, writer)
     try:
-        return out, await _relay_body(out, response, parser, error_event, capture, rewrite, json_array)
+        ending = _Ending(before_end) if before_end is not None else None
+        return out, await _relay_body(out, response, parser, error_event, capture, rewrite, json_array, ending)
     finally:
         hold.cancel()
 
@@ -116,6 +128,7 @@ async def _relay_body(
     capture: bool,
     rewrite: ChunkFilter | None,
     json_array: bool,
+    ending: _Ending | None,
 ) -> StreamOutcome:
     encoding = response.headers.get("Content-Encoding")
     parsing = ParseBatch(parser, stream_decoder(encoding)) if parser is not None else None
@@ -128,7 +141,7 @@ async def _relay_body(
         events = _WholeEvents(error_event is not None and plain and sse)
     outcome = StreamOutcome(captured=bytearray() if capture else None)
     try:
-        return await _relay_chunks(out, response, parsing, events, outcome, error_event, rewrite)
+        return await _relay_chunks(out, response, parsing, events, outcome, error_event, rewrite, ending)
     finally:  # the client left, the upstream broke off, or the stream ended: the parser reads what is held
         if parsing is not None:
             parsing.flush()
@@ -142,6 +155,7 @@ async def _relay_chunks(
     outcome: StreamOutcome,
     error_event: ErrorEvent | None,
     rewrite: ChunkFilter | None,
+    ending: _Ending | None,
 ) -> StreamOutcome:
     content = response.content
     while True:
@@ -168,6 +182,8 @@ async def _relay_chunks(
             sending = rewrite.feed(sending)
         ended = content.at_eof()  # the upstream body ended with this chunk: it leaves with the client's end
         try:
+            if ending is not None:
+                await ending.before(sending, ended)
             if ended:
                 await out.write_eof(sending + _rest(events, rewrite))
                 return outcome
@@ -176,12 +192,36 @@ async def _relay_chunks(
         finally:  # parsed after the write, so parsing never delays the client's bytes (and also if it failed)
             if parsing is not None:
                 parsing.add(chunk)
+    if ending is not None:
+        await ending.before(b"", True)
     if outcome.error is not None:
         code = "proxy_shutdown" if outcome.error == "proxy_shutdown" else "upstream_error"
         await _end_with_error(out, events, error_event, message, code)  # an unfinished event is dropped
         return outcome
     await out.write_eof(_rest(events, rewrite))
     return outcome
+
+
+class _Ending:
+    """Awaits `before_end` once, before the bytes that end the stream for its client are written."""
+
+    __slots__ = ("_hook", "_tail")
+
+    def __init__(self, hook: BeforeEnd) -> None:
+        self._hook: BeforeEnd | None = hook
+        self._tail = b""
+
+    async def before(self, sending: bytes, ended: bool) -> None:
+        hook = self._hook
+        if hook is None:
+            return
+        if not ended:
+            seen = self._tail + sending
+            self._tail = seen[-_TAIL:]
+            if not any(marker in seen for marker in _TERMINAL):
+                return
+        self._hook = None
+        await hook()
 
 
 class ParseBatch:

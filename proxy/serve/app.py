@@ -21,11 +21,13 @@ from runguard.detectors.base import Detector
 from runguard.proxy.admin.api import STORE_READER, AdminApi
 from runguard.proxy.admin.ui.routes import Dashboard
 from runguard.proxy.core.safe_text import proxy_url
+from runguard.proxy.guard import accounting
 from runguard.proxy.guard.guard import Guard
 from runguard.proxy.guard.observer import FanOut, Observer
 from runguard.proxy.guard.policy import Policy
 from runguard.proxy.guard.pricing import ModelTables
 from runguard.proxy.http.handlers import handle
+from runguard.proxy.observe import state_metrics
 from runguard.proxy.observe.access_log import AccessLog
 from runguard.proxy.observe.alerts import Alerts
 from runguard.proxy.observe.metrics import Metrics
@@ -65,7 +67,12 @@ def build_state(settings: Settings) -> StateBackend:
             timeout=settings.state.timeout,
             max_connections=settings.state.max_connections,
         )
-    return MemoryState(ttls=ttls, max_scopes=settings.runs.max_runs)
+    return MemoryState(
+        ttls=ttls,
+        max_scopes=settings.runs.max_runs,
+        held=accounting.HELD_FIELDS,
+        max_runs_per_tenant=settings.runs.max_runs_per_tenant,
+    )
 
 
 def install_store(app: web.Application, settings: Settings, shutdown: Shutdown | None = None) -> RecordSink:
@@ -105,7 +112,10 @@ async def health(request: web.Request) -> web.Response:
     ctx = request.app[CONTEXT]
     degraded = ctx.guard.degraded_since is not None
     backend = "redis" if ctx.settings.state.url else "memory"
-    body = {"status": "degraded" if degraded else "ok", "state": backend}
+    body: dict[str, object] = {"status": "degraded" if degraded else "ok", "state": backend}
+    held = state_metrics.figures(request.app[STATE])
+    if held is not None:
+        body["entries"] = held  # what memory holds, and what it dropped to make room (`state_metrics`)
     return web.json_response(body, status=200)
 
 
@@ -163,6 +173,7 @@ def create_app(
     )
     app[CONTEXT] = context
     app[STATE] = backend
+    metrics.registry.register(state_metrics.StateMetrics(backend))
     guard.on_request = telemetry.install(app, settings, metrics.registry)  # before `lifetime`: cleaned up after it
     metrics.watch(sink, lambda: guard.degraded_since is not None, history, guard.stages.seconds)
 

@@ -7,10 +7,15 @@ normal request still goes through and is recorded as the run's first.
 from __future__ import annotations
 
 import asyncio
+import base64
 import gzip
+import random
+import time
 from collections.abc import AsyncIterator
+from pathlib import Path
 
 import aiohttp
+import brotli
 import openai
 import orjson
 import pytest
@@ -20,6 +25,7 @@ from google.genai import types
 
 from tests.e2e import payloads
 from tests.e2e.faults import proxy, requests_of
+from tests.e2e.trust import serving
 from tests.support.proxy import ListSink
 from tests.support.upstream import FakeUpstream, Reply
 
@@ -222,3 +228,72 @@ async def test_gemini_garbage_stream_passes_through(upstream: FakeUpstream, prox
     url = proxy_url + "/v1beta/models/gemini-2.5-flash:streamGenerateContent?alt=sse"
     status, got, _ = await _post(url, orjson.dumps({"contents": [{"role": "user", "parts": [{"text": "hi"}]}]}))
     assert (status, got) == (200, b"".join(garbage))
+
+
+def _brotli_bomb(prefix: bytes, size: int) -> bytes:
+    """`prefix` then about `size` bytes of a 150 KB random text repeated: a brotli body of ~150 KB."""
+    unit = base64.b64encode(random.Random(45).randbytes(110_000))
+    block = unit * ((8 << 20) // len(unit))
+    compressor = brotli.Compressor(quality=2, lgwin=18)
+    parts = [compressor.process(prefix)]
+    parts += [compressor.process(block) for _ in range(size // len(block))]
+    return b"".join([*parts, compressor.finish()])
+
+
+def _peak_rss(pid: int) -> int:
+    """The process's peak resident memory so far (VmHWM), in bytes."""
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmHWM:"):
+            return int(line.split()[1]) * 1024
+    raise AssertionError("no VmHWM")
+
+
+@pytest.mark.slow
+async def test_a_brotli_bomb_is_refused_at_once_in_bounded_memory_while_others_are_served(
+    upstream: FakeUpstream, tmp_path: Path
+) -> None:
+    """The attack: a ~150 KB `Content-Encoding: br` body that inflates to 1 GiB, against the real `serve`
+    process at the default 32 MB body limit. It once inflated whole on the event loop (RSS +1.7 GB, 7.6 s;
+    another tenant waited 2.3 s). Now it is answered 413 as soon as its output passes the limit, the peak
+    memory grows by about the limit per bomb, and another tenant's request sent the moment the bombs'
+    bodies are sent is answered while they are being refused."""
+    bomb = _brotli_bomb(b'{"model":"gpt-4o","messages":[{"role":"user","content":"', 1 << 30)
+    assert len(bomb) < 250_000
+    upstream.script = lambda _: Reply.json(payloads.chat_completion("fine"))
+    async with serving(tmp_path, upstream.url) as served:
+        client = openai.AsyncOpenAI(base_url=served.url + "/v1", api_key="sk-other-tenant", max_retries=0)
+        ask = {"model": "gpt-4o-mini", "messages": [{"role": "user", "content": "hi"}]}
+        await client.chat.completions.create(**ask)  # type: ignore[call-overload]  # warm: baseline memory
+        before = _peak_rss(served.process.pid)
+        sent = [asyncio.Event() for _ in range(3)]
+
+        async def attack(done: asyncio.Event) -> tuple[int, bytes]:
+            async def body() -> AsyncIterator[bytes]:
+                for at in range(0, len(bomb), 64 * 1024):
+                    yield bomb[at : at + 64 * 1024]
+                done.set()  # the last piece is written: the proxy has the whole bomb
+
+            headers = {"Content-Encoding": "br", "Content-Type": "application/json", "Authorization": "Bearer sk-x"}
+            async with (
+                aiohttp.ClientSession() as session,
+                session.post(served.url + CHAT, data=body(), headers=headers) as r,
+            ):
+                return r.status, await r.read()
+
+        began = time.monotonic()
+        bombs = asyncio.gather(*(attack(done) for done in sent))
+        for done in sent:
+            await done.wait()
+        asked = time.monotonic()
+        reply = await client.chat.completions.create(**ask)  # type: ignore[call-overload]
+        other = time.monotonic() - asked
+        answers = await bombs
+        refused = time.monotonic() - began
+        grew = _peak_rss(served.process.pid) - before
+    assert reply.choices[0].message.content == "fine"
+    assert [status for status, _ in answers] == [413] * 3
+    assert all(b"request_too_large" in answer for _, answer in answers)
+    assert refused < 5.0, f"the bombs took {refused:.2f} s to refuse"
+    assert other < 1.0, f"another tenant waited {other:.2f} s"
+    assert grew < 400 << 20, f"peak RSS grew {grew >> 20} MB"
+    assert len(upstream.received) == 2  # the bombs never went upstream

@@ -13,7 +13,7 @@ from runguard.proxy.providers.openai_chat.adapter import ChatAdapter
 from runguard.proxy.providers.openai_responses.adapter import ResponsesAdapter
 from runguard.proxy.relay import streams as relay
 from runguard.proxy.relay.codec import stream_decoder
-from runguard.proxy.relay.streams import ParseBatch
+from runguard.proxy.relay.streams import ParseBatch, _Ending
 from tests.e2e import payloads
 
 STREAMS: list[tuple[Adapter, Callable[[str], list[bytes]]]] = [
@@ -84,3 +84,26 @@ def test_chunks_are_held_until_a_batch_fills_then_fed_whole_in_order(monkeypatch
     parsing.flush()
     parsing.flush()  # nothing left: nothing more fed
     assert parser.fed == [b"abcdefghij", b"k"]
+
+
+async def test_the_end_hook_runs_once_before_the_bytes_that_end_the_stream() -> None:
+    """`before_end` runs before the chunk carrying a terminal event is written (even split over two
+    chunks), once; a stream with no terminal event (Gemini's) runs it at its end."""
+    calls: list[str] = []
+
+    async def hook() -> None:
+        calls.append("marked")
+
+    ending = _Ending(hook)
+    await ending.before(b'data: {"choices": []}\n\n', False)
+    assert calls == []
+    await ending.before(b"data: [DO", False)
+    assert calls == []
+    await ending.before(b"NE]\n\n", False)
+    assert calls == ["marked"]
+    await ending.before(b"", True)
+    assert calls == ["marked"]
+    gemini = _Ending(hook)
+    await gemini.before(b'data: {"candidates": []}\r\n\r\n', False)
+    await gemini.before(b"", True)
+    assert calls == ["marked", "marked"]

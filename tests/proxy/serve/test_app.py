@@ -124,7 +124,8 @@ async def test_health_answers_with_the_state_backend_in_use(upstream: FakeUpstre
     try:
         async with httpx.AsyncClient(base_url=running.url) as client:
             answer = await client.get("/runguard/health")
-        assert (answer.status_code, answer.json()) == (200, {"status": "ok", "state": "memory"})
+        entries = {"entries": 0, "kept": 0, "evicted": 0, "evicted_in_tenant": 0, "refused_runs": 0}
+        assert (answer.status_code, answer.json()) == (200, {"status": "ok", "state": "memory", "entries": entries})
     finally:
         await running.stop()
 

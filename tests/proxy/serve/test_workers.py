@@ -8,6 +8,7 @@ import signal
 from collections.abc import AsyncIterator
 from pathlib import Path
 
+import aiohttp
 import httpx
 import pytest
 import redis.asyncio as aioredis
@@ -16,9 +17,10 @@ import yaml
 from tests.e2e import payloads
 from tests.services import require_redis, unique_name
 from tests.support.processes import ServeProcess, console_script, start_serve
-from tests.support.upstream import FakeUpstream, Reply
+from tests.support.upstream import FakeUpstream, Received, Reply
 
 pytestmark = [pytest.mark.redis, pytest.mark.slow]
+CHAT = "/v1/chat/completions"
 
 
 def _children(pid: int) -> list[int]:
@@ -117,3 +119,55 @@ async def test_more_than_one_worker_on_in_memory_state_is_refused(tmp_path: Path
     _, said = await asyncio.wait_for(process.communicate(), 30)
     assert process.returncode == 2
     assert b"needs shared run state" in said
+
+
+async def _opened(url: str, count: int) -> list[aiohttp.ClientSession]:
+    """`count` clients, each with one connection already open (and so already on a worker)."""
+    sessions = [aiohttp.ClientSession(connector=aiohttp.TCPConnector(limit=1)) for _ in range(count)]
+    for session in sessions:
+        async with session.get(url + "/runguard/health") as answer:
+            await answer.read()
+    return sessions
+
+
+async def test_a_streamed_trip_stops_followers_on_every_worker(upstream: FakeUpstream, workers: ServeProcess) -> None:
+    """The attack: a run's streamed response takes it past its token cap, and the moment the client has the
+    stream's `[DONE]`, eight requests of that run go out on connections opened before, spread over both
+    workers. Followers once slipped through on the other worker (14 of 120), its state batch running
+    before the stream's end was judged; now the end is marked pending in Redis before the stream's last
+    bytes go out, and a follower on any worker waits for it."""
+
+    def answers(request: Received) -> Reply:
+        if request.json().get("stream"):
+            return Reply.sse(payloads.chat_stream("streamed", with_usage=True))  # 13 tokens
+        return Reply.json(payloads.chat_completion("slipped through"))
+
+    upstream.script = answers
+    ask = {"model": "gpt-4o-mini", "messages": [{"role": "user", "content": "go"}]}
+    slipped: list[str] = []
+    for round_ in range(8):
+        headers = {
+            "Authorization": "Bearer sk-workers",
+            "X-Run-Id": f"streamed-{round_}",
+            "X-RunGuard-Max-Tokens": "10",
+        }
+        followers = await _opened(workers.url, 8)
+        try:
+            async with (
+                aiohttp.ClientSession() as streaming,
+                streaming.post(workers.url + CHAT, json={**ask, "stream": True}, headers=headers) as stream,
+            ):
+                seen = b""
+                while b"[DONE]" not in seen:
+                    seen += await stream.content.readany()
+
+                async def follow(session: aiohttp.ClientSession, headers: dict[str, str] = headers) -> str:
+                    async with session.post(workers.url + CHAT, json=ask, headers=headers) as answer:
+                        await answer.read()
+                        return f"{answer.status} {answer.headers.get('x-runguard-trip')}"
+
+                statuses = await asyncio.gather(*(follow(session) for session in followers))
+        finally:
+            await asyncio.gather(*(session.close() for session in followers))
+        slipped += [status for status in statuses if status != "429 max_tokens"]
+    assert slipped == [], workers.diagnostics()
