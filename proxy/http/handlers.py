@@ -88,6 +88,10 @@ async def handle(request: web.Request) -> web.StreamResponse:
         return provider_error(None, 404, f"RunGuard: no provider serves {path}", "unknown_path")
     upgrade = is_upgrade(request.method, request.headers)
     protocols = websocket.offered_protocols(request) if upgrade else ()
+    hidden = credentials.after_semicolons(request.raw_path.partition("?")[2])
+    if hidden:  # a credential some servers read and this proxy would not judge
+        message = f"RunGuard: a credential follows a ';' in the query ({', '.join(hidden)}); separate it with '&'"
+        return provider_error(route.dialect, 400, message, "conflicting_credentials")
     credential = credentials.read(route.provider, outgoing, request.query, protocols)
     if credential.conflict:
         return _credential_refusal(route, credential)
