@@ -34,6 +34,7 @@ from runguard.proxy.observe.telemetry.bounds import BoundedValues, bounded
 from runguard.proxy.observe.telemetry.ids import RunTraceIds, agent_context, run_trace_id
 from runguard.proxy.observe.telemetry.meters import GenAiMeters
 from runguard.proxy.observe.telemetry.turns import AgentTurns, Call, PendingCalls
+from runguard.proxy.runs.tenants import state_id
 from runguard.proxy.store.records import RequestRecord
 
 
@@ -60,12 +61,12 @@ class GenAiTracer:
         self._agents = BoundedValues()
         self._tools = BoundedValues()
 
-    def _start(self, name: str, parent: Context | None, run_id: str, kind: SpanKind, at: int) -> Span:
-        """A span under `parent`, or a root of the run's trace."""
+    def _start(self, name: str, parent: Context | None, ticket: Ticket, kind: SpanKind, at: int) -> Span:
+        """A span under `parent`, or a root of the trace of the ticket's run (in its tenant)."""
         assert self._tracer is not None
         if parent is not None:
             return self._tracer.start_span(name, parent, kind, start_time=at)
-        self._ids.chosen = run_trace_id(run_id)
+        self._ids.chosen = run_trace_id(ticket.tenant, ticket.run_id)
         try:
             return self._tracer.start_span(name, None, kind, start_time=at)
         finally:
@@ -92,7 +93,7 @@ class GenAiTracer:
         agent = ticket.request.agent
         if parent is None:
             # `steady`: the agent's name learned from a handoff to it later does not start a turn of its own.
-            turn = self.turns.current(ticket.run_id, agent.steady, lambda: self._turn_span(ticket, start), start)
+            turn = self.turns.current(_run(ticket), agent.steady, lambda: self._turn_span(ticket, start), start)
             parent = set_span_in_context(turn.span)
         self._tool_spans(ticket, parent, start)
         span = self._chat_span(ticket, seen, record, parent, start, error)
@@ -105,11 +106,11 @@ class GenAiTracer:
                 key = call.call_id or call.name
                 # Arguments are kept only when they will be shown (content opt-in): calls wait in memory.
                 arguments = call.arguments if self._content else ""
-                self._calls.add(ticket.run_id, key, Call(bounded(call.name), arguments, end, bounded(agent.label)))
+                self._calls.add(_run(ticket), key, Call(bounded(call.name), arguments, end, bounded(agent.label)))
 
     def _turn_span(self, ticket: Ticket, at: int) -> Span:
         label = ticket.request.agent.label
-        span = self._start(f"invoke_agent {self._agents(label)}", None, ticket.run_id, SpanKind.INTERNAL, at)
+        span = self._start(f"invoke_agent {self._agents(label)}", None, ticket, SpanKind.INTERNAL, at)
         span.set_attributes(
             {
                 gen_ai.GEN_AI_OPERATION_NAME: "invoke_agent",
@@ -132,7 +133,7 @@ class GenAiTracer:
     ) -> Span:
         request = ticket.request
         name = f"{attributes.operation(request.api)} {self._models(request.model)}"
-        span = self._start(name, parent, ticket.run_id, SpanKind.CLIENT, start)
+        span = self._start(name, parent, ticket, SpanKind.CLIENT, start)
         found = attributes.chat_attributes(ticket, seen, record)
         server = self._servers.get(str(ticket.adapter.provider))
         if server is not None:
@@ -158,10 +159,10 @@ class GenAiTracer:
         request = ticket.request
         for result in request.new_results:
             key = result.call_id or result.name
-            call = self._calls.take(ticket.run_id, key) if key else None
+            call = self._calls.take(_run(ticket), key) if key else None
             name = result.name or (call.name if call else "unknown")
             started = call.ended if call is not None and call.ended <= arrived else arrived
-            span = self._start(f"execute_tool {self._tools(name)}", parent, ticket.run_id, SpanKind.INTERNAL, started)
+            span = self._start(f"execute_tool {self._tools(name)}", parent, ticket, SpanKind.INTERNAL, started)
             found: dict[str, AttributeValue] = {
                 gen_ai.GEN_AI_OPERATION_NAME: "execute_tool",
                 gen_ai.GEN_AI_TOOL_NAME: bounded(name),
@@ -180,6 +181,11 @@ class GenAiTracer:
                 found[gen_ai.GEN_AI_TOOL_CALL_RESULT] = result.content
             span.set_attributes(found)
             span.end(end_time=arrived)
+
+
+def _run(ticket: Ticket) -> str:
+    """The key of the ticket's run among every tenant's (two tenants may send the same `X-Run-Id`)."""
+    return state_id(ticket.tenant, ticket.run_id)
 
 
 def _arguments(ticket: Ticket, call_id: str | None, name: str) -> str | None:
