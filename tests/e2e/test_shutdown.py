@@ -193,3 +193,28 @@ async def test_streams_open_at_the_end_of_the_grace_get_their_providers_error(
     assert code == 0, served.diagnostics()
     assert took < GRACE + 2.0, (took, served.diagnostics())
     assert all("shutting down" in message for message in messages), messages
+
+
+async def test_five_live_streams_end_within_the_grace_and_log_no_traceback(
+    upstream: FakeUpstream, tmp_path: Path
+) -> None:
+    """Five chat streams still open at SIGTERM: the stop takes no longer than its grace period (plus the
+    process's own exit), and cutting them logs no aiohttp `InvalidStateError` traceback."""
+    upstream.script = _never_ending
+    served = await start_serve(_env(upstream, tmp_path, RUNGUARD_DATABASE_URL=""), tmp_path)
+    oai = openai.AsyncOpenAI(base_url=served.url + "/v1", api_key="sk-cut-0123456789", max_retries=0)
+    began = [asyncio.Event() for _ in range(5)]
+    readers = [asyncio.ensure_future(_read_chat(oai, event)) for event in began]
+    try:
+        await asyncio.wait_for(asyncio.gather(*(event.wait() for event in began)), 15)
+        code, took = await _stopped_in(served)
+        messages = await asyncio.wait_for(asyncio.gather(*readers), 5)
+    finally:
+        for reader in readers:
+            reader.cancel()
+        await oai.close()
+    assert code == 0, served.diagnostics()
+    assert took < GRACE + 1.0, (took, served.diagnostics())
+    assert all("shutting down" in message for message in messages), messages
+    log = served.text()
+    assert "InvalidStateError" not in log and "Traceback" not in log, served.diagnostics()
