@@ -307,8 +307,9 @@ async def test_graceful_shutdown_drains_an_in_flight_stream(upstream: FakeUpstre
         response = await session.post(running.url + CHAT, data=_chat(stream=True))
         first = await response.content.readany()
         stopping = asyncio.create_task(running.stop())
-        await asyncio.sleep(0.05)
-        assert not stopping.done()
+        shutdown = running.runner.app[CONTEXT].shutdown
+        await eventually(lambda: shutdown.begun, within=5.0)  # the stop is under way...
+        assert not stopping.done()  # ...and waits for the stream
         rest = await response.read()
         await stopping
     assert first + rest == b"".join(chunks)
@@ -340,7 +341,8 @@ async def test_shutdown_does_not_wait_the_grace_period_for_a_body_that_stopped_a
     head = f"POST {CHAT} HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 5000\r\n\r\n"
     writer.write(head.encode() + _chat()[:40])
     await writer.drain()
-    await asyncio.sleep(0.1)  # the handler is waiting for the other 4960 bytes
+    ctx = running.runner.app[CONTEXT]
+    await eventually(lambda: bool(ctx.reading), within=5.0)  # the handler is waiting for the other 4960 bytes
     started = asyncio.get_running_loop().time()
     await running.stop()
     assert asyncio.get_running_loop().time() - started < 10.0  # not the 30 s grace

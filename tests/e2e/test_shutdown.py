@@ -19,6 +19,7 @@ from google.genai import errors as genai_errors
 from google.genai import types
 
 from tests.e2e import payloads
+from tests.e2e.faults import eventually
 from tests.proxy.store.conftest import count, drop_schema, with_schema
 from tests.proxy.store.tcp_relay import TcpRelay
 from tests.services import require_postgres, unique_name
@@ -86,7 +87,8 @@ async def test_records_a_database_outage_loses_at_sigterm_are_counted_exactly_wi
             await relay.down()  # PostgreSQL is gone from here on
             for i in range(1, 51):
                 await ask(i)
-        await asyncio.sleep(0.3)  # a batch is in the writer's hands, retrying, and the rest waits in the queue
+        # A batch is in the writer's hands, retrying (it says so), and the rest waits in the queue.
+        await eventually(lambda: "failed, retrying" in served.text(), within=10.0)
         code, took = await _stopped_in(served)
     finally:
         await relay.down()
