@@ -3,12 +3,14 @@
 A test that needs one asks for it through `require_redis()` / `require_postgres()`.
 When the server does not answer, the test is skipped with the reason, except
 under `RUNGUARD_REQUIRE_SERVICES=1` (set by `.ci/run`), where it fails: CI
-always exercises the real servers.
+always exercises the real servers. The same holds for the programs some tests
+run (`require_binary`: `redis-server`, `promtool`), which `.ci/run` installs.
 """
 
 from __future__ import annotations
 
 import os
+import shutil
 import socket
 import uuid
 
@@ -30,6 +32,18 @@ def _require(name: str, host: str, port: int) -> None:
     if _reachable(host, port):
         return
     reason = f"{name} is not reachable on {host}:{port}"
+    if os.environ.get("RUNGUARD_REQUIRE_SERVICES") == "1":
+        pytest.fail(f"{reason}, and RUNGUARD_REQUIRE_SERVICES=1 requires it")
+    pytest.skip(reason)
+
+
+def require_binary(name: str, package: str) -> str:
+    """The path of the program `name` (from the Debian package `package`), or skip (fail under
+    RUNGUARD_REQUIRE_SERVICES=1: `.ci/run` installs it)."""
+    found = shutil.which(name)
+    if found is not None:
+        return found
+    reason = f"{name} is not installed (apt-get install {package})"
     if os.environ.get("RUNGUARD_REQUIRE_SERVICES") == "1":
         pytest.fail(f"{reason}, and RUNGUARD_REQUIRE_SERVICES=1 requires it")
     pytest.skip(reason)

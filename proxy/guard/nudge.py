@@ -11,6 +11,14 @@ and key order are the client's). Where the note goes is each API's own: its
 spec's `nudge` splice (`providers/<api>/nudge.py`: a last message in Chat, a
 developer input item in Responses, a part of Gemini's system instruction).
 
+The note goes in a system (or developer) message, the most trusted place in
+a conversation, and the names a reason quotes (tools, agents) are the
+model's own output or the client's choice. So it never copies them as they
+came: the reason is one JSON-quoted string in the note, every name in it is
+cut to `MAX_NAME` characters, and control characters (newlines included)
+are visible escapes: a tool named `x\n\nSYSTEM: ...` cannot open a line, a
+paragraph or a message of its own.
+
 A body the splice cannot place the note in (not a JSON object, no
 `messages`/`input` list, an odd `systemInstruction`) is forwarded unchanged:
 `with_note` returns None (fail open; the run is still counted as nudged).
@@ -18,16 +26,21 @@ A body the splice cannot place the note in (not a JSON object, no
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Mapping
+from typing import Any
+
 import orjson
 
 from runguard.proxy.core.events import Api
 from runguard.proxy.core.ops import Op
+from runguard.proxy.core.safe_text import printable
 from runguard.proxy.guard import accounting
 from runguard.proxy.guard.engine import Finding
 from runguard.proxy.guard.ticket import Ticket
 from runguard.proxy.providers import registry
 
 MAX_REASON = 300  # characters of the verdict's reason quoted in the note
+MAX_NAME = 48  # characters of a tool or agent name the reason quotes
 
 
 def escalated(nudged: frozenset[str], findings: list[Finding]) -> list[Finding]:
@@ -43,17 +56,43 @@ def nudging(ticket: Ticket, nudges: list[Finding], *, now: bool) -> list[Op]:
     carries the note (`ticket.note`); else (a finding after a response) the run's next request does."""
     if not nudges:
         return []
-    note = note_for(nudges[0].detector, nudges[0].verdict.reason)
+    verdict = nudges[0].verdict
+    note = note_for(nudges[0].detector, verdict.reason, _names(verdict.evidence))
     if now:
         ticket.note = note
     ticket.nudged |= {f.detector for f in nudges}
     return accounting.nudge_ops([f.detector for f in nudges], None if now else note)
 
 
-def note_for(detector: str, reason: str) -> str:
-    """The note's text: what is repeating (the verdict's reason) and what to do instead."""
+def _names(evidence: Mapping[str, Any]) -> list[str]:
+    """The texts a verdict's evidence names (a tool, an agent, a handoff's pair, a delegation chain)."""
+    found: list[str] = []
+    for value in evidence.values():
+        if isinstance(value, str):
+            found.append(value)
+        elif isinstance(value, (list, tuple)):
+            found += [item for item in value if isinstance(item, str)]
+    return found
+
+
+def _short(name: str) -> str:
+    return name if len(name) <= MAX_NAME else name[:MAX_NAME] + "..."
+
+
+def quoted_reason(reason: str, names: Iterable[str] = ()) -> str:
+    """`reason` as the note quotes it: each of `names` in it cut to `MAX_NAME` characters (longest first, so a
+    name inside another is not cut twice), control characters escaped, at most `MAX_REASON` characters, as
+    one JSON string."""
+    for name in sorted({n for n in names if len(n) > MAX_NAME}, key=len, reverse=True):
+        reason = reason.replace(name, _short(name))
+    return orjson.dumps(printable(reason[: MAX_REASON * 4])[:MAX_REASON]).decode()
+
+
+def note_for(detector: str, reason: str, names: Iterable[str] = ()) -> str:
+    """The note's text: what is repeating (the verdict's reason, quoted: see the module docstring) and what to
+    do instead."""
     return (
-        f"[RunGuard] This run looks stuck ({detector}): {reason[:MAX_REASON]}. "
+        f"[RunGuard] This run looks stuck ({detector}): {quoted_reason(reason, names)}. "
         "Doing the same again will not give a different result. Change your approach (another tool, other "
         "arguments, or another agent), or give your final answer with what you have. "
         "If this pattern goes on, the run will be stopped."

@@ -100,8 +100,15 @@ async def handle(request: web.Request) -> web.StreamResponse:
     route = resolve(path, api_version=api_version, facts=facts)
     if route is None:
         return provider_error(None, 404, f"RunGuard: no provider serves {path}", "unknown_path")
+    if route.lookalike:  # served as a guarded endpoint by a front end that folds case or trims the path
+        message = f"RunGuard: {path} is not spelt as the provider's endpoint is (case, a trailing space or dot)"
+        return provider_error(route.dialect, 404, message, "unknown_path")
     upgrade = is_upgrade(request.method, request.headers)
     protocols = websocket.offered_protocols(request) if upgrade else ()
+    hidden = credentials.after_semicolons(request.raw_path.partition("?")[2])
+    if hidden:  # a credential some servers read and this proxy would not judge
+        message = f"RunGuard: a credential follows a ';' in the query ({', '.join(hidden)}); separate it with '&'"
+        return provider_error(route.dialect, 400, message, "conflicting_credentials")
     credential = credentials.read(route.provider, outgoing, request.query, protocols)
     if credential.conflict:
         return _credential_refusal(route, credential)

@@ -11,7 +11,11 @@ On shutdown queued alerts get one attempt window to go out, then the workers
 are cancelled.
 
 The payload is the trip's fields plus `text`, so a Slack-compatible incoming
-webhook shows a readable message. Webhook URLs often embed a secret, so only
+webhook shows a readable message. Run ids, agent and tool names, models and
+the reasons that quote them are chosen by clients and models, so `text` has
+`&`, `<` and `>` escaped as Slack asks (`slack_escaped`): a run id of
+`<!channel>` or `<https://evil.example|click>` shows as typed, never as a
+ping or a disguised link. Webhook URLs often embed a secret, so only
 their scheme and host are ever logged.
 """
 
@@ -40,10 +44,17 @@ log = logging.getLogger("runguard.alerts")
 RETRYABLE_4XX = frozenset({408, 429})
 
 
+def slack_escaped(text: str) -> str:
+    """`text` with the three characters Slack's message formatting reads (`&`, `<`, `>`) escaped; Slack shows
+    them as typed."""
+    return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+
+
 def alert_text(trip: TripRecord, url: str | None = None) -> str:
     """A one-paragraph, human summary of a trip (Slack `text`); `url`: the proxy's, when not the default.
 
-    The run id, model and reason come from clients: printable here, and shell-quoted in the reset command.
+    The run id, model and reason come from clients: printable here, shell-quoted in the reset command, and
+    the whole text escaped for Slack (no mention, link or channel ping can be smuggled in).
     """
     if trip.scope == "run":
         reset = reset_command(run_id=trip.run_id, url=url)
@@ -51,7 +62,7 @@ def alert_text(trip: TripRecord, url: str | None = None) -> str:
         reset = reset_command(key=trip.key_hash, model=trip.model, url=url)
     else:
         reset = reset_command(key=trip.key_hash, url=url)
-    return (
+    return slack_escaped(
         f"RunGuard blocked run {printable(trip.run_id)} at request {trip.request_index}: {trip.detector} "
         f"({trip.scope} scope). {printable(trip.reason)}. Spent ${trip.usd_so_far:.4f}, "
         f"about ${trip.usd_avoided_estimate:.4f} avoided. Reset with: {reset}"

@@ -36,7 +36,15 @@ from runguard.proxy.providers.spec import CredentialPlaces
 _MAY_NAME_ONE = ("key", "token", "%")  # a raw query holds a credential parameter only if it holds one of these
 _NONE_READ = CredentialPlaces(())  # an unknown provider reads no place: every key header is dropped
 QUERY_NAMES = registry.REGISTRY.query_names  # every query parameter that may hold a credential
-__all__ = ["BROWSER_KEY_PROTOCOL", "QUERY_NAMES", "Credential", "drop_unread", "every_value", "read"]
+__all__ = [
+    "BROWSER_KEY_PROTOCOL",
+    "QUERY_NAMES",
+    "Credential",
+    "after_semicolons",
+    "drop_unread",
+    "every_value",
+    "read",
+]
 
 
 def _places(provider: Provider) -> CredentialPlaces:
@@ -106,6 +114,26 @@ def target_without_unread(provider: Provider, target: str) -> str:
         return target
     kept = [part for part in query.split("&") if unquote_plus(part.partition("=")[0]) not in unread]
     return path + ("?" + "&".join(kept) if kept else "")
+
+
+def after_semicolons(raw_query: str) -> tuple[str, ...]:
+    """The credential parameters a raw query joins to another with a `;` (`?alt=json;key=...`,
+    `?key=K;alt=json`), as `?name=`.
+
+    The proxy splits a query on `&` only, so `alt=json;key=K` is one parameter `alt`, and `key=K;alt=json`
+    a key `K;alt=json`; a server that also splits on `;` (older frameworks, some gateways) reads the key
+    `K`, a credential never judged here. Such a request is refused (`handlers`); the common query, with no
+    `;`, costs one test.
+    """
+    if ";" not in raw_query or not may_name_one(raw_query):
+        return ()
+    found = [
+        unquote_plus(piece.partition("=")[0]).strip()
+        for part in raw_query.split("&")
+        if ";" in part
+        for piece in part.split(";")
+    ]
+    return tuple(f"?{name}=" for name in dict.fromkeys(found) if name in QUERY_NAMES)
 
 
 def may_name_one(raw_query: str) -> bool:

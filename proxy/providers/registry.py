@@ -11,6 +11,7 @@ module attribute each call, so a test may swap in a registry with a provider of 
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Mapping
 
 from runguard.config.settings import GuardSettings
@@ -22,6 +23,7 @@ from runguard.proxy.providers.spec import Door, PathRule, ProviderApi, ProviderS
 _FOREIGN_HEADERS = ("x-api-key",)
 _NO_FACTS: frozenset[str] = frozenset()  # shared: most requests carry no header a door is keyed by
 HEADER_FACT = "header:"  # a door fact that is a request header's presence (`spec.Door`)
+_TRAILING = re.compile(r"[\s.]+$")  # what some servers trim off a path's end (a decoded %20, a dot)
 
 APIS: tuple[ProviderApi, ...] = (
     openai_chat.SPEC,
@@ -37,6 +39,7 @@ class Registry:
     __slots__ = (
         "_by_api",
         "_by_provider",
+        "_folded",
         "_paths",
         "apis",
         "claims",
@@ -80,6 +83,11 @@ class Registry:
             for rule in spec.paths:
                 paths.setdefault(rule.family, []).append((rule, spec))
         self._paths = {family: tuple(rules) for family, rules in paths.items()}
+        # The same rules read without case: a path they match only so is a guarded endpoint's look-alike.
+        self._folded = {
+            family: tuple(re.compile(rule.pattern.pattern, rule.pattern.flags | re.IGNORECASE) for rule, _ in rules)
+            for family, rules in paths.items()
+        }
         # Every header and query parameter that may carry a key, in any provider's place (`credentials`):
         # `Authorization` aside (every provider reads it), and Anthropic's `x-api-key` whether or not a
         # provider here reads it (a key no upstream reads is never forwarded).
@@ -112,6 +120,13 @@ class Registry:
     def paths(self, family: str) -> tuple[tuple[PathRule, ProviderApi], ...]:
         """The API rules that read paths of a door's `family`, in the specs' order."""
         return self._paths.get(family, ())
+
+    def lookalike(self, family: str, rest: str) -> bool:
+        """Whether `rest`, which no API rule of `family` reads, is a guarded endpoint but for its case or
+        trailing spaces and dots (`/v1/Chat/Completions`, `/v1/chat/completions%20`, `:GenerateContent`):
+        front ends that fold case or trim the path would serve it as that endpoint."""
+        trimmed = _TRAILING.sub("", rest)
+        return any(folded.search(trimmed) for folded in self._folded.get(family, ()))
 
 
 REGISTRY = Registry(APIS)

@@ -28,6 +28,7 @@ class Route:
     model: str | None = None  # Gemini: the model in the URL
     stream: bool = False  # Gemini: :streamGenerateContent
     spec: ProviderApi | None = field(default=None, compare=False, repr=False)  # who reads it; None: Api.OTHER
+    lookalike: bool = False  # Api.OTHER, but a guarded endpoint in another case or with a trailing space: refused
 
     @property
     def dialect(self) -> Provider:
@@ -75,7 +76,8 @@ def resolve(
                 stream = groups.get("method") in rule.streaming
                 return Route(provider.name, spec.name, rest, groups.get("model"), stream, spec)
         named = door.model.search(rest) if door.model is not None else None
-        return Route(provider.name, Api.OTHER, rest, named["model"] if named else None)
+        lookalike = table.lookalike(door.family, rest)
+        return Route(provider.name, Api.OTHER, rest, named["model"] if named else None, lookalike=lookalike)
     return None
 
 

@@ -8,6 +8,13 @@ guard's undos, and the record store's last flush. Streams still open when
 `drain` ends are cut: their relay ends each with the provider's own error
 event (`relay.StreamCut`), so an SDK raises a clean error rather than
 reading a truncated body. Every later step waits at most `remaining()`.
+
+aiohttp's own wait for the handlers (`handlers_wait`) ends half the reserve
+after the cut, not at the same moment: the cut handlers write their error
+event and return in that time, so aiohttp never gives up on a handler that is
+ending (it would then cancel its wait under it, and the handler's end would
+log an `InvalidStateError` traceback, one per cut stream, and hold the stop
+past its grace).
 """
 
 from __future__ import annotations
@@ -20,6 +27,7 @@ from aiohttp import StreamReader
 
 RESERVE_SHARE = 0.2  # of the grace period, kept for records and undos after the streams
 MAX_RESERVE = 5.0  # seconds: a longer grace goes to the streams
+CUT_SHARE = 0.5  # of the reserve, for the cut streams' handlers to end before aiohttp stops waiting for them
 
 
 class StreamCut(Exception):
@@ -29,6 +37,13 @@ class StreamCut(Exception):
 def reserve_of(grace: float) -> float:
     """Seconds of `grace` kept for the work after the streams."""
     return min(grace * RESERVE_SHARE, MAX_RESERVE)
+
+
+def handlers_wait(grace: float) -> float:
+    """aiohttp's `shutdown_timeout`: the streams' drain time and half the reserve, in which the streams cut at
+    the end of their drain time end their handlers."""
+    reserve = reserve_of(grace)
+    return grace - reserve + reserve * CUT_SHARE
 
 
 class Shutdown:

@@ -16,6 +16,7 @@ import orjson
 
 _EVENT_END = re.compile(rb"\r?\n\r?\n")
 _NULL_USAGE = b',"usage":null'
+MAX_HELD = 1 << 20  # bytes of an unfinished event held back at most
 
 
 def with_usage_requested(body: bytes) -> bytes | None:
@@ -40,14 +41,26 @@ def _is_usage_only(data: bytes) -> bool:
 
 
 class UsageChunkFilter:
-    """Rewrites an SSE byte stream event by event; bytes of an unfinished event wait for the rest."""
+    """Rewrites an SSE byte stream event by event; bytes of an unfinished event wait for the rest.
 
-    __slots__ = ("_pending",)
+    An unfinished event past `MAX_HELD` bytes (one huge line) is not an event
+    this filter rewrites (those are a few hundred bytes): it and the rest of
+    the stream pass as they come, so no byte is held or scanned again.
+    """
+
+    __slots__ = ("_off", "_pending")
 
     def __init__(self) -> None:
         self._pending = b""
+        self._off = False
 
     def feed(self, chunk: bytes) -> bytes:
+        if self._off:
+            return chunk
+        if len(self._pending) + len(chunk) > MAX_HELD and not _EVENT_END.search(chunk):
+            self._off = True
+            rest, self._pending = self._pending + chunk, b""
+            return rest
         buffer = self._pending + chunk if self._pending else chunk
         out: list[bytes] = []
         start = 0

@@ -10,6 +10,7 @@ User-Agent and Content-Type of its own).
 from __future__ import annotations
 
 import asyncio
+import re
 
 import aiohttp
 from multidict import CIMultiDict
@@ -19,10 +20,13 @@ from runguard.config.loader import ConfigError
 from runguard.config.settings import UpstreamSettings
 from runguard.proxy.core.errors import UpstreamError, UpstreamRefused, UpstreamTimeout
 from runguard.proxy.core.events import Provider
+from runguard.proxy.core.safe_text import printable
 from runguard.proxy.providers import registry
 from runguard.proxy.runs.keys import redact
 
 _NO_AUTO_HEADERS = ("Accept-Encoding", "Accept", "User-Agent", "Content-Type")
+_URL = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*://[^\s'\",]*")  # a URL in an exception's text, to its end
+MAX_DETAIL = 200  # characters of an upstream failure's detail a client is told
 
 
 class Upstream:
@@ -132,11 +136,23 @@ def _time_silence(response: aiohttp.ClientResponse, seconds: float) -> None:
 
 
 def describe(exc: BaseException) -> str:
-    """A short, key-free account of a client error (aiohttp's text may quote the URL and its ?key=)."""
+    """A short account of a client error for the client's 502, with no URL in it.
+
+    aiohttp's text quotes the upstream URL: the internal address, and the
+    query's credentials whatever their name (`?key=`, `?access_token=`,
+    `?oauth_token=`, `?%24key=`). A malformed response says only what was
+    wrong with it (its first line, printable and short); other errors have
+    every URL cut out and what looks like a key masked. A connection that
+    cannot be made names the host and port it tried (the operator's setting).
+    """
+    name = type(exc).__name__
     if isinstance(exc, aiohttp.ClientConnectorError):
         reason = exc.os_error.strerror or type(exc.os_error).__name__
-        return f"{type(exc).__name__}: cannot connect to {exc.host}:{exc.port}: {reason}"
-    return f"{type(exc).__name__}: {redact(str(exc))}"
+        return f"{name}: cannot connect to {exc.host}:{exc.port}: {reason}"
+    if isinstance(exc, aiohttp.ClientResponseError):
+        first = str(exc.message).strip().split("\n", 1)[0]
+        return f"{name}: the upstream's response is malformed: {printable(first[:MAX_DETAIL])}"
+    return f"{name}: {printable(redact(_URL.sub('<url>', str(exc)))[:MAX_DETAIL])}"
 
 
 async def read_whole(response: aiohttp.ClientResponse) -> bytes:

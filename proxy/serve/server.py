@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from aiohttp import web
 
 from runguard.proxy.http.errors import ProxyRunner
-from runguard.proxy.relay.shutdown import reserve_of
+from runguard.proxy.relay.shutdown import handlers_wait
 from runguard.proxy.serve.timeouts import ClientTimeouts, WatchedSite
 
 
@@ -44,13 +44,12 @@ async def start(
     """Serve `app` on `host:port`; `timeouts` bound slow and idle clients (`runguard.proxy.serve.timeouts`);
     `reuse_port`: share the port with other processes (`serve.workers`)."""
     bounds = timeouts or ClientTimeouts()
-    drain = grace - reserve_of(grace)  # the rest of the grace period is the records' (see `shutdown`)
     runner = ProxyRunner(  # an AppRunner that never echoes a request it cannot parse (keys in it)
         app,
         handler_cancellation=True,
         auto_decompress=False,
         access_log=None,
-        shutdown_timeout=drain,
+        shutdown_timeout=handlers_wait(grace),  # past the streams' cut, within the grace (see `shutdown`)
         keepalive_timeout=bounds.keepalive,
     )
     await runner.setup()

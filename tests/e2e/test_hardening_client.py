@@ -41,20 +41,24 @@ def _chat(stream: bool = False) -> bytes:
     return orjson.dumps(body)
 
 
-async def test_client_gone_while_sending_its_body(upstream: FakeUpstream, proxy_url: str, sink: ListSink) -> None:
-    host, port = proxy_url.removeprefix("http://").split(":")
-    _reader, writer = await asyncio.open_connection(host, int(port))
-    head = f"POST {CHAT} HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 5000\r\n\r\n"
-    writer.write(head.encode() + _chat()[:40])
-    await writer.drain()
-    await asyncio.sleep(0.05)
-    writer.transport.abort()
-    await asyncio.sleep(0.1)
-    assert upstream.received == []
-    assert requests_of(sink) == []
-    upstream.script = lambda _: Reply.json(payloads.chat_completion("next"))
-    async with aiohttp.ClientSession() as session, session.post(proxy_url + CHAT, data=_chat()) as r:
-        assert r.status == 200
+async def test_client_gone_while_sending_its_body(upstream: FakeUpstream, sink: ListSink) -> None:
+    running = await start_proxy(settings_for(upstream.url), sink=sink)
+    reading = running.runner.app[CONTEXT].reading  # handlers waiting for the rest of a body
+    try:
+        _reader, writer = await asyncio.open_connection("127.0.0.1", running.port)
+        head = f"POST {CHAT} HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 5000\r\n\r\n"
+        writer.write(head.encode() + _chat()[:40])
+        await writer.drain()
+        await eventually(lambda: bool(reading), within=5.0)  # the handler is reading the body
+        writer.transport.abort()
+        await eventually(lambda: not reading, within=5.0)  # and is done with it
+        assert upstream.received == []
+        assert requests_of(sink) == []
+        upstream.script = lambda _: Reply.json(payloads.chat_completion("next"))
+        async with aiohttp.ClientSession() as session, session.post(running.url + CHAT, data=_chat()) as r:
+            assert r.status == 200
+    finally:
+        await running.stop()
 
 
 async def test_client_gone_before_the_answer_cancels_upstream_and_is_recorded(
@@ -307,8 +311,9 @@ async def test_graceful_shutdown_drains_an_in_flight_stream(upstream: FakeUpstre
         response = await session.post(running.url + CHAT, data=_chat(stream=True))
         first = await response.content.readany()
         stopping = asyncio.create_task(running.stop())
-        await asyncio.sleep(0.05)
-        assert not stopping.done()
+        shutdown = running.runner.app[CONTEXT].shutdown
+        await eventually(lambda: shutdown.begun, within=5.0)  # the stop is under way...
+        assert not stopping.done()  # ...and waits for the stream
         rest = await response.read()
         await stopping
     assert first + rest == b"".join(chunks)
@@ -340,7 +345,8 @@ async def test_shutdown_does_not_wait_the_grace_period_for_a_body_that_stopped_a
     head = f"POST {CHAT} HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 5000\r\n\r\n"
     writer.write(head.encode() + _chat()[:40])
     await writer.drain()
-    await asyncio.sleep(0.1)  # the handler is waiting for the other 4960 bytes
+    ctx = running.runner.app[CONTEXT]
+    await eventually(lambda: bool(ctx.reading), within=5.0)  # the handler is waiting for the other 4960 bytes
     started = asyncio.get_running_loop().time()
     await running.stop()
     assert asyncio.get_running_loop().time() - started < 10.0  # not the 30 s grace

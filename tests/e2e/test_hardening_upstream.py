@@ -7,9 +7,13 @@ ends in the provider's own error event, so the SDKs raise.
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
+import functools
 import socket
+import time
 from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
 from typing import Any
 
 import aiohttp
@@ -24,7 +28,8 @@ from openai.types.chat import ChatCompletionChunk
 from tests.e2e import payloads
 from tests.e2e.faults import eventually, proxy, requests_of, trips_of
 from tests.support.proxy import ListSink
-from tests.support.upstream import FakeUpstream, Reply, closed_port, trickle
+from tests.support.served import serving
+from tests.support.upstream import FakeUpstream, Received, Reply, closed_port, trickle
 
 FAST = {"connect_timeout": 0.3, "first_byte_timeout": 0.4, "idle_timeout": 0.3}
 CHAT_BODY = {"model": "gpt-4o-mini", "messages": [{"role": "user", "content": "go"}]}
@@ -302,3 +307,52 @@ async def test_unreachable_upstream_opens_retry_cascade_too() -> None:
         error = await _chat_error(url)
     assert isinstance(error, openai.RateLimitError)
     assert [t.detector for t in trips_of(sink)] == ["retry_cascade"]
+
+
+def _one_huge_line(request: Received, megabytes: int = 0) -> Reply:
+    """A stream whose second event is one `data:` line of `megabytes` (a content delta), then a normal end."""
+    if not orjson.loads(request.body).get("stream"):
+        return Reply.json(payloads.chat_completion("quick"))
+    first, *rest = payloads.chat_stream("fine", with_usage=True)
+    head = b'data: {"id":"chatcmpl-s","object":"chat.completion.chunk","choices":[{"index":0,"delta":{"content":"'
+    piece = b"a" * (1 << 20)
+    tail = b'"},"finish_reason":null}]}\n\n'
+    return Reply.sse([first, head, *([piece] * megabytes), tail, *rest])
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("megabytes", [30, 100])
+async def test_a_huge_sse_line_is_relayed_whole_and_stalls_no_other_tenant(
+    upstream: FakeUpstream, tmp_path: Path, megabytes: int
+) -> None:
+    """The proxy relays every byte of the huge event, skips reading it (counted as an unparsable event), and
+    another tenant's requests are answered meanwhile as usual. Before, a 30 MB line was parsed whole on the
+    event loop (the other tenant waited 761 ms), and 100 MB made the parser drop the rest of the stream."""
+    upstream.script = functools.partial(_one_huge_line, megabytes=megabytes)
+    waits: list[float] = []
+    async with serving(upstream.url, tmp_path) as served, aiohttp.ClientSession() as session:
+        chat = served.url + "/v1/chat/completions"
+
+        async def huge() -> int:
+            body = {**CHAT_BODY, "stream": True}
+            headers = {"Authorization": "Bearer sk-huge-tenant", "X-Run-Id": "huge"}
+            received = 0
+            async with session.post(chat, json=body, headers=headers) as response:
+                async for chunk in response.content.iter_any():
+                    received += len(chunk)
+            return received
+
+        streaming = asyncio.ensure_future(huge())
+        while not streaming.done():  # another tenant, small requests one after another
+            began = time.perf_counter()
+            headers = {"Authorization": "Bearer sk-other-tenant", "X-Run-Id": f"small-{len(waits)}"}
+            async with session.post(chat, json=CHAT_BODY, headers=headers) as response:
+                assert response.status == 200
+            waits.append(time.perf_counter() - began)
+        streamed = _one_huge_line(Received("POST", "", "", {}, b'{"stream":true}'), megabytes)
+        sent = sum(len(chunk) for chunk in streamed.chunks or ())
+        assert await streaming == sent  # every byte relayed
+        metrics = await (await session.get(served.url + "/runguard/metrics")).text()
+    print(f"other tenant: {len(waits)} requests, slowest {max(waits) * 1000:.0f} ms")
+    assert 'runguard_parse_errors_total{api="chat",body="response"} 1.0' in metrics  # the skipped event, counted
+    assert len(waits) >= 3 and max(waits) < 0.5, waits

@@ -58,7 +58,7 @@ async def test_gemini_generate_content_spans_and_tool_spans_by_name(
     tools = by_start(receiver.named("execute_tool"))
     assert [t.attributes["gen_ai.tool.name"] for t in tools] == ["parse_document"] * 2
     assert tools[0].start_ns == calls[0].end_ns  # found by name: Gemini's calls carry no ids
-    assert {s.trace_id for s in receiver.spans} == {trace_of("otel-gemini")}
+    assert {s.trace_id for s in receiver.spans} == {trace_of("otel-gemini", "test-key")}
 
 
 async def test_grpc_export_with_headers_service_name_and_content_opt_in(

@@ -19,6 +19,7 @@ from google.genai import errors as genai_errors
 from google.genai import types
 
 from tests.e2e import payloads
+from tests.e2e.faults import eventually
 from tests.proxy.store.conftest import count, drop_schema, with_schema
 from tests.proxy.store.tcp_relay import TcpRelay
 from tests.services import require_postgres, unique_name
@@ -86,7 +87,8 @@ async def test_records_a_database_outage_loses_at_sigterm_are_counted_exactly_wi
             await relay.down()  # PostgreSQL is gone from here on
             for i in range(1, 51):
                 await ask(i)
-        await asyncio.sleep(0.3)  # a batch is in the writer's hands, retrying, and the rest waits in the queue
+        # A batch is in the writer's hands, retrying (it says so), and the rest waits in the queue.
+        await eventually(lambda: "failed, retrying" in served.text(), within=10.0)
         code, took = await _stopped_in(served)
     finally:
         await relay.down()
@@ -193,3 +195,28 @@ async def test_streams_open_at_the_end_of_the_grace_get_their_providers_error(
     assert code == 0, served.diagnostics()
     assert took < GRACE + 2.0, (took, served.diagnostics())
     assert all("shutting down" in message for message in messages), messages
+
+
+async def test_five_live_streams_end_within_the_grace_and_log_no_traceback(
+    upstream: FakeUpstream, tmp_path: Path
+) -> None:
+    """Five chat streams still open at SIGTERM: the stop takes no longer than its grace period (plus the
+    process's own exit), and cutting them logs no aiohttp `InvalidStateError` traceback."""
+    upstream.script = _never_ending
+    served = await start_serve(_env(upstream, tmp_path, RUNGUARD_DATABASE_URL=""), tmp_path)
+    oai = openai.AsyncOpenAI(base_url=served.url + "/v1", api_key="sk-cut-0123456789", max_retries=0)
+    began = [asyncio.Event() for _ in range(5)]
+    readers = [asyncio.ensure_future(_read_chat(oai, event)) for event in began]
+    try:
+        await asyncio.wait_for(asyncio.gather(*(event.wait() for event in began)), 15)
+        code, took = await _stopped_in(served)
+        messages = await asyncio.wait_for(asyncio.gather(*readers), 5)
+    finally:
+        for reader in readers:
+            reader.cancel()
+        await oai.close()
+    assert code == 0, served.diagnostics()
+    assert took < GRACE + 1.0, (took, served.diagnostics())
+    assert all("shutting down" in message for message in messages), messages
+    log = served.text()
+    assert "InvalidStateError" not in log and "Traceback" not in log, served.diagnostics()

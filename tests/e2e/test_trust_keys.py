@@ -15,6 +15,7 @@ import aiohttp
 import openai
 import pytest
 import yaml
+import yarl
 from google import genai
 from google.genai import errors as genai_errors
 from google.genai import types
@@ -190,3 +191,34 @@ async def test_the_served_proxy_judges_the_key_it_sends(upstream: FakeUpstream, 
     finally:
         await served.stop()
     assert ALLOWED not in served.text() and OTHER not in served.text()
+
+
+@pytest.mark.parametrize(
+    "query",
+    [
+        f"alt=json;key={OTHER}",
+        f"alt=json;%24key={OTHER}",
+        f"alt=sse&x=1;access_token={OTHER}",
+        f"key={ALLOWED};oauth_token={OTHER}",
+    ],
+)
+async def test_a_credential_after_a_semicolon_does_not_go_upstream_unjudged(
+    upstream: FakeUpstream, make_proxy: ProxyFactory, query: str
+) -> None:
+    """`?alt=json;key=<unlisted key>` beside an allowed key: a server that splits queries on `;` would read a
+    key the proxy never judged (it splits on `&`). Refused before anything goes upstream."""
+    upstream.script = _script
+    url = await make_proxy(runs={"key_allowlist": [HASH(ALLOWED)]})
+    body = {"contents": [{"role": "user", "parts": [{"text": "hi"}]}]}
+    async with aiohttp.ClientSession(headers={"x-goog-api-key": ALLOWED}) as session:
+        target = yarl.URL(f"{url}{GEMINI_PATH}?{query}", encoded=True)
+        async with session.post(target, json=body) as refused:
+            assert refused.status == 400
+            error = (await refused.json())["error"]
+        assert error["status"] == "INVALID_ARGUMENT" and "follows a ';'" in error["message"]
+        assert OTHER not in error["message"]
+        assert upstream.received == []
+        fine = yarl.URL(f"{url}{GEMINI_PATH}?alt=json;charset=utf-8", encoded=True)  # no credential after the ';'
+        async with session.post(fine, json=body) as answered:
+            assert answered.status == 200
+    assert [r.query for r in upstream.received] == ["alt=json;charset=utf-8"]

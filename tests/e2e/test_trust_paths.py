@@ -195,3 +195,50 @@ async def test_unreadable_bodies_are_refused_when_the_operator_says_so(serve: Se
     assert upstream.received == []
     assert value(found, "runguard_unreadable_requests_total", provider="openai", action="refuse") == 2
     assert value(found, "runguard_unreadable_requests_total", provider="gemini", action="refuse") == 1
+
+
+LOOKALIKES = [
+    "/v1/Chat/Completions",
+    "/v1/CHAT/COMPLETIONS",
+    "/v1/chat/completions%20",
+    "/v1/chat/completions.",
+    "/v1/Responses",
+    "/openai/deployments/d/Chat/Completions?api-version=2024-10-21",
+]
+
+
+async def test_case_and_suffix_lookalikes_of_guarded_endpoints_are_refused_not_forwarded(
+    served: ServeProcess, upstream: FakeUpstream
+) -> None:
+    """A front end that folds case or trims the path (Azure's often do) would serve these as the guarded
+    endpoint; with the run's breaker open they must not go upstream as "other" routes."""
+    run = "paths-lookalike"
+    client = openai.AsyncOpenAI(base_url=served.url + "/v1", api_key=OPENAI_KEY, max_retries=0)
+    headers = {"X-Run-Id": run, "X-RunGuard-Max-Requests": "1"}
+    await client.chat.completions.create(
+        model="gpt-4o-mini", messages=[{"role": "user", "content": "hi"}], extra_headers=headers
+    )
+    with pytest.raises(openai.RateLimitError):  # the run's breaker is open from here on
+        await client.chat.completions.create(
+            model="gpt-4o-mini", messages=[{"role": "user", "content": "hi"}], extra_headers=headers
+        )
+    await client.close()
+    for target in LOOKALIKES:
+        reply = await request(served.url, "POST", target, CHAT_BODY, _openai_headers(run, 1))
+        error = reply.json()["error"]
+        assert (target, reply.status, error["code"]) == (target, 404, "unknown_path")
+        assert "not spelt as the provider's endpoint is" in error["message"]
+    gemini = {"x-goog-api-key": GEMINI_KEY, "X-Run-Id": run, "Content-Type": "application/json"}
+    for target in (f"{FLASH}:GenerateContent", f"{FLASH}:streamgeneratecontent?alt=sse", f"{FLASH}:generateContent%20"):
+        reply = await request(served.url, "POST", target, GEMINI_BODY, gemini)
+        assert (target, reply.status, reply.json()["error"]["status"]) == (target, 404, "NOT_FOUND")  # Gemini's
+    anthropic = {"x-api-key": "sk-ant-paths", "anthropic-version": "2023-06-01", "X-Run-Id": run}
+    body = orjson.dumps(
+        {"model": "claude-sonnet-4-5", "max_tokens": 10, "messages": [{"role": "user", "content": "hi"}]}
+    )
+    reply = await request(served.url, "POST", "/v1/Messages", body, anthropic)
+    assert (reply.status, reply.json()["error"]["type"]) == (404, "not_found_error")  # Anthropic's own shape
+    assert len(upstream.received) == 1, [r.path for r in upstream.received]
+    # What is not a guarded endpoint in any case still goes upstream untouched.
+    reply = await request(served.url, "GET", "/v1/models", b"", _openai_headers(None, 10))
+    assert reply.status == 200 and upstream.received[-1].path == "/v1/models"

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import json
 import re
-import shutil
 import subprocess
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
@@ -25,6 +24,7 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from runguard.proxy.runs.keys import KeyHasher
 from tests.e2e import agents as loops
+from tests.services import require_binary
 from tests.support.otlp_receiver import OtlpReceiver
 from tests.support.proxy import settings_for, start_proxy
 from tests.support.upstream import FakeUpstream
@@ -135,8 +135,6 @@ async def test_every_metric_and_label_the_dashboard_and_rules_use_is_exported(sc
 
 
 def test_promtool_accepts_the_rules() -> None:
-    promtool = shutil.which("promtool")
-    if promtool is None:
-        pytest.skip("promtool is not installed (apt-get install prometheus)")
+    promtool = require_binary("promtool", "prometheus")
     checked = subprocess.run([promtool, "check", "rules", str(ALERTS)], capture_output=True, text=True, check=False)
     assert checked.returncode == 0, checked.stdout + checked.stderr

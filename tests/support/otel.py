@@ -10,7 +10,9 @@ from contextlib import asynccontextmanager
 from typing import Any
 
 from runguard.proxy.observe.telemetry.ids import run_trace_id
+from runguard.proxy.runs.keys import KeyHasher
 from tests.support.otlp_receiver import OtlpReceiver, ReceivedSpan
+from tests.support.proxy import TEST_SALT
 
 
 @asynccontextmanager
@@ -31,9 +33,10 @@ def telemetry(endpoint: str, **more: Any) -> dict[str, Any]:
     return {"telemetry": {"endpoint": endpoint, **quick, **more}}
 
 
-def trace_of(run_id: str) -> str:
-    """The hex trace id of a run's trace (the spans of a run without traceparent)."""
-    return f"{run_trace_id(run_id):032x}"
+def trace_of(run_id: str, key: str) -> str:
+    """The hex trace id of a run's trace (the spans of a run without traceparent), sent with `key` to a
+    proxy of `tests.support.proxy` (its tenant is the key's hash with that proxy's salt)."""
+    return f"{run_trace_id(KeyHasher(TEST_SALT.encode()).hash(key), run_id):032x}"
 
 
 def by_start(spans: list[ReceivedSpan]) -> list[ReceivedSpan]:

@@ -12,6 +12,8 @@ from runguard.proxy.serve.server import Running, start
 from runguard.proxy.state.base import StateBackend
 from runguard.proxy.store.records import Record
 
+TEST_SALT = "test-salt"  # the key salt of every proxy made here (key hashes in tests use it)
+
 
 class ListSink:
     """Keeps every record, for assertions."""
@@ -26,7 +28,7 @@ class ListSink:
 def settings_for(upstream_url: str, **sections: dict[str, Any]) -> Settings:
     data: dict[str, Any] = {
         "upstreams": {"openai": upstream_url, "gemini": upstream_url, **sections.pop("upstreams", {})},
-        "runs": {"key_salt": "test-salt", **sections.pop("runs", {})},
+        "runs": {"key_salt": TEST_SALT, **sections.pop("runs", {})},
         # In-process proxies keep no database unless a test asks for one.
         "store": {"database_url": "", **sections.pop("store", {})},
         **sections,

@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 import asyncio
-import shutil
 import socket
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
-import pytest
 import redis.asyncio as aioredis
+
+from tests.services import require_binary
 
 
 def free_port() -> int:
@@ -28,9 +28,7 @@ class OwnRedis:
         self._process: asyncio.subprocess.Process | None = None
 
     async def start(self) -> None:
-        binary = shutil.which("redis-server")
-        if binary is None:
-            pytest.skip("redis-server binary not installed")
+        binary = require_binary("redis-server", "redis-server")
         self._process = await asyncio.create_subprocess_exec(
             binary,
             *("--port", str(self.port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"),

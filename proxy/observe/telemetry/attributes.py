@@ -7,6 +7,7 @@ Content (message text, tool arguments and results) is only written by the
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 
 import orjson
 from opentelemetry.semconv._incubating.attributes import gen_ai_attributes as gen_ai
@@ -15,6 +16,7 @@ from opentelemetry.util.types import AttributeValue
 from runguard.detectors.base import ResponseSeen
 from runguard.proxy.core.events import Api, RequestInfo, ResponseInfo
 from runguard.proxy.guard.ticket import Ticket
+from runguard.proxy.observe.telemetry.bounds import bounded
 from runguard.proxy.providers import registry
 from runguard.proxy.store.records import RequestRecord, TripRecord
 
@@ -36,16 +38,19 @@ def provider(ticket: Ticket) -> str:
     return spec.system if spec is not None else str(ticket.adapter.provider)
 
 
-def metric_attributes(ticket: Ticket, seen: ResponseSeen | None) -> dict[str, str]:
-    """The low-cardinality attributes the GenAI metrics carry."""
+def metric_attributes(
+    ticket: Ticket, seen: ResponseSeen | None, model: Callable[[str], str] = bounded
+) -> dict[str, str]:
+    """The low-cardinality attributes the GenAI metrics carry; the model names (client text) as `model` gives
+    them (the metrics pass a `BoundedValues`, so their count is bounded too)."""
     request = ticket.request
     found: dict[str, str] = {
         gen_ai.GEN_AI_OPERATION_NAME: operation(request.api),
         gen_ai.GEN_AI_PROVIDER_NAME: provider(ticket),
-        gen_ai.GEN_AI_REQUEST_MODEL: request.model,
+        gen_ai.GEN_AI_REQUEST_MODEL: model(request.model),
     }
     if seen is not None and seen.response.model:
-        found[gen_ai.GEN_AI_RESPONSE_MODEL] = seen.response.model
+        found[gen_ai.GEN_AI_RESPONSE_MODEL] = model(seen.response.model)
     return found
 
 
@@ -69,7 +74,7 @@ def chat_attributes(ticket: Ticket, seen: ResponseSeen | None, record: RequestRe
     found: dict[str, AttributeValue] = {
         **metric_attributes(ticket, seen),
         gen_ai.GEN_AI_CONVERSATION_ID: ticket.run_id,
-        gen_ai.GEN_AI_AGENT_NAME: request.agent.label,
+        gen_ai.GEN_AI_AGENT_NAME: bounded(request.agent.label),
         gen_ai.GEN_AI_REQUEST_STREAM: request.stream,
         "runguard.api": str(request.api),
         "runguard.request.index": record.index,
@@ -87,7 +92,7 @@ def chat_attributes(ticket: Ticket, seen: ResponseSeen | None, record: RequestRe
     if ticket.blocked_by:
         found["runguard.blocked_by"] = ticket.blocked_by
     if record.handoff_to:
-        found["runguard.handoff_to"] = record.handoff_to
+        found["runguard.handoff_to"] = bounded(record.handoff_to)
     return found
 
 
@@ -105,7 +110,7 @@ def _response_attributes(found: dict[str, AttributeValue], response: ResponseInf
         if usage.reasoning_tokens:
             found[gen_ai.GEN_AI_USAGE_REASONING_OUTPUT_TOKENS] = usage.reasoning_tokens
     if response.tool_calls:
-        found["runguard.tool_calls"] = tuple(call.name for call in response.tool_calls)
+        found["runguard.tool_calls"] = tuple(bounded(call.name) for call in response.tool_calls)
 
 
 def trip_event(trip: TripRecord) -> dict[str, AttributeValue]:

@@ -1,8 +1,9 @@
 """Which trace a request's spans join: the agent's own (W3C `traceparent`), else its run's.
 
-A run without a `traceparent` is one trace whose id is derived from the run
-id, so every replica that serves one of its requests puts its spans in the
-same trace without sharing anything. `RunTraceIds` is the tracer provider's
+A run without a `traceparent` is one trace whose id is derived from its
+tenant and its run id, so every replica that serves one of its requests puts
+its spans in the same trace without sharing anything, and two tenants that
+send the same `X-Run-Id` (two runs: `runs/tenants`) get two traces. `RunTraceIds` is the tracer provider's
 id generator: it hands out that derived id for the root span being started,
 random ids otherwise (span ids are always random).
 """
@@ -17,12 +18,14 @@ from opentelemetry.sdk.trace.id_generator import RandomIdGenerator
 from opentelemetry.trace import get_current_span
 from opentelemetry.trace.propagation.tracecontext import TraceContextTextMapPropagator
 
+from runguard.proxy.runs.tenants import state_id
+
 _PROPAGATOR = TraceContextTextMapPropagator()  # stateless: it only parses and writes headers
 
 
-def run_trace_id(run_id: str) -> int:
-    """The 128-bit trace id of a run's trace: stable across processes and replicas, never zero."""
-    return int(xxhash.xxh3_128_hexdigest(f"runguard.run:{run_id}".encode()), 16) or 1
+def run_trace_id(tenant: str, run_id: str) -> int:
+    """The 128-bit trace id of a tenant's run's trace: stable across processes and replicas, never zero."""
+    return int(xxhash.xxh3_128_hexdigest(f"runguard.run:{state_id(tenant, run_id)}".encode()), 16) or 1
 
 
 def agent_context(traceparent: str | None, tracestate: str | None) -> Context | None:

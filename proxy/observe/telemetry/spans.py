@@ -30,9 +30,11 @@ from opentelemetry.util.types import AttributeValue
 from runguard.detectors.base import ResponseSeen
 from runguard.proxy.guard.ticket import Ticket
 from runguard.proxy.observe.telemetry import attributes
+from runguard.proxy.observe.telemetry.bounds import BoundedValues, bounded
 from runguard.proxy.observe.telemetry.ids import RunTraceIds, agent_context, run_trace_id
 from runguard.proxy.observe.telemetry.meters import GenAiMeters
 from runguard.proxy.observe.telemetry.turns import AgentTurns, Call, PendingCalls
+from runguard.proxy.runs.tenants import state_id
 from runguard.proxy.store.records import RequestRecord
 
 
@@ -54,13 +56,17 @@ class GenAiTracer:
         self._content = capture_content
         self.turns = AgentTurns(int(turn_idle * 1e9))
         self._calls = PendingCalls()
+        # Client-chosen names in metric attributes and span names: printable, short, and few (`bounds`).
+        self._models = BoundedValues()
+        self._agents = BoundedValues()
+        self._tools = BoundedValues()
 
-    def _start(self, name: str, parent: Context | None, run_id: str, kind: SpanKind, at: int) -> Span:
-        """A span under `parent`, or a root of the run's trace."""
+    def _start(self, name: str, parent: Context | None, ticket: Ticket, kind: SpanKind, at: int) -> Span:
+        """A span under `parent`, or a root of the trace of the ticket's run (in its tenant)."""
         assert self._tracer is not None
         if parent is not None:
             return self._tracer.start_span(name, parent, kind, start_time=at)
-        self._ids.chosen = run_trace_id(run_id)
+        self._ids.chosen = run_trace_id(ticket.tenant, ticket.run_id)
         try:
             return self._tracer.start_span(name, None, kind, start_time=at)
         finally:
@@ -74,7 +80,7 @@ class GenAiTracer:
         if self._meters is not None:
             usage = seen.response.usage if seen is not None else None
             self._meters.record(
-                attributes.metric_attributes(ticket, seen),
+                attributes.metric_attributes(ticket, seen, self._models),
                 usage.input_tokens if usage and not usage.estimated else 0,
                 usage.output_tokens if usage and not usage.estimated else 0,
                 (end - start) / 1e9,
@@ -87,7 +93,7 @@ class GenAiTracer:
         agent = ticket.request.agent
         if parent is None:
             # `steady`: the agent's name learned from a handoff to it later does not start a turn of its own.
-            turn = self.turns.current(ticket.run_id, agent.steady, lambda: self._turn_span(ticket, start), start)
+            turn = self.turns.current(_run(ticket), agent.steady, lambda: self._turn_span(ticket, start), start)
             parent = set_span_in_context(turn.span)
         self._tool_spans(ticket, parent, start)
         span = self._chat_span(ticket, seen, record, parent, start, error)
@@ -100,18 +106,18 @@ class GenAiTracer:
                 key = call.call_id or call.name
                 # Arguments are kept only when they will be shown (content opt-in): calls wait in memory.
                 arguments = call.arguments if self._content else ""
-                self._calls.add(ticket.run_id, key, Call(call.name, arguments, end, agent.label))
+                self._calls.add(_run(ticket), key, Call(bounded(call.name), arguments, end, bounded(agent.label)))
 
     def _turn_span(self, ticket: Ticket, at: int) -> Span:
         label = ticket.request.agent.label
-        span = self._start(f"invoke_agent {label}", None, ticket.run_id, SpanKind.INTERNAL, at)
+        span = self._start(f"invoke_agent {self._agents(label)}", None, ticket, SpanKind.INTERNAL, at)
         span.set_attributes(
             {
                 gen_ai.GEN_AI_OPERATION_NAME: "invoke_agent",
                 gen_ai.GEN_AI_PROVIDER_NAME: attributes.provider(ticket),
-                gen_ai.GEN_AI_AGENT_NAME: label,
+                gen_ai.GEN_AI_AGENT_NAME: bounded(label),
                 gen_ai.GEN_AI_CONVERSATION_ID: ticket.run_id,
-                gen_ai.GEN_AI_REQUEST_MODEL: ticket.request.model,
+                gen_ai.GEN_AI_REQUEST_MODEL: bounded(ticket.request.model),
             }
         )
         return span
@@ -126,8 +132,8 @@ class GenAiTracer:
         error: str | None,
     ) -> Span:
         request = ticket.request
-        name = f"{attributes.operation(request.api)} {request.model}"
-        span = self._start(name, parent, ticket.run_id, SpanKind.CLIENT, start)
+        name = f"{attributes.operation(request.api)} {self._models(request.model)}"
+        span = self._start(name, parent, ticket, SpanKind.CLIENT, start)
         found = attributes.chat_attributes(ticket, seen, record)
         server = self._servers.get(str(ticket.adapter.provider))
         if server is not None:
@@ -153,16 +159,16 @@ class GenAiTracer:
         request = ticket.request
         for result in request.new_results:
             key = result.call_id or result.name
-            call = self._calls.take(ticket.run_id, key) if key else None
+            call = self._calls.take(_run(ticket), key) if key else None
             name = result.name or (call.name if call else "unknown")
             started = call.ended if call is not None and call.ended <= arrived else arrived
-            span = self._start(f"execute_tool {name}", parent, ticket.run_id, SpanKind.INTERNAL, started)
+            span = self._start(f"execute_tool {self._tools(name)}", parent, ticket, SpanKind.INTERNAL, started)
             found: dict[str, AttributeValue] = {
                 gen_ai.GEN_AI_OPERATION_NAME: "execute_tool",
-                gen_ai.GEN_AI_TOOL_NAME: name,
+                gen_ai.GEN_AI_TOOL_NAME: bounded(name),
                 gen_ai.GEN_AI_TOOL_TYPE: "function",
                 gen_ai.GEN_AI_CONVERSATION_ID: ticket.run_id,
-                gen_ai.GEN_AI_AGENT_NAME: call.agent if call is not None else request.agent.label,
+                gen_ai.GEN_AI_AGENT_NAME: bounded(call.agent if call is not None else request.agent.label),
             }
             if result.call_id:
                 found[gen_ai.GEN_AI_TOOL_CALL_ID] = result.call_id
@@ -175,6 +181,11 @@ class GenAiTracer:
                 found[gen_ai.GEN_AI_TOOL_CALL_RESULT] = result.content
             span.set_attributes(found)
             span.end(end_time=arrived)
+
+
+def _run(ticket: Ticket) -> str:
+    """The key of the ticket's run among every tenant's (two tenants may send the same `X-Run-Id`)."""
+    return state_id(ticket.tenant, ticket.run_id)
 
 
 def _arguments(ticket: Ticket, call_id: str | None, name: str) -> str | None:

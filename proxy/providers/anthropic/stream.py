@@ -176,6 +176,7 @@ class MessagesStreamParser:
     def close(self) -> ResponseInfo:
         for event in self._sse.rest():
             self._event(event.data)
+        self._bad += self._sse.skipped  # events too large to read count as unparsable
         texts: list[str] = []
         calls: list[ToolCall] = []
         for _, block in sorted(self._blocks.items()):

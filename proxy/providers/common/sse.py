@@ -10,6 +10,8 @@ from __future__ import annotations
 
 from runguard.proxy.core.frozen import frozen
 
+MAX_EVENT = 4 * 1024 * 1024  # bytes of one event read at most: a larger one is skipped (see `SseSplitter`)
+
 
 @frozen
 class SseEvent:
@@ -27,26 +29,37 @@ class SseSplitter:
     every streamed event (a long answer has hundreds), so a line costs a few
     comparisons and one slice.
 
-    Memory is bounded by `limit`: a line or an event larger than that (a
-    stream that is not SSE, or a broken one) makes the splitter give up, set
-    `overflowed` and ignore the rest of the stream. The relay forwards the
-    bytes regardless; only what RunGuard reads from them is lost (fail open).
+    Memory and work are bounded by `limit` per event: an event whose lines
+    grow past it (one 100 MB `data:` line, or a stream that is not SSE) is
+    skipped, counted in `skipped`: what is held of it is dropped, the rest of
+    an overlong line is passed over with one search for its end and never
+    copied, and the events after it are read as usual. So one huge event
+    costs the event loop next to nothing, and reading it whole (a JSON parse
+    of its megabytes) never stalls the other streams. The relay forwards the
+    bytes regardless; only what RunGuard reads from that event is lost (fail
+    open: its usage may then be estimated).
     """
 
-    __slots__ = ("_buffer", "_data", "_event", "_first", "_held", "_limit", "overflowed")
+    __slots__ = ("_buffer", "_data", "_event", "_first", "_held", "_limit", "_passing", "_spoiled", "skipped")
 
-    def __init__(self, limit: int = 32 * 1024 * 1024) -> None:
+    def __init__(self, limit: int = MAX_EVENT) -> None:
         self._buffer = bytearray()  # the unfinished line: holds no LF
         self._data: list[bytes] = []
         self._held = 0  # bytes in _data
         self._event: str | None = None
         self._first = True
         self._limit = limit
-        self.overflowed = False
+        self._passing = False  # the rest of an overlong line is passed over, up to its LF
+        self._spoiled = False  # the event under way is too large: it is not dispatched
+        self.skipped = 0  # events too large to read
 
     def feed(self, chunk: bytes) -> list[SseEvent]:
-        if self.overflowed:
-            return []
+        if self._passing:
+            end = chunk.find(b"\n")
+            if end < 0:
+                return []
+            self._passing = False
+            chunk = chunk[end + 1 :]
         events: list[SseEvent] = []
         buffer = self._buffer
         if b"\n" not in chunk:
@@ -57,15 +70,23 @@ class SseSplitter:
                 chunk = bytes(buffer)
                 buffer.clear()
             buffer += chunk[self._read_lines(chunk, events) :]
-        if len(buffer) + self._held > self._limit:
-            self._give_up()
-            return []
+        if buffer and len(buffer) + self._held > self._limit:
+            self._spoil()
+            buffer.clear()
+            self._passing = True  # the line goes on past the limit: pass over the rest of it
         return events
 
-    def _give_up(self) -> None:
-        self.overflowed = True
-        self._buffer = bytearray()
-        self._data, self._held, self._event = [], 0, None
+    @property
+    def overflowed(self) -> bool:
+        """Whether an event was too large to read (`skipped`)."""
+        return self.skipped > 0
+
+    def _spoil(self) -> None:
+        """The event under way is too large: drop what is held of it; it is not dispatched at its end."""
+        if not self._spoiled:
+            self.skipped += 1
+        self._spoiled = True
+        self._data, self._held = [], 0
 
     def _read_lines(self, text: bytes, events: list[SseEvent]) -> int:
         """Read the whole lines of `text` (LF or CRLF ended); returns where the unfinished rest starts.
@@ -82,7 +103,7 @@ class SseSplitter:
             self._first = False
             if text.startswith(b"\xef\xbb\xbf"):  # a UTF-8 byte order mark may open the stream
                 start = 3
-        if self._data or self._event is not None:
+        if self._data or self._event is not None or self._spoiled:
             return self._lines(text, start, events)
         if b"\r" not in text:
             end = b"\n"
@@ -95,6 +116,9 @@ class SseSplitter:
         if cut < 0:
             return self._lines(text, start, events)
         for block in text[start:cut].split(blank):
+            if len(block) > self._limit:
+                self.skipped += 1  # too large to read (see the class docstring)
+                continue
             if block[:6] == b"data: ":
                 if end not in block:
                     events.append(SseEvent(None, block[6:]))
@@ -117,18 +141,23 @@ class SseSplitter:
         last = text.rfind(b"\n")
         if last < start:
             return start
-        data, held, event = self._data, self._held, self._event
+        data, held, event, spoiled = self._data, self._held, self._event, self._spoiled
         for raw in text[start:last].split(b"\n"):
             line = raw[:-1] if raw[-1:] == b"\r" else raw
             if not line:
-                if data:
+                if data and not spoiled:
                     events.append(SseEvent(event, b"\n".join(data)))
-                    data, held = [], 0
-                event = None
+                data, held, event, spoiled = [], 0, None, False
+            elif spoiled:
+                continue  # a too large event's lines are not kept
             elif line[:5] == b"data:":
                 value = line[6:] if line[5:6] == b" " else line[5:]
-                data.append(value)
                 held += len(value) + 1
+                if held > self._limit:  # too large to read: not kept, not dispatched
+                    self.skipped += 1
+                    data, held, spoiled = [], 0, True
+                    continue
+                data.append(value)
             elif line[:6] == b"event:":
                 event = (line[7:] if line[6:7] == b" " else line[6:]).decode("utf-8", "replace")
             elif line == b"data":
@@ -136,12 +165,13 @@ class SseSplitter:
                 held += 1
             elif line == b"event":
                 event = ""
-        self._data, self._held, self._event = data, held, event
+        self._data, self._held, self._event, self._spoiled = data, held, event, spoiled
         return last + 1
 
     def rest(self) -> list[SseEvent]:
         """Events left when the stream closes without a final blank line."""
-        if self.overflowed:
-            return []
+        if self._passing:
+            self._passing = False
+            self._buffer.clear()
         # The unfinished line as if its line end came (a CR before it is cut as in CRLF), then a blank line.
         return self.feed(b"\n\n" if self._buffer else b"\n")

@@ -155,5 +155,6 @@ class GeminiStreamParser:
         elif self._array is None:
             for event in self._sse.rest():
                 self._event(event.data)
+            self._bad += self._sse.skipped  # events too large to read count as unparsable
         problem = f"{self._bad} unparsable chunks" if self._bad else None
         return self._acc.info(complete=self._acc.finish is not None, parse_error=problem)

@@ -213,6 +213,7 @@ class ChatStreamParser:
     def close(self) -> ResponseInfo:
         for event in self._sse.rest():
             self._event(event.data)
+        self._bad += self._sse.skipped  # events too large to read count as unparsable
         calls = tuple(
             ToolCall(name, "".join(pieces), call_id, index)
             for index, (call_id, name, pieces) in sorted(self._calls.items())

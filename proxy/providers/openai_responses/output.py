@@ -141,6 +141,7 @@ class ResponsesStreamParser:
     def close(self) -> ResponseInfo:
         for event in self._sse.rest():
             self._event(event.data)
+        self._bad += self._sse.skipped  # events too large to read count as unparsable
         problem = f"{self._bad} unparsable events" if self._bad else None
         if self._final is not None:
             info = self._final

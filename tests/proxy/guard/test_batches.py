@@ -28,8 +28,10 @@ class FlakyState(MemoryState):
         self.fail = 0  # batches that fail without running
         self.lose = 0  # batches that run, but whose reply is lost
         self.delay = 0.0
+        self.started = asyncio.Event()  # a batch has reached the state
 
     async def execute(self, ids: ScopeIds, ops: Sequence[Op]) -> list[OpResult]:
+        self.started.set()
         await asyncio.sleep(self.delay)
         if self.fail:
             self.fail -= 1
@@ -102,12 +104,11 @@ async def test_a_lost_batch_without_undo_stays_done(batches: Batches, state: Fla
 async def test_a_batch_whose_caller_left_runs_to_its_end_and_is_undone(batches: Batches, state: FlakyState) -> None:
     state.delay = 0.02
     caller = asyncio.ensure_future(batches.execute(IDS, TAKE, undo=GIVE_BACK))
-    await asyncio.sleep(0.005)
+    await state.started.wait()
     caller.cancel()  # the client left while its slot was being taken
     with pytest.raises(asyncio.CancelledError):
         await caller
-    await asyncio.sleep(0.03)
-    await batches.settle(1.0)
+    await batches.settle(1.0)  # the batch ran to its end, then its undo
     state.delay = 0.0
     assert await slots(batches) == 0
 

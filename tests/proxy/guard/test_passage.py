@@ -96,7 +96,7 @@ async def test_a_passage_is_ended_once_whatever_ends_it_after(guard: Guard, sink
     await p.finish()
     p.leave()
     await eventually(lambda: len(records(sink)) >= 1)
-    await asyncio.sleep(0.05)  # a second end would be recorded by now
+    await guard.settle(5.0)  # every end still running is done: a second end would be recorded by now
     (record,) = records(sink)
     assert (record.run_id, record.status, record.error) == (RUN, 200, None)
     assert (record.input_tokens, record.output_tokens) == (30, 7)
@@ -199,5 +199,5 @@ async def test_a_socket_s_passage_is_entered_and_finished_by_its_relay(guard: Gu
     await p.finish()
     await p.finish()
     await eventually(lambda: len(records(sink)) == 1)
-    await asyncio.sleep(0.05)
+    await guard.settle(5.0)  # every end still running is done
     assert len(records(sink)) == 1

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import io
 from pathlib import Path
@@ -15,6 +14,7 @@ from runguard.detectors.max_requests import MaxRequests
 from runguard.proxy.observe.access_log import AccessLog, access_line
 from runguard.proxy.store.records import RequestRecord, VerdictRecord
 from tests.e2e import payloads
+from tests.e2e.faults import eventually
 from tests.support.processes import start_serve
 from tests.support.proxy import settings_for, start_proxy
 from tests.support.upstream import FakeUpstream, Reply
@@ -103,7 +103,7 @@ async def test_lines_wait_at_most_the_interval_then_go_out_together() -> None:
     log.request_done(_record(1))
     log.request_done(_record(2))
     assert stream.getvalue() == b""  # batched: nothing written per request
-    await asyncio.sleep(0.2)
+    await eventually(lambda: len(stream.getvalue().splitlines()) == 2, within=5.0)  # the lines were written
     lines = stream.getvalue().splitlines()
     assert [orjson.loads(line)["index"] for line in lines] == [1, 2]
 

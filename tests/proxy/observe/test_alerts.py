@@ -17,7 +17,7 @@ from aiohttp import web
 from runguard.config.settings import AlertSettings
 from runguard.detectors.max_requests import MaxRequests
 from runguard.detectors.retry_cascade import RetryCascade
-from runguard.proxy.observe.alerts import Alerts
+from runguard.proxy.observe.alerts import Alerts, alert_payload, alert_text
 from runguard.proxy.serve.server import Running, start
 from runguard.proxy.store.records import TripRecord
 from tests.e2e import payloads
@@ -190,3 +190,41 @@ async def test_a_key_model_trip_names_the_reset_that_reopens_it(upstream: FakeUp
     alert = receiver.bodies[0]
     assert alert["detector"] == "retry_cascade" and alert["scope"] == "key_model"
     assert f"runguard-proxy reset --key {alert['key_hash']} --model gpt-4o-mini" in alert["text"]
+
+
+EVIL_RUN = "<!channel> URGENT <https://evil.example/login|click to reset>"
+
+
+def test_slack_text_escapes_every_client_and_model_chosen_string() -> None:
+    record = TripRecord(
+        "run-<@U0ADMIN>", "k_9f", "repeat_call", "block", "tool <!here> & <http://x|y> called 4 times", "run",
+        6, 1.0, 0.12, 900, 1.5, {"tool": "<!here>"},
+    )  # fmt: skip
+    text = alert_text(record)
+    assert "<" not in text and ">" not in text
+    assert "run-&lt;@U0ADMIN&gt;" in text and "tool &lt;!here&gt; &amp; &lt;http://x|y&gt;" in text
+    assert orjson.loads(alert_payload(record))["run_id"] == "run-<@U0ADMIN>"  # the raw fields stay as sent
+
+
+async def test_through_the_proxy_a_run_id_cannot_ping_the_channel_or_disguise_a_link(upstream: FakeUpstream) -> None:
+    upstream.script = lambda _: Reply.json(payloads.chat_completion())
+    async with Receiver() as receiver:
+        settings = settings_for(
+            upstream.url, alerts={"webhooks": [receiver.url]}, guard={"detectors": {"max_requests": {"limit": 1}}}
+        )
+        proxy = await start_proxy(settings, detectors=[MaxRequests()])
+        sdk = openai.AsyncOpenAI(
+            base_url=proxy.url + "/v1", api_key="sk-test-abc", max_retries=0, default_headers={"X-Run-Id": EVIL_RUN}
+        )
+        try:
+            await sdk.chat.completions.create(model="gpt-4o-mini", messages=[{"role": "user", "content": "go"}])
+            with pytest.raises(openai.RateLimitError):
+                await sdk.chat.completions.create(model="gpt-4o-mini", messages=[{"role": "user", "content": "go"}])
+            await until(lambda: len(receiver.bodies) == 1)
+        finally:
+            await sdk.close()
+            await proxy.stop()
+    text = receiver.bodies[0]["text"]
+    assert "<" not in text and ">" not in text  # Slack reads <!channel> and <url|label> only between < and >
+    assert "&lt;!channel&gt; URGENT &lt;https://evil.example/login|click to reset&gt;" in text
+    assert receiver.bodies[0]["run_id"] == EVIL_RUN

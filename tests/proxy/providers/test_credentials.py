@@ -1,8 +1,10 @@
 from __future__ import annotations
 
+import pytest
 from multidict import CIMultiDict, MultiDict
 
 from runguard.proxy.core.events import Provider
+from runguard.proxy.providers import credentials
 from runguard.proxy.providers.credentials import Credential, claims, drop_unread, read, target_without_unread
 
 OPENAI, GEMINI = Provider.OPENAI, Provider.GEMINI
@@ -86,3 +88,18 @@ class _NoQuery(dict[str, str]):
 
 def test_a_query_that_names_no_claiming_place_is_not_parsed() -> None:
     assert claims(CIMultiDict({"Authorization": "Bearer o"}), "limit=5", _NoQuery()) == set()  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(
+    ("raw_query", "named"),
+    [
+        ("alt=json;key=K", ("?key=",)),
+        ("alt=json;%24key=K&x=y", ("?$key=",)),
+        ("a=1;b=2;access_token=T;oauth_token=O", ("?access_token=", "?oauth_token=")),
+        ("key=K;alt=json", ("?key=",)),  # judged as `K;alt=json`, read as `K` by a server splitting on `;`
+        ("alt=json;charset=utf-8", ()),
+        ("alt=json&key=K", ()),
+    ],
+)
+def test_credentials_after_a_semicolon_are_named(raw_query: str, named: tuple[str, ...]) -> None:
+    assert credentials.after_semicolons(raw_query) == named

@@ -99,3 +99,23 @@ def test_an_upstream_variable_the_loader_would_not_read_is_refused() -> None:
     provider = replace(gemini.SPEC.provider, upstream=UpstreamSetting("gemini", "https://g", "GEMINI_URL"))
     with pytest.raises(ValueError, match="must be RUNGUARD_GEMINI_UPSTREAM"):
         registry.Registry((replace(gemini.SPEC, provider=provider),))
+
+
+@pytest.mark.parametrize(
+    ("family", "rest", "lookalike"),
+    [
+        ("openai", "/v1/Chat/Completions", True),
+        ("openai", "/v1/chat/completions \u00a0. ", True),
+        ("openai", "/v1/RESPONSES", True),
+        ("azure", "/openai/deployments/d/Chat/Completions", True),
+        ("gemini", "/v1beta/models/gemini-2.5-flash:GenerateContent", True),
+        ("anthropic", "/v1/Messages", True),
+        ("openai", "/v1/models", False),
+        ("openai", "/v1/chat/completionsx", False),
+        ("gemini", "/v1beta/models/gemini-2.5-flash:countTokens", False),
+    ],
+)
+def test_a_guarded_path_in_another_case_or_with_trailing_spaces_is_a_lookalike(
+    family: str, rest: str, lookalike: bool
+) -> None:
+    assert registry.REGISTRY.lookalike(family, rest) is lookalike

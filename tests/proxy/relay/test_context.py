@@ -54,14 +54,15 @@ async def test_spawned_work_is_held_until_it_is_done(ctx: ProxyContext) -> None:
 
 
 async def test_settled_work_runs_to_its_end_though_its_handler_is_cancelled(ctx: ProxyContext) -> None:
-    finished = asyncio.Event()
+    started, finished = asyncio.Event(), asyncio.Event()
 
     async def accounting() -> None:
+        started.set()
         await asyncio.sleep(0.02)
         finished.set()
 
     handler = asyncio.ensure_future(ctx.settle(accounting()))
-    await asyncio.sleep(0.005)
+    await started.wait()
     handler.cancel()  # the client closed its connection the moment it had its answer
     with pytest.raises(asyncio.CancelledError):
         await handler

@@ -9,7 +9,7 @@ from unittest import mock
 import pytest
 from aiohttp import StreamReader
 
-from runguard.proxy.relay.shutdown import MAX_RESERVE, Shutdown, StreamCut, reserve_of
+from runguard.proxy.relay.shutdown import MAX_RESERVE, Shutdown, StreamCut, handlers_wait, reserve_of
 
 
 def _upstream_body() -> StreamReader:
@@ -102,3 +102,10 @@ async def test_streams_still_relayed_when_the_drain_ends_are_cut_and_later_ones_
     late = reader()
     with stop.streaming(late), pytest.raises(StreamCut):
         await late.read(1)
+
+
+@pytest.mark.parametrize("grace", [2.0, 5.0, 30.0, 600.0])
+def test_aiohttp_waits_for_handlers_past_the_cut_and_within_the_grace(grace: float) -> None:
+    drain = Shutdown(grace).drain
+    assert drain < handlers_wait(grace) < grace
+    assert handlers_wait(grace) - drain == pytest.approx(reserve_of(grace) / 2)

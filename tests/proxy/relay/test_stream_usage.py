@@ -6,7 +6,7 @@ from __future__ import annotations
 import orjson
 import pytest
 
-from runguard.proxy.relay.stream_usage import UsageChunkFilter, with_usage_requested
+from runguard.proxy.relay.stream_usage import MAX_HELD, UsageChunkFilter, with_usage_requested
 from tests.e2e import payloads
 
 BASE = {"id": "chatcmpl-1", "object": "chat.completion.chunk", "created": 1700000000, "model": "gpt-4o-mini"}
@@ -109,3 +109,17 @@ def test_an_unterminated_event_is_passed_as_it_came_at_the_end() -> None:
     assert rewrite.feed(b'data: {"choices": []') == b""
     assert rewrite.flush() == b'data: {"choices": []'
     assert rewrite.flush() == b""
+
+
+def test_a_huge_line_passes_as_it_came_and_is_not_held() -> None:
+    """100 MB of one line in 64 KB pieces: each piece goes on at once (held and rescanned, it cost quadratic
+    time), and the stream's rest passes as it came."""
+    rewrite = UsageChunkFilter()
+    piece = b"a" * (64 * 1024)
+    assert rewrite.feed(b'data: {"choices":[],"usage":null}\n\ndata: {"x":"') == b'data: {"choices":[]}\n\n'
+    passed = 0
+    for _ in range(1600):
+        passed += len(rewrite.feed(piece))
+    assert passed >= 1600 * len(piece) - MAX_HELD
+    tail = b'"}\n\ndata: {"choices":[],"usage":null}\n\n'
+    assert rewrite.feed(tail) == tail and rewrite.flush() == b""

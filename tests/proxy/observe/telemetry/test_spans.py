@@ -30,7 +30,9 @@ async def test_chat_agent_run_is_one_trace_with_agent_turn_chat_and_tool_spans(
     chats = by_start(receiver.named("chat "))
     tools = by_start(receiver.named("execute_tool"))
     (turn,) = receiver.named("invoke_agent")
-    assert {s.trace_id for s in [*chats, *tools, turn]} == {trace_of("otel-chat")}  # derived from the run id
+    assert {s.trace_id for s in [*chats, *tools, turn]} == {
+        trace_of("otel-chat", "sk-otel-chat")
+    }  # from the tenant and run id
     assert turn.parent_span_id == "" and turn.kind == "INTERNAL"
     assert turn.attributes["gen_ai.operation.name"] == "invoke_agent"
     assert turn.attributes["gen_ai.conversation.id"] == "otel-chat"

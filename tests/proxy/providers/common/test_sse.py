@@ -124,30 +124,43 @@ def test_model_streams_read_as_the_spec_says() -> None:
 
 
 def test_a_huge_line_fed_in_small_pieces_arrives_whole() -> None:
-    """4 MB of one `data:` line in 64-byte pieces (bench/ measures that this stays linear)."""
-    line = b"data: " + b"x" * (4 << 20) + b"\n\n"
+    """3 MB of one `data:` line in 64-byte pieces (bench/ measures that this stays linear)."""
+    line = b"data: " + b"x" * (3 << 20) + b"\n\n"
     splitter = SseSplitter()
     found = [event for i in range(0, len(line), 64) for event in splitter.feed(line[i : i + 64])]
-    assert [len(event.data) for event in found] == [4 << 20]
+    assert [len(event.data) for event in found] == [3 << 20]
     assert not splitter.overflowed
 
 
-def test_a_line_beyond_the_limit_makes_the_splitter_give_up() -> None:
+def test_a_line_beyond_the_limit_skips_its_event_and_the_next_events_are_read() -> None:
     splitter = SseSplitter(limit=1000)
-    assert splitter.feed(b"data: " + b"x" * 600) == []
+    assert splitter.feed(b"data: first\n\ndata: " + b"x" * 600) == [SseEvent(None, b"first")]
     assert not splitter.overflowed
     assert splitter.feed(b"x" * 600) == []
-    assert splitter.overflowed
-    # what follows is ignored, whole events included: the stream is no longer read
-    assert splitter.feed(b"\n\ndata: small\n\n") == []
-    assert splitter.rest() == []
+    assert splitter.skipped == 1
+    assert splitter.feed(b"x" * 100_000) == []  # the rest of the line is passed over, not held
+    assert splitter.feed(b"x" * 500 + b"\n\ndata: small\n\n") == [SseEvent(None, b"small")]
+    assert splitter.rest() == [] and splitter.skipped == 1
 
 
-def test_an_event_of_many_lines_beyond_the_limit_gives_up() -> None:
+def test_a_too_large_event_that_arrives_whole_is_skipped_too() -> None:
     splitter = SseSplitter(limit=1000)
-    for _ in range(20):
-        splitter.feed(b"data: " + b"y" * 99 + b"\n")
-    assert splitter.overflowed
+    chunk = b"data: a\n\ndata: " + b"x" * 2000 + b"\n\nevent: e\ndata: " + b"y" * 2000 + b"\n\ndata: b\n\n"
+    assert splitter.feed(chunk) == [SseEvent(None, b"a"), SseEvent(None, b"b")]
+    assert splitter.skipped == 2
+
+
+def test_an_event_of_many_lines_beyond_the_limit_is_skipped() -> None:
+    splitter = SseSplitter(limit=1000)
+    found = [event for _ in range(20) for event in splitter.feed(b"data: " + b"y" * 99 + b"\n")]
+    found += splitter.feed(b"\ndata: after\n\n")
+    assert found == [SseEvent(None, b"after")] and splitter.skipped == 1
+
+
+def test_an_unterminated_overlong_line_at_the_end_gives_nothing() -> None:
+    splitter = SseSplitter(limit=1000)
+    splitter.feed(b"data: " + b"z" * 5000)
+    assert splitter.rest() == [] and splitter.skipped == 1
 
 
 def test_events_below_the_limit_never_overflow() -> None:
