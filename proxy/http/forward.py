@@ -22,7 +22,7 @@ from runguard.proxy.guard.passage import Passage
 from runguard.proxy.guard.ticket import Ticket
 from runguard.proxy.http.recorded import recorded
 from runguard.proxy.providers.answers import Synthetic
-from runguard.proxy.providers.gemini.replies import stream_error_element
+from runguard.proxy.providers.framing import SSE, Framing
 from runguard.proxy.providers.routes import Route, raw_target
 from runguard.proxy.relay import overhead
 from runguard.proxy.relay.codec import decode_body
@@ -35,11 +35,13 @@ from runguard.proxy.relay.upstream import read_whole
 
 @frozen
 class Outgoing:
-    """What goes upstream, and how the client's copy of a stream is rewritten (opt-in only)."""
+    """What goes upstream, how the client's copy of a stream is rewritten (opt-in only), and how the
+    answer streams (`framing`: its units held whole, so an error can end it as one more)."""
 
     headers: CIMultiDict[str]
     body: bytes
     rewrite: UsageChunkFilter | None = None
+    framing: Framing = SSE
 
 
 def synthetic(answer: Synthetic, ticket: Ticket) -> web.Response:
@@ -123,8 +125,6 @@ async def _forward_stream(
 ) -> web.StreamResponse:
     ticket = passage.ticket
     parser = ticket.adapter.stream_parser()
-    json_array = ticket.request.json_array_stream
-    error_event = stream_error_element if json_array else ticket.adapter.stream_error_event
     status = upstream.status
     # Should the client leave: closing the upstream response (by leaving `async with`) cancels the upstream
     # request, and the passage records the partial usage the parser has seen so far.
@@ -138,10 +138,10 @@ async def _forward_stream(
             upstream,
             parser,
             overhead.stamp(request, _extra_headers(ticket)),
-            error_event,
+            ticket.adapter.stream_error_event,  # the framed adapter's (`Framing.framed`)
             capture=recorded_request is not None,
             rewrite=sending.rewrite,
-            json_array=json_array,
+            framing=sending.framing,
         )
     info = parser.close()
     if outcome.error is not None and outcome.error != "proxy_shutdown" and info.error is None:

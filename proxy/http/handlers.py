@@ -27,9 +27,10 @@ from runguard.proxy.http.recorded import credentials_of, recorded
 from runguard.proxy.http.untouched import is_poll, passthrough, poll
 from runguard.proxy.providers import credentials
 from runguard.proxy.providers.base import Adapter, RequestContext
+from runguard.proxy.providers.framing import Framing
 from runguard.proxy.providers.paths import REFUSED, canonical
 from runguard.proxy.providers.registry import adapter_for, header_facts, usage_on_request
-from runguard.proxy.providers.routes import Route, gemini_streams_sse, resolve
+from runguard.proxy.providers.routes import Route, resolve
 from runguard.proxy.relay.codec import BodyTooLarge, decode_body
 from runguard.proxy.relay.context import CONTEXT, ProxyContext
 from runguard.proxy.relay.headers import is_upgrade, upstream_request_headers
@@ -116,7 +117,8 @@ async def handle(request: web.Request) -> web.StreamResponse:
         ctx.reading.discard(task)
     if adapter is None:
         return await poll(request, ctx, route, body, outgoing, key_hash)
-    return await _guarded(request, ctx, route, adapter, body, key_hash, outgoing)
+    framing = route.framing(request.query)  # how its answer streams: its adapter writes answers framed so
+    return await _guarded(request, ctx, route, framing.framed(adapter), framing, body, key_hash, outgoing)
 
 
 async def _guarded(
@@ -124,6 +126,7 @@ async def _guarded(
     ctx: ProxyContext,
     route: Route,
     adapter: Adapter,
+    framing: Framing,
     body: bytes,
     key_hash: str,
     headers: CIMultiDict[str],
@@ -138,8 +141,7 @@ async def _guarded(
     header_run, agent = ctx.names(request.headers)
     body_read = decoded or b""
     slot = ctx.slot(key_hash, header_run, body_read)
-    json_array = route.stream and not gemini_streams_sse(request.query)
-    context = RequestContext(route.model, agent, route.stream, history=slot, json_array_stream=json_array)
+    context = RequestContext(route.model, agent, route.stream, history=slot)
     info = adapter.parse_request(body_read, context)
     tight = tightening_from(request.headers)
     refused = ctx.guard.policy.header_errors(tight) if tight else None
@@ -148,7 +150,7 @@ async def _guarded(
         return provider_error(route.dialect, 400, message[:1000], "invalid_runguard_header")
     if decoded is None or info.parse_error:
         problem = info.parse_error if decoded is not None else "the Content-Encoding cannot be decoded"
-        return await _unreadable(request, ctx, route, adapter, body, key_hash, problem or "unknown", headers)
+        return await _unreadable(request, ctx, route, adapter, framing, body, key_hash, problem or "unknown", headers)
     passage = ctx.guard.passage(adapter, info, body=decoded, key_hash=key_hash, header_run=header_run, tight=tight)
     async with passage:
         ticket = passage.ticket
@@ -162,12 +164,18 @@ async def _guarded(
             passage.body = recorded(request, decoded, b"", None) if settings.store.record_bodies else None
             return synthetic(passage.answer, ticket)
         return await forward(
-            request, ctx, route, passage, _outgoing(settings, info, body, decoded, ticket.note, headers)
+            request, ctx, route, passage, _outgoing(settings, info, body, decoded, ticket.note, headers, framing)
         )
 
 
 def _outgoing(
-    settings: Settings, info: RequestInfo, body: bytes, decoded: bytes, note: str | None, headers: CIMultiDict[str]
+    settings: Settings,
+    info: RequestInfo,
+    body: bytes,
+    decoded: bytes,
+    note: str | None,
+    headers: CIMultiDict[str],
+    framing: Framing,
 ) -> Outgoing:
     """What goes upstream: the `body` as the client sent it (`decoded`: as read), unless a nudge's `note` is
     spliced into it or (opt-in) a Chat stream is asked for its usage."""
@@ -184,7 +192,7 @@ def _outgoing(
             body, rewrite = asked, UsageChunkFilter()
             headers.popall("Content-Encoding", None)
             headers.popall("Accept-Encoding", None)
-    return Outgoing(headers, body, rewrite)
+    return Outgoing(headers, body, rewrite, framing)
 
 
 async def _unreadable(
@@ -192,6 +200,7 @@ async def _unreadable(
     ctx: ProxyContext,
     route: Route,
     adapter: Adapter,
+    framing: Framing,
     body: bytes,
     key_hash: str,
     problem: str,
@@ -201,10 +210,7 @@ async def _unreadable(
     then forwarded untouched or refused with a 400 (`guard.unreadable`; see `unreadable`)."""
     action = ctx.settings.guard.unreadable
     ctx.observer.parse_error(str(route.api))
-    json_array = route.stream and not gemini_streams_sse(request.query)
-    info = unreadable.request_info(
-        adapter.api, problem, body, model=route.model, stream=route.stream, json_array=json_array
-    )
+    info = unreadable.request_info(adapter.api, problem, body, model=route.model, stream=route.stream)
     header_run, _ = ctx.names(request.headers)
     tight = tightening_from(request.headers)
     async with ctx.guard.passage(
@@ -221,4 +227,4 @@ async def _unreadable(
             reply.headers["x-runguard-run-id"] = passage.ticket.run_id
             passage.client_status, passage.body = reply.status, kept
             return reply
-        return await forward(request, ctx, route, passage, Outgoing(headers, body))
+        return await forward(request, ctx, route, passage, Outgoing(headers, body, framing=framing))

@@ -25,6 +25,7 @@ from runguard.config.settings import GuardSettings
 from runguard.proxy.core.events import Api, Provider
 from runguard.proxy.core.frozen import frozen
 from runguard.proxy.providers.base import Adapter
+from runguard.proxy.providers.framing import Framing, sse_framing
 
 ErrorPayload = Callable[[int, str, str], Mapping[str, Any]]
 """(status, message, code) -> the JSON object of an error in the provider's format."""
@@ -196,6 +197,8 @@ class ProviderApi:
     # Streams carry usage only when the request asks (Chat's `stream_options.include_usage`): the proxy may
     # ask for it (`upstreams.inject_stream_usage`, `relay.stream_usage`).
     stream_usage_on_request: bool = False
+    # (the request streams, its query) -> how its answer streams (`framing`): SSE unless the API says otherwise.
+    framing: Callable[[bool, Mapping[str, str]], Framing] = sse_framing
     # How its WebSocket messages are read: not through the spec yet (`sockets/` reads Responses sockets with
     # `openai_responses/socket.py` and Realtime ones with `openai_realtime/`); None for every API today.
     socket: Any = None

@@ -24,12 +24,13 @@ from runguard.proxy.providers.gemini.contents import (
 )
 from runguard.proxy.providers.gemini.output import Accumulator, GeminiStreamParser
 
-__all__ = ["GeminiAdapter", "GeminiStreamParser"]
+__all__ = ["GeminiAdapter", "GeminiArrayAdapter", "GeminiStreamParser"]
 
 
 class GeminiAdapter:
     provider = Provider.GEMINI
     api = Api.GEMINI
+    json_array = False  # streams are SSE (`alt=sse`); `GeminiArrayAdapter` writes for JSON-array ones
 
     def parse_request(self, body: bytes, ctx: RequestContext) -> RequestInfo:
         read = read_conversation(body, ctx.history, str(self.api), "contents", keep_contents, read_contents)
@@ -50,7 +51,6 @@ class GeminiAdapter:
             tool_names=tool_names,
             agent_tools=agent_tools,
             output_schema=output_schema_of(config, data.get("tools")),
-            json_array_stream=ctx.json_array_stream,
             tools_elsewhere=tools_elsewhere(data),
         )
 
@@ -72,9 +72,16 @@ class GeminiAdapter:
         text = stop_text(notice, request)
         if text is None:
             return None
-        return gemini_replies.stop_response(
-            request.model, text, stream=request.stream, json_array=request.json_array_stream
-        )
+        return gemini_replies.stop_response(request.model, text, stream=request.stream, json_array=self.json_array)
 
     def stream_error_event(self, message: str, code: str) -> bytes:
+        if self.json_array:
+            return gemini_replies.stream_error_element(message, code)
         return gemini_replies.stream_error_event(message, code)
+
+
+class GeminiArrayAdapter(GeminiAdapter):
+    """The adapter of a stream framed as one JSON array (`json_array.JSON_ARRAY`): its stop answer is a
+    one-item array, and the error that ends a stream early one more element."""
+
+    json_array = True
