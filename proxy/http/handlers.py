@@ -24,7 +24,7 @@ from runguard.proxy.guard.nudge import with_note
 from runguard.proxy.guard.policy import tightening_from
 from runguard.proxy.http.forward import Outgoing, forward, synthetic
 from runguard.proxy.http.recorded import credentials_of, recorded
-from runguard.proxy.http.untouched import is_poll, passthrough, poll
+from runguard.proxy.http.untouched import passthrough, poll, polled
 from runguard.proxy.providers import credentials
 from runguard.proxy.providers.base import Adapter, RequestContext
 from runguard.proxy.providers.framing import Framing
@@ -103,7 +103,8 @@ async def handle(request: web.Request) -> web.StreamResponse:
         # The rest of this body would be dropped (see `stop_reading`): say so now, the SDK retries elsewhere.
         return provider_error(route.dialect, 503, "RunGuard is shutting down; retry the request", "shutting_down")
     adapter = adapter_for(route.api) if request.method == "POST" else None
-    if adapter is None and not is_poll(request, route):
+    polls = polled(request, route) if adapter is None else None
+    if adapter is None and polls is None:
         # Nothing here is read: the body streams upstream as it arrives, whatever its size (a file upload).
         return await passthrough(request, ctx, route, request.content if request.body_exists else b"", outgoing)
     task = asyncio.current_task()
@@ -115,10 +116,12 @@ async def handle(request: web.Request) -> web.StreamResponse:
         return provider_error(route.dialect, 413, f"RunGuard: {exc}", "request_too_large")
     finally:
         ctx.reading.discard(task)
-    if adapter is None:
-        return await poll(request, ctx, route, body, outgoing, key_hash)
-    framing = route.framing(request.query)  # how its answer streams: its adapter writes answers framed so
-    return await _guarded(request, ctx, route, framing.framed(adapter), framing, body, key_hash, outgoing)
+    if adapter is not None:
+        framing = route.framing(request.query)  # how its answer streams: its adapter writes answers framed so
+        return await _guarded(request, ctx, route, framing.framed(adapter), framing, body, key_hash, outgoing)
+    if polls is not None:
+        return await poll(request, ctx, route, polls, body, outgoing, key_hash)
+    return await passthrough(request, ctx, route, body, outgoing)  # (ruled out above: each is one or the other)
 
 
 async def _guarded(

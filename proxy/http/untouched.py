@@ -20,11 +20,11 @@ from multidict import CIMultiDict
 
 from runguard.proxy.core.errors import UpstreamError
 from runguard.proxy.core.events import ResponseInfo
-from runguard.proxy.guard.background import polled_id
 from runguard.proxy.http.recorded import masked
-from runguard.proxy.providers.openai_responses.adapter import ResponsesAdapter
-from runguard.proxy.providers.registry import polls_responses
+from runguard.proxy.providers.base import Adapter
+from runguard.proxy.providers.registry import poller
 from runguard.proxy.providers.routes import Route, raw_target
+from runguard.proxy.providers.spec import ProviderApi
 from runguard.proxy.relay import overhead
 from runguard.proxy.relay.codec import BodyTooLarge, decode_body
 from runguard.proxy.relay.context import ProxyContext
@@ -33,9 +33,15 @@ from runguard.proxy.relay.streams import is_stream, relay_stream, whole_response
 from runguard.proxy.relay.upstream import read_whole
 
 
-def is_poll(request: web.Request, route: Route) -> bool:
-    """`GET /v1/responses/{id}`: a Responses API poll, read once relayed (`poll`)."""
-    return request.method == "GET" and polls_responses(route.provider) and polled_id(route.upstream_path) is not None
+def polled(request: web.Request, route: Route) -> ProviderApi | None:
+    """The API whose background response a GET polls (`GET /v1/responses/{id}`: Responses), read once relayed
+    (`poll`); None for any other request."""
+    if request.method != "GET":
+        return None
+    spec = poller(route.provider)
+    if spec is None or spec.polls is None or spec.polls.polled_id(route.upstream_path) is None:
+        return None
+    return spec
 
 
 async def _send_untouched(
@@ -81,7 +87,13 @@ async def passthrough(
 
 
 async def poll(
-    request: web.Request, ctx: ProxyContext, route: Route, body: bytes, headers: CIMultiDict[str], key_hash: str
+    request: web.Request,
+    ctx: ProxyContext,
+    route: Route,
+    spec: ProviderApi,
+    body: bytes,
+    headers: CIMultiDict[str],
+    key_hash: str,
 ) -> web.StreamResponse:
     """`GET /v1/responses/{id}`, whole or a resumed stream: forwarded as `passthrough` does, then read.
 
@@ -99,7 +111,8 @@ async def poll(
         return upstream_failed(route.dialect, exc)
     sent = time.perf_counter()
     background = ctx.guard.background
-    responses = ResponsesAdapter()
+    responses = spec.adapter()
+    final = spec.polls.final if spec.polls is not None else frozenset()
     async with upstream:
         overhead.answered(request)
         status = upstream.status
@@ -110,7 +123,7 @@ async def poll(
                 latency = time.perf_counter() - sent
                 info = masked(parser.close(), request)
                 return background.polled(
-                    info, key_hash=key_hash, streamed=True, status=status, latency=latency, began=began
+                    info, key_hash=key_hash, streamed=True, status=status, latency=latency, began=began, final=final
                 )
 
             try:
@@ -139,6 +152,7 @@ async def poll(
                     status=status,
                     latency=latency,
                     began=began,
+                    final=final,
                 )
 
         reply = whole_response(upstream, raw, CIMultiDict())
@@ -153,8 +167,8 @@ async def poll(
         return reply
 
 
-def _poll_answer(responses: ResponsesAdapter, raw: bytes, encoding: str | None) -> ResponseInfo | None:
-    """A poll's answer read as a Responses body (read after the client has it); None if it cannot be decoded."""
+def _poll_answer(responses: Adapter, raw: bytes, encoding: str | None) -> ResponseInfo | None:
+    """A poll's answer read as its API's body (read after the client has it); None if it cannot be decoded."""
     try:
         parsed = decode_body(raw, encoding, 1 << 30)
     except BodyTooLarge:

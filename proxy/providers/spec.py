@@ -26,6 +26,7 @@ from runguard.proxy.core.events import Api, Provider
 from runguard.proxy.core.frozen import frozen
 from runguard.proxy.providers.base import Adapter
 from runguard.proxy.providers.framing import Framing, sse_framing
+from runguard.proxy.providers.sockets import RequestMessages
 
 ErrorPayload = Callable[[int, str, str], Mapping[str, Any]]
 """(status, message, code) -> the JSON object of an error in the provider's format."""
@@ -174,6 +175,21 @@ class ProviderSpec:
         return self.telemetry_name or str(self.name)
 
 
+@frozen
+class Polls:
+    """How an API's response kept by id is fetched again (a background response's poll, `guard.background`):
+    `path` finds its id (group `id`) in a routed path a GET asks for; `final`: the statuses (`finish_reason`)
+    of a response that is done."""
+
+    path: re.Pattern[str]
+    final: frozenset[str]
+
+    def polled_id(self, path: str) -> str | None:
+        """The response id a poll's `path` names; None for any other path."""
+        found = self.path.match(path)
+        return found["id"] if found else None
+
+
 def _no_encoding(model: str) -> str | None:
     return None
 
@@ -191,14 +207,14 @@ class ProviderApi:
     # The tiktoken encoding of a model it serves, None to count tokens by characters (`guard.tokens`).
     encoding: Callable[[str], str | None] = _no_encoding
     operation: str = "chat"  # `gen_ai.operation.name`: "chat", "generate_content"
-    # A response id a later request may continue from (`previous_response_id`): remembered per run, and
-    # a background response polled by id (`GET .../responses/{id}`) on its provider's upstream is read.
+    # A response id a later request may continue from (`previous_response_id`): remembered per run.
     chains_responses: bool = False
+    # A response that finishes in the background, polled by id on its provider's upstream (`Polls`): read.
+    polls: Polls | None = None
     # Streams carry usage only when the request asks (Chat's `stream_options.include_usage`): the proxy may
     # ask for it (`upstreams.inject_stream_usage`, `relay.stream_usage`).
     stream_usage_on_request: bool = False
     # (the request streams, its query) -> how its answer streams (`framing`): SSE unless the API says otherwise.
     framing: Callable[[bool, Mapping[str, str]], Framing] = sse_framing
-    # How its WebSocket messages are read: not through the spec yet (`sockets/` reads Responses sockets with
-    # `openai_responses/socket.py` and Realtime ones with `openai_realtime/`); None for every API today.
-    socket: Any = None
+    # How its WebSocket mode's messages are read (`sockets.RequestMessages`); None: its sockets pass unread.
+    socket: RequestMessages | None = None

@@ -23,10 +23,10 @@ from runguard.proxy.providers.openai_responses.input import (
     read_input,
     tools_of,
 )
-from runguard.proxy.providers.openai_responses.output import FINAL_STATUSES, ResponsesStreamParser, response_info
+from runguard.proxy.providers.openai_responses.output import ResponsesStreamParser, response_info
 
 # Read here by the sockets and the background polls, which predate the split.
-__all__ = ["FINAL_STATUSES", "ResponsesAdapter", "ResponsesStreamParser", "response_info"]
+__all__ = ["ResponsesAdapter", "ResponsesStreamParser", "response_info"]
 
 
 class ResponsesAdapter:
