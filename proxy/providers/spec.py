@@ -27,6 +27,7 @@ from runguard.proxy.core.frozen import frozen
 from runguard.proxy.providers.base import Adapter
 from runguard.proxy.providers.framing import Framing, sse_framing
 from runguard.proxy.providers.sockets import RequestMessages
+from runguard.proxy.providers.transcript import Transcript
 
 ErrorPayload = Callable[[int, str, str], Mapping[str, Any]]
 """(status, message, code) -> the JSON object of an error in the provider's format."""
@@ -218,3 +219,5 @@ class ProviderApi:
     framing: Callable[[bool, Mapping[str, str]], Framing] = sse_framing
     # How its WebSocket mode's messages are read (`sockets.RequestMessages`); None: its sockets pass unread.
     socket: RequestMessages | None = None
+    # What a recorded request body says, for the run page and `show` (`transcript`); None: nothing is shown.
+    transcript: Transcript | None = None

@@ -6,7 +6,7 @@ import re
 
 from runguard.proxy.core.events import Api
 from runguard.proxy.providers.openai.provider import AZURE_FAMILY, OPENAI, OPENAI_FAMILY, encoding
-from runguard.proxy.providers.openai_responses import nudge, socket
+from runguard.proxy.providers.openai_responses import nudge, socket, transcript
 from runguard.proxy.providers.openai_responses.adapter import ResponsesAdapter
 from runguard.proxy.providers.openai_responses.output import FINAL_STATUSES
 from runguard.proxy.providers.spec import PathRule, Polls, ProviderApi
@@ -27,4 +27,5 @@ SPEC = ProviderApi(
     chains_responses=True,
     polls=Polls(_RETRIEVE, FINAL_STATUSES),  # `background: true` responses
     socket=socket,  # its WebSocket mode
+    transcript=transcript.transcript,
 )
