@@ -134,6 +134,12 @@ class Registry:
 REGISTRY = Registry(APIS, SESSIONS)
 
 
+def provider_titles() -> str:
+    """The providers' names as a sentence lists them ("OpenAI, Gemini and Anthropic"), in the registry's order."""
+    names = [provider.display for provider in REGISTRY.providers]
+    return names[0] if len(names) == 1 else ", ".join(names[:-1]) + " and " + names[-1]
+
+
 def api_named(name: Api | str) -> ProviderApi | None:
     """The spec of an API; None for APIs that are forwarded and only counted."""
     return REGISTRY.api(name)

@@ -170,10 +170,16 @@ class ProviderSpec:
     # when the answer says so; Gemini's is configurable (`guard.gemini_error_status`).
     block_status: Callable[[GuardSettings], int] = _always_429
     telemetry_name: str = ""  # `gen_ai.provider.name` (the GenAI conventions' spelling); "" means `name`
+    title: str = ""  # how people write its name (`--help`, the `serve` banner); "" means `name`, capitalised
+    client_path: str = ""  # what its SDKs' base URL adds to the proxy's address ("/v1" for OpenAI's)
 
     @property
     def system(self) -> str:
         return self.telemetry_name or str(self.name)
+
+    @property
+    def display(self) -> str:
+        return self.title or str(self.name).capitalize()
 
 
 @frozen

@@ -99,3 +99,12 @@ def test_an_upstream_variable_the_loader_would_not_read_is_refused() -> None:
     provider = replace(gemini.SPEC.provider, upstream=UpstreamSetting("gemini", "https://g", "GEMINI_URL"))
     with pytest.raises(ValueError, match="must be RUNGUARD_GEMINI_UPSTREAM"):
         registry.Registry((replace(gemini.SPEC, provider=provider),))
+
+
+def test_the_readme_s_how_it_works_names_every_provider() -> None:
+    from pathlib import Path
+
+    readme = (Path(__file__).resolve().parents[3] / "README.md").read_text(encoding="utf-8")
+    how = readme.partition("## How it works")[2].partition("\n## ")[0]
+    assert [p.display for p in registry.REGISTRY.providers if p.display not in how] == []
+    assert registry.provider_titles() == "OpenAI, Gemini and Anthropic"
