@@ -5,8 +5,7 @@
     ├── UpstreamError        the provider could not be reached or answered badly
     │   ├── UpstreamTimeout  connect, first-byte or idle timeout
     │   └── UpstreamRefused  the provider answered a WebSocket handshake with an HTTP status
-    ├── StateUnavailable     the state backend (Redis) failed or timed out
-    └── BreakerOpen          a breaker is open; carries the notice for the synthetic response
+    └── StateUnavailable     the state backend (Redis) failed or timed out
 
 Parse failures are not exceptions: adapters return records with `parse_error`
 set and the request is forwarded untouched (fail open).
@@ -59,7 +58,3 @@ class StateUnavailable(RunGuardError):
     def __init__(self, message: str, pending: Awaitable[Sequence[OpResult] | None] | None = None) -> None:
         super().__init__(message)
         self.pending = pending
-
-
-class BreakerOpen(RunGuardError):
-    """A breaker is open for this run, key, or key and model."""

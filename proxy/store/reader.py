@@ -242,18 +242,6 @@ class StoreReader:
         (rows,) = await self._all(self._trips(limit, run_id))
         return rows
 
-    async def run_detail(self, run_id: str) -> Row | None:
-        """The run's totals, its requests in order and its trips in order; None for an unknown run.
-
-        One read of four queries: the totals and the lists come from the same snapshot.
-        """
-        runs, agents, requests, trips = await self._all(
-            *self._one_run(run_id), self._timeline(run_id), self._trips(10_000, run_id)
-        )
-        if not runs:
-            return None
-        return {"run": self._runs(runs, agents)[0], "requests": self._indexed(requests), "trips": trips[::-1]}
-
     async def trips_by_detector(self, since: float | None = None) -> list[Row]:
         """Per detector: blocking trips, warnings, runs affected, estimated USD avoided, last trip."""
         blocked = func.sum(case((Trip.action == "block", 1), else_=0))

@@ -252,8 +252,9 @@ def _count_earlier(talk: Conversation, messages: list[Any], start: int, stop: in
     turns and tool results are only counted, locally, and reported at once
     (`Conversation.earlier_turns`): no `ToolCall`, no call into `talk`, no
     generator per message, and the tool calls of the shape every SDK sends
-    read inline. The result is `read_messages_forgiving`'s, which a property
-    test holds.
+    read inline. The result is that of reading every message with
+    `_read_message`, which a property test holds (its oracle:
+    `tests/proxy/providers/common/forgiving.py`).
     """
     count = chars = turns = 0
     names: dict[str, str] = {}
@@ -296,21 +297,6 @@ def _read_tail(talk: Conversation, messages: list[Any], start: int) -> None:
         item = messages[index]
         message = item if type(item) is dict else {}
         _read_message(talk, message, message.get("role"), message.get("content"))
-
-
-def read_messages_forgiving(talk: Conversation, raw: Any) -> None:
-    """Report the `messages` to `talk` one by one (the reference `read_messages` must agree with)."""
-    messages = as_list(raw)
-    tail = last_index(messages, _is_assistant)
-    for position, item in enumerate(messages):
-        message = item if type(item) is dict else {}
-        role, content = message.get("role"), message.get("content")
-        if position < tail and role == "assistant":
-            talk.earlier_assistant(len(text_of(content)), call_fields(message.get("tool_calls")))
-        elif position < tail and role in ("tool", "function"):
-            talk.earlier_result(len(text_of(content)))
-        else:
-            _read_message(talk, message, role, content)
 
 
 def _read_message(talk: Conversation, message: dict[str, Any], role: Any, content: Any) -> None:
