@@ -23,25 +23,11 @@ from sqlalchemy.sql import ColumnElement
 from runguard.proxy.store import costs
 from runguard.proxy.store.batch import stored_run_id
 from runguard.proxy.store.database import make_engine, parse, sqlite_reader_engine
-from runguard.proxy.store.models import Body, Request, Run, RunAgent, Trip
+from runguard.proxy.store.models import RUN_TOTALS, Body, Request, Run, RunAgent, Trip
 
 Row = dict[str, Any]
 
-_RUN_COLUMNS = (
-    "run_id",
-    "key_hash",
-    "first_seen",
-    "last_seen",
-    "requests",
-    "input_tokens",
-    "output_tokens",
-    "cached_tokens",
-    "usd",
-    "trips",
-    "warnings",
-    "usd_avoided",
-    "exit_reason",
-)
+_RUN_COLUMNS = ("run_id", "key_hash", "first_seen", "last_seen", *RUN_TOTALS, "exit_reason")
 _REQUEST_COLUMNS = (
     "request_index",
     "at",
