@@ -1,4 +1,4 @@
-"""The words of a call's arguments, as a small sketch two calls are compared by.
+"""Sketch: the words of a call's arguments, as a small set two calls are compared by.
 
 Detectors that judge whether an agent asks the same thing again in other
 words (`spiral`, `novelty`, `parallel_calls`, `fan_out`) compare calls by the

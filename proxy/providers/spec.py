@@ -1,4 +1,6 @@
-"""What a provider API plugs into the proxy: one frozen spec per API, data and hooks, no behaviour of its own.
+"""Specs: what a provider API plugs into the proxy; its Doors (routing rows, ranked by Tier) claim its paths.
+
+One frozen spec per API, data and hooks, no behaviour of its own.
 
 A provider is two levels of spec:
 
