@@ -14,7 +14,7 @@ WORKDIR /opt/runguard/src
 # The dependencies at the exact versions of the lock file (its own layer: rebuilt only when the lock changes).
 COPY requirements.lock ./
 RUN pip install -r requirements.lock
-COPY pyproject.toml README.md ./
+COPY pyproject.toml setup.py README.md ./
 COPY proxy ./proxy
 COPY detectors ./detectors
 COPY config ./config

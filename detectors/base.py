@@ -187,9 +187,6 @@ class Evidence:
         return shown
 
 
-EVIDENCE_KEYS = ("summary", "calls", "agents", "series", "batch", "value", "limit")  # well known: no figure's name
-
-
 def shown_call(call: ToolCall, result: ToolResult | None = None, seq: int | None = None) -> ShownCall:
     """A call (and its result) as evidence: its digests (the result's with the default volatile keys dropped)."""
     return ShownCall(call.name, call_args_digest(call), result_digest_of(result) if result else None, seq)

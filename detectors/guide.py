@@ -1,4 +1,4 @@
-"""The sections of `docs/detectors.md` that are about every detector: nudges, breakers, evidence.
+"""Guide: the sections of `docs/detectors.md` about every detector (nudges, breakers, evidence).
 
 `catalogue.render()` puts them after the detectors; they are prose, kept here
 so the generated page stays one file that a test compares with the code.

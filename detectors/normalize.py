@@ -12,7 +12,7 @@ arguments (sketches) are read in `sketch`, calls paired with their results in
   detectors read the same result in one request), from the result's JSON
   value when the wire sent one (`value_digest`), else from its text.
 - `args_digest`: the exact arguments (canonical JSON) as a hash;
-  `keyed_values_digest`: a hash of only the values under some keys (page, cursor).
+  `call_keyed_digest`: a hash of only the values under some keys (page, cursor).
 - `call_*`: the same values for one `ToolCall`, kept on it (`remember`): several
   detectors read the same call in one request.
 - `json_value` / `sorted_dump` / `squash`: the JSON reading and writing the
@@ -156,13 +156,9 @@ def _walk_pairs(value: Any, keys: Collection[str], out: list[tuple[str, Any]], d
             _walk_pairs(item, keys, out, depth + 1)
 
 
-def keyed_values_digest(arguments: str, keys: Collection[str]) -> str:
-    """A 4-hex hash of the values under `keys` (lowercase names) anywhere in the arguments; "-" if none."""
-    return _keyed_digest(json_value(arguments), keys)
-
-
 def call_keyed_digest(call: ToolCall, keys: Collection[str]) -> str:
-    """`keyed_values_digest` of a call's arguments (parsed once per call, `call_json`)."""
+    """A 4-hex hash of the values under `keys` (lowercase names) anywhere in a call's arguments (parsed once
+    per call, `call_json`); "-" if none."""
     return _keyed_digest(call_json(call), keys)
 
 

@@ -1,4 +1,4 @@
-"""What a tool result says, as a small set of word-shingle hashes (for `novelty`).
+"""Shingles: what a tool result says, as a small set of word-shingle hashes (for `novelty`).
 
 A result is read as *units*: each scalar of a JSON result with the key it sits
 under ("airline TAP", "price 89"), or each line of a text result. A unit whose

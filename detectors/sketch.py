@@ -1,4 +1,4 @@
-"""The words of a call's arguments, as a small sketch two calls are compared by.
+"""Sketch: the words of a call's arguments, as a small set two calls are compared by.
 
 Detectors that judge whether an agent asks the same thing again in other
 words (`spiral`, `novelty`, `parallel_calls`, `fan_out`) compare calls by the
@@ -12,8 +12,7 @@ words of their arguments, and keep those words in run state only as a few
   share (exact while both hold fewer than 48 tokens, an estimate beyond).
   A string with spaces contributes its words; one without (a path, an id, a
   URL) is one word, and so is a path or file name inside text; a list of
-  objects (a to-do list, rows) has none. `arg_tokens` is all of a sketch's
-  tokens. `call_targets` / `named_apart`: the files, numbers, names and literals a call's
+  objects (a to-do list, rows) has none. `call_targets` / `named_apart`: the files, numbers, names and literals a call's
   text names, read in the same pass, and whether two calls name other things.
 - `encode_sketch` / `encode_tokens` and their decoders: sketches packed for state.
 - `call_sketch`, `call_targets`, ...: the same values for one `ToolCall`, kept on it.
@@ -48,11 +47,6 @@ _SPACE = re.compile(r"\s")
 _AROUND = "'\"`()[]{}<>,;:!?"  # quotes and punctuation around a word of free text
 _PARSE = object()  # `_sketch` reads its arguments' value itself
 Sketch = tuple[tuple[str, tuple[str, ...]], ...]  # (argument tag, its token hashes) per top-level argument
-
-
-def arg_tokens(arguments: str) -> tuple[str, ...]:
-    """All the argument words of `arg_sketch`, sorted."""
-    return _all_tokens(arg_sketch(arguments))
 
 
 def call_sketch(call: ToolCall) -> Sketch:

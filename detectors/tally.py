@@ -1,4 +1,4 @@
-"""Per-name counters with a cap on how many names a run may have.
+"""Tally: per-name counters with a cap on how many names a run may have.
 
 Counting per tool or per agent pair needs one state field per name, and the
 names come from the traffic, so their number must be capped. A roster (a

@@ -55,14 +55,21 @@ def configure_logging(level: str) -> None:
 
 
 def _banner(settings: Settings, url: str) -> str:
+    """What `serve` prints at start: each provider of the registry with its upstream and the base URL its
+    clients set, then where state and records live."""
+    from runguard.proxy.providers import registry
+
     state = "redis" if settings.state.url else "in-memory"
-    return (
-        f"RunGuard proxy listening on {url}\n"
-        f"  OpenAI upstream: {settings.upstreams.openai}   (client base URL: {url}/v1)\n"
-        f"  Gemini upstream: {settings.upstreams.gemini}   (client base URL: {url})\n"
+    upstreams = settings.upstreams
+    lines = [f"RunGuard proxy listening on {url}"]
+    for provider in registry.REGISTRY.providers:
+        upstream = upstreams.base_url(provider.upstream.name, provider.upstream.default_url)
+        lines.append(f"  {provider.display} upstream: {upstream}   (client base URL: {url}{provider.client_path})")
+    lines.append(
         f"  state: {state}   records: {settings.store.database_url.split('://')[0]}"
         f"{'   SHADOW MODE: nothing is blocked' if settings.guard.shadow else ''}"
     )
+    return "\n".join(lines)
 
 
 async def _serve(settings: Settings, reuse_port: bool = False) -> None:
@@ -150,7 +157,7 @@ def _top(
         bool, typer.Option("--version", callback=_version, is_eager=True, help="Print the version and exit.")
     ] = False,
 ) -> None:
-    """A transparent proxy for the OpenAI and Gemini APIs that stops runaway AI agents."""
+    """A transparent proxy for AI provider APIs that stops runaway AI agents."""
 
 
 def new_app() -> typer.Typer:
@@ -161,7 +168,11 @@ def new_app() -> typer.Typer:
         add_completion=False,
         context_settings={"help_option_names": ["-h", "--help"]},
     )
-    app.callback()(_top)
+    from runguard.proxy.providers import registry
+
+    app.callback(help=f"A transparent proxy for the {registry.provider_titles()} APIs that stops runaway AI agents.")(
+        _top
+    )
     app.command()(serve)
     commands.register(app)
     return app

@@ -58,8 +58,8 @@ async def _detail(reader: Any, run_id: str) -> dict[str, Any] | None:
             body = page["bodies"].get(step.pop("id"))
             step["content"] = None
             if body is not None:
-                sent = request_entries(body["path"], bytes(body["request"]), first=position == 0)
-                answered = response_entries(body["path"], bytes(body["response"]))
+                sent = request_entries(step["api"], bytes(body["request"]), first=position == 0)
+                answered = response_entries(step["api"], bytes(body["response"]))
                 step["content"] = {
                     "sent": [{"kind": e.kind, "title": e.title, "text": e.text} for e in sent],
                     "answered": [{"kind": e.kind, "title": e.title, "text": e.text} for e in answered],

@@ -5,9 +5,8 @@
     ├── UpstreamError        the provider could not be reached or answered badly
     │   ├── UpstreamTimeout  connect, first-byte or idle timeout
     │   └── UpstreamRefused  the provider answered a WebSocket handshake with an HTTP status
-    ├── StateUnavailable     the state backend (Redis) failed or timed out
-    │   └── StateFull        a tenant's runs fill its share of the in-memory state with stops
-    └── BreakerOpen          a breaker is open; carries the notice for the synthetic response
+    └── StateUnavailable     the state backend (Redis) failed or timed out
+        └── StateFull        a tenant's runs fill its share of the in-memory state with stops
 
 Parse failures are not exceptions: adapters return records with `parse_error`
 set and the request is forwarded untouched (fail open).
@@ -66,7 +65,3 @@ class StateFull(StateUnavailable):
     """A new run of a tenant whose runs in memory are at its bound, every one of them held (stopped, or
     carrying spend): nothing of it may be dropped before its idle time, so the run is refused, not
     let through unguarded (whatever `state.fail_closed` says)."""
-
-
-class BreakerOpen(RunGuardError):
-    """A breaker is open for this run, key, or key and model."""

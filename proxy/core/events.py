@@ -266,7 +266,6 @@ class RequestInfo:
     # Responses `background: true`: the answer is queued; its usage comes when it is polled (`background`).
     background: bool = False
     include_usage: bool | None = None  # Chat streaming: stream_options.include_usage
-    json_array_stream: bool = False  # Gemini streaming without alt=sse: one JSON array, not SSE
     # The model may call tools the request does not declare: a stored prompt (Responses `prompt`), cached
     # content (Gemini `cachedContent`), legacy `functions` (Chat), MCP servers (Anthropic `mcp_servers`).
     tools_elsewhere: bool = False

@@ -23,9 +23,8 @@ forwarded and counted nowhere. Failures of the state are counted, never raised.
 from __future__ import annotations
 
 import logging
-import re
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Collection
 
 from runguard.proxy.core.errors import StateUnavailable
 from runguard.proxy.core.events import ResponseInfo
@@ -33,22 +32,11 @@ from runguard.proxy.guard import accounting, reporting
 from runguard.proxy.guard.observer import Observer
 from runguard.proxy.guard.pricing import ModelTables
 from runguard.proxy.guard.ticket import scope_ids
-from runguard.proxy.providers.openai_responses.adapter import FINAL_STATUSES
 from runguard.proxy.runs import continuation, nesting, roots, tenants
 from runguard.proxy.state.base import StateBackend
 from runguard.proxy.store.records import RecordSink
 
 log = logging.getLogger("runguard.background")
-
-# OpenAI's path, and Azure OpenAI's classic (`/openai/responses/{id}?api-version=...`) and v1 ones
-_RETRIEVE = re.compile(r"^(?:/v1|/openai|/openai/v1)/responses/(?P<id>[^/]+)/?$")
-
-
-def polled_id(path: str) -> str | None:
-    """The response id a `GET /v1/responses/{id}` path names (the provider prefix already removed; Azure's
-    paths keep theirs)."""
-    match = _RETRIEVE.match(path)
-    return match["id"] if match else None
 
 
 def claim_key(tenant: str, response_id: str) -> str:
@@ -85,15 +73,24 @@ class BackgroundCosts:
             self._observer.state_error()
 
     async def polled(
-        self, info: ResponseInfo, *, key_hash: str, streamed: bool, status: int, latency: float, began: float
+        self,
+        info: ResponseInfo,
+        *,
+        key_hash: str,
+        streamed: bool,
+        status: int,
+        latency: float,
+        began: float,
+        final: Collection[str],
     ) -> None:
         """A poll's answer, sent to the client already: account for it if it finishes a pending response.
 
         `key_hash`: the poll's key (its tenant's responses are the ones it can finish); `latency`: seconds
-        the upstream took; `began`: `time.perf_counter()` when the poll arrived.
+        the upstream took; `began`: `time.perf_counter()` when the poll arrived; `final`: the statuses of a
+        finished response (its API's `Polls.final`).
         """
         response_id = info.response_id
-        if status != 200 or response_id is None or info.finish_reason not in FINAL_STATUSES:
+        if status != 200 or response_id is None or info.finish_reason not in final:
             return
         try:
             await self._account(self._tenants.of(key_hash), response_id, info, streamed, status, latency, began)

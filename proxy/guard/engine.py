@@ -1,4 +1,6 @@
-"""Runs detectors: one state batch per phase, faults isolated.
+"""Runs detectors: an Armed detector (one with its config in force), a Lineup (those armed for a request).
+
+One state batch per phase, faults isolated.
 
 The engine asks every armed detector for its plan, prefixes each op's field
 with the detector's name (so detectors cannot touch each other's state),

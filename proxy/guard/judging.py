@@ -1,4 +1,6 @@
-"""Judging beside the relay: with a networked state, a request's end runs after its answer, not in its handler.
+"""Judging: a request's end (usage, response detectors, breakers, record), run beside the relay.
+
+With a networked state, a request's end runs after its answer, not in its handler.
 
 A request's end (`Guard.complete`: usage and cost, the detectors' response
 plans, breakers, the record, the access log line and the metrics) waits on

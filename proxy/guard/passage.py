@@ -1,4 +1,4 @@
-"""A request's passage through the guard: admitted, answered or forwarded, read, and ended exactly once.
+"""Passage: a request's way through the guard: admitted, answered or forwarded, read, ended exactly once.
 
 Every handler (HTTP whole and streamed, an unreadable body, a Responses
 WebSocket's `response.create`, a Realtime session's response) drives a

@@ -1,4 +1,4 @@
-"""Seconds spent per stage of a request, since the proxy started: what `runguard_stage_seconds_total` shows.
+"""Stages: seconds spent per stage of a request since start (`runguard_stage_seconds_total`).
 
 `admission` is the time from a request's arrival at the guard to its ticket
 (the run found, the state batch, the request's checks); `judging` the time

@@ -1,4 +1,4 @@
-"""A request's passage through the guard, from admission to completion."""
+"""Ticket: what the guard holds of one request (its run, scopes, lineup, findings), admission to end."""
 
 from __future__ import annotations
 

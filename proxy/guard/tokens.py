@@ -19,7 +19,6 @@ from typing import Any
 
 from runguard.proxy.core.events import Api
 from runguard.proxy.providers import registry
-from runguard.proxy.providers.openai.provider import encoding as encoding_name
 
 CHARS_PER_TOKEN = 4
 _TABLE_URL = "https://openaipublic.blob.core.windows.net/encodings/{}.tiktoken"
@@ -48,7 +47,7 @@ def cached_table(encoding: str, environ: dict[str, str] | None = None) -> str | 
 
 
 ENCODINGS = ("o200k_base", "cl100k_base")  # every encoding a spec's `encoding` hook answers
-__all__ = ["CHARS_PER_TOKEN", "ENCODINGS", "TokenEstimator", "cached_table", "encoding_name"]
+__all__ = ["CHARS_PER_TOKEN", "ENCODINGS", "TokenEstimator", "cached_table"]
 
 
 class TokenEstimator:
@@ -82,12 +81,11 @@ class TokenEstimator:
             self._encoding(name)
 
     def count(self, text: str, model: str, api: Api | None = None) -> int:
-        """`text`'s tokens for `model`, in the encoding `api`'s spec names (its `encoding` hook; by OpenAI's
-        model names for an API no spec reads: a Realtime session's), else by characters."""
+        """`text`'s tokens for `model`, in the encoding `api` counts in (its spec's `encoding` hook, or its
+        sessions': `registry.encoding`), else by characters."""
         if not text:
             return 0
-        spec = registry.api_named(api) if api is not None else None
-        name = spec.encoding(model) if spec is not None else encoding_name(model)
+        name = registry.REGISTRY.encoding(api, model) if api is not None else None
         encoding = self._encoding(name) if name is not None else None
         if encoding is None:
             return math.ceil(len(text) / CHARS_PER_TOKEN)

@@ -37,15 +37,13 @@ _MODEL = re.compile(rb'"model"\s*:\s*"([A-Za-z0-9._:/@+-]{1,256})"')
 _ERROR_CHARS = 160  # of the parse error, in the record (the store keeps 256 of its error text)
 
 
-def request_info(
-    api: Api, problem: str, body: bytes, *, model: str | None, stream: bool, json_array: bool
-) -> RequestInfo:
+def request_info(api: Api, problem: str, body: bytes, *, model: str | None, stream: bool) -> RequestInfo:
     """What is known of a request whose body cannot be read: its API, its model (`model`, the path's, else the
     body's `"model"` field if one is spelled plainly), and the streaming the path asks for."""
     if model is None:
         found = _MODEL.search(body)
         model = found.group(1).decode() if found else ""
-    return dataclasses.replace(failed_request(api, problem), model=model, stream=stream, json_array_stream=json_array)
+    return dataclasses.replace(failed_request(api, problem), model=model, stream=stream)
 
 
 def counting(lineup: Lineup) -> Lineup:

@@ -20,26 +20,28 @@ from runguard.proxy.core.events import ResponseInfo
 from runguard.proxy.core.frozen import frozen
 from runguard.proxy.guard.passage import Passage
 from runguard.proxy.guard.ticket import Ticket
+from runguard.proxy.http.exchange import exchange
 from runguard.proxy.http.recorded import recorded
 from runguard.proxy.providers.answers import Synthetic
-from runguard.proxy.providers.gemini.replies import stream_error_element
-from runguard.proxy.providers.routes import Route, raw_target
+from runguard.proxy.providers.framing import SSE, Framing
+from runguard.proxy.providers.routes import Route
 from runguard.proxy.relay import overhead
 from runguard.proxy.relay.codec import decode_body
 from runguard.proxy.relay.context import ProxyContext
 from runguard.proxy.relay.replies import upstream_failed
 from runguard.proxy.relay.stream_usage import UsageChunkFilter
-from runguard.proxy.relay.streams import is_stream, relay_stream, whole_response
-from runguard.proxy.relay.upstream import read_whole
+from runguard.proxy.relay.streams import relay_stream, whole_response
 
 
 @frozen
 class Outgoing:
-    """What goes upstream, and how the client's copy of a stream is rewritten (opt-in only)."""
+    """What goes upstream, how the client's copy of a stream is rewritten (opt-in only), and how the
+    answer streams (`framing`: its units held whole, so an error can end it as one more)."""
 
     headers: CIMultiDict[str]
     body: bytes
     rewrite: UsageChunkFilter | None = None
+    framing: Framing = SSE
 
 
 def synthetic(answer: Synthetic, ticket: Ticket) -> web.Response:
@@ -77,24 +79,10 @@ async def forward(
         passage.body = recorded(request, sending.body, b"", None) if keep else None
         return reply
 
-    passage.forwarding()
-    overhead.sending(request)
-    try:
-        upstream = await ctx.upstreams[route.provider].send(
-            request.method, raw_target(route, request.raw_path), sending.headers, sending.body
-        )
-    except UpstreamError as exc:
-        return failed(exc)
-    async with upstream:
-        overhead.answered(request)
-        if is_stream(upstream, route.stream):
-            return await _forward_stream(request, ctx, passage, upstream, sending.body if keep else None, sending)
-        overhead.sending(request)
-        try:
-            raw = await read_whole(upstream)
-        except UpstreamError as exc:
-            return failed(exc)
-        overhead.answered(request)
+    async def on_stream(upstream: aiohttp.ClientResponse, sent: float) -> web.StreamResponse:
+        return await _forward_stream(request, ctx, passage, upstream, sending.body if keep else None, sending)
+
+    async def on_whole(upstream: aiohttp.ClientResponse, raw: bytes, sent: float) -> web.StreamResponse:
         ticket = passage.ticket
         parsed = decode_body(raw, upstream.headers.get("Content-Encoding"), 1 << 30)
         info = ticket.adapter.parse_response(parsed) if parsed is not None else ResponseInfo(parse_error="encoding")
@@ -112,6 +100,11 @@ async def forward(
         passage.client_status = reply.status  # a client that left before it had the answer is recorded with none
         return reply
 
+    passage.forwarding()
+    return await exchange(
+        request, ctx, route, sending.headers, sending.body, failed=failed, on_stream=on_stream, on_whole=on_whole
+    )
+
 
 async def _forward_stream(
     request: web.Request,
@@ -123,8 +116,6 @@ async def _forward_stream(
 ) -> web.StreamResponse:
     ticket = passage.ticket
     parser = ticket.adapter.stream_parser()
-    json_array = ticket.request.json_array_stream
-    error_event = stream_error_element if json_array else ticket.adapter.stream_error_event
     status = upstream.status
     # Should the client leave: closing the upstream response (by leaving `async with`) cancels the upstream
     # request, and the passage records the partial usage the parser has seen so far.
@@ -138,10 +129,10 @@ async def _forward_stream(
             upstream,
             parser,
             overhead.stamp(request, _extra_headers(ticket)),
-            error_event,
+            ticket.adapter.stream_error_event,  # the framed adapter's (`Framing.framed`)
             capture=recorded_request is not None,
             rewrite=sending.rewrite,
-            json_array=json_array,
+            framing=sending.framing,
             before_end=None if ctx.state_never_waits else passage.ending,
         )
     info = parser.close()

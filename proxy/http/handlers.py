@@ -25,12 +25,13 @@ from runguard.proxy.guard.policy import tightening_from
 from runguard.proxy.guard.spending import costs_money
 from runguard.proxy.http.forward import Outgoing, forward, synthetic
 from runguard.proxy.http.recorded import credentials_of, recorded
-from runguard.proxy.http.untouched import is_poll, passthrough, poll
+from runguard.proxy.http.untouched import passthrough, poll, polled
 from runguard.proxy.providers import credentials
 from runguard.proxy.providers.base import Adapter, RequestContext
+from runguard.proxy.providers.framing import Framing
 from runguard.proxy.providers.paths import REFUSED, canonical
 from runguard.proxy.providers.registry import adapter_for, header_facts, usage_on_request
-from runguard.proxy.providers.routes import Route, gemini_streams_sse, resolve
+from runguard.proxy.providers.routes import Route, resolve
 from runguard.proxy.relay.codec import BodyTooLarge, inflate
 from runguard.proxy.relay.context import CONTEXT, ProxyContext
 from runguard.proxy.relay.headers import is_upgrade, upstream_request_headers
@@ -123,7 +124,8 @@ async def handle(request: web.Request) -> web.StreamResponse:
         # The rest of this body would be dropped (see `stop_reading`): say so now, the SDK retries elsewhere.
         return provider_error(route.dialect, 503, "RunGuard is shutting down; retry the request", "shutting_down")
     adapter = adapter_for(route.api) if request.method == "POST" else None
-    if adapter is None and not is_poll(request, route):
+    polls = polled(request, route) if adapter is None else None
+    if adapter is None and polls is None:
         stopped = await _spending_refusal(ctx, route, request.method, key_hash)
         if stopped is not None:
             return stopped
@@ -138,9 +140,12 @@ async def handle(request: web.Request) -> web.StreamResponse:
         return provider_error(route.dialect, 413, f"RunGuard: {exc}", "request_too_large")
     finally:
         ctx.reading.discard(task)
-    if adapter is None:
-        return await poll(request, ctx, route, body, outgoing, key_hash)
-    return await _guarded(request, ctx, route, adapter, body, key_hash, outgoing)
+    if adapter is not None:
+        framing = route.framing(request.query)  # how its answer streams: its adapter writes answers framed so
+        return await _guarded(request, ctx, route, framing.framed(adapter), framing, body, key_hash, outgoing)
+    if polls is not None:
+        return await poll(request, ctx, route, polls, body, outgoing, key_hash)
+    return await passthrough(request, ctx, route, body, outgoing)  # (ruled out above: each is one or the other)
 
 
 async def _guarded(
@@ -148,6 +153,7 @@ async def _guarded(
     ctx: ProxyContext,
     route: Route,
     adapter: Adapter,
+    framing: Framing,
     body: bytes,
     key_hash: str,
     headers: CIMultiDict[str],
@@ -163,8 +169,7 @@ async def _guarded(
     header_run, agent = ctx.names(request.headers)
     body_read = decoded or b""
     slot = ctx.slot(key_hash, header_run, body_read)
-    json_array = route.stream and not gemini_streams_sse(request.query)
-    context = RequestContext(route.model, agent, route.stream, history=slot, json_array_stream=json_array)
+    context = RequestContext(route.model, agent, route.stream, history=slot)
     info = adapter.parse_request(body_read, context)
     tight = tightening_from(request.headers)
     refused = ctx.guard.policy.header_errors(tight) if tight else None
@@ -173,7 +178,7 @@ async def _guarded(
         return provider_error(route.dialect, 400, message[:1000], "invalid_runguard_header")
     if decoded is None or info.parse_error:
         problem = info.parse_error if decoded is not None else "the Content-Encoding cannot be decoded"
-        return await _unreadable(request, ctx, route, adapter, body, key_hash, problem or "unknown", headers)
+        return await _unreadable(request, ctx, route, adapter, framing, body, key_hash, problem or "unknown", headers)
     passage = ctx.guard.passage(adapter, info, body=decoded, key_hash=key_hash, header_run=header_run, tight=tight)
     async with passage:
         ticket = passage.ticket
@@ -187,12 +192,18 @@ async def _guarded(
             passage.body = recorded(request, decoded, b"", None) if settings.store.record_bodies else None
             return synthetic(passage.answer, ticket)
         return await forward(
-            request, ctx, route, passage, _outgoing(settings, info, body, decoded, ticket.note, headers)
+            request, ctx, route, passage, _outgoing(settings, info, body, decoded, ticket.note, headers, framing)
         )
 
 
 def _outgoing(
-    settings: Settings, info: RequestInfo, body: bytes, decoded: bytes, note: str | None, headers: CIMultiDict[str]
+    settings: Settings,
+    info: RequestInfo,
+    body: bytes,
+    decoded: bytes,
+    note: str | None,
+    headers: CIMultiDict[str],
+    framing: Framing,
 ) -> Outgoing:
     """What goes upstream: the `body` as the client sent it (`decoded`: as read), unless a nudge's `note` is
     spliced into it or (opt-in) a Chat stream is asked for its usage."""
@@ -209,7 +220,7 @@ def _outgoing(
             body, rewrite = asked, UsageChunkFilter()
             headers.popall("Content-Encoding", None)
             headers.popall("Accept-Encoding", None)
-    return Outgoing(headers, body, rewrite)
+    return Outgoing(headers, body, rewrite, framing)
 
 
 async def _unreadable(
@@ -217,6 +228,7 @@ async def _unreadable(
     ctx: ProxyContext,
     route: Route,
     adapter: Adapter,
+    framing: Framing,
     body: bytes,
     key_hash: str,
     problem: str,
@@ -226,10 +238,7 @@ async def _unreadable(
     then forwarded untouched or refused with a 400 (`guard.unreadable`; see `unreadable`)."""
     action = ctx.settings.guard.unreadable
     ctx.observer.parse_error(str(route.api))
-    json_array = route.stream and not gemini_streams_sse(request.query)
-    info = unreadable.request_info(
-        adapter.api, problem, body, model=route.model, stream=route.stream, json_array=json_array
-    )
+    info = unreadable.request_info(adapter.api, problem, body, model=route.model, stream=route.stream)
     header_run, _ = ctx.names(request.headers)
     tight = tightening_from(request.headers)
     async with ctx.guard.passage(
@@ -246,4 +255,4 @@ async def _unreadable(
             reply.headers["x-runguard-run-id"] = passage.ticket.run_id
             passage.client_status, passage.body = reply.status, kept
             return reply
-        return await forward(request, ctx, route, passage, Outgoing(headers, body))
+        return await forward(request, ctx, route, passage, Outgoing(headers, body, framing=framing))

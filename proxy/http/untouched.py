@@ -20,38 +20,34 @@ from multidict import CIMultiDict
 
 from runguard.proxy.core.errors import UpstreamError
 from runguard.proxy.core.events import ResponseInfo
-from runguard.proxy.guard.background import polled_id
+from runguard.proxy.http.exchange import exchange
 from runguard.proxy.http.recorded import masked
-from runguard.proxy.providers.openai_responses.adapter import ResponsesAdapter
-from runguard.proxy.providers.registry import polls_responses
-from runguard.proxy.providers.routes import Route, raw_target
+from runguard.proxy.providers.base import Adapter
+from runguard.proxy.providers.registry import poller
+from runguard.proxy.providers.routes import Route
+from runguard.proxy.providers.spec import ProviderApi
 from runguard.proxy.relay import overhead
 from runguard.proxy.relay.codec import BodyTooLarge, decode_body
 from runguard.proxy.relay.context import ProxyContext
 from runguard.proxy.relay.replies import upstream_failed
-from runguard.proxy.relay.streams import is_stream, relay_stream, whole_response
-from runguard.proxy.relay.upstream import read_whole
+from runguard.proxy.relay.streams import relay_stream, whole_response
 
 
-def is_poll(request: web.Request, route: Route) -> bool:
-    """`GET /v1/responses/{id}`: a Responses API poll, read once relayed (`poll`)."""
-    return request.method == "GET" and polls_responses(route.provider) and polled_id(route.upstream_path) is not None
+def polled(request: web.Request, route: Route) -> ProviderApi | None:
+    """The API whose background response a GET polls (`GET /v1/responses/{id}`: Responses), read once relayed
+    (`poll`); None for any other request."""
+    if request.method != "GET":
+        return None
+    spec = poller(route.provider)
+    if spec is None or spec.polls is None or spec.polls.polled_id(route.upstream_path) is None:
+        return None
+    return spec
 
 
-async def _send_untouched(
-    request: web.Request,
-    ctx: ProxyContext,
-    route: Route,
-    body: bytes | aiohttp.StreamReader,
-    headers: CIMultiDict[str],
-) -> aiohttp.ClientResponse:
-    """The request upstream as the client sent it, with the `headers` `handle` computed (hop-by-hop, RunGuard's
-    own and unread credentials out); a body still arriving (`StreamReader`) streams on with the length the
-    client declared."""
+def _declared_length(request: web.Request, body: bytes | aiohttp.StreamReader, headers: CIMultiDict[str]) -> None:
+    """A body still arriving (`StreamReader`) streams on with the length the client declared."""
     if not isinstance(body, bytes) and request.content_length is not None:
         headers["Content-Length"] = str(request.content_length)
-    overhead.sending(request)
-    return await ctx.upstreams[route.provider].send(request.method, raw_target(route, request.raw_path), headers, body)
 
 
 async def passthrough(
@@ -61,29 +57,34 @@ async def passthrough(
     body: bytes | aiohttp.StreamReader,
     headers: CIMultiDict[str],
 ) -> web.StreamResponse:
-    """Forward the request untouched and relay its answer as it comes."""
-    try:
-        upstream = await _send_untouched(request, ctx, route, body, headers)
-    except UpstreamError as exc:
+    """Forward the request untouched, with the `headers` `handle` computed (hop-by-hop, RunGuard's own and
+    unread credentials out), and relay its answer as it comes."""
+    _declared_length(request, body, headers)
+
+    def failed(exc: UpstreamError) -> web.StreamResponse:
         return upstream_failed(route.dialect, exc)
-    async with upstream:
-        overhead.answered(request)
-        if is_stream(upstream, route.stream):
-            out, _ = await relay_stream(request, upstream, None, CIMultiDict(), None)
-            return out
-        overhead.sending(request)
-        try:
-            raw = await read_whole(upstream)
-        except UpstreamError as exc:
-            return upstream_failed(route.dialect, exc)
-        overhead.answered(request)
+
+    async def on_stream(upstream: aiohttp.ClientResponse, sent: float) -> web.StreamResponse:
+        out, _ = await relay_stream(request, upstream, None, CIMultiDict(), None)
+        return out
+
+    async def on_whole(upstream: aiohttp.ClientResponse, raw: bytes, sent: float) -> web.StreamResponse:
         return whole_response(upstream, raw, CIMultiDict())
+
+    return await exchange(request, ctx, route, headers, body, failed=failed, on_stream=on_stream, on_whole=on_whole)
 
 
 async def poll(
-    request: web.Request, ctx: ProxyContext, route: Route, body: bytes, headers: CIMultiDict[str], key_hash: str
+    request: web.Request,
+    ctx: ProxyContext,
+    route: Route,
+    spec: ProviderApi,
+    body: bytes,
+    headers: CIMultiDict[str],
+    key_hash: str,
 ) -> web.StreamResponse:
-    """`GET /v1/responses/{id}`, whole or a resumed stream: forwarded as `passthrough` does, then read.
+    """A poll of `spec`'s background response (`GET /v1/responses/{id}`), whole or a resumed stream:
+    forwarded as `passthrough` does, then read.
 
     What the client gets is what `passthrough` gives it, byte for byte; the
     answer is read once it is sent (a stream: as it passes, as any stream),
@@ -93,40 +94,33 @@ async def poll(
     leaves (the response is finished upstream whether or not the client has it).
     """
     began = time.perf_counter()
-    try:
-        upstream = await _send_untouched(request, ctx, route, body, headers)
-    except UpstreamError as exc:
-        return upstream_failed(route.dialect, exc)
-    sent = time.perf_counter()
     background = ctx.guard.background
-    responses = ResponsesAdapter()
-    async with upstream:
-        overhead.answered(request)
-        status = upstream.status
-        if is_stream(upstream, route.stream):
-            parser = responses.stream_parser()
+    responses = spec.adapter()
+    final = spec.polls.final if spec.polls is not None else frozenset()
 
-            def account() -> Coroutine[Any, Any, None]:
-                latency = time.perf_counter() - sent
-                info = masked(parser.close(), request)
-                return background.polled(
-                    info, key_hash=key_hash, streamed=True, status=status, latency=latency, began=began
-                )
+    def failed(exc: UpstreamError) -> web.StreamResponse:
+        return upstream_failed(route.dialect, exc)
 
-            try:
-                out, _ = await relay_stream(request, upstream, parser, CIMultiDict(), None)
-            except (asyncio.CancelledError, ConnectionResetError):
-                ctx.spawn(account())  # the client left: what passed may have finished the response
-                raise
-            await ctx.settle(account())
-            return out
-        overhead.sending(request)
+    async def on_stream(upstream: aiohttp.ClientResponse, sent: float) -> web.StreamResponse:
+        parser, status = responses.stream_parser(), upstream.status
+
+        def account() -> Coroutine[Any, Any, None]:
+            info = masked(parser.close(), request)
+            latency = time.perf_counter() - sent
+            return background.polled(
+                info, key_hash=key_hash, streamed=True, status=status, latency=latency, began=began, final=final
+            )
+
         try:
-            raw = await read_whole(upstream)
-        except UpstreamError as exc:
-            return upstream_failed(route.dialect, exc)
-        overhead.answered(request)
-        latency = time.perf_counter() - sent
+            out, _ = await relay_stream(request, upstream, parser, CIMultiDict(), None)
+        except (asyncio.CancelledError, ConnectionResetError):
+            ctx.spawn(account())  # the client left: what passed may have finished the response
+            raise
+        await ctx.settle(account())
+        return out
+
+    async def on_whole(upstream: aiohttp.ClientResponse, raw: bytes, sent: float) -> web.StreamResponse:
+        status, latency = upstream.status, time.perf_counter() - sent
         encoding = upstream.headers.get("Content-Encoding")
 
         async def account_whole() -> None:
@@ -139,6 +133,7 @@ async def poll(
                     status=status,
                     latency=latency,
                     began=began,
+                    final=final,
                 )
 
         reply = whole_response(upstream, raw, CIMultiDict())
@@ -152,9 +147,11 @@ async def poll(
         await ctx.settle(account_whole())
         return reply
 
+    return await exchange(request, ctx, route, headers, body, failed=failed, on_stream=on_stream, on_whole=on_whole)
 
-def _poll_answer(responses: ResponsesAdapter, raw: bytes, encoding: str | None) -> ResponseInfo | None:
-    """A poll's answer read as a Responses body (read after the client has it); None if it cannot be decoded."""
+
+def _poll_answer(responses: Adapter, raw: bytes, encoding: str | None) -> ResponseInfo | None:
+    """A poll's answer read as its API's body (read after the client has it); None if it cannot be decoded."""
     try:
         parsed = decode_body(raw, encoding, 1 << 30)
     except BodyTooLarge:

@@ -26,7 +26,6 @@ class RequestContext:
     path_model: str | None = None  # Gemini: the model named in the URL
     agent_header: str | None = None  # X-Agent-Name, overrides the inferred agent
     stream_hint: bool = False  # Gemini: the :streamGenerateContent method
-    json_array_stream: bool = False  # Gemini: that method without alt=sse, which streams one JSON array
     extra: Mapping[str, str] = field(default_factory=dict)
     history: HistorySlot | None = None  # where a long conversation's checkpoints are kept (None: read it whole)
 

@@ -16,8 +16,9 @@ from collections.abc import Iterable, Mapping
 
 from runguard.config.settings import GuardSettings
 from runguard.proxy.core.events import Api, Provider
-from runguard.proxy.providers import anthropic, gemini, openai_chat, openai_responses
+from runguard.proxy.providers import anthropic, gemini, openai_chat, openai_realtime, openai_responses
 from runguard.proxy.providers.base import Adapter
+from runguard.proxy.providers.sockets import Sessions
 from runguard.proxy.providers.spec import Door, PathRule, ProviderApi, ProviderSpec
 
 _FOREIGN_HEADERS = ("x-api-key",)
@@ -31,6 +32,8 @@ APIS: tuple[ProviderApi, ...] = (
     gemini.SPEC,
     anthropic.SPEC,
 )
+# Sessions over a WebSocket whose server starts the responses (`sockets.Sessions`): one line each.
+SESSIONS: tuple[Sessions, ...] = (openai_realtime.SESSIONS,)
 
 
 class Registry:
@@ -49,10 +52,12 @@ class Registry:
         "leads",
         "providers",
         "query_names",
+        "sessions",
     )
 
-    def __init__(self, apis: Iterable[ProviderApi]) -> None:
+    def __init__(self, apis: Iterable[ProviderApi], sessions: Iterable[Sessions] = ()) -> None:
         self.apis = tuple(apis)
+        self.sessions = tuple(sessions)
         self._by_api: dict[str, ProviderApi] = {}
         self._by_provider: dict[str, ProviderSpec] = {}
         for spec in self.apis:
@@ -117,6 +122,18 @@ class Registry:
     def provider(self, name: str | None) -> ProviderSpec | None:
         return self._by_provider.get(name) if name is not None else None
 
+    def sessions_at(self, provider: str, path: str) -> Sessions | None:
+        """The sessions a WebSocket to `provider`'s routed `path` opens; None when it opens none."""
+        return next((s for s in self.sessions if s.provider() == provider and s.serves(path)), None)
+
+    def encoding(self, api: str, model: str) -> str | None:
+        """The tiktoken encoding of `model` as `api` counts it (its spec's `encoding`, or its sessions');
+        None to count by characters."""
+        spec = self._by_api.get(api)
+        if spec is not None:
+            return spec.encoding(model)
+        return next((s.encoding(model) for s in self.sessions if s.api() == api), None)
+
     def paths(self, family: str) -> tuple[tuple[PathRule, ProviderApi], ...]:
         """The API rules that read paths of a door's `family`, in the specs' order."""
         return self._paths.get(family, ())
@@ -129,7 +146,13 @@ class Registry:
         return any(folded.search(trimmed) for folded in self._folded.get(family, ()))
 
 
-REGISTRY = Registry(APIS)
+REGISTRY = Registry(APIS, SESSIONS)
+
+
+def provider_titles() -> str:
+    """The providers' names as a sentence lists them ("OpenAI, Gemini and Anthropic"), in the registry's order."""
+    names = [provider.display for provider in REGISTRY.providers]
+    return names[0] if len(names) == 1 else ", ".join(names[:-1]) + " and " + names[-1]
 
 
 def api_named(name: Api | str) -> ProviderApi | None:
@@ -169,10 +192,10 @@ def chains_responses(api: Api | str) -> bool:
     return spec is not None and spec.chains_responses
 
 
-def polls_responses(provider: Provider | str) -> bool:
-    """Whether `provider` serves an API whose responses are kept by id (`chains_responses`): a GET of one of
-    its paths may be a background response's poll (`guard.background`)."""
-    return any(spec.chains_responses and spec.provider.name == provider for spec in REGISTRY.apis)
+def poller(provider: Provider | str) -> ProviderApi | None:
+    """The API of `provider` whose background responses are polled by id (`ProviderApi.polls`): a GET of one
+    of its poll paths is read with its adapter (`guard.background`); None when it has none."""
+    return next((spec for spec in REGISTRY.apis if spec.polls is not None and spec.provider.name == provider), None)
 
 
 def usage_on_request(api: Api | str) -> bool:

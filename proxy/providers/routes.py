@@ -17,6 +17,7 @@ from runguard.proxy.core.events import Api, Provider
 from runguard.proxy.core.frozen import frozen
 from runguard.proxy.providers import paths, registry
 from runguard.proxy.providers.credentials import target_without_unread
+from runguard.proxy.providers.framing import SSE, Framing
 from runguard.proxy.providers.spec import ProviderApi
 
 
@@ -29,6 +30,10 @@ class Route:
     stream: bool = False  # Gemini: :streamGenerateContent
     spec: ProviderApi | None = field(default=None, compare=False, repr=False)  # who reads it; None: Api.OTHER
     lookalike: bool = False  # Api.OTHER, but a guarded endpoint in another case or with a trailing space: refused
+
+    def framing(self, query: Mapping[str, str]) -> Framing:
+        """How its answer streams (its spec's `framing` for this request's query; SSE for an API no spec reads)."""
+        return self.spec.framing(self.stream, query) if self.spec is not None else SSE
 
     @property
     def dialect(self) -> Provider:
@@ -91,12 +96,3 @@ def raw_target(route: Route, raw_path: str) -> str:
     """
     _, mark, query = raw_path.partition("?")
     return target_without_unread(route.provider, paths.upstream(route.upstream_path) + mark + query)
-
-
-def gemini_streams_sse(query: Mapping[str, str]) -> bool:
-    """Whether a Gemini :streamGenerateContent request asked for SSE (`alt=sse`; `$alt` is the same parameter).
-
-    Without it the method streams one JSON array (`$alt=json`, or no `alt` at all).
-    """
-    value = query.get("alt", query.get("$alt", ""))
-    return value.partition(";")[0].strip().lower() == "sse"

@@ -1,4 +1,6 @@
-"""What a provider API plugs into the proxy: one frozen spec per API, data and hooks, no behaviour of its own.
+"""Specs: what a provider API plugs into the proxy; its Doors (routing rows, ranked by Tier) claim its paths.
+
+One frozen spec per API, data and hooks, no behaviour of its own.
 
 A provider is two levels of spec:
 
@@ -25,6 +27,9 @@ from runguard.config.settings import GuardSettings
 from runguard.proxy.core.events import Api, Provider
 from runguard.proxy.core.frozen import frozen
 from runguard.proxy.providers.base import Adapter
+from runguard.proxy.providers.framing import Framing, sse_framing
+from runguard.proxy.providers.sockets import RequestMessages
+from runguard.proxy.providers.transcript import Transcript
 
 ErrorPayload = Callable[[int, str, str], Mapping[str, Any]]
 """(status, message, code) -> the JSON object of an error in the provider's format."""
@@ -167,10 +172,31 @@ class ProviderSpec:
     # when the answer says so; Gemini's is configurable (`guard.gemini_error_status`).
     block_status: Callable[[GuardSettings], int] = _always_429
     telemetry_name: str = ""  # `gen_ai.provider.name` (the GenAI conventions' spelling); "" means `name`
+    title: str = ""  # how people write its name (`--help`, the `serve` banner); "" means `name`, capitalised
+    client_path: str = ""  # what its SDKs' base URL adds to the proxy's address ("/v1" for OpenAI's)
 
     @property
     def system(self) -> str:
         return self.telemetry_name or str(self.name)
+
+    @property
+    def display(self) -> str:
+        return self.title or str(self.name).capitalize()
+
+
+@frozen
+class Polls:
+    """How an API's response kept by id is fetched again (a background response's poll, `guard.background`):
+    `path` finds its id (group `id`) in a routed path a GET asks for; `final`: the statuses (`finish_reason`)
+    of a response that is done."""
+
+    path: re.Pattern[str]
+    final: frozenset[str]
+
+    def polled_id(self, path: str) -> str | None:
+        """The response id a poll's `path` names; None for any other path."""
+        found = self.path.match(path)
+        return found["id"] if found else None
 
 
 def _no_encoding(model: str) -> str | None:
@@ -190,12 +216,16 @@ class ProviderApi:
     # The tiktoken encoding of a model it serves, None to count tokens by characters (`guard.tokens`).
     encoding: Callable[[str], str | None] = _no_encoding
     operation: str = "chat"  # `gen_ai.operation.name`: "chat", "generate_content"
-    # A response id a later request may continue from (`previous_response_id`): remembered per run, and
-    # a background response polled by id (`GET .../responses/{id}`) on its provider's upstream is read.
+    # A response id a later request may continue from (`previous_response_id`): remembered per run.
     chains_responses: bool = False
+    # A response that finishes in the background, polled by id on its provider's upstream (`Polls`): read.
+    polls: Polls | None = None
     # Streams carry usage only when the request asks (Chat's `stream_options.include_usage`): the proxy may
     # ask for it (`upstreams.inject_stream_usage`, `relay.stream_usage`).
     stream_usage_on_request: bool = False
-    # How its WebSocket messages are read: not through the spec yet (`sockets/` reads Responses sockets with
-    # `openai_responses/socket.py` and Realtime ones with `openai_realtime/`); None for every API today.
-    socket: Any = None
+    # (the request streams, its query) -> how its answer streams (`framing`): SSE unless the API says otherwise.
+    framing: Callable[[bool, Mapping[str, str]], Framing] = sse_framing
+    # How its WebSocket mode's messages are read (`sockets.RequestMessages`); None: its sockets pass unread.
+    socket: RequestMessages | None = None
+    # What a recorded request body says, for the run page and `show` (`transcript`); None: nothing is shown.
+    transcript: Transcript | None = None

@@ -14,13 +14,13 @@ from aiohttp import web
 from runguard.proxy.core.errors import UpstreamError, UpstreamTimeout
 from runguard.proxy.core.events import Provider
 from runguard.proxy.providers import registry
-from runguard.proxy.providers.openai.provider import OPENAI
 
 
 def error_body(provider: Provider | None, status: int, message: str, code: str) -> bytes:
-    """An error in `provider`'s format (its spec's `error_payload`); OpenAI's when the provider is unknown."""
-    spec = registry.provider_named(provider)
-    return orjson.dumps((spec or OPENAI).error_payload(status, message, code))
+    """An error in `provider`'s format (its spec's `error_payload`); the first provider's (OpenAI's) when the
+    provider is unknown."""
+    spec = registry.provider_named(provider) or registry.REGISTRY.providers[0]
+    return orjson.dumps(spec.error_payload(status, message, code))
 
 
 def provider_error(

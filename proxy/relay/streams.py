@@ -4,8 +4,8 @@ A stream is written to the client as each chunk arrives (never buffered) and
 a decoded copy is fed to the adapter's parser, in batches (`ParseBatch`). If
 the upstream breaks off mid-stream, or the proxy's shutdown cuts the stream
 at the end of its grace period (`shutdown.StreamCut`), the client stream ends
-with the provider's own error event: one more SSE event, or for Gemini's
-JSON-array streams one more array element (`json_array`).
+with the provider's own error event: one more SSE event, or one more unit of the
+stream's own framing (`providers.framing`: Gemini's JSON-array element).
 
 Before the bytes that end a stream go out (its last chunk, or one carrying a
 terminal event: `[DONE]`, `response.completed`, `message_stop`, ...), a
@@ -34,12 +34,11 @@ from aiohttp.abc import AbstractStreamWriter
 from multidict import CIMultiDict
 
 from runguard.proxy.providers.base import StreamParser
-from runguard.proxy.providers.gemini.json_array import WholeElements
+from runguard.proxy.providers.framing import SSE, Framing, Held
 from runguard.proxy.relay.codec import Decoder, stream_decoder
 from runguard.proxy.relay.headers import client_response_headers
 from runguard.proxy.relay.shutdown import StreamCut
 
-MAX_PENDING_EVENT = 1 << 20  # bytes of one unfinished SSE event held back at most
 PARSE_BATCH = 64 * 1024  # bytes of a stream relayed before its parser reads them (at the latest: at its end)
 HEADERS_HOLD = 0.005  # seconds a stream's headers wait for its first chunk to leave with it
 
@@ -54,16 +53,6 @@ BeforeEnd = Callable[[], Awaitable[None]]
 # What ends a stream as its clients read it (OpenAI Chat, Responses, Anthropic): an SDK stops reading there.
 _TERMINAL = (b"[DONE]", b"response.completed", b"response.failed", b"response.incomplete", b"message_stop")
 _TAIL = 32  # bytes of the chunk before kept to find a terminal event split across two chunks
-
-
-class _Framing(Protocol):
-    """Lets whole units of a stream through (SSE events, array elements) and ends it with an error."""
-
-    pending: bytes
-
-    def take(self, chunk: bytes) -> bytes: ...
-
-    def ending(self, error: bytes) -> bytes: ...
 
 
 class ChunkFilter(Protocol):
@@ -96,7 +85,7 @@ async def relay_stream(
     error_event: ErrorEvent | None,
     capture: bool = False,
     rewrite: ChunkFilter | None = None,
-    json_array: bool = False,
+    framing: Framing = SSE,
     before_end: BeforeEnd | None = None,
 ) -> tuple[web.StreamResponse, StreamOutcome]:
     """Relay chunks as they arrive; feed the parser a decoded copy.
@@ -104,9 +93,9 @@ async def relay_stream(
     Only reading upstream is guarded here: a failed write means the client
     left, and that propagates to the caller. For a plain SSE stream that can
     end in an error event, the bytes of an unfinished event wait for its
-    blank line, so an error event never lands inside a half-sent one; for a
-    JSON-array stream (`json_array`) the bytes of an unfinished element wait
-    for its end, so the error can follow as one more element.
+    blank line, so an error event never lands inside a half-sent one; a
+    stream of another `framing` (Gemini's JSON array) holds back its own
+    unfinished unit, so the error can follow as one more.
     """
     headers = client_response_headers(response.headers, keep_length=False)
     headers.extend(extra)
@@ -115,7 +104,7 @@ async def relay_stream(
     hold = asyncio.get_running_loop().call_later(HEADERS_HOLD, _send_headers, writer)
     try:
         ending = _Ending(before_end) if before_end is not None else None
-        return out, await _relay_body(out, response, parser, error_event, capture, rewrite, json_array, ending)
+        return out, await _relay_body(out, response, parser, error_event, capture, rewrite, framing, ending)
     finally:
         hold.cancel()
 
@@ -127,18 +116,14 @@ async def _relay_body(
     error_event: ErrorEvent | None,
     capture: bool,
     rewrite: ChunkFilter | None,
-    json_array: bool,
+    framing: Framing,
     ending: _Ending | None,
 ) -> StreamOutcome:
     encoding = response.headers.get("Content-Encoding")
     parsing = ParseBatch(parser, stream_decoder(encoding)) if parser is not None else None
     plain = (encoding or "identity").strip().lower() == "identity"
     sse = response.content_type == "text/event-stream"
-    events: _Framing
-    if json_array and not sse:
-        events = WholeElements(error_event is not None and plain, MAX_PENDING_EVENT)
-    else:
-        events = _WholeEvents(error_event is not None and plain and sse)
+    events = framing.hold(sse, error_event is not None and plain)
     outcome = StreamOutcome(captured=bytearray() if capture else None)
     try:
         return await _relay_chunks(out, response, parsing, events, outcome, error_event, rewrite, ending)
@@ -151,7 +136,7 @@ async def _relay_chunks(
     out: web.StreamResponse,
     response: aiohttp.ClientResponse,
     parsing: ParseBatch | None,
-    events: _Framing,
+    events: Held,
     outcome: StreamOutcome,
     error_event: ErrorEvent | None,
     rewrite: ChunkFilter | None,
@@ -261,7 +246,7 @@ class ParseBatch:
         self._parser.feed(self._decode(data) if self._decode is not None else data)
 
 
-def _rest(events: _Framing, rewrite: ChunkFilter | None) -> bytes:
+def _rest(events: Held, rewrite: ChunkFilter | None) -> bytes:
     """What is still held back when the upstream body has ended."""
     if rewrite is None:
         return events.pending
@@ -285,40 +270,8 @@ def _send_headers(writer: AbstractStreamWriter | None) -> None:
             writer.send_headers()
 
 
-class _WholeEvents:
-    """Holds back the bytes of an unfinished SSE event until its blank line arrives (when `on`)."""
-
-    __slots__ = ("on", "pending")
-
-    def __init__(self, on: bool) -> None:
-        self.on = on
-        self.pending = b""
-
-    def take(self, chunk: bytes) -> bytes:
-        """What of `chunk` (after what was held back) may be sent now."""
-        if not self.on:
-            return chunk
-        chunk = self.pending + chunk if self.pending else chunk
-        cut = _events_end(chunk)
-        chunk, self.pending = chunk[:cut], chunk[cut:]
-        if len(self.pending) > MAX_PENDING_EVENT:  # not SSE after all: stop waiting for event ends
-            chunk, self.pending, self.on = chunk + self.pending, b"", False
-        return chunk
-
-    def ending(self, error: bytes) -> bytes:
-        """An SSE error event follows the last whole event as it is."""
-        return error
-
-
-def _events_end(data: bytes) -> int:
-    """Where the last complete SSE event in `data` ends (0: none)."""
-    lf = data.rfind(b"\n\n")
-    crlf = data.rfind(b"\r\n\r\n")
-    return max(lf + 2 if lf >= 0 else 0, crlf + 4 if crlf >= 0 else 0)
-
-
 async def _end_with_error(
-    out: web.StreamResponse, events: _Framing, error_event: ErrorEvent | None, message: str, code: str
+    out: web.StreamResponse, events: Held, error_event: ErrorEvent | None, message: str, code: str
 ) -> None:
     ending = events.ending(error_event(message, code)) if error_event is not None else b""
     await out.write_eof(ending)

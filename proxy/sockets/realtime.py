@@ -10,8 +10,8 @@ tokens and cost, its function calls in the records. The outputs the client
 sends for those calls are the tool results of the next response, so the loop
 detectors judge a voice agent's tool calls as an agent's. A session is a run
 of its own unless the handshake names one (`X-Run-Id`). Other events pass
-unread, as does one that cannot be read. What the events say is read by
-`providers.openai_realtime.events`.
+unread, as does one that cannot be read. What the events say is read by the
+provider's sessions (`providers.sockets.Sessions`, listed in `registry.SESSIONS`).
 """
 
 from __future__ import annotations
@@ -19,16 +19,10 @@ from __future__ import annotations
 import secrets
 from typing import TYPE_CHECKING
 
-from runguard.proxy.core.events import AgentIdentity, Api, RequestInfo, ResponseInfo, ToolCall, ToolResult, digest
+from runguard.proxy.core.events import AgentIdentity, RequestInfo, ResponseInfo, ToolCall, ToolResult, digest
 from runguard.proxy.guard.passage import Passage
 from runguard.proxy.guard.policy import Tightening
-from runguard.proxy.providers.openai_realtime.events import (
-    RealtimeAnswers,
-    ResponseEvent,
-    function_output,
-    response_event,
-    response_info,
-)
+from runguard.proxy.providers.sockets import SessionEvent, Sessions
 
 if TYPE_CHECKING:
     from runguard.proxy.relay.context import ProxyContext
@@ -43,6 +37,7 @@ class RealtimeSocket:
         self,
         ctx: ProxyContext,
         key_hash: str,
+        sessions: Sessions,
         *,
         model: str,
         header_run: str | None,
@@ -53,7 +48,8 @@ class RealtimeSocket:
         self._key_hash = key_hash
         self._header_run = header_run
         self._tight = tight
-        self._adapter = RealtimeAnswers()
+        self._sessions = sessions
+        self._adapter = sessions.answers()
         self._model = model
         self._speaker = AgentIdentity(agent, digest("realtime\x00" + model, 8))
         self._root = digest("realtime\x00" + secrets.token_hex(8))  # this session
@@ -66,7 +62,7 @@ class RealtimeSocket:
         is a tool result of the session's next response, as a tool message is of an agent's next request."""
         if len(self._results) >= MAX_RESULTS:
             return None
-        output = function_output(text)
+        output = self._sessions.function_output(text)
         if output is not None:
             name = next((call.name for call in self._calls if call.call_id == output.call_id), None)
             self._results.append(ToolResult(name, output.call_id, output.output))
@@ -76,7 +72,7 @@ class RealtimeSocket:
         """The request a response now announced stands for: the last response's calls and their results."""
         results, self._results = tuple(self._results), []
         return RequestInfo(
-            Api.REALTIME,
+            self._sessions.api(),
             self._model,
             True,
             self._speaker,
@@ -88,7 +84,7 @@ class RealtimeSocket:
     async def before_client(self, text: str) -> str | None:
         """Read a server event before the client gets it: None to pass it on, else the `error` event to
         send the client instead, after which the session is closed."""
-        event = response_event(text)
+        event = self._sessions.response_event(text)
         if event is None:
             return None
         if not event.done:
@@ -115,11 +111,11 @@ class RealtimeSocket:
         await passage.finish()
         return passage.answer.body.decode()
 
-    async def _done(self, event: ResponseEvent) -> None:
+    async def _done(self, event: SessionEvent) -> None:
         passage = self._open.pop(event.response_id, None)
         if passage is None:
             return
-        info = response_info(event.response)
+        info = self._sessions.response_info(event.response)
         self._calls = info.tool_calls
         passage.seen(info, 200)
         passage.client_status = 200

@@ -6,8 +6,7 @@ one is answered on the socket and never sent upstream. The events of an
 admitted one are read on their way to the client, and its terminal event ends
 its passage as the end of a stream does. Other client messages
 (`response.steer`, ...) pass untouched; a message that cannot be read passes
-too (fail open). What the messages say is read by
-`providers.openai_responses.socket`.
+too (fail open). What the messages say is read by the API's spec (`ProviderApi.socket`).
 """
 
 from __future__ import annotations
@@ -19,8 +18,8 @@ from typing import TYPE_CHECKING
 from runguard.proxy.guard.passage import Passage
 from runguard.proxy.guard.policy import Tightening
 from runguard.proxy.providers.base import RequestContext
-from runguard.proxy.providers.openai_responses import socket
-from runguard.proxy.providers.openai_responses.adapter import ResponsesAdapter, ResponsesStreamParser
+from runguard.proxy.providers.sockets import EventParser, RequestMessages
+from runguard.proxy.providers.spec import ProviderApi
 
 if TYPE_CHECKING:
     from runguard.proxy.relay.context import ProxyContext
@@ -29,25 +28,37 @@ if TYPE_CHECKING:
 @dataclasses.dataclass
 class _InFlight:
     passage: Passage
-    parser: ResponsesStreamParser
+    parser: EventParser
 
 
 class ResponsesSocket:
     """The requests of one client's Responses WebSocket, lane by lane."""
 
     def __init__(
-        self, ctx: ProxyContext, key_hash: str, *, header_run: str | None, agent: str | None, tight: Tightening
+        self,
+        ctx: ProxyContext,
+        key_hash: str,
+        spec: ProviderApi,
+        socket: RequestMessages,
+        *,
+        header_run: str | None,
+        agent: str | None,
+        tight: Tightening,
     ) -> None:
+        """`spec`: the API the socket's requests are (`socket`: its `ProviderApi.socket`)."""
         self._ctx = ctx
         self._key_hash = key_hash
         self._header_run = header_run
         self._agent = agent
         self._tight = tight
-        self._adapter = ResponsesAdapter()
+        self._adapter = spec.adapter()
+        self._socket = socket
+        self._api = str(spec.name)
         self._lanes: dict[str | None, deque[_InFlight]] = {}
 
     async def from_client(self, text: str) -> list[str] | None:
         """None to send `text` upstream; else the messages that answer it here (nothing goes upstream)."""
+        socket = self._socket
         create = socket.create(text)
         if create is None:
             return None
@@ -55,7 +66,7 @@ class ResponsesSocket:
         slot = ctx.slot(self._key_hash, self._header_run, body)
         info = self._adapter.parse_request(body, RequestContext(None, self._agent, True, history=slot))
         if info.parse_error:
-            ctx.observer.parse_error("responses")
+            ctx.observer.parse_error(self._api)
             return None
         if not info.stream:  # a socket always streams; the SDK leaves `stream` out
             info = dataclasses.replace(info, stream=True)
@@ -66,7 +77,7 @@ class ResponsesSocket:
         if passage.answer is not None:
             await passage.finish()
             return socket.messages_of(passage.answer, create.lane)
-        self._lanes.setdefault(create.lane, deque()).append(_InFlight(passage, self._adapter.stream_parser()))
+        self._lanes.setdefault(create.lane, deque()).append(_InFlight(passage, socket.parser()))
         return None
 
     async def before_client(self, text: str) -> str | None:
@@ -77,7 +88,7 @@ class ResponsesSocket:
         """Read an event the client has been sent; a lane's terminal event ends its request's passage."""
         if not self._lanes:
             return
-        event = socket.read(text)
+        event = self._socket.read(text)
         if event is None:
             return
         waiting = self._lanes.get(event.lane)

@@ -31,8 +31,8 @@ from aiohttp import WSCloseCode, WSMsgType, web
 from multidict import CIMultiDict
 
 from runguard.proxy.core.errors import UpstreamError, UpstreamRefused
-from runguard.proxy.core.events import Api, Provider
 from runguard.proxy.guard.policy import tightening_from
+from runguard.proxy.providers import registry
 from runguard.proxy.providers.routes import Route, raw_target
 from runguard.proxy.relay.replies import provider_error, upstream_failed
 from runguard.proxy.sockets.realtime import RealtimeSocket
@@ -127,17 +127,20 @@ class SocketGuard(Protocol):
 
 
 def _guard(request: web.Request, ctx: ProxyContext, route: Route, key_hash: str) -> SocketGuard | None:
-    """A Responses socket's guard, or a Realtime session's (`/v1/realtime?model=...`; Azure's
-    `/openai/realtime?deployment=...`); None for a socket relayed unread."""
-    realtime = route.provider is Provider.OPENAI and route.upstream_path.rstrip("/").endswith("/realtime")
-    if route.api is not Api.RESPONSES and not realtime:
+    """The guard of an API's WebSocket mode (its spec's `socket`: Responses'), or of a provider's sessions
+    (`registry.SESSIONS`: OpenAI's Realtime, `/v1/realtime?model=...`); None for a socket relayed unread."""
+    sessions = registry.REGISTRY.sessions_at(route.provider, route.upstream_path)
+    spec = route.spec
+    if sessions is None and (spec is None or spec.socket is None):
         return None
     header_run, agent = ctx.names(request.headers)
     tight = tightening_from(request.headers)
-    if realtime:
-        model = request.query.get("model") or request.query.get("deployment") or "realtime"
-        return RealtimeSocket(ctx, key_hash, model=model, header_run=header_run, agent=agent, tight=tight)
-    return ResponsesSocket(ctx, key_hash, header_run=header_run, agent=agent, tight=tight)
+    if sessions is not None:
+        model = sessions.model(request.query)
+        return RealtimeSocket(ctx, key_hash, sessions, model=model, header_run=header_run, agent=agent, tight=tight)
+    if spec is None or spec.socket is None:
+        return None  # (ruled out above)
+    return ResponsesSocket(ctx, key_hash, spec, spec.socket, header_run=header_run, agent=agent, tight=tight)
 
 
 async def _both_ways(

@@ -27,23 +27,13 @@ from sqlalchemy.exc import DataError, IntegrityError
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
 from runguard.proxy.core.events import digest
-from runguard.proxy.store.models import Body, Request, Run, RunAgent, Trip
+from runguard.proxy.store.models import RUN_TOTALS, Body, Request, Run, RunAgent, Trip
 from runguard.proxy.store.records import Record, RequestRecord, TripRecord
 
 Row = dict[str, Any]
 INT32 = 2**31 - 1
 # The run columns a batch adds its own amounts to (the rest of a run row is kept or replaced by rule).
-ADDED_UP = (
-    "agents",
-    "requests",
-    "input_tokens",
-    "output_tokens",
-    "cached_tokens",
-    "usd",
-    "trips",
-    "warnings",
-    "usd_avoided",
-)
+ADDED_UP = ("agents", *RUN_TOTALS)  # the run columns an upsert adds to (the agents counted apart from the pages)
 INT64 = 2**63 - 1
 TEXT_LIMIT = 4096  # characters kept of a client-supplied text
 # A background response's status when its request is answered: it is polled until it is finished.

@@ -30,6 +30,11 @@ class Base(DeclarativeBase):
     pass
 
 
+# The amounts of a run that add up over its records: each batch's upsert adds them (`batch.ADDED_UP`, with
+# the agents' count), and the pages read them as the run's totals (`reader`).
+RUN_TOTALS = ("requests", "input_tokens", "output_tokens", "cached_tokens", "usd", "trips", "warnings", "usd_avoided")
+
+
 class Run(Base):
     __tablename__ = "runs"
     __table_args__ = (

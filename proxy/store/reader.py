@@ -23,25 +23,11 @@ from sqlalchemy.sql import ColumnElement
 from runguard.proxy.store import costs
 from runguard.proxy.store.batch import stored_run_id
 from runguard.proxy.store.database import make_engine, parse, sqlite_reader_engine
-from runguard.proxy.store.models import Body, Request, Run, RunAgent, Trip
+from runguard.proxy.store.models import RUN_TOTALS, Body, Request, Run, RunAgent, Trip
 
 Row = dict[str, Any]
 
-_RUN_COLUMNS = (
-    "run_id",
-    "key_hash",
-    "first_seen",
-    "last_seen",
-    "requests",
-    "input_tokens",
-    "output_tokens",
-    "cached_tokens",
-    "usd",
-    "trips",
-    "warnings",
-    "usd_avoided",
-    "exit_reason",
-)
+_RUN_COLUMNS = ("run_id", "key_hash", "first_seen", "last_seen", *RUN_TOTALS, "exit_reason")
 _REQUEST_COLUMNS = (
     "request_index",
     "at",
@@ -241,18 +227,6 @@ class StoreReader:
         """Trips and warnings, newest first; of one run when `run_id` is given."""
         (rows,) = await self._all(self._trips(limit, run_id))
         return rows
-
-    async def run_detail(self, run_id: str) -> Row | None:
-        """The run's totals, its requests in order and its trips in order; None for an unknown run.
-
-        One read of four queries: the totals and the lists come from the same snapshot.
-        """
-        runs, agents, requests, trips = await self._all(
-            *self._one_run(run_id), self._timeline(run_id), self._trips(10_000, run_id)
-        )
-        if not runs:
-            return None
-        return {"run": self._runs(runs, agents)[0], "requests": self._indexed(requests), "trips": trips[::-1]}
 
     async def trips_by_detector(self, since: float | None = None) -> list[Row]:
         """Per detector: blocking trips, warnings, runs affected, estimated USD avoided, last trip."""

@@ -14,9 +14,9 @@ from runguard.detectors.normalize import (
     args_digest,
     call_args_digest,
     call_canonical,
+    call_keyed_digest,
     call_tag,
     canonical,
-    keyed_values_digest,
     lowered,
     result_digest,
     result_digest_of,
@@ -121,6 +121,11 @@ def test_a_result_too_deep_to_dump_is_hashed_as_its_text() -> None:
 def test_args_digest_ignores_key_order_and_spacing() -> None:
     assert args_digest('{"a": 1, "b": 2}') == args_digest('{"b":2,"a":1}')
     assert args_digest('{"a": 1}') != args_digest('{"a": 2}')
+
+
+def keyed_values_digest(arguments: str, keys: frozenset[str]) -> str:
+    """`call_keyed_digest` of a call with these arguments."""
+    return call_keyed_digest(ToolCall("f", arguments), keys)
 
 
 def test_keyed_values_digest_finds_pagination_values() -> None:

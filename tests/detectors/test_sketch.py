@@ -15,13 +15,18 @@ from runguard.detectors.normalize import (
 )
 from runguard.detectors.sketch import (
     MAX_TOKENS,
-    arg_tokens,
+    arg_sketch,
     call_sketch,
     decode_tokens,
     encode_tokens,
     jaccard,
 )
 from tests.detectors.harness import call
+
+
+def arg_tokens(arguments: str) -> tuple[str, ...]:
+    """All the argument words of `arg_sketch`, sorted (what the tests compare)."""
+    return tuple(sorted({token for _, tokens in arg_sketch(arguments) for token in tokens}))
 
 
 def test_arg_tokens_are_lowercase_words_of_keys_and_values_hashed_and_sorted() -> None:

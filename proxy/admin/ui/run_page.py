@@ -114,8 +114,8 @@ def _conversation(detail: dict[str, Any]) -> Html:
         body = detail["bodies"].get(step["id"])
         if body is None:
             continue
-        sent = request_entries(body["path"], body["request"], first=position == 0 and detail["page"] == 1)
-        answered = response_entries(body["path"], body["response"])
+        sent = request_entries(step["api"], body["request"], first=position == 0 and detail["page"] == 1)
+        answered = response_entries(step["api"], body["response"])
         heading = f"Request {step['index']} · {step['agent']} · {step['model']}"
         parts.append(
             tag(

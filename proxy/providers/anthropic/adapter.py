@@ -26,17 +26,17 @@ from __future__ import annotations
 
 from typing import Any
 
-from runguard.proxy.core.events import Api, OutputSchema, Provider, RequestInfo, ResponseInfo
+from runguard.proxy.core.events import Api, OutputSchema, Provider, RequestInfo
 from runguard.proxy.providers.answers import StopNotice, Synthetic
 from runguard.proxy.providers.anthropic import replies
 from runguard.proxy.providers.anthropic.messages import keep_messages, read_messages, system_text
 from runguard.proxy.providers.anthropic.stream import MessagesStreamParser, message_info
 from runguard.proxy.providers.base import RequestContext
+from runguard.proxy.providers.common.adapting import Adapting
 from runguard.proxy.providers.common.agent_tools import runs_an_agent
 from runguard.proxy.providers.common.conversation import failed_request, tools_elsewhere
 from runguard.proxy.providers.common.history import read_conversation
-from runguard.proxy.providers.common.jsonish import as_dict, as_list, as_str, load_object, opt_str
-from runguard.proxy.providers.common.stop import stop_text
+from runguard.proxy.providers.common.jsonish import as_dict, as_list, as_str, opt_str
 
 
 def _tools(tools: Any) -> tuple[tuple[str, ...], frozenset[str], dict[str, dict[str, Any]]]:
@@ -83,9 +83,12 @@ ANTHROPIC = Provider("anthropic")
 MESSAGES = Api("messages")
 
 
-class AnthropicAdapter:
+class AnthropicAdapter(Adapting):
     provider = ANTHROPIC
     api = MESSAGES
+    read_object = message_info
+    errors = replies.error_response
+    stream_error = replies.stream_error_event
 
     def parse_request(self, body: bytes, ctx: RequestContext) -> RequestInfo:
         read = read_conversation(body, ctx.history, self.api.value, "messages", keep_messages, read_messages)
@@ -112,24 +115,9 @@ class AnthropicAdapter:
             tools_elsewhere=tools_elsewhere(data),
         )
 
-    def parse_response(self, body: bytes) -> ResponseInfo:
-        data, problem = load_object(body)
-        if data is None:
-            return ResponseInfo(parse_error=problem)
-        return message_info(data)
-
     def stream_parser(self) -> MessagesStreamParser:
         return MessagesStreamParser()
 
-    def error_response(self, notice: StopNotice, *, stream: bool, status: int = 429) -> Synthetic:
-        return replies.error_response(notice, status)
-
-    def stop_response(self, notice: StopNotice, request: RequestInfo) -> Synthetic | None:
-        text = stop_text(notice, request)
-        if text is None:
-            return None
+    def stop_answer(self, notice: StopNotice, request: RequestInfo, text: str) -> Synthetic:
         forced = request.output_schema.name if request.output_schema is not None else None
         return replies.stop_response(notice, request.model, text, stream=request.stream, forced_tool=forced)
-
-    def stream_error_event(self, message: str, code: str) -> bytes:
-        return replies.stream_error_event(message, code)

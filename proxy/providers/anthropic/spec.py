@@ -16,7 +16,7 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-from runguard.proxy.providers.anthropic import nudge
+from runguard.proxy.providers.anthropic import nudge, transcript
 from runguard.proxy.providers.anthropic.adapter import ANTHROPIC, MESSAGES, AnthropicAdapter
 from runguard.proxy.providers.anthropic.replies import error_object
 from runguard.proxy.providers.spec import (
@@ -57,4 +57,5 @@ SPEC = ProviderApi(
     paths=(PathRule(ANTHROPIC_FAMILY, re.compile(r"^/v1/messages/*$")),),
     nudge=nudge.with_note,
     chains_responses=True,  # message threads: `thread.previous_message_id` continues from a message's id
+    transcript=transcript.transcript,
 )

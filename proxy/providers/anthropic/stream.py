@@ -24,7 +24,7 @@ import orjson
 from runguard.proxy.core.events import ResponseInfo, ToolCall, Usage
 from runguard.proxy.providers.common.handoffs import handoffs_of
 from runguard.proxy.providers.common.jsonish import as_dict, as_int, as_list, as_str, dumps_text, opt_str
-from runguard.proxy.providers.common.sse import SseSplitter
+from runguard.proxy.providers.common.sse import SseObjects
 
 _BILLED = {"web_search_requests": "web_search"}  # server tool calls priced per call (`tools:` in pricing)
 
@@ -113,36 +113,20 @@ class _Block:
         self.pieces: list[str] = []
 
 
-class MessagesStreamParser:
+class MessagesStreamParser(SseObjects):
     """Accumulates a Messages stream: text and tool calls by block index, stop reason, usage."""
 
     def __init__(self) -> None:
-        self._sse = SseSplitter()
+        super().__init__()
         self._blocks: dict[int, _Block] = {}
         self._id: str | None = None
         self._model: str | None = None
         self._stop: str | None = None
         self._usage: dict[str, Any] = {}
         self._error: str | None = None
-        self._done = False
-        self._bad = 0
+        self._done = False  # `message_stop` came
 
-    def feed(self, chunk: bytes) -> None:
-        for event in self._sse.feed(chunk):
-            self._event(event.data)
-
-    def _event(self, data: bytes) -> None:
-        if not data.strip():
-            return
-        try:
-            payload = orjson.loads(data)
-        except orjson.JSONDecodeError:
-            self._bad += 1
-            return
-        if isinstance(payload, dict):
-            self._read(payload)
-
-    def _read(self, payload: dict[str, Any]) -> None:
+    def take(self, payload: dict[str, Any]) -> None:
         kind = payload.get("type")
         if kind == "content_block_delta":
             self._delta(as_int(payload.get("index")), as_dict(payload.get("delta")))
@@ -174,9 +158,7 @@ class MessagesStreamParser:
             block.pieces.append(as_str(delta.get("partial_json")))
 
     def close(self) -> ResponseInfo:
-        for event in self._sse.rest():
-            self._event(event.data)
-        self._bad += self._sse.skipped  # events too large to read count as unparsable
+        self.rest()
         texts: list[str] = []
         calls: list[ToolCall] = []
         for _, block in sorted(self._blocks.items()):
@@ -195,5 +177,5 @@ class MessagesStreamParser:
             usage=usage_of(self._usage),
             error=self._error,
             complete=self._done or (self._stop is not None and self._error is None),
-            parse_error=f"{self._bad} unparsable events" if self._bad else None,
+            parse_error=self.unparsable,
         )

@@ -240,7 +240,6 @@ class Conversation:
         output_schema: OutputSchema | None = None,
         previous_response_id: str | None = None,
         include_usage: bool | None = None,
-        json_array_stream: bool = False,
         extra_chars: int = 0,
         end_user: str | None = None,
         tools_elsewhere: bool = False,
@@ -273,7 +272,6 @@ class Conversation:
             output_schema=output_schema,
             previous_response_id=previous_response_id,
             include_usage=include_usage,
-            json_array_stream=json_array_stream,
             tools_elsewhere=tools_elsewhere,
         )
 

@@ -1,4 +1,4 @@
-"""Reading a long conversation from where its last request left off.
+"""Reading a long conversation from where its last request left off (its Slot: where checkpoints are kept).
 
 An agent loop resends its whole history with every request: request N+1 is
 request N's bytes with the new turn spliced in before the end of the

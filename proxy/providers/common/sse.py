@@ -8,6 +8,10 @@ the spec says, an event with no `data:` line is not dispatched.
 
 from __future__ import annotations
 
+from typing import Any, ClassVar
+
+import orjson
+
 from runguard.proxy.core.frozen import frozen
 
 MAX_EVENT = 4 * 1024 * 1024  # bytes of one event read at most: a larger one is skipped (see `SseSplitter`)
@@ -175,3 +179,48 @@ class SseSplitter:
             self._buffer.clear()
         # The unfinished line as if its line end came (a CR before it is cut as in CRLF), then a blank line.
         return self.feed(b"\n\n" if self._buffer else b"\n")
+
+
+class SseObjects:
+    """What every SSE stream parser starts with, said once: the stream split into events (`feed`, `rest`),
+    each event's data read as JSON, an object handed to `take`, anything unreadable counted (`unparsable`).
+    `DONE`: data that ends the stream instead (Chat's `[DONE]`: it sets `done`)."""
+
+    DONE: ClassVar[bytes] = b""
+
+    def __init__(self) -> None:
+        self._sse = SseSplitter()
+        self._bad = 0  # events whose data is not JSON
+        self.done = False  # the stream's `DONE` came
+
+    def feed(self, chunk: bytes) -> None:
+        for event in self._sse.feed(chunk):
+            self._event(event.data)
+
+    def rest(self) -> None:
+        """At the end of the stream: read the unterminated last event, if any."""
+        for event in self._sse.rest():
+            self._event(event.data)
+        self._bad += self._sse.skipped  # events too large to read count as unparsable
+
+    def _event(self, data: bytes) -> None:
+        if self.DONE and data.startswith(self.DONE):
+            self.done = True
+            return
+        try:
+            payload = orjson.loads(data)
+        except orjson.JSONDecodeError:
+            if data.strip():
+                self._bad += 1
+            return
+        if type(payload) is dict:
+            self.take(payload)
+
+    def take(self, payload: dict[str, Any]) -> None:
+        """One event's object."""
+        raise NotImplementedError
+
+    @property
+    def unparsable(self) -> str | None:
+        """The parse error of a stream with events that were not JSON; None when every one was."""
+        return f"{self._bad} unparsable events" if self._bad else None

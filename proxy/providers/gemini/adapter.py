@@ -6,13 +6,13 @@ Wire facts: wire-formats.md D and E.2.
 
 from __future__ import annotations
 
-from runguard.proxy.core.events import Api, Provider, RequestInfo, ResponseInfo
+from runguard.proxy.core.events import Api, Provider, RequestInfo
 from runguard.proxy.providers.answers import StopNotice, Synthetic
 from runguard.proxy.providers.base import RequestContext
+from runguard.proxy.providers.common.adapting import Adapting
 from runguard.proxy.providers.common.conversation import failed_request, tools_elsewhere
 from runguard.proxy.providers.common.history import read_conversation
-from runguard.proxy.providers.common.jsonish import as_dict, as_str, load_object, pick
-from runguard.proxy.providers.common.stop import stop_text
+from runguard.proxy.providers.common.jsonish import as_dict, as_str, pick
 from runguard.proxy.providers.gemini import replies as gemini_replies
 from runguard.proxy.providers.gemini.contents import (
     keep_contents,
@@ -22,14 +22,18 @@ from runguard.proxy.providers.gemini.contents import (
     text_of_parts,
     tools_of,
 )
-from runguard.proxy.providers.gemini.output import Accumulator, GeminiStreamParser
+from runguard.proxy.providers.gemini.output import GeminiStreamParser, response_info
 
-__all__ = ["GeminiAdapter", "GeminiStreamParser"]
+__all__ = ["GeminiAdapter", "GeminiArrayAdapter", "GeminiStreamParser"]
 
 
-class GeminiAdapter:
+class GeminiAdapter(Adapting):
     provider = Provider.GEMINI
     api = Api.GEMINI
+    json_array = False  # streams are SSE (`alt=sse`); `GeminiArrayAdapter` writes for JSON-array ones
+    read_object = response_info
+    errors = gemini_replies.error_response
+    stream_error = gemini_replies.stream_error_event
 
     def parse_request(self, body: bytes, ctx: RequestContext) -> RequestInfo:
         read = read_conversation(body, ctx.history, str(self.api), "contents", keep_contents, read_contents)
@@ -50,31 +54,19 @@ class GeminiAdapter:
             tool_names=tool_names,
             agent_tools=agent_tools,
             output_schema=output_schema_of(config, data.get("tools")),
-            json_array_stream=ctx.json_array_stream,
             tools_elsewhere=tools_elsewhere(data),
         )
-
-    def parse_response(self, body: bytes) -> ResponseInfo:
-        data, problem = load_object(body)
-        if data is None:
-            return ResponseInfo(parse_error=problem)
-        acc = Accumulator()
-        acc.add(data)
-        return acc.info(complete=True)
 
     def stream_parser(self) -> GeminiStreamParser:
         return GeminiStreamParser()
 
-    def error_response(self, notice: StopNotice, *, stream: bool, status: int = 429) -> Synthetic:
-        return gemini_replies.error_response(notice, status)
+    def stop_answer(self, notice: StopNotice, request: RequestInfo, text: str) -> Synthetic:
+        return gemini_replies.stop_response(request.model, text, stream=request.stream, json_array=self.json_array)
 
-    def stop_response(self, notice: StopNotice, request: RequestInfo) -> Synthetic | None:
-        text = stop_text(notice, request)
-        if text is None:
-            return None
-        return gemini_replies.stop_response(
-            request.model, text, stream=request.stream, json_array=request.json_array_stream
-        )
 
-    def stream_error_event(self, message: str, code: str) -> bytes:
-        return gemini_replies.stream_error_event(message, code)
+class GeminiArrayAdapter(GeminiAdapter):
+    """The adapter of a stream framed as one JSON array (`json_array.JSON_ARRAY`): its stop answer is a
+    one-item array, and the error that ends a stream early one more element."""
+
+    json_array = True
+    stream_error = gemini_replies.stream_error_element

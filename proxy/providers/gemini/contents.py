@@ -67,8 +67,9 @@ def _count_earlier(talk: Conversation, listed: list[Any], start: int, stop: int)
     is most of what a long conversation costs beyond its JSON parse. Model
     turns and tool results are only counted, locally, and reported at once
     (`Conversation.earlier_turns`): no `ToolCall` or part list built, no call
-    into `talk` but for user text. The result is `read_contents_forgiving`'s,
-    which a property test holds.
+    into `talk` but for user text. The result is that of reading every content
+    with `_read_content`, which a property test holds (its oracle:
+    `tests/proxy/providers/common/forgiving.py`).
     """
     count = chars = turns = 0
     names: dict[str, str] = {}
@@ -130,14 +131,6 @@ def _count_user_turn(parts: list[Any]) -> tuple[int, int, str]:
             results += 1
             chars += dumped_length(response.get("response"))
     return results, chars, "".join(texts)
-
-
-def read_contents_forgiving(talk: Conversation, contents: Any) -> None:
-    """Report the `contents` to `talk`, every one through the forgiving `_read_content`."""
-    listed = as_list(contents)
-    tail = last_index(listed, _is_model)
-    for position, raw in enumerate(listed):
-        _read_content(talk, raw, earlier=position < tail)
 
 
 def _read_content(talk: Conversation, raw: Any, *, earlier: bool) -> None:

@@ -18,6 +18,11 @@ error element is spliced in.
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
+
+from runguard.proxy.providers.base import Adapter
+from runguard.proxy.providers.framing import MAX_PENDING_EVENT, SSE, Framing, Held, WholeEvents
+from runguard.proxy.providers.gemini.adapter import GeminiArrayAdapter
 
 _STRUCTURE = re.compile(rb'[\[\]{}",\\]')
 _SPACE = b" \t\r\n"
@@ -107,3 +112,29 @@ class WholeElements:
             elif char == 0x2C and self._depth == 1:  # a comma between elements
                 self._state, self._safe_state, safe = OPEN, OPEN, pos + 1
         return safe  # 0: no safe point in this piece, all of it waits
+
+
+def _hold(sse: bool, on: bool) -> Held:
+    """Whole elements; whole events if the upstream answered with SSE after all."""
+    return WholeEvents(on) if sse else WholeElements(on, MAX_PENDING_EVENT)
+
+
+def _array_adapter(adapter: Adapter) -> Adapter:
+    return GeminiArrayAdapter()
+
+
+JSON_ARRAY = Framing("json_array", _hold, _array_adapter)
+
+
+def streams_sse(query: Mapping[str, str]) -> bool:
+    """Whether a :streamGenerateContent request asked for SSE (`alt=sse`; `$alt` is the same parameter).
+
+    Without it the method streams one JSON array (`$alt=json`, or no `alt` at all).
+    """
+    value = query.get("alt", query.get("$alt", ""))
+    return value.partition(";")[0].strip().lower() == "sse"
+
+
+def framing(stream: bool, query: Mapping[str, str]) -> Framing:
+    """A stream's framing: one JSON array unless the request asked for SSE (`ProviderApi.framing`)."""
+    return JSON_ARRAY if stream and not streams_sse(query) else SSE

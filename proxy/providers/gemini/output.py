@@ -48,6 +48,13 @@ def _error(data: dict[str, Any]) -> str | None:
     return as_str(error.get("message")) or as_str(error.get("status")) or "error"
 
 
+def response_info(data: dict[str, Any]) -> ResponseInfo:
+    """A whole response's record."""
+    acc = Accumulator()
+    acc.add(data)
+    return acc.info(complete=True)
+
+
 class Accumulator:
     """Adds up response chunks (or one whole response) into a `ResponseInfo`."""
 

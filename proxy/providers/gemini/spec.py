@@ -16,7 +16,7 @@ from typing import Any
 
 from runguard.config.settings import GuardSettings
 from runguard.proxy.core.events import Api, Provider
-from runguard.proxy.providers.gemini import nudge
+from runguard.proxy.providers.gemini import json_array, nudge, transcript
 from runguard.proxy.providers.gemini.adapter import GeminiAdapter
 from runguard.proxy.providers.spec import (
     CredentialPlaces,
@@ -91,4 +91,6 @@ SPEC = ProviderApi(
     paths=(PathRule(GEMINI_FAMILY, _GENERATE, streaming=frozenset({"streamGenerateContent"})),),
     nudge=nudge.with_note,
     operation="generate_content",
+    framing=json_array.framing,
+    transcript=transcript.transcript,
 )

@@ -40,6 +40,8 @@ def encoding(model: str) -> str | None:
 
 OPENAI = ProviderSpec(
     name=Provider.OPENAI,
+    title="OpenAI",
+    client_path="/v1",
     upstream=UpstreamSetting("openai", "https://api.openai.com", "RUNGUARD_OPENAI_UPSTREAM"),
     # `Authorization` (Bearer; an OpenAI upstream may be an Azure resource, which also reads an Entra ID
     # token there) and `api-key` (Azure's key header).

@@ -10,12 +10,11 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
-import orjson
-
 from runguard.proxy.core.events import Api, OutputSchema, Provider, RequestInfo, ResponseInfo, ToolCall, Usage
 from runguard.proxy.providers.answers import StopNotice, Synthetic
 from runguard.proxy.providers.base import RequestContext
 from runguard.proxy.providers.common import media, openai_replies
+from runguard.proxy.providers.common.adapting import Adapting
 from runguard.proxy.providers.common.agent_tools import runs_an_agent
 from runguard.proxy.providers.common.conversation import (
     Conversation,
@@ -32,12 +31,10 @@ from runguard.proxy.providers.common.jsonish import (
     as_list,
     as_str,
     dumps_text,
-    load_object,
     opt_str,
     text_of,
 )
-from runguard.proxy.providers.common.sse import SseSplitter
-from runguard.proxy.providers.common.stop import stop_text
+from runguard.proxy.providers.common.sse import SseObjects
 
 
 def call_fields(raw: Any) -> Iterator[tuple[str, str, str | None]]:
@@ -138,11 +135,13 @@ def _error(data: dict[str, Any]) -> str | None:
     return as_str(as_dict(error).get("message")) or dumps_text(error)[:200]
 
 
-class ChatStreamParser:
+class ChatStreamParser(SseObjects):
     """Accumulates a Chat Completions stream: text and tool calls of choice 0, finish, usage."""
 
+    DONE = b"[DONE]"
+
     def __init__(self) -> None:
-        self._sse = SseSplitter()
+        super().__init__()
         self._text: list[str] = []
         self._calls: dict[int, list[Any]] = {}  # index -> [id, name, argument pieces]
         self._id: str | None = None
@@ -150,24 +149,8 @@ class ChatStreamParser:
         self._finish: str | None = None
         self._usage: Usage | None = None
         self._error: str | None = None
-        self._done = False
-        self._bad = 0
 
-    def feed(self, chunk: bytes) -> None:
-        for event in self._sse.feed(chunk):
-            self._event(event.data)
-
-    def _event(self, data: bytes) -> None:
-        if data.startswith(b"[DONE]"):
-            self._done = True
-            return
-        try:
-            payload = orjson.loads(data)
-        except orjson.JSONDecodeError:
-            self._bad += 1
-            return
-        if not isinstance(payload, dict):
-            return
+    def take(self, payload: dict[str, Any]) -> None:
         # Every event of a stream passes here (hundreds for a short answer): the lookups are written out
         # rather than through `jsonish`'s helpers, with the same reading (a field of the wrong type is absent).
         get = payload.get
@@ -211,9 +194,7 @@ class ChatStreamParser:
             slot[2].append(function["arguments"])
 
     def close(self) -> ResponseInfo:
-        for event in self._sse.rest():
-            self._event(event.data)
-        self._bad += self._sse.skipped  # events too large to read count as unparsable
+        self.rest()
         calls = tuple(
             ToolCall(name, "".join(pieces), call_id, index)
             for index, (call_id, name, pieces) in sorted(self._calls.items())
@@ -227,8 +208,8 @@ class ChatStreamParser:
             finish_reason=self._finish,
             usage=self._usage,
             error=self._error,
-            complete=self._done or self._finish is not None,
-            parse_error=f"{self._bad} unparsable events" if self._bad else None,
+            complete=self.done or self._finish is not None,
+            parse_error=self.unparsable,
         )
 
 
@@ -253,8 +234,9 @@ def _count_earlier(talk: Conversation, messages: list[Any], start: int, stop: in
     turns and tool results are only counted, locally, and reported at once
     (`Conversation.earlier_turns`): no `ToolCall`, no call into `talk`, no
     generator per message, and the tool calls of the shape every SDK sends
-    read inline. The result is `read_messages_forgiving`'s, which a property
-    test holds.
+    read inline. The result is that of reading every message with
+    `_read_message`, which a property test holds (its oracle:
+    `tests/proxy/providers/common/forgiving.py`).
     """
     count = chars = turns = 0
     names: dict[str, str] = {}
@@ -299,21 +281,6 @@ def _read_tail(talk: Conversation, messages: list[Any], start: int) -> None:
         _read_message(talk, message, message.get("role"), message.get("content"))
 
 
-def read_messages_forgiving(talk: Conversation, raw: Any) -> None:
-    """Report the `messages` to `talk` one by one (the reference `read_messages` must agree with)."""
-    messages = as_list(raw)
-    tail = last_index(messages, _is_assistant)
-    for position, item in enumerate(messages):
-        message = item if type(item) is dict else {}
-        role, content = message.get("role"), message.get("content")
-        if position < tail and role == "assistant":
-            talk.earlier_assistant(len(text_of(content)), call_fields(message.get("tool_calls")))
-        elif position < tail and role in ("tool", "function"):
-            talk.earlier_result(len(text_of(content)))
-        else:
-            _read_message(talk, message, role, content)
-
-
 def _read_message(talk: Conversation, message: dict[str, Any], role: Any, content: Any) -> None:
     if role in ("system", "developer"):
         talk.system(text_of(content))
@@ -328,9 +295,29 @@ def _read_message(talk: Conversation, message: dict[str, Any], role: Any, conten
         talk.other(len(text_of(content)))
 
 
-class ChatAdapter:
+def completion_info(data: dict[str, Any]) -> ResponseInfo:
+    """A whole Chat completion's record."""
+    choice = as_dict(next(iter(as_list(data.get("choices"))), None))
+    message = as_dict(choice.get("message"))
+    calls = tuple(_calls(message.get("tool_calls")))
+    return ResponseInfo(
+        response_id=opt_str(data.get("id")),
+        model=opt_str(data.get("model")),
+        text=text_of(message.get("content")) or as_str(message.get("refusal")),
+        tool_calls=calls,
+        handoffs=handoffs_of(calls),
+        finish_reason=opt_str(choice.get("finish_reason")),
+        usage=_usage(data.get("usage"), data.get("service_tier")),
+        error=_error(data),
+    )
+
+
+class ChatAdapter(Adapting):
     provider = Provider.OPENAI
     api = Api.CHAT
+    read_object = completion_info
+    errors = openai_replies.error_response
+    stream_error = openai_replies.stream_error_event
 
     def parse_request(self, body: bytes, ctx: RequestContext) -> RequestInfo:
         read = read_conversation(body, ctx.history, str(self.api), "messages", keep_messages, read_messages)
@@ -353,37 +340,10 @@ class ChatAdapter:
             tools_elsewhere=tools_elsewhere(data),
         )
 
-    def parse_response(self, body: bytes) -> ResponseInfo:
-        data, problem = load_object(body)
-        if data is None:
-            return ResponseInfo(parse_error=problem)
-        choice = as_dict(next(iter(as_list(data.get("choices"))), None))
-        message = as_dict(choice.get("message"))
-        calls = tuple(_calls(message.get("tool_calls")))
-        return ResponseInfo(
-            response_id=opt_str(data.get("id")),
-            model=opt_str(data.get("model")),
-            text=text_of(message.get("content")) or as_str(message.get("refusal")),
-            tool_calls=calls,
-            handoffs=handoffs_of(calls),
-            finish_reason=opt_str(choice.get("finish_reason")),
-            usage=_usage(data.get("usage"), data.get("service_tier")),
-            error=_error(data),
-        )
-
     def stream_parser(self) -> ChatStreamParser:
         return ChatStreamParser()
 
-    def error_response(self, notice: StopNotice, *, stream: bool, status: int = 429) -> Synthetic:
-        return openai_replies.error_response(notice, status)
-
-    def stop_response(self, notice: StopNotice, request: RequestInfo) -> Synthetic | None:
-        text = stop_text(notice, request)
-        if text is None:
-            return None
+    def stop_answer(self, notice: StopNotice, request: RequestInfo, text: str) -> Synthetic:
         return openai_replies.chat_stop(
             notice, request.model, text, stream=request.stream, include_usage=bool(request.include_usage)
         )
-
-    def stream_error_event(self, message: str, code: str) -> bytes:
-        return openai_replies.stream_error_event(message, code)

@@ -9,7 +9,7 @@ import re
 from runguard.proxy.core.events import Api
 from runguard.proxy.providers.gemini.spec import GEMINI_FAMILY
 from runguard.proxy.providers.openai.provider import AZURE_FAMILY, OPENAI, OPENAI_FAMILY, encoding
-from runguard.proxy.providers.openai_chat import nudge
+from runguard.proxy.providers.openai_chat import nudge, transcript
 from runguard.proxy.providers.openai_chat.adapter import ChatAdapter
 from runguard.proxy.providers.spec import PathRule, ProviderApi
 
@@ -25,4 +25,5 @@ SPEC = ProviderApi(
     nudge=nudge.with_note,
     encoding=encoding,
     stream_usage_on_request=True,
+    transcript=transcript.transcript,
 )

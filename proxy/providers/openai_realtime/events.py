@@ -9,6 +9,7 @@ The outputs the client sends for a response's function calls
 results of the next response. Every other event, and one that cannot be read,
 is none of these (None).
 
+The OpenAI provider's sessions (`providers.sockets.Sessions`, which this module satisfies; `registry.SESSIONS`).
 A stopped session is told why with an `error` event naming RunGuard's code
 (`RealtimeAnswers`): a session cannot be given a made-up turn to end on.
 """
@@ -16,19 +17,48 @@ A stopped session is told why with an `error` event naming RunGuard's code
 from __future__ import annotations
 
 import secrets
+from collections.abc import Mapping
 from typing import Any
 
 import orjson
 
-from runguard.proxy.core.events import Api, RequestInfo, ResponseInfo, ToolCall, Usage
+from runguard.proxy.core.events import Api, Provider, RequestInfo, ResponseInfo, ToolCall, Usage
 from runguard.proxy.core.frozen import frozen
 from runguard.proxy.providers.answers import StopNotice, Synthetic
 from runguard.proxy.providers.common.jsonish import as_dict, as_int, as_list, as_str, opt_str
 from runguard.proxy.providers.common.openai_replies import error_code
+from runguard.proxy.providers.openai import provider as openai
 from runguard.proxy.providers.openai_responses import socket  # `read`: a socket message as an object
 from runguard.proxy.providers.openai_responses.adapter import ResponsesAdapter
 
 _STARTED, _DONE, _OUTPUT = '"response.created"', '"response.done"', '"function_call_output"'
+
+
+def provider() -> Provider:
+    return openai.OPENAI.name
+
+
+def api() -> Api:
+    return Api.REALTIME
+
+
+def serves(path: str) -> bool:
+    """A Realtime session's path: `/v1/realtime?model=...`, Azure's `/openai/realtime?deployment=...`."""
+    return path.rstrip("/").endswith("/realtime")
+
+
+def model(query: Mapping[str, str]) -> str:
+    """The model the handshake names (Azure's deployment); "realtime" when it names none."""
+    return query.get("model") or query.get("deployment") or "realtime"
+
+
+def encoding(model: str) -> str | None:
+    """OpenAI's encoding of the model (as its HTTP APIs count it)."""
+    return openai.encoding(model)
+
+
+def answers() -> RealtimeAnswers:
+    return RealtimeAnswers()
 
 
 @frozen

@@ -8,14 +8,14 @@ from __future__ import annotations
 
 import dataclasses
 
-from runguard.proxy.core.events import Api, Provider, RequestInfo, ResponseInfo, digest
+from runguard.proxy.core.events import Api, Provider, RequestInfo, digest
 from runguard.proxy.providers.answers import StopNotice, Synthetic
 from runguard.proxy.providers.base import RequestContext
 from runguard.proxy.providers.common import openai_replies
+from runguard.proxy.providers.common.adapting import Adapting
 from runguard.proxy.providers.common.conversation import end_user_of, failed_request, tools_elsewhere
 from runguard.proxy.providers.common.history import read_conversation
-from runguard.proxy.providers.common.jsonish import as_str, load_object
-from runguard.proxy.providers.common.stop import stop_text
+from runguard.proxy.providers.common.jsonish import as_str
 from runguard.proxy.providers.openai_responses.input import (
     conversation_id,
     keep_input,
@@ -23,15 +23,18 @@ from runguard.proxy.providers.openai_responses.input import (
     read_input,
     tools_of,
 )
-from runguard.proxy.providers.openai_responses.output import FINAL_STATUSES, ResponsesStreamParser, response_info
+from runguard.proxy.providers.openai_responses.output import ResponsesStreamParser, response_info
 
 # Read here by the sockets and the background polls, which predate the split.
-__all__ = ["FINAL_STATUSES", "ResponsesAdapter", "ResponsesStreamParser", "response_info"]
+__all__ = ["ResponsesAdapter", "ResponsesStreamParser", "response_info"]
 
 
-class ResponsesAdapter:
+class ResponsesAdapter(Adapting):
     provider = Provider.OPENAI
     api = Api.RESPONSES
+    read_object = response_info
+    errors = openai_replies.error_response
+    stream_error = openai_replies.responses_stream_error
 
     def parse_request(self, body: bytes, ctx: RequestContext) -> RequestInfo:
         read = read_conversation(body, ctx.history, str(self.api), "input", keep_input, read_input)
@@ -64,23 +67,8 @@ class ResponsesAdapter:
         # user message), so the conversation, not its first message, is the root that groups the run.
         return dataclasses.replace(info, root_hash=digest("conversation\x00" + conversation))
 
-    def parse_response(self, body: bytes) -> ResponseInfo:
-        data, problem = load_object(body)
-        if data is None:
-            return ResponseInfo(parse_error=problem)
-        return response_info(data)
-
     def stream_parser(self) -> ResponsesStreamParser:
         return ResponsesStreamParser()
 
-    def error_response(self, notice: StopNotice, *, stream: bool, status: int = 429) -> Synthetic:
-        return openai_replies.error_response(notice, status)
-
-    def stop_response(self, notice: StopNotice, request: RequestInfo) -> Synthetic | None:
-        text = stop_text(notice, request)
-        if text is None:
-            return None
+    def stop_answer(self, notice: StopNotice, request: RequestInfo, text: str) -> Synthetic:
         return openai_replies.responses_stop(notice, request.model, text, stream=request.stream)
-
-    def stream_error_event(self, message: str, code: str) -> bytes:
-        return openai_replies.responses_stream_error(message, code)

@@ -45,7 +45,8 @@ def read_input(talk: Conversation, items: Any) -> None:
     An agent loop resends its whole history with every request; only the last
     assistant turn needs `ToolCall`s, so the turns before it go through
     `_read_finished` (usual shapes counted in one pass, no `ToolCall` built).
-    The result is the same as `read_input_forgiving`'s, which a property test holds.
+    The result is that of reading every item with `_read_item`, which a property test holds
+    (the oracle is in the tests: `tests/proxy/providers/common/forgiving.py`).
     """
     if isinstance(items, str):
         talk.user(items)
@@ -86,17 +87,6 @@ def _finished(listed: list[Any], tail: int) -> int:
 def _read_rest(talk: Conversation, listed: list[Any], start: int, tail: int) -> None:
     for position in range(start, len(listed)):
         _read_item(talk, listed[position], earlier=position < tail)
-
-
-def read_input_forgiving(talk: Conversation, items: Any) -> None:
-    """Report the `input` items to `talk`, every one through the forgiving `_read_item`."""
-    if isinstance(items, str):
-        talk.user(items)
-        return
-    listed = as_list(items)
-    tail = last_index(listed, _is_assistant)
-    for position, raw in enumerate(listed):
-        _read_item(talk, raw, earlier=position < tail)
 
 
 def _turn_start(listed: list[Any], tail: int) -> int | None:

@@ -7,12 +7,10 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
-import orjson
-
 from runguard.proxy.core.events import ResponseInfo, ToolCall, Usage
 from runguard.proxy.providers.common.handoffs import handoffs_of
 from runguard.proxy.providers.common.jsonish import as_dict, as_int, as_list, as_str, opt_str, text_of
-from runguard.proxy.providers.common.sse import SseSplitter
+from runguard.proxy.providers.common.sse import SseObjects
 from runguard.proxy.providers.openai_responses.calls import CALL_ITEMS, arguments_of, call_of
 
 # Tools OpenAI runs itself and bills per call, by their output item: a web search that opens a page or
@@ -82,30 +80,17 @@ def response_info(data: dict[str, Any], *, complete: bool = True) -> ResponseInf
     )
 
 
-class ResponsesStreamParser:
+class ResponsesStreamParser(SseObjects):
     """Follows the typed events; the terminal event's full response wins when it comes."""
 
     def __init__(self) -> None:
-        self._sse = SseSplitter()
+        super().__init__()
         self._final: ResponseInfo | None = None
         self._id: str | None = None
         self._model: str | None = None
         self._text: list[str] = []
         self._calls: dict[int, list[Any]] = {}  # output_index -> [call_id, name, argument pieces]
         self._error: str | None = None
-        self._bad = 0
-
-    def feed(self, chunk: bytes) -> None:
-        for event in self._sse.feed(chunk):
-            self._event(event.data)
-
-    def _event(self, data: bytes) -> None:
-        try:
-            payload = orjson.loads(data)
-        except orjson.JSONDecodeError:
-            self._bad += 1
-            return
-        self.take(payload)
 
     def take(self, payload: Any) -> None:
         """One event, parsed (a WebSocket frame carries one: see `ws_responses`)."""
@@ -139,10 +124,8 @@ class ResponsesStreamParser:
             slot[2].append(as_str(payload.get("delta")))
 
     def close(self) -> ResponseInfo:
-        for event in self._sse.rest():
-            self._event(event.data)
-        self._bad += self._sse.skipped  # events too large to read count as unparsable
-        problem = f"{self._bad} unparsable events" if self._bad else None
+        self.rest()
+        problem = self.unparsable
         if self._final is not None:
             info = self._final
             if self._error and not info.error:

@@ -1,5 +1,6 @@
 """The Responses API's WebSocket mode, as RunGuard reads it (no I/O): requests, their events, local answers.
 
+The spec's `socket` (`providers.sockets.RequestMessages`, which this module satisfies).
 A client sends `{"type": "response.create", ...}` with the fields of a
 `POST /v1/responses` body, and the provider answers with the events a stream
 would carry, one per message, ending with `response.completed` (or `failed`,
@@ -19,6 +20,7 @@ from runguard.proxy.core.frozen import frozen
 from runguard.proxy.providers.answers import Synthetic
 from runguard.proxy.providers.common.jsonish import as_int, opt_str
 from runguard.proxy.providers.common.sse import SseSplitter
+from runguard.proxy.providers.openai_responses.output import ResponsesStreamParser
 
 ENDS = frozenset({"response.completed", "response.failed", "response.incomplete", "error", "response.error"})
 _CREATE = '"response.create"'
@@ -58,6 +60,11 @@ def create(text: str) -> SocketEvent | None:
         return None
     event = read(text)
     return event if event is not None and event.payload.get("type") == "response.create" else None
+
+
+def parser() -> ResponsesStreamParser:
+    """A reader of one request's events (`ResponsesStreamParser.take`)."""
+    return ResponsesStreamParser()
 
 
 def messages_of(answer: Synthetic, lane: str | None) -> list[str]:

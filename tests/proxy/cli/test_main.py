@@ -86,3 +86,18 @@ async def test_serve_never_logs_the_secret_in_a_webhook_url(upstream: FakeUpstre
             await served.stop()
     assert receiver.bodies[0]["detector"] == "max_requests"
     assert "s3cr3t" not in served.text(), served.diagnostics()
+
+
+def test_the_banner_and_the_help_name_every_provider_of_the_registry() -> None:
+    from typer.testing import CliRunner
+
+    from runguard.proxy.cli.main import _banner, new_app
+    from tests.support.proxy import settings_for
+
+    settings = settings_for("http://127.0.0.1:9", upstreams={"anthropic": "http://127.0.0.1:10"})
+    banner = _banner(settings, "http://127.0.0.1:8787")
+    assert "OpenAI upstream: http://127.0.0.1:9   (client base URL: http://127.0.0.1:8787/v1)" in banner
+    assert "Gemini upstream: http://127.0.0.1:9   (client base URL: http://127.0.0.1:8787)" in banner
+    assert "Anthropic upstream: http://127.0.0.1:10   (client base URL: http://127.0.0.1:8787)" in banner
+    shown = " ".join(CliRunner().invoke(new_app(), ["--help"], env={"COLUMNS": "200"}).stdout.split())
+    assert "A transparent proxy for the OpenAI, Gemini and Anthropic APIs" in shown

@@ -18,7 +18,7 @@ async def test_show_prints_the_conversation_when_bodies_were_recorded(filled: Fi
     assert "You extract data. Use parse_document." in text  # the system prompt, first request only
     assert "user: Extract the invoice total." in text
     assert 'tool call parse_document: {"document": "invoice.pdf", "approach"' in text  # the arguments
-    assert "tool result call_0: " in text and "partial_parse_error" in text  # the result sent back
+    assert "tool result parse_document: " in text and "partial_parse_error" in text  # the result sent back
     assert "blocked: non_progress" in text and "trip at request 4: non_progress (block)" in text
     assert "store.record_bodies" not in text
 

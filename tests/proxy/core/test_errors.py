@@ -10,7 +10,6 @@ import pytest
 
 from runguard.config.loader import ConfigError
 from runguard.proxy.core.errors import (
-    BreakerOpen,
     RunGuardError,
     StateUnavailable,
     UpstreamError,
@@ -28,7 +27,6 @@ from runguard.proxy.core.ops import OpResult
         (UpstreamTimeout, UpstreamError),
         (UpstreamRefused, UpstreamError),
         (StateUnavailable, RunGuardError),
-        (BreakerOpen, RunGuardError),
     ],
 )
 def test_the_tree_is_the_one_the_docstring_draws(error: type[Exception], parent: type[Exception]) -> None:

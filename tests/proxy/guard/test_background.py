@@ -1,22 +1,31 @@
+"""`background`: a poll's answer is looked up only when its API says the response is done (`Polls.final`)."""
+
 from __future__ import annotations
 
-import pytest
+from runguard.proxy.core.events import ResponseInfo
+from runguard.proxy.guard.background import BackgroundCosts
+from runguard.proxy.guard.observer import NullObserver
+from runguard.proxy.guard.pricing import ModelTables
+from runguard.proxy.runs import continuation, tenants
+from runguard.proxy.state.memory import MemoryState
+from tests.support.proxy import ListSink
 
-from runguard.proxy.guard.background import polled_id
+
+class _Recalls(MemoryState):
+    def __init__(self) -> None:
+        super().__init__()
+        self.asked: list[str] = []
+
+    async def recall(self, name: str) -> str | None:
+        self.asked.append(name)
+        return await super().recall(name)
 
 
-@pytest.mark.parametrize(
-    ("path", "found"),
-    [
-        ("/v1/responses/resp_1", "resp_1"),
-        ("/v1/responses/resp_1/", "resp_1"),
-        ("/openai/responses/resp_2", "resp_2"),  # Azure OpenAI's classic path (api-version in the query)
-        ("/openai/v1/responses/resp_3", "resp_3"),  # Azure OpenAI's v1 path, with an api-version
-        ("/v1/responses/resp_1/input_items", None),
-        ("/v1/responses", None),
-        ("/openai/deployments/d/responses/resp_1", None),
-        ("/v1/chat/completions/chatcmpl_1", None),
-    ],
-)
-def test_a_poll_names_the_response_it_reads(path: str, found: str | None) -> None:
-    assert polled_id(path) == found
+async def test_only_a_response_in_one_of_its_api_s_final_statuses_is_looked_up() -> None:
+    state = _Recalls()
+    costs = BackgroundCosts(state, ModelTables(), ListSink(), NullObserver(), 60.0, tenants.Tenants({}))
+    final = frozenset({"completed", "failed"})
+    for reason in ("in_progress", "queued", "completed"):
+        info = ResponseInfo(response_id="resp_1", finish_reason=reason)
+        await costs.polled(info, key_hash="k", streamed=False, status=200, latency=0.1, began=0.0, final=final)
+    assert state.asked == [continuation.entry("k", "resp_1")]  # the completed one only: nothing pending is found

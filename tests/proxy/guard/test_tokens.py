@@ -11,7 +11,8 @@ from pathlib import Path
 import aiohttp
 import pytest
 
-from runguard.proxy.guard.tokens import TokenEstimator, cached_table, encoding_name
+from runguard.proxy.guard.tokens import TokenEstimator, cached_table
+from runguard.proxy.providers.openai.provider import encoding as encoding_name
 
 
 def test_models_map_to_their_encodings() -> None:

@@ -11,12 +11,12 @@ from runguard.proxy.guard.policy import Policy
 
 def test_the_model_comes_from_the_path_else_from_a_plainly_spelled_field() -> None:
     body = b'{"messages":[{"role":"user","content":"\\ud83d"}],"model":"gpt-4o-mini","stream":true}'
-    info = unreadable.request_info(Api.CHAT, "invalid JSON", body, model=None, stream=False, json_array=False)
+    info = unreadable.request_info(Api.CHAT, "invalid JSON", body, model=None, stream=False)
     assert (info.model, info.parse_error, info.api, info.stream) == ("gpt-4o-mini", "invalid JSON", Api.CHAT, False)
-    pathed = unreadable.request_info(Api.GEMINI, "x", body, model="gemini-2.5-flash", stream=True, json_array=True)
-    assert (pathed.model, pathed.stream, pathed.json_array_stream) == ("gemini-2.5-flash", True, True)
+    pathed = unreadable.request_info(Api.GEMINI, "x", body, model="gemini-2.5-flash", stream=True)
+    assert (pathed.model, pathed.stream) == ("gemini-2.5-flash", True)
     quoted = b'{"messages":[{"content":"say \\"model\\": \\"evil\\""}]'
-    assert unreadable.request_info(Api.CHAT, "x", quoted, model=None, stream=False, json_array=False).model == ""
+    assert unreadable.request_info(Api.CHAT, "x", quoted, model=None, stream=False).model == ""
 
 
 def test_only_the_detectors_that_count_judge_an_unreadable_request() -> None:

@@ -13,7 +13,8 @@ import orjson
 import pytest
 from aiohttp.test_utils import make_mocked_request
 
-from runguard.proxy.http.untouched import is_poll
+from runguard.proxy.http.untouched import polled
+from runguard.proxy.providers.openai_responses.spec import SPEC as RESPONSES
 from runguard.proxy.providers.routes import resolve
 from runguard.proxy.store.records import RequestRecord
 from tests.e2e import payloads
@@ -31,7 +32,7 @@ async def proxy(upstream: FakeUpstream, sink: ListSink) -> AsyncIterator[str]:
 
 
 def test_only_a_get_of_one_response_is_a_poll() -> None:
-    for method, path, polled in [
+    for method, path, poll in [
         ("GET", "/v1/responses/resp_123", True),
         ("POST", "/v1/responses/resp_123", False),
         ("GET", "/v1/models", False),
@@ -39,7 +40,9 @@ def test_only_a_get_of_one_response_is_a_poll() -> None:
     ]:
         route = resolve(path, False, False)
         assert route is not None
-        assert is_poll(make_mocked_request(method, path), route) is polled, (method, path)
+        assert polled(make_mocked_request(method, path), route) is (RESPONSES if poll else None), (method, path)
+    anthropic = resolve("/v1/responses/resp_123", facts={"header:anthropic-version"})
+    assert anthropic is not None and polled(make_mocked_request("GET", "/v1/responses/resp_123"), anthropic) is None
 
 
 async def test_an_unmodelled_request_goes_upstream_as_sent_and_comes_back_as_answered(

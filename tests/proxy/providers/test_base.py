@@ -7,11 +7,5 @@ from runguard.proxy.providers.base import RequestContext
 
 def test_a_request_context_says_nothing_unless_told() -> None:
     ctx = RequestContext()
-    assert (ctx.path_model, ctx.agent_header, ctx.stream_hint, ctx.json_array_stream, ctx.history) == (
-        None,
-        None,
-        False,
-        False,
-        None,
-    )
+    assert (ctx.path_model, ctx.agent_header, ctx.stream_hint, ctx.history) == (None, None, False, None)
     assert dict(ctx.extra) == {}

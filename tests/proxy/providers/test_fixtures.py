@@ -1,8 +1,10 @@
-"""Every adapter over every recorded case in `fixtures/<provider>/<case>/`.
+"""Every adapter over every case in `fixtures/<provider>/<case>/`.
 
-A case holds `request.json`, `response.json` and/or `stream.sse` (the exact
-bytes the provider sends) and `expected.json`, the normalized facts the
-adapter must produce. `expected.json` has a `request` and a `response`
+A case is written by hand after the provider's documented wire format (no
+case was captured from a provider): `request.json`, `response.json` and/or
+`stream.sse` (bytes as the provider would send them; `test_fixture_types.py`
+checks them against the SDKs' own types where an SDK ships them) and
+`expected.json`, the normalized facts the adapter must produce. `expected.json` has a `request` and a `response`
 section, an optional `stream` section when the stream says less than the body
 (no usage, for instance), and for Gemini a `context` (model in the path,
 streaming method). Streams are fed whole, byte by byte, at random split

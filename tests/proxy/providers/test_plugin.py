@@ -1,10 +1,14 @@
 """The plug-in claim: a provider API defined here, in the test, and added to a registry works through the
-real proxy (routes, credentials, errors, blocks and records) without an edit to any core file."""
+real proxy (routes, credentials, errors, blocks, records, the recorded conversation, the `serve` banner and
+`--help`) without an edit to any core file: a provider is its folder, its registry line and its price rows.
+The import-linter contract `provider-seam` (tests/test_provider_seam.py) keeps the core from naming one."""
 
 from __future__ import annotations
 
+import asyncio
 import re
 from collections.abc import Mapping
+from pathlib import Path
 from typing import Any
 
 import httpx
@@ -26,13 +30,23 @@ from runguard.proxy.providers.spec import (
     Tier,
     UpstreamSetting,
 )
+from runguard.proxy.providers.transcript import Line
 from tests.conftest import ProxyFactory
 from tests.e2e.faults import eventually, requests_of
+from tests.proxy.cli.views import invoke
+from tests.support.dashboard import start_dashboard_proxy
 from tests.support.proxy import ListSink
 from tests.support.upstream import FakeUpstream, closed_port
 
 TOY = Provider("toy")
 TOY_API = Api("toy_chat")
+
+
+def toy_transcript(body: dict[str, Any], first: bool) -> list[Line]:
+    """What a recorded toy request says: each message's content, under its role."""
+    messages = body.get("messages")
+    said = messages if isinstance(messages, list) else []
+    return [Line("user", str(m.get("role")), str(m.get("content"))) for m in said if isinstance(m, dict)]
 
 
 def toy_error(status: int, message: str, code: str) -> Mapping[str, Any]:
@@ -65,9 +79,15 @@ TOY_PROVIDER = ProviderSpec(
     error_payload=toy_error,
     block_status=lambda guard: 418,
     telemetry_name="toy.ai",
+    title="ToyAI",
+    client_path="/toy",
 )
 TOY_SPEC = ProviderApi(
-    name=TOY_API, provider=TOY_PROVIDER, adapter=ToyAdapter, paths=(PathRule("toy", re.compile(r"/complete$")),)
+    name=TOY_API,
+    provider=TOY_PROVIDER,
+    adapter=ToyAdapter,
+    paths=(PathRule("toy", re.compile(r"/complete$")),),
+    transcript=toy_transcript,
 )
 
 
@@ -152,3 +172,41 @@ async def test_its_upstream_is_the_one_its_setting_names(with_toy: None, make_pr
         keyed = await client.post(url + "/v1/complete", json={"model": "toy-1"}, headers={"x-toy-key": "k"})
     assert answer.status_code == keyed.status_code == 502
     assert answer.json()["toy_error"]["why"] == keyed.json()["toy_error"]["why"] == "upstream_unreachable"
+
+
+def test_the_banner_and_the_help_name_it(with_toy: None) -> None:
+    from typer.testing import CliRunner
+
+    from runguard.proxy.cli.main import _banner, new_app
+    from tests.support.proxy import settings_for
+
+    settings = settings_for("http://127.0.0.1:9", upstreams={"others": {"toy": "http://127.0.0.1:11"}})
+    banner = _banner(settings, "http://127.0.0.1:8787")
+    assert "ToyAI upstream: http://127.0.0.1:11   (client base URL: http://127.0.0.1:8787/toy)" in banner
+    shown = " ".join(CliRunner().invoke(new_app(), ["--help"], env={"COLUMNS": "200"}).stdout.split())
+    assert "the OpenAI, Gemini, Anthropic and ToyAI APIs" in shown
+
+
+async def test_its_recorded_conversation_is_read_by_its_own_transcript(
+    with_toy: None, upstream: FakeUpstream, tmp_path: Path
+) -> None:
+    store_url = f"sqlite+aiosqlite:///{tmp_path}/toy.db"
+    running = await start_dashboard_proxy(upstream, store_url, upstreams={"others": {"toy": upstream.url}})
+    body = {"model": "toy-1", "messages": [{"role": "user", "content": "play a song"}]}
+    try:
+        async with httpx.AsyncClient() as client:
+            answer = await client.post(
+                running.url + "/toy/v1/complete", json=body, headers={"x-toy-key": "k", "X-Run-Id": "toy-talk"}
+            )
+            assert answer.status_code == 200
+            for _ in range(200):  # the store writes in the background
+                page = (await client.get(running.url + "/runguard/ui/runs/toy-talk")).text
+                if "play a song" in page:
+                    break
+                await asyncio.sleep(0.02)
+    finally:
+        await running.stop()
+    assert "play a song" in page
+    detail = orjson.loads((await invoke("show", "toy-talk", "--json", url=store_url)).stdout)
+    (request,) = detail["requests"]
+    assert request["content"]["sent"] == [{"kind": "user", "title": "user", "text": "play a song"}]

@@ -119,3 +119,12 @@ def test_a_guarded_path_in_another_case_or_with_trailing_spaces_is_a_lookalike(
     family: str, rest: str, lookalike: bool
 ) -> None:
     assert registry.REGISTRY.lookalike(family, rest) is lookalike
+
+
+def test_the_readme_s_how_it_works_names_every_provider() -> None:
+    from pathlib import Path
+
+    readme = (Path(__file__).resolve().parents[3] / "README.md").read_text(encoding="utf-8")
+    how = readme.partition("## How it works")[2].partition("\n## ")[0]
+    assert [p.display for p in registry.REGISTRY.providers if p.display not in how] == []
+    assert registry.provider_titles() == "OpenAI, Gemini and Anthropic"

@@ -4,7 +4,7 @@ import pytest
 
 from runguard.proxy.core.events import Api, Provider
 from runguard.proxy.providers.paths import canonical
-from runguard.proxy.providers.routes import Route, gemini_streams_sse, raw_target, resolve
+from runguard.proxy.providers.routes import Route, raw_target, resolve
 
 
 @pytest.mark.parametrize(
@@ -145,21 +145,6 @@ def test_the_target_sent_upstream_is_the_path_routed_whatever_its_spelling(raw: 
 def test_unknown_paths_have_no_route(path: str) -> None:
     assert resolve(path) is None
     assert resolve(path, gemini_key=True) is None
-
-
-@pytest.mark.parametrize(
-    ("query", "sse"),
-    [
-        ({"alt": "sse"}, True),  # google-genai
-        ({"$alt": "sse"}, True),
-        ({"alt": "sse", "key": "k"}, True),
-        ({}, False),  # one JSON array
-        ({"$alt": "json;enum-encoding=int"}, False),  # google-api-core's REST transport
-        ({"alt": "json"}, False),
-    ],
-)
-def test_gemini_streams_sse_only_when_alt_sse_is_asked(query: dict[str, str], sse: bool) -> None:
-    assert gemini_streams_sse(query) is sse
 
 
 def test_chat_and_responses_answer_errors_in_openai_s_format_whoever_serves_them() -> None:

@@ -20,6 +20,7 @@ from runguard.proxy.store import StoreReader
 from runguard.proxy.store.records import RequestRecord
 from tests.e2e import agents, payloads
 from tests.e2e.faults import eventually
+from tests.proxy.store import factory
 from tests.services import require_redis, unique_name
 from tests.support.proxy import ListSink, settings_for, start_proxy
 from tests.support.upstream import FakeUpstream, Reply
@@ -61,7 +62,7 @@ async def test_proxied_runs_land_in_the_store_and_the_admin_api(store_url: str, 
         await running.stop()
     reader = StoreReader.open(store_url)
     try:
-        detail = await reader.run_detail("run-app-loop")
+        detail = await factory.run_detail(reader, "run-app-loop")
         assert detail is not None and "sk-test" not in str(detail)
         assert detail["run"]["input_tokens"] > 0 and detail["run"]["usd"] > 0
     finally:

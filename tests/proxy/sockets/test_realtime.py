@@ -11,6 +11,7 @@ from typing import Any
 
 import orjson
 
+from runguard.proxy.providers.openai_realtime import SESSIONS
 from runguard.proxy.sockets.realtime import MAX_RESULTS, RealtimeSocket
 from runguard.proxy.store.records import RequestRecord
 from tests.e2e.faults import eventually
@@ -42,7 +43,7 @@ def records(sink: ListSink) -> list[RequestRecord]:
 def session(sink: ListSink, run_usd: float = 100.0, run: str | None = "voice-run") -> RealtimeSocket:
     settings = guard_settings(guard={"detectors": {"budget": {"run_usd": run_usd}}})
     ctx = make_context(settings, make_guard(settings, sink=sink))
-    return RealtimeSocket(ctx, "k_voice", model="gpt-realtime", header_run=run, agent="concierge", tight=())
+    return RealtimeSocket(ctx, "k_voice", SESSIONS, model="gpt-realtime", header_run=run, agent="concierge", tight=())
 
 
 async def test_a_response_is_admitted_when_announced_and_ended_with_its_usage_when_done() -> None:

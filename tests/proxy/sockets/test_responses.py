@@ -13,6 +13,8 @@ import orjson
 import pytest
 
 from runguard.proxy.guard.passage import CLIENT_LEFT
+from runguard.proxy.providers.openai_responses import socket
+from runguard.proxy.providers.openai_responses.spec import SPEC
 from runguard.proxy.sockets.responses import ResponsesSocket
 from runguard.proxy.store.records import RequestRecord
 from tests.e2e import payloads
@@ -42,7 +44,7 @@ def records(sink: ListSink) -> list[RequestRecord]:
 def socket_for(sink: ListSink, limit: int = 100) -> ResponsesSocket:
     settings = guard_settings(guard={"detectors": {"max_requests": {"limit": limit}}})
     ctx = make_context(settings, make_guard(settings, sink=sink))
-    return ResponsesSocket(ctx, "k_socket", header_run=RUN, agent="writer", tight=())
+    return ResponsesSocket(ctx, "k_socket", SPEC, socket, header_run=RUN, agent="writer", tight=())
 
 
 async def test_a_request_goes_upstream_and_its_lane_s_terminal_event_ends_it_with_its_usage() -> None:

@@ -5,6 +5,8 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
+from runguard.proxy.store import pages
+from runguard.proxy.store.reader import StoreReader
 from runguard.proxy.store.records import Record, RecordedBody, RequestRecord, TripRecord, VerdictRecord
 
 T0 = 1_800_000_000.0
@@ -87,3 +89,13 @@ def large_batch() -> list[Record]:
     ]
     records += [trip(f"run-{i}", at=T0 + i) for i in range(0, 76, 6)]
     return records
+
+
+async def run_detail(reader: StoreReader, run_id: str) -> dict[str, Any] | None:
+    """A run's totals, all its requests in order and its trips in order (one page as large as the run, read
+    in one snapshot: `pages.run`); None for an unknown run."""
+    page = await pages.run(reader, run_id, 1, 100_000)
+    if page is None:
+        return None
+    steps = [{name: value for name, value in row.items() if name != "id"} for row in page["requests"]]
+    return {"run": page["run"], "requests": steps, "trips": page["trips"]}

@@ -64,7 +64,7 @@ async def test_recent_runs_newest_first_with_their_status(make_sink: SinkFactory
 
 async def test_run_detail_has_the_timeline_and_trips_in_order(make_sink: SinkFactory) -> None:
     reader = await _fill(make_sink)
-    detail = await reader.run_detail("looped")
+    detail = await factory.run_detail(reader, "looped")
     assert detail is not None
     assert detail["run"]["trips"] == 1 and detail["run"]["warnings"] == 1
     assert detail["run"]["usd_avoided"] == pytest.approx(0.5)
@@ -74,7 +74,7 @@ async def test_run_detail_has_the_timeline_and_trips_in_order(make_sink: SinkFac
     assert third["tool_calls"] == ["search"] and fourth["blocked_by"] == "non_progress" and fourth["status"] == 429
     assert [t["detector"] for t in detail["trips"]] == ["non_progress", "tool_storm"]
     assert detail["trips"][0]["evidence"] == {"tool": "search", "hashes": ["a1", "a1", "a1"]}
-    assert await reader.run_detail("nope") is None
+    assert await factory.run_detail(reader, "nope") is None
     assert await reader.run_timeline("nope") is None
 
 
@@ -107,7 +107,7 @@ async def test_run_detail_reads_one_snapshot(make_sink: SinkFactory, store_url: 
 
     sa.event.listen(sa.Engine, "after_cursor_execute", delete_after_first_query)
     try:
-        detail = await reader.run_detail("looped")
+        detail = await factory.run_detail(reader, "looped")
     finally:
         sa.event.remove(sa.Engine, "after_cursor_execute", delete_after_first_query)
     assert deleted, "the run was read"

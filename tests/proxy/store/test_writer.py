@@ -191,7 +191,7 @@ async def test_run_ids_too_long_to_keep_whole_stay_apart(make_sink: SinkFactory,
     sink.submit(factory.trip(alike + "b"))
     await sink.flush()
     reader = StoreReader(sink.engine)
-    a, b = await reader.run_detail(alike + "a"), await reader.run_detail(alike + "b")
+    a, b = await factory.run_detail(reader, alike + "a"), await factory.run_detail(reader, alike + "b")
     assert a is not None and b is not None
     assert (a["run"]["requests"], len(a["requests"]), a["run"]["trips"]) == (2, 2, 0)
     assert (b["run"]["requests"], len(b["requests"]), len(b["trips"])) == (1, 1, 1)

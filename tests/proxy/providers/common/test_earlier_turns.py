@@ -18,9 +18,14 @@ from hypothesis import strategies as st
 
 from runguard.proxy.core.events import Api, RequestInfo
 from runguard.proxy.providers.common.conversation import Conversation
-from runguard.proxy.providers.gemini.contents import read_contents, read_contents_forgiving
-from runguard.proxy.providers.openai_chat.adapter import read_messages, read_messages_forgiving
-from runguard.proxy.providers.openai_responses.input import read_input, read_input_forgiving
+from runguard.proxy.providers.gemini.contents import read_contents
+from runguard.proxy.providers.openai_chat.adapter import read_messages
+from runguard.proxy.providers.openai_responses.input import read_input
+from tests.proxy.providers.common.forgiving import (
+    read_contents_forgiving,
+    read_input_forgiving,
+    read_messages_forgiving,
+)
 from tests.proxy.providers.test_fuzz import WRONG, paths_of, replaced
 
 Reader = Callable[[Conversation, Any], None]

@@ -14,14 +14,15 @@ from runguard.proxy.core.events import RequestInfo
 from runguard.proxy.providers.base import RequestContext
 from runguard.proxy.providers.common import media
 from runguard.proxy.providers.gemini.adapter import GeminiAdapter
-from runguard.proxy.providers.gemini.contents import read_contents, read_contents_forgiving
+from runguard.proxy.providers.gemini.contents import read_contents
 from runguard.proxy.providers.openai_chat.adapter import ChatAdapter
 from runguard.proxy.providers.openai_responses.adapter import ResponsesAdapter
-from runguard.proxy.providers.openai_responses.input import read_input, read_input_forgiving
+from runguard.proxy.providers.openai_responses.input import read_input
 from tests.conftest import ProxyFactory, SdkClient
 from tests.e2e import payloads
 from tests.e2e.agents import sdk_model
 from tests.e2e.faults import eventually, requests_of, trips_of
+from tests.proxy.providers.common.forgiving import read_contents_forgiving, read_input_forgiving
 from tests.proxy.providers.common.test_earlier_turns import assert_same
 from tests.support.proxy import ListSink
 from tests.support.upstream import FakeUpstream, Received, Reply

@@ -231,3 +231,27 @@ def test_every_split_of_any_stream_reads_as_the_spec_says(
     points = sorted({0, len(stream), *(cut for cut in cuts if cut < len(stream))})
     pieces = [stream[a:b] for a, b in itertools.pairwise(points)]
     assert events_of(*pieces) == reference_events(stream)
+
+
+def test_a_parser_s_shared_start_hands_on_objects_counts_the_unreadable_and_reads_the_tail() -> None:
+    from typing import Any
+
+    from runguard.proxy.providers.common.sse import SseObjects
+
+    class Objects(SseObjects):
+        DONE = b"[DONE]"
+
+        def __init__(self) -> None:
+            super().__init__()
+            self.taken: list[dict[str, Any]] = []
+
+        def take(self, payload: dict[str, Any]) -> None:
+            self.taken.append(payload)
+
+    parser = Objects()
+    parser.feed(b'data: {"a": 1}\n\ndata: not json\n\ndata: [1]\n\ndata: [DONE]\n\ndata: {"b"')
+    parser.feed(b": 2}")
+    assert (parser.taken, parser.done, parser.unparsable) == ([{"a": 1}], True, "1 unparsable events")
+    parser.rest()  # the unterminated last event
+    assert parser.taken == [{"a": 1}, {"b": 2}]
+    assert Objects().unparsable is None

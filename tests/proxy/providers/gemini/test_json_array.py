@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import orjson
+import pytest
 
+from runguard.proxy.providers.gemini import json_array
 from runguard.proxy.providers.gemini.json_array import WholeElements
 
 ERROR = b'{"error":{"code":502,"message":"cut","status":"UNAVAILABLE"}}'
@@ -51,3 +53,20 @@ def test_an_element_larger_than_the_limit_stops_the_holding_back() -> None:
     head = b'[{"text": "' + b"x" * 40
     assert framing.take(head) == head
     assert framing.ending(ERROR) == b""
+
+
+@pytest.mark.parametrize(
+    ("query", "sse"),
+    [
+        ({"alt": "sse"}, True),  # google-genai
+        ({"$alt": "sse"}, True),
+        ({"alt": "sse", "key": "k"}, True),
+        ({}, False),  # one JSON array
+        ({"$alt": "json;enum-encoding=int"}, False),  # google-api-core's REST transport
+        ({"alt": "json"}, False),
+    ],
+)
+def test_a_stream_is_sse_only_when_alt_sse_is_asked(query: dict[str, str], sse: bool) -> None:
+    assert json_array.streams_sse(query) is sse
+    assert json_array.framing(True, query).name == ("sse" if sse else "json_array")
+    assert json_array.framing(False, query).name == "sse"  # a whole answer is no stream

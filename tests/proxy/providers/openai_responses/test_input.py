@@ -10,9 +10,9 @@ from runguard.proxy.providers.openai_responses.input import (
     conversation_id,
     output_schema_of,
     read_input,
-    read_input_forgiving,
     tools_of,
 )
+from tests.proxy.providers.common.forgiving import read_input_forgiving
 
 INPUT: list[Any] = [
     {"role": "user", "content": "Find the total."},
