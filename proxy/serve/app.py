@@ -18,7 +18,7 @@ from aiohttp import web
 
 from runguard.config.settings import Settings
 from runguard.detectors.base import Detector
-from runguard.proxy.admin.api import STORE_READER, AdminApi
+from runguard.proxy.admin.api import RESET_LOG, STORE_READER, AdminApi
 from runguard.proxy.admin.ui.routes import Dashboard
 from runguard.proxy.core.safe_text import proxy_url
 from runguard.proxy.guard.guard import Guard
@@ -36,6 +36,7 @@ from runguard.proxy.relay.context import CONTEXT, ProxyContext
 from runguard.proxy.relay.shutdown import Shutdown
 from runguard.proxy.relay.upstream import Upstreams
 from runguard.proxy.runs.keys import KeyHasher, load_salt
+from runguard.proxy.serve.restore import ReadLive, Restore
 from runguard.proxy.state.base import ScopeTtls, StateBackend
 from runguard.proxy.state.memory import MemoryState
 from runguard.proxy.store.records import Record, RecordSink
@@ -68,8 +69,11 @@ def build_state(settings: Settings) -> StateBackend:
     return MemoryState(ttls=ttls, max_scopes=settings.runs.max_runs)
 
 
-def install_store(app: web.Application, settings: Settings, shutdown: Shutdown | None = None) -> RecordSink:
-    """The record store named by `store.database_url`: its queue as the sink, its reader for the admin API.
+def install_store(
+    app: web.Application, settings: Settings, shutdown: Shutdown | None = None
+) -> tuple[RecordSink, ReadLive, Callable[[], Any]]:
+    """The record store named by `store.database_url`: its queue as the sink, its reader for the admin API,
+    its resets log; and what a rebuild of the state reads (`store.live`), once the store's schema is there.
 
     Its lifetime goes on `cleanup_ctx` before the app's own, so on shutdown it
     runs after in-flight requests have finished and flushes their records, for
@@ -78,6 +82,8 @@ def install_store(app: web.Application, settings: Settings, shutdown: Shutdown |
     """
     from runguard.config.loader import ConfigError
     from runguard.proxy.store import QueueSink, StoreReader
+    from runguard.proxy.store.live import read_live
+    from runguard.proxy.store.resets import ResetLog
 
     try:
         store = QueueSink.from_settings(settings.store, settings.server.shutdown_grace_seconds)
@@ -92,7 +98,14 @@ def install_store(app: web.Application, settings: Settings, shutdown: Shutdown |
         await reader.close()
 
     app.on_cleanup.append(close_reader)
-    return store
+    app[RESET_LOG] = ResetLog(store.engine)
+    read = functools.partial(
+        read_live,
+        store.engine,
+        idle_seconds=settings.runs.idle_seconds,
+        breaker_seconds=settings.guard.breaker.max_cooldown_seconds,
+    )
+    return store, read, store.migrated.wait
 
 
 def _default_detectors() -> list[Detector[Any]]:
@@ -143,9 +156,11 @@ def create_app(
     observer = _observers(app, settings, metrics, observer)
     shutdown = Shutdown(settings.server.shutdown_grace_seconds)
     app[SHUTDOWN] = shutdown
-    if sink is None and settings.store.database_url:
-        sink = install_store(app, settings, shutdown)
+    restore: Restore | None = None
     policy = Policy(list(detectors) if detectors is not None else _default_detectors(), settings.guard)
+    if sink is None and settings.store.database_url:
+        sink, read, ready = install_store(app, settings, shutdown)
+        restore = Restore(settings, backend, policy, read, ready, clock)
     tables = ModelTables(settings.pricing_file, settings.models_file)
     salt = load_salt(settings.runs.key_salt.get_secret_value() if settings.runs.key_salt else None)
     guard = Guard(settings, backend, policy, tables, sink or DiscardSink(), observer, clock)
@@ -184,6 +199,8 @@ def create_app(
         context.stop_reading()
 
     app.on_startup.append(preload_tokens)
+    if restore is not None:  # after the store's start (cleanup_ctx runs first): the port opens after it
+        app.on_startup.append(restore.at_start)
     app.on_shutdown.append(stopping)
     app.cleanup_ctx.append(lifetime)
     app.router.add_get("/runguard/health", health)
