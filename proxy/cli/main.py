@@ -55,7 +55,7 @@ def configure_logging(level: str) -> None:
 
 
 def _banner(settings: Settings, url: str) -> str:
-    state = "redis" if settings.state.url else "in-memory"
+    state = "redis" if settings.state.shared else "in-memory"
     return (
         f"RunGuard proxy listening on {url}\n"
         f"  OpenAI upstream: {settings.upstreams.openai}   (client base URL: {url}/v1)\n"

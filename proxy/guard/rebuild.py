@@ -22,7 +22,8 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
-from collections.abc import Awaitable, Callable, Sequence
+import gc
+from collections.abc import Awaitable, Callable, Iterator, Sequence
 from typing import Any
 
 from runguard.config.settings import BreakerSettings
@@ -61,9 +62,13 @@ def _ids(run_id: str = "", key_hash: str = "", key_model: str = "", day: str = "
 
 
 async def _raise_to(
-    state: StateBackend, ids: ScopeIds, figures: Sequence[tuple[Scope, str, float]], rest: Sequence[Op]
+    state: StateBackend, ids: ScopeIds, figures: Sequence[tuple[Scope, str, float]], rest: Sequence[Op], fresh: bool
 ) -> None:
-    """Raise each (scope, field) to its figure (what the state has beyond it stays), then run `rest`."""
+    """Raise each (scope, field) to its figure (what the state has beyond it stays), then run `rest`.
+    `fresh`: the state holds nothing yet (one batch, no reads)."""
+    if fresh:
+        await state.execute(ids, [*(Add(scope, name, figure) for scope, name, figure in figures if figure), *rest])
+        return
     got = await state.execute(ids, [Get(scope, name) for scope, name, _ in figures])
     adds: list[Op] = []
     for (scope, name, figure), current in zip(figures, got, strict=True):
@@ -100,8 +105,10 @@ async def rebuild(
     latches: Callable[[str], bool],
     breakers: BreakerSettings,
     now: float,
+    fresh: bool = False,
 ) -> Rebuilt:
-    """Write `live` into `state` (see the module docstring)."""
+    """Write `live` into `state` (see the module docstring). `fresh`: the state is new and empty (a process
+    that starts with in-memory state), so nothing in it is read first."""
     opened: dict[str, list[Op]] = {}  # ops per run (its breaker) and per key (their breakers)
     ids_of: dict[str, ScopeIds] = {}
     count = 0
@@ -118,21 +125,31 @@ async def rebuild(
             opened.setdefault(name, []).append(put)
             key_model = trip.target if trip.scope == "key_model" else ""
             ids_of[name] = _ids(key_hash=trip.key_hash, key_model=key_model)
-    jobs: list[Awaitable[Any]] = []
-    for key_hash, usd in live.key_day_usd.items():
-        ids = _ids(key_hash=key_hash, day=live.day)
-        jobs.append(_raise_to(state, ids, [(Scope.KEY_DAY, "core.usd", usd)], ()))
-    for run in live.runs:
-        ids = _ids(run_id=state_id(tenants.of(run.key_hash), run.run_id), key_hash=run.key_hash)
-        rest: list[Op] = [
-            PutNX(Scope.RUN, "core.started", repr(run.first_seen)),
-            PutNX(Scope.RUN, "core.seen", repr(run.last_seen)),
-        ]
-        rest += opened.pop(f"run:{run.run_id}", [])
-        jobs.append(_raise_to(state, ids, _counters(run), rest))
-    for name, ops in opened.items():
-        jobs.append(state.execute(ids_of[name], ops))
-    await _run_all(jobs)
+
+    def jobs() -> Iterator[Awaitable[Any]]:  # made one at a time: 100,000 runs are not 100,000 coroutines at once
+        for key_hash, usd in live.key_day_usd.items():
+            ids = _ids(key_hash=key_hash, day=live.day)
+            yield _raise_to(state, ids, [(Scope.KEY_DAY, "core.usd", usd)], (), fresh)
+        for run in live.runs:
+            ids = _ids(run_id=state_id(tenants.of(run.key_hash), run.run_id), key_hash=run.key_hash)
+            rest: list[Op] = [
+                PutNX(Scope.RUN, "core.started", repr(run.first_seen)),
+                PutNX(Scope.RUN, "core.seen", repr(run.last_seen)),
+            ]
+            rest += opened.pop(f"run:{run.run_id}", [])
+            yield _raise_to(state, ids, _counters(run), rest, fresh)
+        for name, ops in opened.items():
+            if name in ids_of:  # a run's breaker goes with its run (above)
+                yield state.execute(ids_of[name], ops)
+
+    # Start-up work that makes many objects that live on: no collection passes over them meanwhile.
+    collecting = gc.isenabled()
+    gc.disable()
+    try:
+        await _run_all(jobs())
+    finally:
+        if collecting:
+            gc.enable()
     return Rebuilt(keys=len(live.key_day_usd), runs=len(live.runs), breakers=count)
 
 
@@ -145,12 +162,11 @@ def _counters(run: LiveRun) -> list[tuple[Scope, str, float]]:
     ]
 
 
-async def _run_all(jobs: Sequence[Awaitable[Any]]) -> None:
-    """Await the jobs (coroutines not started yet), at most CONCURRENCY at once."""
-    pending = iter(jobs)
+async def _run_all(jobs: Iterator[Awaitable[Any]]) -> None:
+    """Await the jobs, at most CONCURRENCY at once."""
 
     async def worker() -> None:
-        for job in pending:
+        for job in jobs:
             await job
 
-    await asyncio.gather(*(worker() for _ in range(min(CONCURRENCY, len(jobs)))))
+    await asyncio.gather(*(worker() for _ in range(CONCURRENCY)))

@@ -11,7 +11,7 @@ import asyncio
 import functools
 import logging
 import time
-from collections.abc import AsyncIterator, Callable, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from typing import Any
 
 from aiohttp import web
@@ -37,6 +37,7 @@ from runguard.proxy.relay.shutdown import Shutdown
 from runguard.proxy.relay.upstream import Upstreams
 from runguard.proxy.runs.keys import KeyHasher, load_salt
 from runguard.proxy.serve.restore import ReadLive, Restore
+from runguard.proxy.serve.watch import Watch
 from runguard.proxy.state.base import ScopeTtls, StateBackend
 from runguard.proxy.state.memory import MemoryState
 from runguard.proxy.store.records import Record, RecordSink
@@ -45,6 +46,7 @@ log = logging.getLogger("runguard.app")
 
 STATE: web.AppKey[StateBackend] = web.AppKey("runguard_state")
 SHUTDOWN: web.AppKey[Shutdown] = web.AppKey("runguard_shutdown", Shutdown)
+WATCH: web.AppKey[Watch] = web.AppKey("runguard_watch", Watch)
 
 
 class DiscardSink:
@@ -56,6 +58,8 @@ class DiscardSink:
 
 def build_state(settings: Settings) -> StateBackend:
     ttls = ScopeTtls.of_runs(settings.runs.idle_seconds, settings.runs.remember_seconds)
+    if settings.state.sentinels:
+        return _sentinel_state(settings, ttls)
     if settings.state.url:
         from runguard.proxy.state.redis import RedisState
 
@@ -69,9 +73,29 @@ def build_state(settings: Settings) -> StateBackend:
     return MemoryState(ttls=ttls, max_scopes=settings.runs.max_runs)
 
 
+def _sentinel_state(settings: Settings, ttls: ScopeTtls) -> StateBackend:
+    from redis.asyncio.connection import parse_url
+
+    from runguard.proxy.state.redis import RedisState
+
+    cfg = settings.state
+    given = parse_url(cfg.url) if cfg.url else {}
+    addresses = [(host, int(port)) for host, _, port in (a.rpartition(":") for a in cfg.sentinels)]
+    return RedisState.from_sentinels(
+        addresses,
+        cfg.sentinel_service,
+        key_prefix=cfg.key_prefix,
+        ttls=ttls,
+        timeout=cfg.timeout,
+        max_connections=cfg.max_connections,
+        db=int(given.get("db", 0)),
+        password=given.get("password"),
+    )
+
+
 def install_store(
     app: web.Application, settings: Settings, shutdown: Shutdown | None = None
-) -> tuple[RecordSink, ReadLive, Callable[[], Any]]:
+) -> tuple[RecordSink, ReadLive, Callable[[], Any], Callable[[], Awaitable[None]]]:
     """The record store named by `store.database_url`: its queue as the sink, its reader for the admin API,
     its resets log; and what a rebuild of the state reads (`store.live`), once the store's schema is there.
 
@@ -105,7 +129,19 @@ def install_store(
         idle_seconds=settings.runs.idle_seconds,
         breaker_seconds=settings.guard.breaker.max_cooldown_seconds,
     )
-    return store, read, store.migrated.wait
+    return store, read, store.migrated.wait, store.flush
+
+
+def restoring(app: web.Application, settings: Settings, restore: Restore, flush: Callable[[], Awaitable[None]]) -> None:
+    """The state rebuilt from the records before the port opens (on start-up, after the store's start, which
+    `cleanup_ctx` runs first); a shared state watched for what it loses (`watch`)."""
+    if not settings.state.shared:
+        app.on_startup.append(restore.at_start)
+        return
+    watch = Watch(restore, restore.state, settings.state.generation_seconds, flush, restore.clock)
+    app[WATCH] = watch
+    app.on_startup.append(watch.at_start)
+    app.on_shutdown.append(watch.stop)
 
 
 def _default_detectors() -> list[Detector[Any]]:
@@ -117,8 +153,11 @@ def _default_detectors() -> list[Detector[Any]]:
 async def health(request: web.Request) -> web.Response:
     ctx = request.app[CONTEXT]
     degraded = ctx.guard.degraded_since is not None
-    backend = "redis" if ctx.settings.state.url else "memory"
-    body = {"status": "degraded" if degraded else "ok", "state": backend}
+    backend = "redis" if ctx.settings.state.shared else "memory"
+    body: dict[str, object] = {"status": "degraded" if degraded else "ok", "state": backend}
+    watch = request.app.get(WATCH)
+    if watch is not None and watch.rebuilding:
+        body["rebuilding"] = True  # the state is being rebuilt from the records (`watch`)
     return web.json_response(body, status=200)
 
 
@@ -156,11 +195,11 @@ def create_app(
     observer = _observers(app, settings, metrics, observer)
     shutdown = Shutdown(settings.server.shutdown_grace_seconds)
     app[SHUTDOWN] = shutdown
-    restore: Restore | None = None
     policy = Policy(list(detectors) if detectors is not None else _default_detectors(), settings.guard)
     if sink is None and settings.store.database_url:
-        sink, read, ready = install_store(app, settings, shutdown)
-        restore = Restore(settings, backend, policy, read, ready, clock)
+        sink, read, ready, flush = install_store(app, settings, shutdown)
+        fresh = state is None and not settings.state.shared  # in-memory state made here: empty
+        restoring(app, settings, Restore(settings, backend, policy, read, ready, clock, fresh=fresh), flush)
     tables = ModelTables(settings.pricing_file, settings.models_file)
     salt = load_salt(settings.runs.key_salt.get_secret_value() if settings.runs.key_salt else None)
     guard = Guard(settings, backend, policy, tables, sink or DiscardSink(), observer, clock)
@@ -199,8 +238,6 @@ def create_app(
         context.stop_reading()
 
     app.on_startup.append(preload_tokens)
-    if restore is not None:  # after the store's start (cleanup_ctx runs first): the port opens after it
-        app.on_startup.append(restore.at_start)
     app.on_shutdown.append(stopping)
     app.cleanup_ctx.append(lifetime)
     app.router.add_get("/runguard/health", health)

@@ -41,12 +41,17 @@ class Restore:
         read: ReadLive,
         ready: Callable[[], Awaitable[object]],
         clock: Callable[[], float] = time.time,
+        *,
+        fresh: bool = False,
     ) -> None:
+        """`fresh`: `state` is new and empty (in-memory state made for this app): the rebuild writes without
+        reading first."""
         self._settings = settings
-        self._state = state
+        self._fresh = fresh
+        self.state = state
         self._read = read
         self._ready = ready  # the store's schema is there
-        self._clock = clock
+        self.clock = clock
         self._tenants = Tenants(settings.runs.tenants)
         stays = {detector.name: detector.stays_stopped for detector in policy.detectors}
         self._latches = lambda name: stays.get(name, True)  # an unknown detector: kept stopped (fail safe)
@@ -58,7 +63,7 @@ class Restore:
         while True:
             try:
                 await self._ready()
-                return await self._read(self._clock())
+                return await self._read(self.clock())
             except RecordsUnavailable as exc:  # the records are needed before serving: wait for them
                 log.warning("state rebuild: the record store does not answer (%r); retrying in %.2f s", exc, delay)
             await asyncio.sleep(delay)
@@ -70,7 +75,13 @@ class Restore:
         live = await self._live()
         breakers = self._settings.guard.breaker
         self.last = await rebuild(
-            self._state, live, tenants=self._tenants, latches=self._latches, breakers=breakers, now=self._clock()
+            self.state,
+            live,
+            tenants=self._tenants,
+            latches=self._latches,
+            breakers=breakers,
+            now=self.clock(),
+            fresh=self._fresh,
         )
         self.seconds = time.perf_counter() - began
         log.warning(

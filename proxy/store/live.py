@@ -36,7 +36,7 @@ class RecordsUnavailable(RunGuardError):
     """The record store did not answer (down, unreachable, or its schema not there yet)."""
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class LiveRun:
     """A run seen within the idle time, with its counters (since its last reset, if it had one)."""
 
@@ -105,33 +105,25 @@ async def _runs(conn: AsyncConnection, since: float, resets: dict[tuple[str, str
     reset = {run.run_id for run in found if ("run", run.run_id) in resets}
     if not reset:
         return found
-    # A reset cleared the run's counters: they start again from the requests after it.
+    # A reset cleared the run's counters: they start again from the requests after it (read by run, in chunks).
     since_reset: dict[str, LiveRun] = {}
-    for run in found:
-        if run.run_id not in reset:
-            continue
-        at = resets[("run", run.run_id)]
-        rows = await conn.execute(
-            select(
-                func.count(),
-                func.min(Request.at),
-                func.coalesce(func.sum(Request.usd), 0.0),
-                func.coalesce(func.sum(Request.input_tokens), 0),
-                func.coalesce(func.sum(Request.output_tokens), 0),
-            ).where(Request.run_id == run.run_id, Request.at > at)
-        )
-        count, first, usd, tokens_in, tokens_out = rows.one()
-        if count:
-            since_reset[run.run_id] = LiveRun(
-                run.run_id,
-                run.key_hash,
-                float(first),
-                run.last_seen,
-                int(count),
-                float(usd),
-                int(tokens_in),
-                int(tokens_out),
-            )
+    by_id = {run.run_id: run for run in found if run.run_id in reset}
+    ids = sorted(by_id)
+    columns_after = (Request.run_id, Request.at, Request.usd, Request.input_tokens, Request.output_tokens)
+    for start in range(0, len(ids), CHUNK):
+        rows = await conn.execute(select(*columns_after).where(Request.run_id.in_(ids[start : start + CHUNK])))
+        for run_id, at, usd, tokens_in, tokens_out in rows:
+            if at <= resets[("run", run_id)]:
+                continue
+            run = since_reset.get(run_id)
+            if run is None:
+                kept = by_id[run_id]
+                run = since_reset[run_id] = LiveRun(run_id, kept.key_hash, at, kept.last_seen, 0, 0.0, 0, 0)
+            run.first_seen = min(run.first_seen, at)
+            run.requests += 1
+            run.usd += usd
+            run.input_tokens += tokens_in
+            run.output_tokens += tokens_out
     return [since_reset.get(run.run_id, run) for run in found if run.run_id not in reset or run.run_id in since_reset]
 
 

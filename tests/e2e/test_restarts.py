@@ -53,21 +53,25 @@ async def database_url(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncI
 
 
 Serve = Callable[[], Any]
+SALT = "restart-test-salt"
+
+
+def restart_config(upstream_url: str, database_url: str, **state: Any) -> dict[str, Any]:
+    """The settings of these tests: a key budget of $1.00 a day, records in `database_url`, `state` as given."""
+    return {
+        "upstreams": {"openai": upstream_url, "gemini": upstream_url},
+        "runs": {"key_salt": SALT},
+        "store": {"database_url": database_url, "flush_interval": 0.05},
+        "state": state,
+        "guard": {"detectors": {"budget": {"key_daily_usd": 1.0}}},
+    }
 
 
 @pytest.fixture
 async def serve(upstream: FakeUpstream, tmp_path: Path, database_url: str) -> AsyncIterator[Serve]:
     """serve() -> a new `serve` process on the test's store (memory state); all stopped after the test."""
     upstream.script = script
-    config = write_config(
-        tmp_path,
-        {
-            "upstreams": {"openai": upstream.url, "gemini": upstream.url},
-            "runs": {"key_salt": "restart-test-salt"},
-            "store": {"database_url": database_url, "flush_interval": 0.05},
-            "guard": {"detectors": {"budget": {"key_daily_usd": 1.0}}},
-        },
-    )
+    config = write_config(tmp_path, restart_config(upstream.url, database_url))
     started: list[ServeProcess] = []
 
     async def make() -> ServeProcess:
@@ -109,9 +113,8 @@ CAP_ONE = {"X-RunGuard-Max-Requests": "1"}
 CAP_THREE = {"X-RunGuard-Max-Requests": "3"}
 
 
-async def test_stops_and_spend_survive_a_restart(serve: Serve, upstream: FakeUpstream) -> None:
-    first = await serve()
-    url = first.url
+async def stop_and_spend(url: str) -> None:
+    """Drive a proxy to a spent key, a latched run, a reset run, an open key breaker and a healthy run."""
     # The key's day: $1.20 of a $1.00 budget, and its next request is refused.
     assert await _ask(url, BUDGET_KEY, "spender-1") == "ok"
     assert await _ask(url, BUDGET_KEY, "spender-2") == "runguard_budget"
@@ -127,18 +130,28 @@ async def test_stops_and_spend_survive_a_restart(serve: Serve, upstream: FakeUps
     # A healthy run, two steps of its three.
     for _ in range(2):
         assert await _ask(url, HEALTHY_KEY, "healthy-run", **CAP_THREE) == "ok"
-    assert await first.stop() == 0, first.diagnostics()
 
-    second = await serve()
-    url, before = second.url, len(upstream.received)
-    assert await _ask(url, BUDGET_KEY, "spender-3") == "runguard_budget", second.diagnostics()
-    assert await _ask(url, LATCH_KEY, "latched-run", **CAP_ONE) == "runguard_max_requests"
-    assert await _ask(url, FAILING_KEY, "failing-run-2", FAILING_MODEL) == "runguard_retry_cascade"
+
+async def still_stopped(url: str, upstream: FakeUpstream, diagnostics: str = "") -> None:
+    """What `stop_and_spend` stopped is still refused (nothing reaches the upstream), the reset run goes on,
+    and the healthy run's counters carry on (counted once: its third step passes, its fourth is refused)."""
+    before = len(upstream.received)
+    assert await _ask(url, BUDGET_KEY, "spender-3") == "runguard_budget", diagnostics
+    assert await _ask(url, LATCH_KEY, "latched-run", **CAP_ONE) == "runguard_max_requests", diagnostics
+    assert await _ask(url, FAILING_KEY, "failing-run-2", FAILING_MODEL) == "runguard_retry_cascade", diagnostics
     assert len(upstream.received) == before, "a refused request reached the upstream"
     # The released run goes on (one request of its new cap), and the healthy run's third step is its last.
-    assert await _ask(url, LATCH_KEY, "released-run", **CAP_ONE) == "ok"
-    assert await _ask(url, HEALTHY_KEY, "healthy-run", **CAP_THREE) == "ok"
-    assert await _ask(url, HEALTHY_KEY, "healthy-run", **CAP_THREE) == "runguard_max_requests"
+    assert await _ask(url, LATCH_KEY, "released-run", **CAP_ONE) == "ok", diagnostics
+    assert await _ask(url, HEALTHY_KEY, "healthy-run", **CAP_THREE) == "ok", diagnostics
+    assert await _ask(url, HEALTHY_KEY, "healthy-run", **CAP_THREE) == "runguard_max_requests", diagnostics
     # Other keys and runs are untouched by all this.
     assert await _ask(url, HEALTHY_KEY, "fresh-run") == "ok"
+
+
+async def test_stops_and_spend_survive_a_restart(serve: Serve, upstream: FakeUpstream) -> None:
+    first = await serve()
+    await stop_and_spend(first.url)
+    assert await first.stop() == 0, first.diagnostics()
+    second = await serve()
+    await still_stopped(second.url, upstream, second.diagnostics())
     assert "state rebuilt from the records" in second.text()

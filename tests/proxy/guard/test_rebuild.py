@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pytest
+
 from runguard.config.settings import BreakerSettings
 from runguard.proxy.core.ops import Add, Get, Put, Scope
 from runguard.proxy.guard import accounting, breaker
@@ -28,13 +30,15 @@ def _trip(scope: str, target: str, detector: str, at: float, count: int = 1, run
     return LiveTrip(scope, target, run_id, "k_a", detector, "why", 4, at, count)
 
 
-async def _rebuild(state: MemoryState, live: Live, tenants: Tenants | None = None) -> object:
+async def _rebuild(state: MemoryState, live: Live, tenants: Tenants | None = None, fresh: bool = False) -> object:
+    latches = lambda name: STOPS.get(name, True)  # noqa: E731
     return await rebuild(
-        state, live, tenants=tenants or Tenants({}), latches=lambda name: STOPS.get(name, True), breakers=CFG, now=NOW
+        state, live, tenants=tenants or Tenants({}), latches=latches, breakers=CFG, now=NOW, fresh=fresh
     )
 
 
-async def test_the_guard_reads_back_spend_counters_and_breakers() -> None:
+@pytest.mark.parametrize("fresh", [False, True])
+async def test_the_guard_reads_back_spend_counters_and_breakers(fresh: bool) -> None:
     state = MemoryState()
     live = Live(
         "2027-01-15",
@@ -46,7 +50,7 @@ async def test_the_guard_reads_back_spend_counters_and_breakers() -> None:
             _trip("key", "k_a", "retry_cascade", NOW - 100.0),  # 60 s cooldown: closed since
         ],
     )
-    done = await _rebuild(state, live)
+    done = await _rebuild(state, live, fresh=fresh)
     assert (done.keys, done.runs, done.breakers) == (1, 1, 2)  # type: ignore[attr-defined]
     got = await state.execute(_ids("k_a/run-1"), accounting.request_ops(NOW, "body"))
     facts, breakers = accounting.facts_from(got)
