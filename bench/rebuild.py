@@ -1,6 +1,7 @@
 """What the state's rebuild from the records costs at start: time and memory, SQLite or PostgreSQL.
 
     python -m bench.rebuild [--runs 100000] [--requests 1000000] [--live 1.0] [--database-url URL]
+                            [--state-url redis://...] [--no-fill]
 
 Fills a fresh store with synthetic rows (generated here, no traffic): `--runs` runs over 1,000 keys,
 `--live` of them seen within the idle time (an hour), `--requests` requests today spread over those
@@ -12,7 +13,8 @@ writes it into a fresh `MemoryState` (`guard.rebuild`), and prints:
   during the rebuild, over what it had before (MB).
 The clock is set to 23:00 UTC of today, so the whole day's requests fall in the day's window.
 The default database is a temporary SQLite file; a PostgreSQL URL gets a schema of its own, dropped
-after.
+after. `--state-url` rebuilds into Redis instead (under a key prefix of its own, deleted after), as a
+failover does: every figure read first, then raised (`--no-fill` measures again on a SQLite file).
 """
 
 from __future__ import annotations
@@ -26,13 +28,15 @@ import time
 from pathlib import Path
 from typing import Any
 
+import redis.asyncio as aioredis
 from sqlalchemy import text
 
 from runguard.config.settings import BreakerSettings
 from runguard.proxy.guard.rebuild import rebuild
 from runguard.proxy.runs.tenants import Tenants
-from runguard.proxy.state.base import ScopeTtls
+from runguard.proxy.state.base import ScopeTtls, StateBackend
 from runguard.proxy.state.memory import MemoryState
+from runguard.proxy.state.redis import RedisState
 from runguard.proxy.store import make_engine, parse, upgrade
 from runguard.proxy.store.live import day_start, read_live
 from runguard.proxy.store.models import Request, Reset, Run, Trip
@@ -177,9 +181,13 @@ async def _fill(url: str, runs: int, requests: int, live: float, now: float) -> 
     return time.perf_counter() - began
 
 
-async def _measure(url: str, now: float) -> dict[str, float]:
+async def _measure(url: str, now: float, state_url: str | None = None) -> dict[str, float]:
     engine = make_engine(parse(url))
-    state = MemoryState(ScopeTtls.of_runs(IDLE, 7 * 86400), max_scopes=1_000_000)
+    ttls = ScopeTtls.of_runs(IDLE, 7 * 86400)
+    prefix = f"rgbench{secrets.token_hex(4)}"
+    state: StateBackend = MemoryState(ttls, max_scopes=1_000_000)
+    if state_url is not None:
+        state = RedisState.from_url(state_url, key_prefix=prefix, ttls=ttls, timeout=5.0)
     rss0 = _peak_from_here()
     began = time.perf_counter()
     live = await read_live(engine, now, idle_seconds=IDLE, breaker_seconds=900.0)
@@ -191,6 +199,8 @@ async def _measure(url: str, now: float) -> dict[str, float]:
     del live
     rss, peak = _memory()
     await engine.dispose()
+    scopes = len(state) if isinstance(state, MemoryState) else await _drop(state_url or "", prefix)
+    await state.close()
     return {
         "read_s": read,
         "write_s": total - read,
@@ -200,8 +210,18 @@ async def _measure(url: str, now: float) -> dict[str, float]:
         "runs": done.runs,
         "keys": done.keys,
         "breakers": done.breakers,
-        "scopes": len(state),
+        "scopes": scopes,
     }
+
+
+async def _drop(state_url: str, prefix: str) -> int:
+    """Delete the bench's keys from Redis; how many there were."""
+    client = aioredis.from_url(state_url)
+    keys = [key async for key in client.scan_iter(match=f"{prefix}:*", count=5000)]
+    for start in range(0, len(keys), 5000):
+        await client.delete(*keys[start : start + 5000])
+    await client.aclose()
+    return len(keys)
 
 
 async def main(args: argparse.Namespace) -> None:
@@ -210,13 +230,14 @@ async def main(args: argparse.Namespace) -> None:
     url = args.database_url
     if url is None:
         url = f"sqlite+aiosqlite:///{tempfile.mkdtemp()}/rebuild.db"
-    elif url.startswith("postgresql"):
+    elif url.startswith("postgresql") and not args.no_fill:
         schema = f"rg_bench_{secrets.token_hex(4)}"
         url = f"{url}{'&' if '?' in url else '?'}schema={schema}"
     try:
-        filled = await _fill(url, args.runs, args.requests, args.live, now)
-        print(f"filled {args.runs:,} runs, {args.requests:,} requests in {filled:.1f} s ({parse(url).describe()})")
-        got = await _measure(url, now)
+        if not args.no_fill:
+            filled = await _fill(url, args.runs, args.requests, args.live, now)
+            print(f"filled {args.runs:,} runs, {args.requests:,} requests in {filled:.1f} s ({parse(url).describe()})")
+        got = await _measure(url, now, args.state_url)
         print(
             f"rebuild: read {got['read_s']:.2f} s + write {got['write_s']:.2f} s = {got['total_s']:.2f} s; "
             f"memory held {got['held_mb']:.0f} MB, peak {got['peak_mb']:.0f} MB; "
@@ -224,7 +245,7 @@ async def main(args: argparse.Namespace) -> None:
             f"{got['scopes']:,.0f} scopes"
         )
     finally:
-        if schema is not None:
+        if schema is not None and not args.no_fill:
             engine = make_engine(parse(args.database_url))
             async with engine.begin() as conn:
                 await conn.execute(text(f'DROP SCHEMA IF EXISTS "{schema}" CASCADE'))
@@ -237,4 +258,6 @@ if __name__ == "__main__":
     parser.add_argument("--requests", type=int, default=1_000_000)
     parser.add_argument("--live", type=float, default=1.0, help="share of the runs seen within the idle time")
     parser.add_argument("--database-url", default=None)
+    parser.add_argument("--state-url", default=None, help="rebuild into this Redis (merging, as after a failover)")
+    parser.add_argument("--no-fill", action="store_true", help="measure on a SQLite file --database-url filled before")
     asyncio.run(main(parser.parse_args()))

@@ -27,7 +27,7 @@ from collections.abc import Awaitable, Callable, Iterator, Sequence
 from typing import Any
 
 from runguard.config.settings import BreakerSettings
-from runguard.proxy.core.ops import Add, Get, Op, PutNX, Scope
+from runguard.proxy.core.ops import Add, Op, PutNX, Raise, Scope
 from runguard.proxy.guard import breaker
 from runguard.proxy.runs.tenants import Tenants, state_id
 from runguard.proxy.state.base import ScopeIds, StateBackend
@@ -45,38 +45,18 @@ class Rebuilt:
     breakers: int  # breakers open again (runs and keys)
 
 
-def _num(value: object) -> float:
-    """A stored number (a float; text that reads as one, as a state written by hand may hold), else 0."""
-    if isinstance(value, float):
-        return value
-    try:
-        return float(value) if isinstance(value, str) else 0.0
-    except ValueError:
-        return 0.0
-
-
 def _ids(run_id: str = "", key_hash: str = "", key_model: str = "", day: str = "") -> ScopeIds:
     return ScopeIds(
         run=run_id, key=key_hash, key_model=key_model or f"{key_hash}|", key_day=f"{key_hash}|{day}", thread=run_id
     )
 
 
-async def _raise_to(
-    state: StateBackend, ids: ScopeIds, figures: Sequence[tuple[Scope, str, float]], rest: Sequence[Op], fresh: bool
-) -> None:
-    """Raise each (scope, field) to its figure (what the state has beyond it stays), then run `rest`.
-    `fresh`: the state holds nothing yet (one batch, no reads)."""
+def _raised(figures: Sequence[tuple[Scope, str, float]], fresh: bool) -> list[Op]:
+    """Each (scope, field) raised to its figure: what the state has beyond it stays. `fresh`: the state holds
+    nothing yet, so an addition does (it costs less)."""
     if fresh:
-        await state.execute(ids, [*(Add(scope, name, figure) for scope, name, figure in figures if figure), *rest])
-        return
-    got = await state.execute(ids, [Get(scope, name) for scope, name, _ in figures])
-    adds: list[Op] = []
-    for (scope, name, figure), current in zip(figures, got, strict=True):
-        missing = figure - _num(current)
-        if missing > 0:
-            adds.append(Add(scope, name, missing))
-    if adds or rest:
-        await state.execute(ids, [*adds, *rest])
+        return [Add(scope, name, figure) for scope, name, figure in figures if figure]
+    return [Raise(scope, name, figure) for scope, name, figure in figures]
 
 
 def _record(trip: LiveTrip, latches: bool, cfg: BreakerSettings, now: float) -> breaker.BreakerRecord | None:
@@ -112,35 +92,37 @@ async def rebuild(
     opened: dict[str, list[Op]] = {}  # ops per run (its breaker) and per key (their breakers)
     ids_of: dict[str, ScopeIds] = {}
     count = 0
+    runs = {run.run_id: run for run in live.runs}
     for trip in live.trips:
         record = _record(trip, latches(trip.detector), breakers, now)
-        if record is None:
+        run = runs.get(trip.run_id)
+        if record is None or (trip.scope == "run" and run is None):
             continue
         count += 1
-        put = PutNX(Scope.RUN if trip.scope == "run" else Scope(trip.scope), breaker.FIELD, record.dumps())
-        if trip.scope == "run":
-            opened.setdefault(f"run:{trip.run_id}", []).append(put)
+        if trip.scope == "run" and run is not None:
+            name, ids = f"run:{trip.run_id}", _ids(run_id=state_id(tenants.of(run.key_hash), run.run_id))
         else:
             name = f"{trip.scope}:{trip.target}"
-            opened.setdefault(name, []).append(put)
-            key_model = trip.target if trip.scope == "key_model" else ""
-            ids_of[name] = _ids(key_hash=trip.key_hash, key_model=key_model)
+            ids = _ids(key_hash=trip.key_hash, key_model=trip.target if trip.scope == "key_model" else "")
+        scope = Scope.RUN if trip.scope == "run" else Scope(trip.scope)
+        opened.setdefault(name, []).append(PutNX(scope, breaker.FIELD, record.dumps()))
+        ids_of[name] = ids
 
     def jobs() -> Iterator[Awaitable[Any]]:  # made one at a time: 100,000 runs are not 100,000 coroutines at once
+        # The stops first, then the spend, then the counters: after a failover the first batches done are the
+        # ones that refuse requests, however many runs follow.
+        for name, ops in opened.items():
+            yield state.execute(ids_of[name], ops)
         for key_hash, usd in live.key_day_usd.items():
             ids = _ids(key_hash=key_hash, day=live.day)
-            yield _raise_to(state, ids, [(Scope.KEY_DAY, "core.usd", usd)], (), fresh)
+            yield state.execute(ids, _raised([(Scope.KEY_DAY, "core.usd", usd)], fresh))
         for run in live.runs:
             ids = _ids(run_id=state_id(tenants.of(run.key_hash), run.run_id), key_hash=run.key_hash)
-            rest: list[Op] = [
+            seen = [
                 PutNX(Scope.RUN, "core.started", repr(run.first_seen)),
                 PutNX(Scope.RUN, "core.seen", repr(run.last_seen)),
             ]
-            rest += opened.pop(f"run:{run.run_id}", [])
-            yield _raise_to(state, ids, _counters(run), rest, fresh)
-        for name, ops in opened.items():
-            if name in ids_of:  # a run's breaker goes with its run (above)
-                yield state.execute(ids_of[name], ops)
+            yield state.execute(ids, [*_raised(_counters(run), fresh), *seen])
 
     # Start-up work that makes many objects that live on: no collection passes over them meanwhile.
     collecting = gc.isenabled()

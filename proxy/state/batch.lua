@@ -6,6 +6,7 @@
 --             the ops, the marker's set with the reply), then the ops, each the number of its
 --             scope's key (1..n), an opcode, a field and the opcode's arguments:
 --   a field amount                      Add: the sum, as a number
+--   r field value                       Raise: the larger of the number and value
 --   p field keep flags count item...    Push (flags: 1 unique + 2 head): the window
 --   g field                             Get
 --   u field value                       Put a string: the previous value
@@ -56,6 +57,17 @@ while i <= n do
     local current = (raw and tag ~= S and tag ~= W) and tonumber(raw) or 0
     local text = number_form(current + tonumber(ops[i + 2]))
     redis.call('HSET', key, field, text)
+    results[#results + 1] = text
+    i = i + 3
+  elseif code == 'r' then
+    local tag = raw and string.byte(raw, 1)
+    local current = (raw and tag ~= S and tag ~= W) and tonumber(raw) or 0
+    local value = tonumber(ops[i + 2])
+    local text = raw
+    if not raw or current < value then
+      text = number_form(math.max(current, value))
+      redis.call('HSET', key, field, text)
+    end
     results[#results + 1] = text
     i = i + 3
   elseif code == 'p' then

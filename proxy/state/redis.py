@@ -57,7 +57,7 @@ from redis.asyncio.retry import Retry
 from redis.backoff import ConstantBackoff
 
 from runguard.proxy.core.errors import StateUnavailable
-from runguard.proxy.core.ops import Add, CompareAndSet, Get, Op, OpResult, Push, Put, PutNX, Scope
+from runguard.proxy.core.ops import Add, CompareAndSet, Get, Op, OpResult, Push, Put, PutNX, Raise, Scope
 from runguard.proxy.core.tasks import hold
 from runguard.proxy.state.base import ScopeIds, ScopeTtls
 
@@ -101,6 +101,8 @@ def _encode(op: Op, args: list[str | int]) -> None:
     match op:
         case Add(field=field, amount=amount):
             args += ("a", field, repr(float(amount)))
+        case Raise(field=field, value=value):
+            args += ("r", field, repr(float(value)))
         case Push(field=field, items=items, keep=keep, unique=unique, head=head):
             args += ("p", field, keep, unique + 2 * head, len(items))
             args += items
