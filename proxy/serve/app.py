@@ -132,13 +132,13 @@ def install_store(
     return store, read, store.migrated.wait, store.flush
 
 
-def restoring(app: web.Application, settings: Settings, restore: Restore, flush: Callable[[], Awaitable[None]]) -> None:
+def restoring(app: web.Application, settings: Settings, restore: Restore) -> None:
     """The state rebuilt from the records before the port opens (on start-up, after the store's start, which
     `cleanup_ctx` runs first); a shared state watched for what it loses (`watch`)."""
     if not settings.state.shared:
         app.on_startup.append(restore.at_start)
         return
-    watch = Watch(restore, restore.state, settings.state.generation_seconds, flush, restore.clock)
+    watch = Watch(restore, restore.state, settings.state.generation_seconds, restore.clock)
     app[WATCH] = watch
     app.on_startup.append(watch.at_start)
     app.on_shutdown.append(watch.stop)
@@ -199,7 +199,8 @@ def create_app(
     if sink is None and settings.store.database_url:
         sink, read, ready, flush = install_store(app, settings, shutdown)
         fresh = state is None and not settings.state.shared  # in-memory state made here: empty
-        restoring(app, settings, Restore(settings, backend, policy, read, ready, clock, fresh=fresh), flush)
+        restore = Restore(settings, backend, policy, read, ready, clock, fresh=fresh, flush=flush)
+        restoring(app, settings, restore)
     tables = ModelTables(settings.pricing_file, settings.models_file)
     salt = load_salt(settings.runs.key_salt.get_secret_value() if settings.runs.key_salt else None)
     guard = Guard(settings, backend, policy, tables, sink or DiscardSink(), observer, clock)

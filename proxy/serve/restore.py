@@ -25,6 +25,7 @@ from runguard.proxy.store.live import Live, RecordsUnavailable
 log = logging.getLogger("runguard.restore")
 
 FIRST_RETRY = 0.25
+FLUSH_SECONDS = 30.0  # the writer's backoff is 15 s at most: a store that came back has its backlog by then
 MAX_RETRY = 5.0
 
 ReadLive = Callable[[float], Awaitable[Live]]
@@ -43,9 +44,11 @@ class Restore:
         clock: Callable[[], float] = time.time,
         *,
         fresh: bool = False,
+        flush: Callable[[], Awaitable[None]] | None = None,
     ) -> None:
         """`fresh`: `state` is new and empty (in-memory state made for this app): the rebuild writes without
-        reading first."""
+        reading first. `flush`: lands this process's record backlog (the store's writer), before each read."""
+        self._flush = flush
         self._settings = settings
         self._fresh = fresh
         self.state = state
@@ -63,11 +66,24 @@ class Restore:
         while True:
             try:
                 await self._ready()
+                await self._landed()
                 return await self._read(self.clock())
             except RecordsUnavailable as exc:  # the records are needed before serving: wait for them
                 log.warning("state rebuild: the record store does not answer (%r); retrying in %.2f s", exc, delay)
             await asyncio.sleep(delay)
             delay = min(delay * 2, MAX_RETRY)
+
+    async def _landed(self) -> None:
+        """Let the record writer land what it holds first: requests served while the store was down count once
+        their records are in (the figures are raised to the records', so never twice)."""
+        if self._flush is None:
+            return
+        try:
+            await asyncio.wait_for(self._flush(), FLUSH_SECONDS)
+        except TimeoutError:
+            log.warning(
+                "state rebuild: the record writer still holds records after %.0f s; reading without them", FLUSH_SECONDS
+            )
 
     async def run(self) -> Rebuilt:
         """Read what is live in the records and write it into the state."""

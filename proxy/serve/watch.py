@@ -12,9 +12,9 @@ spend as the others from its first request. A Redis that does not answer at star
 for: requests fail open as they do during any outage (`state.fail_closed`), and the watch looks
 again once it answers.
 
-Before reading the records, the rebuild lets this process's record writer land what it holds (up
-to `FLUSH_SECONDS`): a request served during an outage of the store counts once its record is
-written, and only once, since figures are raised to the records' and not added to them.
+Before reading the records, the rebuild lets this process's record writer land what it holds
+(`Restore`): a request served during an outage of the store counts once its record is written, and
+only once, since figures are raised to the records' and not added to them.
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ import asyncio
 import contextlib
 import logging
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable
 
 from aiohttp import web
 
@@ -34,7 +34,6 @@ from runguard.proxy.state.generation import Generation, Look
 
 log = logging.getLogger("runguard.restore")
 
-FLUSH_SECONDS = 5.0
 BUSY_POLL = 0.1
 
 
@@ -46,13 +45,11 @@ class Watch:
         restore: Restore,
         state: StateBackend,
         interval: float,
-        flush: Callable[[], Awaitable[None]] | None = None,
         clock: Callable[[], float] = time.time,
     ) -> None:
         self._restore = restore
         self._generation = Generation(state, clock)
         self._interval = interval
-        self._flush = flush
         self._task: asyncio.Task[None] | None = None
         self.rebuilding = False
         self.rebuilds = 0  # rebuilds this process made
@@ -67,9 +64,6 @@ class Watch:
         log.warning("state: Redis lost what it held (emptied, failed over or another server): rebuilding")
         self.rebuilding = True
         try:
-            if self._flush is not None:
-                with contextlib.suppress(TimeoutError):
-                    await asyncio.wait_for(self._flush(), FLUSH_SECONDS)
             await self._restore.run()
             await self._generation.done()
             self.rebuilds += 1

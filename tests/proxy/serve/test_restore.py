@@ -50,3 +50,31 @@ async def test_a_fault_that_is_no_outage_stops_the_start() -> None:
 
     with pytest.raises(KeyError):
         await asyncio.wait_for(_restore(MemoryState(), read).run(), 5)
+
+
+async def test_the_record_backlog_lands_before_each_read_and_a_stuck_one_is_not_waited_for_ever(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(restore, "FLUSH_SECONDS", 0.05)
+    order: list[str] = []
+    stuck = asyncio.Event()
+
+    async def flush() -> None:
+        order.append("flush")
+        if len(order) > 2:
+            await stuck.wait()  # a writer that never catches up
+
+    async def read(now: float) -> Live:
+        order.append("read")
+        return Live("2027-01-15")
+
+    settings = Settings()
+    policy = Policy(default_detectors(), settings.guard)
+
+    async def ready() -> None:
+        return None
+
+    again = Restore(settings, MemoryState(), policy, read, ready, lambda: NOW, flush=flush)
+    await again.run()
+    await asyncio.wait_for(again.run(), 5)
+    assert order == ["flush", "read", "flush", "read"]

@@ -35,8 +35,9 @@ def _watch(
             flushed.append(True)
 
     settings = Settings()
-    restore = Restore(settings, state, Policy(default_detectors(), settings.guard), read, ready, lambda: NOW)
-    return Watch(restore, state, 0.01, flush, lambda: NOW)
+    policy = Policy(default_detectors(), settings.guard)
+    restore = Restore(settings, state, policy, read, ready, lambda: NOW, flush=flush)
+    return Watch(restore, state, 0.01, lambda: NOW)
 
 
 async def test_one_replica_rebuilds_and_the_other_waits_for_it() -> None:
