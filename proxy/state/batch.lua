@@ -59,17 +59,6 @@ while i <= n do
     redis.call('HSET', key, field, text)
     results[#results + 1] = text
     i = i + 3
-  elseif code == 'r' then
-    local tag = raw and string.byte(raw, 1)
-    local current = (raw and tag ~= S and tag ~= W) and tonumber(raw) or 0
-    local value = tonumber(ops[i + 2])
-    local text = raw
-    if not raw or current < value then
-      text = number_form(math.max(current, value))
-      redis.call('HSET', key, field, text)
-    end
-    results[#results + 1] = text
-    i = i + 3
   elseif code == 'p' then
     local keep, flags, count = ops[i + 2], ops[i + 3], ops[i + 4]
     local unique, head = flags % 2 == 1, flags >= 2
@@ -137,6 +126,17 @@ while i <= n do
       redis.call('HSET', key, field, raw)
     end
     results[#results + 1] = raw
+  elseif code == 'r' then
+    local tag = raw and string.byte(raw, 1)
+    local current = (raw and tag ~= S and tag ~= W) and tonumber(raw) or 0
+    local value = tonumber(ops[i + 2])
+    local text = raw
+    if not raw or tag == S or tag == W or current < value then
+      text = number_form(math.max(current, value))
+      redis.call('HSET', key, field, text)
+    end
+    results[#results + 1] = text
+    i = i + 3
   else
     return redis.error_reply('runguard batch: unknown opcode ' .. tostring(code))
   end

@@ -101,8 +101,6 @@ def _encode(op: Op, args: list[str | int]) -> None:
     match op:
         case Add(field=field, amount=amount):
             args += ("a", field, repr(float(amount)))
-        case Raise(field=field, value=value):
-            args += ("r", field, repr(float(value)))
         case Push(field=field, items=items, keep=keep, unique=unique, head=head):
             args += ("p", field, keep, unique + 2 * head, len(items))
             args += items
@@ -118,6 +116,8 @@ def _encode(op: Op, args: list[str | int]) -> None:
             args += ("n", field, value)
         case CompareAndSet(field=field, expected=str() as expected, value=value):
             args += ("c", field, expected, value)
+        case Raise(field=field, value=value):  # last: only a rebuild sends it, never a request
+            args += ("r", field, repr(float(value)))
         case _:
             raise TypeError(f"unknown state op {op!r}")
 

@@ -69,8 +69,9 @@ async def test_raise_lifts_a_number_to_a_figure_and_keeps_a_larger_one(make: Mak
     state = make()
     assert await run(state, Raise(RUN, "n", 2.5), Add(RUN, "n", 1), Raise(RUN, "n", 3.0)) == [2.5, 3.5, 3.5]
     assert await run(state, Raise(RUN, "n", 0.1 + 0.2), Raise(RUN, "z", 0.0), Get(RUN, "z")) == [3.5, 0.0, 0.0]
-    await run(state, Put(RUN, "s", "41"))
-    assert await run(state, Raise(RUN, "s", 2)) == [2.0]  # over a string: from zero, as Add
+    await run(state, Put(RUN, "s", "41"), Put(RUN, "t", "41"), Push(RUN, "w", ("a",), keep=2))
+    # over a string or a window: from zero, as Add
+    assert await run(state, Raise(RUN, "s", 2), Raise(RUN, "t", 0), Raise(RUN, "w", -1)) == [2.0, 0.0, 0.0]
     assert all(type(value) is float for value in await run(state, Raise(KEY_DAY, "usd", 1e300)))
 
 
