@@ -100,7 +100,7 @@ class Restore:
             fresh=self._fresh,
         )
         self.seconds = time.perf_counter() - began
-        log.warning(
+        log.info(
             "state rebuilt from the records in %.2f s: %d keys' spend today, %d live runs, %d open breakers",
             self.seconds,
             self.last.keys,
