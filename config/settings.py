@@ -223,6 +223,32 @@ class StateSettings(_Section):
         description="Redis connections one proxy process opens at most; more concurrent batches wait for one "
         "(up to `timeout`) instead of opening a connection each.",
     )
+    sentinels: tuple[str, ...] = Field(
+        (),
+        description="host:port of each Redis Sentinel; set, the state lives on the primary they name for "
+        "`sentinel_service` and follows it through a failover (`url`, if set, gives only the password and db).",
+    )
+    sentinel_service: str = Field("mymaster", min_length=1, description="The Sentinel service name of the primary.")
+    generation_seconds: float = Field(
+        1.0,
+        gt=0,
+        description="Seconds between two checks that Redis still holds what it was given (restarted empty, "
+        "failed over): when it does not, the state is rebuilt from the records.",
+    )
+
+    @field_validator("sentinels")
+    @classmethod
+    def _host_ports(cls, sentinels: tuple[str, ...]) -> tuple[str, ...]:
+        for address in sentinels:
+            host, _, port = address.rpartition(":")
+            if not host or not port.isdigit():
+                raise ValueError(f"expected host:port, got {address!r}")
+        return sentinels
+
+    @property
+    def shared(self) -> bool:
+        """The state is in Redis (a URL or Sentinels), shared by every process that names it."""
+        return bool(self.url or self.sentinels)
 
     @field_validator("url")
     @classmethod

@@ -20,7 +20,10 @@ A run id is the one its requests sent; its state is its tenant's (see
 runs of several tenants have that id, the answer is 409 and names them.
 
 Resets go through the state backend, so with shared Redis state one reset
-reopens the run on every replica. Nothing here returns an API key: runs are
+reopens the run on every replica. With a record store, each reset is also
+written to it first (`RESET_LOG`), so a rebuild of the state from the records
+after a restart does not bring back what it released; the answer's `recorded`
+says whether it was. Nothing here returns an API key: runs are
 named by id and keys by their salted hash.
 """
 
@@ -48,7 +51,7 @@ from runguard.proxy.state.base import StateBackend
 
 log = logging.getLogger("runguard.admin")
 
-__all__ = ["STORE_READER", "AdminApi", "StoreReader", "admin_denial", "is_loopback"]
+__all__ = ["RESET_LOG", "STORE_READER", "AdminApi", "ResetRecorder", "StoreReader", "admin_denial", "is_loopback"]
 
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 MAX_LIMIT = 1000
@@ -68,6 +71,16 @@ class StoreReader(Protocol):
 
 
 STORE_READER: web.AppKey[StoreReader] = web.AppKey("runguard_store_reader")
+
+
+class ResetRecorder(Protocol):
+    """Where resets are kept, so a rebuild of the state from the records skips what they released
+    (installed under `RESET_LOG` with the record store: `runguard.proxy.store.resets.ResetLog`)."""
+
+    async def record(self, scope: str, target: str, tenant: str | None = None) -> float: ...
+
+
+RESET_LOG: web.AppKey[ResetRecorder] = web.AppKey("runguard_reset_log")
 
 
 class StoreUnavailable(RunGuardError):
@@ -224,20 +237,39 @@ class AdminApi:
         tenant = await self._tenant_of(request, run_id)
         if isinstance(tenant, web.Response):
             return tenant
+        recorded = await _record(request, "run", run_id, tenant)
         cleared = tenant is not None and await self._state.clear_scope(Scope.RUN, tenants.state_id(tenant, run_id))
         log.warning("admin reset of run %s of %s (%s)", printable(run_id), tenant, "cleared" if cleared else "no state")
-        return _json({"run_id": run_id, "tenant": tenant, "cleared": cleared})
+        return _json({"run_id": run_id, "tenant": tenant, "cleared": cleared, "recorded": recorded})
 
     async def reset_key(self, request: web.Request) -> web.StreamResponse:
         key_hash = request.match_info["key_hash"]
         model = request.query.get("model")
+        recorded = await _record(request, "key", key_hash)
         cleared = {"key": await self._state.clear_scope(Scope.KEY, key_hash)}
         if model:
             key_model = scope_ids("", key_hash, model, 0.0).key_model
+            recorded = await _record(request, "key_model", key_model) and recorded
             cleared["key_model"] = await self._state.clear_scope(Scope.KEY_MODEL, key_model)
         shown = printable(f"{key_hash}{f' model {model}' if model else ''}")
         log.warning("admin reset of key %s: %s", shown, cleared)
-        return _json({"key_hash": key_hash, "model": model, "cleared": cleared})
+        return _json({"key_hash": key_hash, "model": model, "cleared": cleared, "recorded": recorded})
+
+
+async def _record(request: web.Request, scope: str, target: str, tenant: str | None = None) -> bool:
+    """Keep a reset in the record store, if there is one: whether it was kept. A store that fails does not
+    stop the reset (the state is cleared all the same); the answer says it was not recorded."""
+    resets = request.app.get(RESET_LOG)
+    if resets is None:
+        return False
+    try:
+        await resets.record(scope, target, tenant)
+    except Exception as exc:  # any database failure
+        log.error(
+            "admin reset of %s %s not recorded (a restart would bring it back): %r", scope, printable(target), exc
+        )
+        return False
+    return True
 
 
 def _no_store(what: str) -> web.Response:

@@ -59,7 +59,7 @@ def _banner(settings: Settings, url: str) -> str:
     clients set, then where state and records live."""
     from runguard.proxy.providers import registry
 
-    state = "redis" if settings.state.url else "in-memory"
+    state = "redis" if settings.state.shared else "in-memory"
     upstreams = settings.upstreams
     lines = [f"RunGuard proxy listening on {url}"]
     for provider in registry.REGISTRY.providers:

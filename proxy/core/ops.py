@@ -126,5 +126,18 @@ class CompareAndSet:
         return CompareAndSet(self.scope, field, self.expected, self.value)
 
 
-Op = Add | Push | Get | Put | PutNX | CompareAndSet
+@frozen
+class Raise:
+    """Raise a number to at least `value` (missing counts as 0); a larger one stays. Result: the value after
+    (float). A rebuild from the records merges with it: what the state counted beyond the records is kept."""
+
+    scope: Scope
+    field: str
+    value: float
+
+    def renamed(self, field: str) -> Raise:
+        return Raise(self.scope, field, self.value)
+
+
+Op = Add | Push | Get | Put | PutNX | CompareAndSet | Raise
 OpResult = str | float | tuple[str, ...] | None

@@ -11,14 +11,14 @@ import asyncio
 import functools
 import logging
 import time
-from collections.abc import AsyncIterator, Callable, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from typing import Any
 
 from aiohttp import web
 
 from runguard.config.settings import Settings
 from runguard.detectors.base import Detector
-from runguard.proxy.admin.api import STORE_READER, AdminApi
+from runguard.proxy.admin.api import RESET_LOG, STORE_READER, AdminApi
 from runguard.proxy.admin.ui.routes import Dashboard
 from runguard.proxy.core.safe_text import proxy_url
 from runguard.proxy.guard import accounting
@@ -38,6 +38,8 @@ from runguard.proxy.relay.context import CONTEXT, ProxyContext
 from runguard.proxy.relay.shutdown import Shutdown
 from runguard.proxy.relay.upstream import Upstreams
 from runguard.proxy.runs.keys import KeyHasher, load_salt
+from runguard.proxy.serve.restore import ReadLive, Restore
+from runguard.proxy.serve.watch import Watch
 from runguard.proxy.state.base import ScopeTtls, StateBackend
 from runguard.proxy.state.memory import MemoryState
 from runguard.proxy.store.records import Record, RecordSink
@@ -46,6 +48,7 @@ log = logging.getLogger("runguard.app")
 
 STATE: web.AppKey[StateBackend] = web.AppKey("runguard_state")
 SHUTDOWN: web.AppKey[Shutdown] = web.AppKey("runguard_shutdown", Shutdown)
+WATCH: web.AppKey[Watch] = web.AppKey("runguard_watch", Watch)
 
 
 class DiscardSink:
@@ -57,6 +60,8 @@ class DiscardSink:
 
 def build_state(settings: Settings) -> StateBackend:
     ttls = ScopeTtls.of_runs(settings.runs.idle_seconds, settings.runs.remember_seconds)
+    if settings.state.sentinels:
+        return _sentinel_state(settings, ttls)
     if settings.state.url:
         from runguard.proxy.state.redis import RedisState
 
@@ -75,8 +80,31 @@ def build_state(settings: Settings) -> StateBackend:
     )
 
 
-def install_store(app: web.Application, settings: Settings, shutdown: Shutdown | None = None) -> RecordSink:
-    """The record store named by `store.database_url`: its queue as the sink, its reader for the admin API.
+def _sentinel_state(settings: Settings, ttls: ScopeTtls) -> StateBackend:
+    from redis.asyncio.connection import parse_url
+
+    from runguard.proxy.state.redis import RedisState
+
+    cfg = settings.state
+    given = parse_url(cfg.url) if cfg.url else {}
+    addresses = [(host, int(port)) for host, _, port in (a.rpartition(":") for a in cfg.sentinels)]
+    return RedisState.from_sentinels(
+        addresses,
+        cfg.sentinel_service,
+        key_prefix=cfg.key_prefix,
+        ttls=ttls,
+        timeout=cfg.timeout,
+        max_connections=cfg.max_connections,
+        db=int(given.get("db", 0)),
+        password=given.get("password"),
+    )
+
+
+def install_store(
+    app: web.Application, settings: Settings, shutdown: Shutdown | None = None
+) -> tuple[RecordSink, ReadLive, Callable[[], Any], Callable[[], Awaitable[None]]]:
+    """The record store named by `store.database_url`: its queue as the sink, its reader for the admin API,
+    its resets log; and what a rebuild of the state reads (`store.live`), once the store's schema is there.
 
     Its lifetime goes on `cleanup_ctx` before the app's own, so on shutdown it
     runs after in-flight requests have finished and flushes their records, for
@@ -85,6 +113,8 @@ def install_store(app: web.Application, settings: Settings, shutdown: Shutdown |
     """
     from runguard.config.loader import ConfigError
     from runguard.proxy.store import QueueSink, StoreReader
+    from runguard.proxy.store.live import read_live
+    from runguard.proxy.store.resets import ResetLog
 
     try:
         store = QueueSink.from_settings(settings.store, settings.server.shutdown_grace_seconds)
@@ -99,7 +129,26 @@ def install_store(app: web.Application, settings: Settings, shutdown: Shutdown |
         await reader.close()
 
     app.on_cleanup.append(close_reader)
-    return store
+    app[RESET_LOG] = ResetLog(store.engine)
+    read = functools.partial(
+        read_live,
+        store.engine,
+        idle_seconds=settings.runs.idle_seconds,
+        breaker_seconds=settings.guard.breaker.max_cooldown_seconds,
+    )
+    return store, read, store.migrated.wait, store.flush
+
+
+def restoring(app: web.Application, settings: Settings, restore: Restore) -> None:
+    """The state rebuilt from the records before the port opens (on start-up, after the store's start, which
+    `cleanup_ctx` runs first); a shared state watched for what it loses (`watch`)."""
+    if not settings.state.shared:
+        app.on_startup.append(restore.at_start)
+        return
+    watch = Watch(restore, restore.state, settings.state.generation_seconds, restore.clock)
+    app[WATCH] = watch
+    app.on_startup.append(watch.at_start)
+    app.on_shutdown.append(watch.stop)
 
 
 def _default_detectors() -> list[Detector[Any]]:
@@ -111,11 +160,14 @@ def _default_detectors() -> list[Detector[Any]]:
 async def health(request: web.Request) -> web.Response:
     ctx = request.app[CONTEXT]
     degraded = ctx.guard.degraded_since is not None
-    backend = "redis" if ctx.settings.state.url else "memory"
+    backend = "redis" if ctx.settings.state.shared else "memory"
     body: dict[str, object] = {"status": "degraded" if degraded else "ok", "state": backend}
     held = state_metrics.figures(request.app[STATE])
     if held is not None:
         body["entries"] = held  # what memory holds, and what it dropped to make room (`state_metrics`)
+    watch = request.app.get(WATCH)
+    if watch is not None and watch.rebuilding:
+        body["rebuilding"] = True  # the state is being rebuilt from the records (`watch`)
     return web.json_response(body, status=200)
 
 
@@ -153,9 +205,12 @@ def create_app(
     observer = _observers(app, settings, metrics, observer)
     shutdown = Shutdown(settings.server.shutdown_grace_seconds)
     app[SHUTDOWN] = shutdown
-    if sink is None and settings.store.database_url:
-        sink = install_store(app, settings, shutdown)
     policy = Policy(list(detectors) if detectors is not None else _default_detectors(), settings.guard)
+    if sink is None and settings.store.database_url:
+        sink, read, ready, flush = install_store(app, settings, shutdown)
+        fresh = state is None and not settings.state.shared  # in-memory state made here: empty
+        restore = Restore(settings, backend, policy, read, ready, clock, fresh=fresh, flush=flush)
+        restoring(app, settings, restore)
     tables = ModelTables(settings.pricing_file, settings.models_file)
     salt = load_salt(settings.runs.key_salt.get_secret_value() if settings.runs.key_salt else None)
     guard = Guard(settings, backend, policy, tables, sink or DiscardSink(), observer, clock)

@@ -48,7 +48,7 @@ class WorkersRefused(ValueError):
 def check(settings: Settings, count: int) -> None:
     if count < 1:
         raise WorkersRefused("--workers must be at least 1")
-    if count > 1 and not settings.state.url:
+    if count > 1 and not settings.state.shared:
         raise WorkersRefused(
             "--workers above 1 needs shared run state (state.url / RUNGUARD_STATE_URL, Redis): each worker "
             "would count only the requests the kernel hands it, so caps and detectors would see part of a run"

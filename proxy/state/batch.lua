@@ -6,6 +6,7 @@
 --             the ops, the marker's set with the reply), then the ops, each the number of its
 --             scope's key (1..n), an opcode, a field and the opcode's arguments:
 --   a field amount                      Add: the sum, as a number
+--   r field value                       Raise: the larger of the number and value
 --   p field keep flags count item...    Push (flags: 1 unique + 2 head): the window
 --   g field                             Get
 --   u field value                       Put a string: the previous value
@@ -125,6 +126,17 @@ while i <= n do
       redis.call('HSET', key, field, raw)
     end
     results[#results + 1] = raw
+  elseif code == 'r' then
+    local tag = raw and string.byte(raw, 1)
+    local current = (raw and tag ~= S and tag ~= W) and tonumber(raw) or 0
+    local value = tonumber(ops[i + 2])
+    local text = raw
+    if not raw or tag == S or tag == W or current < value then
+      text = number_form(math.max(current, value))
+      redis.call('HSET', key, field, text)
+    end
+    results[#results + 1] = text
+    i = i + 3
   else
     return redis.error_reply('runguard batch: unknown opcode ' .. tostring(code))
   end

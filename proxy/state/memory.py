@@ -23,7 +23,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from runguard.proxy.core.errors import StateFull
-from runguard.proxy.core.ops import Add, CompareAndSet, Get, Op, OpResult, Push, Put, PutNX, Scope
+from runguard.proxy.core.ops import Add, CompareAndSet, Get, Op, OpResult, Push, Put, PutNX, Raise, Scope
 from runguard.proxy.state.base import ScopeIds, ScopeTtls
 from runguard.proxy.state.bounds import HeldFields, Pressure, owner
 
@@ -85,6 +85,13 @@ def _compare_and_set(fields: Fields, op: CompareAndSet) -> OpResult:
     return current
 
 
+def _raise(fields: Fields, op: Raise) -> OpResult:
+    current = fields.get(op.field)
+    value = max(current if isinstance(current, float) else 0.0, op.value)
+    fields[op.field] = value
+    return value
+
+
 # One function per op type, found by the op's exact type: cheaper than a `match` over
 # six class patterns, and this runs for every op of every request.
 _APPLY: dict[type, Callable[[Fields, Any], OpResult]] = {
@@ -94,6 +101,7 @@ _APPLY: dict[type, Callable[[Fields, Any], OpResult]] = {
     Put: _put,
     PutNX: _put_nx,
     CompareAndSet: _compare_and_set,
+    Raise: _raise,
 }
 
 

@@ -48,7 +48,7 @@ import re
 import time
 from collections.abc import Sequence
 from importlib.resources import files
-from typing import cast
+from typing import Any, cast
 
 import orjson
 from redis import exceptions as rexc
@@ -57,7 +57,7 @@ from redis.asyncio.retry import Retry
 from redis.backoff import ConstantBackoff
 
 from runguard.proxy.core.errors import StateUnavailable
-from runguard.proxy.core.ops import Add, CompareAndSet, Get, Op, OpResult, Push, Put, PutNX, Scope
+from runguard.proxy.core.ops import Add, CompareAndSet, Get, Op, OpResult, Push, Put, PutNX, Raise, Scope
 from runguard.proxy.core.tasks import hold
 from runguard.proxy.state.base import ScopeIds, ScopeTtls
 
@@ -116,6 +116,8 @@ def _encode(op: Op, args: list[str | int]) -> None:
             args += ("n", field, value)
         case CompareAndSet(field=field, expected=str() as expected, value=value):
             args += ("c", field, expected, value)
+        case Raise(field=field, value=value):  # last: only a rebuild sends it, never a request
+            args += ("r", field, repr(float(value)))
         case _:
             raise TypeError(f"unknown state op {op!r}")
 
@@ -180,6 +182,49 @@ class RedisState:
             client, key_prefix=key_prefix, ttls=ttls, once_ttl=max(5.0, 4 * timeout), max_settling=max_connections
         )
 
+    @classmethod
+    def from_sentinels(
+        cls,
+        sentinels: Sequence[tuple[str, int]],
+        service: str,
+        *,
+        key_prefix: str,
+        ttls: ScopeTtls,
+        timeout: float,
+        max_connections: int = 64,
+        db: int = 0,
+        password: str | None = None,
+    ) -> RedisState:
+        """A client of the primary that Redis Sentinel names for `service` (redis-py's own Sentinel client):
+        it asks the sentinels where the primary is before each new connection, and drops its connections when
+        the primary it reached answers as a replica (a failover), so the next call reaches the new primary.
+        Timeouts as in `from_url`; at most `max_connections` are open (a call past them fails at once)."""
+        from redis.asyncio.sentinel import Sentinel
+
+        bounds: dict[str, Any] = {"socket_timeout": timeout, "socket_connect_timeout": timeout}
+        sentinel = Sentinel(list(sentinels), sentinel_kwargs=bounds, **bounds)
+        client = sentinel.master_for(
+            service,
+            redis_class=Redis,
+            db=db,
+            password=password,
+            max_connections=max_connections,
+            retry=Retry(ConstantBackoff(0.0), retries=1, supported_errors=(rexc.ConnectionError,)),
+            health_check_interval=0,
+        )
+        return cls(
+            client, key_prefix=key_prefix, ttls=ttls, once_ttl=max(5.0, 4 * timeout), max_settling=max_connections
+        )
+
+    async def server_id(self) -> str:
+        """The run id of the Redis server answering now: another one after a failover or a restart
+        (`generation`)."""
+        try:
+            info = await self._client.info("server")
+        except _FAILURES as exc:
+            raise StateUnavailable(f"redis: {exc}") from exc
+        return str(info.get("run_id", ""))
+
     @property
     def script_sha(self) -> str:
         """The SHA1 that EVALSHA names batch.lua by."""
@@ -224,6 +269,11 @@ class RedisState:
         except rexc.NoScriptError:
             await self._client.script_load(self._script)
             reply = await self._client.evalsha(self._sha, len(keys), *keys, args)
+        except rexc.ReadOnlyError:
+            # The server answers as a replica: a managed endpoint's primary changed role. Its pooled connections
+            # are dropped so the next call connects anew, to whatever primary the endpoint names then.
+            await self._client.connection_pool.disconnect()
+            raise
         return cast(list[bytes | None], reply)
 
     def _settle(self, keys: list[str], args: bytes, until: float) -> asyncio.Task[list[OpResult] | None] | None:

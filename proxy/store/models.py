@@ -126,6 +126,18 @@ class Trip(Base):
     evidence: Mapped[dict[str, Any]] = mapped_column(JSON)
 
 
+class Reset(Base):
+    """A manual reset of a run's or a key's breaker (see `resets`): a rebuild skips what came before it."""
+
+    __tablename__ = "resets"
+
+    id: Mapped[str] = mapped_column(String, primary_key=True)
+    scope: Mapped[str] = mapped_column(String)  # run, key, key_model
+    target: Mapped[str] = mapped_column(String)  # the run id, the key hash, or key hash|model
+    tenant: Mapped[str | None] = mapped_column(String)
+    at: Mapped[float] = mapped_column(Float, index=True)
+
+
 class Body(Base):
     __tablename__ = "bodies"
 

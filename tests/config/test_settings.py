@@ -140,3 +140,13 @@ def test_tenants_name_key_hashes_each_in_one_tenant() -> None:
 def test_out_of_range_values_are_refused(data: dict[str, Any]) -> None:
     section = next(iter(data))
     assert section in _refused(data)
+
+
+def test_sentinels_are_host_port_pairs_and_make_the_state_shared() -> None:
+    from runguard.config.loader import load_settings
+
+    loaded = load_settings(environ={"RUNGUARD_STATE__SENTINELS": "[127.0.0.1:26379, sentinel-b:26380]"})
+    assert loaded.settings.state.sentinels == ("127.0.0.1:26379", "sentinel-b:26380")
+    assert loaded.settings.state.shared and not Settings().state.shared
+    with pytest.raises(ValidationError, match="host:port"):
+        Settings.model_validate({"state": {"sentinels": ["no-port"]}})

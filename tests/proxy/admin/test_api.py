@@ -13,7 +13,7 @@ from pydantic import SecretStr
 
 from runguard.config.settings import ServerSettings
 from runguard.detectors.max_requests import MaxRequests
-from runguard.proxy.admin.api import STORE_READER, admin_denial, is_loopback
+from runguard.proxy.admin.api import RESET_LOG, STORE_READER, admin_denial, is_loopback
 from runguard.proxy.core.ops import Put, Scope
 from runguard.proxy.guard.breaker import BreakerRecord, BreakerState
 from runguard.proxy.runs.keys import KeyHasher
@@ -140,7 +140,7 @@ async def test_reset_reopens_a_stopped_run(blocking: tuple[str, ListSink, Memory
         status, result = await call(url, "POST", "/runguard/runs/run-reset-1/reset")
         assert (status, result) == (
             200,
-            {"run_id": "run-reset-1", "tenant": KeyHasher(b"test-salt").hash(KEY), "cleared": True},
+            {"run_id": "run-reset-1", "tenant": KeyHasher(b"test-salt").hash(KEY), "cleared": True, "recorded": False},
         )
         await ask(sdk)  # goes through again
         status, detail = await call(url, "GET", "/runguard/runs/run-reset-1")
@@ -169,7 +169,8 @@ async def test_key_reset_clears_key_and_key_model_breakers(blocking: tuple[str, 
             await ask(sdk)
         status, result = await call(url, "POST", f"/runguard/keys/{key_hash}/reset?model=gpt-4o-mini")
         assert status == 200
-        assert result == {"key_hash": key_hash, "model": "gpt-4o-mini", "cleared": {"key": True, "key_model": True}}
+        cleared = {"key": True, "key_model": True}
+        assert result == {"key_hash": key_hash, "model": "gpt-4o-mini", "cleared": cleared, "recorded": False}
         other = sdk_for(url, "run-key-2")  # the key's breakers are gone for every run of the key
         await ask(other)
         await other.close()
@@ -241,3 +242,36 @@ async def test_admin_answers_503_while_the_store_is_down(upstream: FakeUpstream)
                 assert response.status_code == 503 and "record store is unavailable" in response.json()["error"]
     finally:
         await running.stop()
+
+
+class _Resets:
+    """A resets log that keeps what it is given, or fails like a database that is down."""
+
+    def __init__(self, down: bool = False) -> None:
+        self.kept: list[tuple[str, str, str | None]] = []
+        self._down = down
+
+    async def record(self, scope: str, target: str, tenant: str | None = None) -> float:
+        if self._down:
+            raise ConnectionRefusedError("database down")
+        self.kept.append((scope, target, tenant))
+        return 1.0
+
+
+@pytest.mark.parametrize("down", [False, True])
+async def test_each_reset_is_kept_in_the_store_and_a_store_down_does_not_stop_it(
+    upstream: FakeUpstream, down: bool
+) -> None:
+    app = create_app(settings_for(upstream.url, store={"database_url": ""}), detectors=[])
+    resets = app[RESET_LOG] = _Resets(down)
+    running = await start(app, "127.0.0.1", 0, grace=1.0)
+    try:
+        status, run = await call(running.url, "POST", "/runguard/runs/run-9/reset?tenant=team")
+        assert status == 200 and run["recorded"] is not down
+        status, key = await call(running.url, "POST", "/runguard/keys/k_abc/reset?model=gpt-4o")
+        assert status == 200 and key["recorded"] is not down and set(key["cleared"]) == {"key", "key_model"}
+    finally:
+        await running.stop()
+    assert resets.kept == (
+        [] if down else [("run", "run-9", "team"), ("key", "k_abc", None), ("key_model", "k_abc|gpt-4o", None)]
+    )

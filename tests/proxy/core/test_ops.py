@@ -6,7 +6,7 @@ import dataclasses
 
 import pytest
 
-from runguard.proxy.core.ops import Add, CompareAndSet, Get, Op, Push, Put, PutNX, Scope
+from runguard.proxy.core.ops import Add, CompareAndSet, Get, Op, Push, Put, PutNX, Raise, Scope
 
 OPS: list[Op] = [
     Add(Scope.KEY_DAY, "usd", 0.25),
@@ -15,6 +15,7 @@ OPS: list[Op] = [
     Put(Scope.RUN, "last", None),
     PutNX(Scope.RUN, "first", "x"),
     CompareAndSet(Scope.KEY_MODEL, "probe", expected=None, value="p1"),
+    Raise(Scope.RUN, "requests", 4.0),
 ]
 
 

@@ -13,7 +13,7 @@ from collections.abc import AsyncIterator, Callable
 
 import pytest
 
-from runguard.proxy.core.ops import Add, CompareAndSet, Get, Op, OpResult, Push, Put, PutNX, Scope
+from runguard.proxy.core.ops import Add, CompareAndSet, Get, Op, OpResult, Push, Put, PutNX, Raise, Scope
 from runguard.proxy.state.base import ScopeIds, ScopeTtls, StateBackend
 from runguard.proxy.state.memory import MemoryState
 from tests.proxy.state.support import IDS, delete_prefix, redis_state
@@ -63,6 +63,16 @@ async def test_add_over_a_string_or_window_starts_from_zero(make: Make) -> None:
     state = make()
     await run(state, Put(RUN, "s", "41"), Push(RUN, "w", ("a",), keep=3))
     assert await run(state, Add(RUN, "s", 2), Add(RUN, "w", 1)) == [2.0, 1.0]
+
+
+async def test_raise_lifts_a_number_to_a_figure_and_keeps_a_larger_one(make: Make) -> None:
+    state = make()
+    assert await run(state, Raise(RUN, "n", 2.5), Add(RUN, "n", 1), Raise(RUN, "n", 3.0)) == [2.5, 3.5, 3.5]
+    assert await run(state, Raise(RUN, "n", 0.1 + 0.2), Raise(RUN, "z", 0.0), Get(RUN, "z")) == [3.5, 0.0, 0.0]
+    await run(state, Put(RUN, "s", "41"), Put(RUN, "t", "41"), Push(RUN, "w", ("a",), keep=2))
+    # over a string or a window: from zero, as Add
+    assert await run(state, Raise(RUN, "s", 2), Raise(RUN, "t", 0), Raise(RUN, "w", -1)) == [2.0, 0.0, 0.0]
+    assert all(type(value) is float for value in await run(state, Raise(KEY_DAY, "usd", 1e300)))
 
 
 async def test_push_keeps_the_last_items(make: Make) -> None:

@@ -15,6 +15,7 @@ import dataclasses
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -364,3 +365,31 @@ async def test_redis_keys_are_hash_tagged_and_all_expire() -> None:
     finally:
         await state.close()
         await delete_prefix(url, prefix)
+
+
+async def test_an_endpoint_whose_primary_became_a_replica_is_followed_to_the_new_primary(tmp_path: Path) -> None:
+    """A managed endpoint: one name, a primary behind it that fails over. The old primary, now a replica,
+    answers READONLY on the pooled connections; they are dropped, and the next call reaches the new one."""
+    from tests.proxy.store.tcp_relay import TcpRelay
+    from tests.support.redis_group import RedisProcess
+
+    old, new = RedisProcess(tmp_path / "old", ['save ""']), RedisProcess(tmp_path / "new", ['save ""'])
+    await old.start()
+    await new.start()
+    endpoint = TcpRelay(free_port(), "127.0.0.1", old.port)
+    await endpoint.up()
+    state = redis_state(f"redis://127.0.0.1:{endpoint.port}/0", "rgtest_endpoint")
+    try:
+        assert await state.execute(IDS, [Add(Scope.RUN, "n")]) == [1.0]
+        demote = aioredis.from_url(old.url)
+        await demote.replicaof("127.0.0.1", str(new.port))  # the failover: old follows new
+        await demote.aclose()
+        endpoint.retarget("127.0.0.1", new.port)
+        with pytest.raises(StateUnavailable, match=r"READONLY|read only"):
+            await state.execute(IDS, [Add(Scope.RUN, "n")])
+        assert await state.execute(IDS, [Add(Scope.RUN, "n")]) == [1.0]  # on the new primary (it had nothing)
+    finally:
+        await state.close()
+        await endpoint.down()
+        await old.kill()
+        await new.kill()

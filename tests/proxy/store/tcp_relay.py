@@ -15,6 +15,10 @@ class TcpRelay:
         self._flowing = asyncio.Event()
         self._flowing.set()
 
+    def retarget(self, host: str, port: int) -> None:
+        """Pass new connections to another server (open ones stay where they are): a DNS name moved."""
+        self._target = (host, port)
+
     def hold(self) -> None:
         """Stop passing bytes on, connections left open (a database that stopped answering)."""
         self._flowing.clear()

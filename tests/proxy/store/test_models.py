@@ -26,8 +26,8 @@ def _indexes(model: type[Base]) -> set[tuple[str, ...]]:
     return {tuple(column.name for column in index.columns) for index in _table(model).indexes}
 
 
-def test_the_store_has_exactly_its_five_tables() -> None:
-    assert set(Base.metadata.tables) == {"runs", "run_agents", "requests", "trips", "bodies"}
+def test_the_store_has_exactly_its_six_tables() -> None:
+    assert set(Base.metadata.tables) == {"runs", "run_agents", "requests", "trips", "bodies", "resets"}
 
 
 def test_every_row_the_writers_build_fits_its_table() -> None:

@@ -9,7 +9,7 @@ import re
 import time
 from pathlib import Path
 
-from runguard.proxy.core.ops import Put, Scope
+from runguard.proxy.core.ops import Add, Put, Scope
 from runguard.proxy.guard import breaker
 from runguard.proxy.guard.breaker import BreakerRecord, BreakerState
 from runguard.proxy.state.base import ScopeIds
@@ -46,7 +46,7 @@ async def test_spend_budget_and_breakers_of_each_key(upstream: FakeUpstream, tmp
     await state.execute(
         ids,
         [
-            Put(Scope.KEY_DAY, "core.usd", "4.0"),  # what every replica added today (more than this store saw)
+            Add(Scope.KEY_DAY, "core.usd", 4.0),  # what every replica added today (more than this store saw)
             Put(Scope.KEY, breaker.FIELD, opened.dumps()),
             Put(Scope.KEY_MODEL, breaker.FIELD, throttled.dumps()),
         ],
