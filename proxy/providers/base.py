@@ -29,6 +29,7 @@ class RequestContext:
     json_array_stream: bool = False  # Gemini: that method without alt=sse, which streams one JSON array
     extra: Mapping[str, str] = field(default_factory=dict)
     history: HistorySlot | None = None  # where a long conversation's checkpoints are kept (None: read it whole)
+    session: str | None = None  # the session the request's headers name (`sessions.from_headers`), a digest
 
 
 class StreamParser(Protocol):

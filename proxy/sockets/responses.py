@@ -36,13 +36,21 @@ class ResponsesSocket:
     """The requests of one client's Responses WebSocket, lane by lane."""
 
     def __init__(
-        self, ctx: ProxyContext, key_hash: str, *, header_run: str | None, agent: str | None, tight: Tightening
+        self,
+        ctx: ProxyContext,
+        key_hash: str,
+        *,
+        header_run: str | None,
+        agent: str | None,
+        tight: Tightening,
+        session: str | None = None,
     ) -> None:
         self._ctx = ctx
         self._key_hash = key_hash
         self._header_run = header_run
         self._agent = agent
         self._tight = tight
+        self._session = session  # the session the handshake named (`sessions.from_headers`)
         self._adapter = ResponsesAdapter()
         self._lanes: dict[str | None, deque[_InFlight]] = {}
 
@@ -53,7 +61,9 @@ class ResponsesSocket:
             return None
         ctx, body = self._ctx, text.encode()
         slot = ctx.slot(self._key_hash, self._header_run, body)
-        info = self._adapter.parse_request(body, RequestContext(None, self._agent, True, history=slot))
+        info = self._adapter.parse_request(
+            body, RequestContext(None, self._agent, True, history=slot, session=self._session)
+        )
         if info.parse_error:
             ctx.observer.parse_error("responses")
             return None

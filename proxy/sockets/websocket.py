@@ -33,6 +33,7 @@ from multidict import CIMultiDict
 from runguard.proxy.core.errors import UpstreamError, UpstreamRefused
 from runguard.proxy.core.events import Api, Provider
 from runguard.proxy.guard.policy import tightening_from
+from runguard.proxy.providers.common import sessions
 from runguard.proxy.providers.routes import Route, raw_target
 from runguard.proxy.relay.replies import provider_error, upstream_failed
 from runguard.proxy.sockets.realtime import RealtimeSocket
@@ -137,7 +138,8 @@ def _guard(request: web.Request, ctx: ProxyContext, route: Route, key_hash: str)
     if realtime:
         model = request.query.get("model") or request.query.get("deployment") or "realtime"
         return RealtimeSocket(ctx, key_hash, model=model, header_run=header_run, agent=agent, tight=tight)
-    return ResponsesSocket(ctx, key_hash, header_run=header_run, agent=agent, tight=tight)
+    session = sessions.from_headers(request.headers) if header_run is None else None  # codex names its session
+    return ResponsesSocket(ctx, key_hash, header_run=header_run, agent=agent, tight=tight, session=session)
 
 
 async def _both_ways(

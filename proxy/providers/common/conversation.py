@@ -243,6 +243,7 @@ class Conversation:
         json_array_stream: bool = False,
         extra_chars: int = 0,
         end_user: str | None = None,
+        session: str | None = None,
         tools_elsewhere: bool = False,
     ) -> RequestInfo:
         """The request's record. `agent_header`: the agent the request names (`X-Agent-Name`), or `ctx` (a
@@ -259,6 +260,7 @@ class Conversation:
             root_hash=digest(self._root) if self._root is not None else None,
             task_hash=_wrapped_task_hash(self._root),
             end_user=digest("user\x00" + end_user) if end_user else None,
+            session=session,
             handed_to=self._handed_to,
             message_count=self._messages,
             history_chars=chars,

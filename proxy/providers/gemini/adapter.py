@@ -47,6 +47,7 @@ class GeminiAdapter:
             model=model,
             stream=ctx.stream_hint,
             agent_header=ctx.agent_header,
+            session=ctx.session,
             tool_names=tool_names,
             agent_tools=agent_tools,
             output_schema=output_schema_of(config, data.get("tools")),

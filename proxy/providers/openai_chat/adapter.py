@@ -344,6 +344,7 @@ class ChatAdapter:
             model=as_str(data.get("model")),
             stream=stream,
             agent_header=ctx.agent_header,
+            session=ctx.session,
             tool_names=tool_names,
             agent_tools=agent_tools,
             output_schema=_output_schema(data.get("response_format")),
