@@ -27,7 +27,7 @@ from runguard.proxy.http.recorded import credentials_of, recorded
 from runguard.proxy.http.untouched import is_poll, passthrough, poll
 from runguard.proxy.providers import credentials
 from runguard.proxy.providers.base import Adapter, RequestContext
-from runguard.proxy.providers.common import sessions
+from runguard.proxy.providers.common import clients, sessions
 from runguard.proxy.providers.paths import REFUSED, canonical
 from runguard.proxy.providers.registry import adapter_for, header_facts, usage_on_request
 from runguard.proxy.providers.routes import Route, gemini_streams_sse, resolve
@@ -142,7 +142,13 @@ async def _guarded(
     json_array = route.stream and not gemini_streams_sse(request.query)
     session = sessions.from_headers(request.headers) if header_run is None else None
     context = RequestContext(
-        route.model, agent, route.stream, history=slot, json_array_stream=json_array, session=session
+        route.model,
+        agent,
+        route.stream,
+        history=slot,
+        json_array_stream=json_array,
+        session=session,
+        client=clients.family_of(request.headers),
     )
     info = adapter.parse_request(body_read, context)
     tight = tightening_from(request.headers)

@@ -105,3 +105,18 @@ def codex_home(home: Path, proxy_url: str) -> dict[str, str]:
 async def codex_exec(node: str, env: dict[str, str], cwd: Path, task: str) -> Ran:
     """`codex exec TASK` in `cwd`, as a user starts a non-interactive session."""
     return await run([node, str(CODEX), "exec", "--skip-git-repo-check", task], env=env, cwd=cwd)
+
+
+async def claude_print(proxy_url: str, home: Path, prompt: str) -> Ran:
+    """`claude -p PROMPT` (Claude Code's non-interactive mode) on the proxy, with a fake key and no telemetry,
+    error reporting, auto-update or other traffic of its own."""
+    env = offline_env(
+        home / "claude",
+        ANTHROPIC_BASE_URL=proxy_url,
+        ANTHROPIC_API_KEY=KEY,
+        DISABLE_TELEMETRY="1",
+        DISABLE_ERROR_REPORTING="1",
+        DISABLE_AUTOUPDATER="1",
+        CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC="1",
+    )
+    return await run([str(CLAUDE), "-p", prompt], env=env, cwd=home)

@@ -110,6 +110,7 @@ class AnthropicAdapter:
             output_schema=_output_schema(data, schemas),
             end_user=user if isinstance(user, str) and user else None,
             session=ctx.session or sessions.from_user_id(user),
+            client=ctx.client,
             previous_response_id=continues,
             tools_elsewhere=tools_elsewhere(data),
         )

@@ -244,6 +244,7 @@ class Conversation:
         extra_chars: int = 0,
         end_user: str | None = None,
         session: str | None = None,
+        client: str = "other",
         tools_elsewhere: bool = False,
     ) -> RequestInfo:
         """The request's record. `agent_header`: the agent the request names (`X-Agent-Name`), or `ctx` (a
@@ -261,6 +262,7 @@ class Conversation:
             task_hash=_wrapped_task_hash(self._root),
             end_user=digest("user\x00" + end_user) if end_user else None,
             session=session,
+            client=client,
             handed_to=self._handed_to,
             message_count=self._messages,
             history_chars=chars,

@@ -48,6 +48,7 @@ class GeminiAdapter:
             stream=ctx.stream_hint,
             agent_header=ctx.agent_header,
             session=ctx.session,
+            client=ctx.client,
             tool_names=tool_names,
             agent_tools=agent_tools,
             output_schema=output_schema_of(config, data.get("tools")),

@@ -49,6 +49,7 @@ class ResponsesAdapter:
             stream=data.get("stream") is True,
             agent_header=ctx.agent_header,
             session=ctx.session,
+            client=ctx.client,
             tool_names=tool_names,
             agent_tools=agent_tools,
             output_schema=output_schema_of(data.get("text")),
