@@ -7,6 +7,8 @@ running it RunGuard's reason (docs/stopping.md keeps the table):
   raises a 400 at once with its message: `refuse`;
 - OpenAI's Codex CLI ends on a 429 but prints only `exceeded retry limit, last status: 429`; on a 400
   it prints the error body, the reason in it: `refuse`;
+- LangChain's Gemini chat model retries a 429 with its own backoff, smolagents waits 60 s before it
+  retries an error that says 429, and both raise a 400 at once: `refuse`;
 - Claude Code ends on a 429 and prints its message: `error`, as every other client.
 
 `guard.client_answers` changes a family's answer; a detector's `response` (also per key, in
@@ -24,6 +26,8 @@ DEFAULTS: Mapping[str, ResponseKind] = {
     ClientFamily.VERCEL_AI: ResponseKind.REFUSE,
     ClientFamily.CODEX: ResponseKind.REFUSE,
     ClientFamily.CLAUDE_CODE: ResponseKind.ERROR,
+    ClientFamily.LANGCHAIN_GOOGLE: ResponseKind.REFUSE,
+    ClientFamily.SMOLAGENTS: ResponseKind.REFUSE,
     ClientFamily.OTHER: ResponseKind.ERROR,
 }
 REFUSE_STATUS = 400  # no SDK or framework measured retries a 400; every one raises its message

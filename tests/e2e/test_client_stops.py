@@ -9,8 +9,11 @@ limit), and answered as its family needs (`guard.client_answers`, docs/stopping.
 
 from __future__ import annotations
 
+import asyncio
 import json
+import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -150,3 +153,66 @@ async def test_claude_code_refused_at_its_first_request_prints_the_reason(
     assert "RunGuard stopped run" in ran.printed and "context_window" in ran.printed
     _ended_in_time(sink, ended)
     assert len(sink.refusals()) == 1
+
+
+def _in_daemon(agent: Callable[[str], Any], url: str) -> asyncio.Future[Any]:
+    """Run a framework's blocking call in a daemon thread: one still sleeping in its backoff when the test has
+    failed does not hold the test process."""
+    loop = asyncio.get_running_loop()
+    done: asyncio.Future[Any] = loop.create_future()
+
+    def settle(result: Any, error: BaseException | None) -> None:
+        if done.done():
+            return
+        if error is not None:
+            done.set_exception(error)
+        else:
+            done.set_result(result)
+
+    def work() -> None:
+        try:
+            result = agent(url)
+        except BaseException as exc:  # handed to the test, which asserts on it
+            loop.call_soon_threadsafe(settle, None, exc)
+        else:
+            loop.call_soon_threadsafe(settle, result, None)
+
+    threading.Thread(target=work, daemon=True).start()
+    return done
+
+
+def _langchain_gemini(url: str) -> Any:
+    from langchain_google_genai import ChatGoogleGenerativeAI
+
+    model = ChatGoogleGenerativeAI(model="gemini-2.5-flash", google_api_key="test-key", base_url=url)
+    return model.invoke("Find the cheapest flight from Lisbon to Berlin in May.")
+
+
+def _smolagents(url: str) -> Any:
+    from smolagents import CodeAgent, OpenAIServerModel
+
+    model = OpenAIServerModel(model_id="gpt-4o-mini", api_base=url + "/v1", api_key="sk-smol-e2e")
+    return CodeAgent(tools=[], model=model, max_steps=3).run("Find the cheapest flight from Lisbon to Berlin in May.")
+
+
+@pytest.mark.parametrize(
+    "agent",
+    [_langchain_gemini, _smolagents],
+    ids=["langchain-gemini", "smolagents-code-agent"],
+)
+async def test_python_frameworks_that_retry_a_429_on_their_own_raise_the_reason_at_once(
+    upstream: FakeUpstream, agent: Any
+) -> None:
+    """LangChain's Gemini chat model retried a 429 for 34 s; smolagents waited 60 s before its retry."""
+    sink = TimedSink()
+    proxy = await _proxy(upstream, sink, **BLOATED)
+    try:
+        # Each framework wraps the SDK's error its own way: what counts is the message the person reads.
+        with pytest.raises(Exception) as raised:
+            await asyncio.wait_for(_in_daemon(agent, proxy.url), 10)
+        ended = time.monotonic()
+    finally:
+        await proxy.stop()
+    assert "RunGuard stopped run" in str(raised.value) and "context_window" in str(raised.value)
+    _ended_in_time(sink, ended)
+    assert len(sink.refusals()) == 1 and upstream.received == []

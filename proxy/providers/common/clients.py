@@ -7,12 +7,18 @@ differ (docs/stopping.md keeps the table, measured with the real clients):
   whatever `x-should-retry` says, and ends on a 400 at once with its message;
 - OpenAI's Codex CLI ends on a 429 at once but prints only its status line,
   and on a 400 prints the error body, the reason in it;
-- Claude Code ends on a 429 and prints its message.
+- Claude Code ends on a 429 and prints its message;
+- LangChain's Gemini chat model (`langchain-google-genai`) retries a 429 with its own backoff (six refusals
+  in 34 s), and raises a 400 at once;
+- smolagents' agents retry, 60 s apart, any error whose text says `429` or "rate limit", and raise a 400
+  at once.
 
 Known by the `User-Agent` each sends (`ai/6.0.333 ai-sdk/provider-utils/4.0.64
 runtime/node.js/v20`, `codex_exec/0.171.0 (...)`, `claude-cli/2.1.197 (external,
-sdk-cli)`) and codex's `originator` header. A request whose sender is not known is
-`OTHER`: it gets the answer its detector names, as before.
+sdk-cli)`, `google-genai-sdk/2.34.0 ... langchain-google-genai/4.4.3-ChatGoogleGenerativeAI`)
+and codex's `originator` header; smolagents sends the openai SDK's own, and is known by the
+first words of its agents' system prompt (`refined`). A request whose sender is not known
+is `OTHER`: it gets the answer its detector names, as before.
 """
 
 from __future__ import annotations
@@ -28,6 +34,8 @@ class ClientFamily(StrEnum):
     VERCEL_AI = "vercel_ai"
     CODEX = "codex"
     CLAUDE_CODE = "claude_code"
+    LANGCHAIN_GOOGLE = "langchain_google"
+    SMOLAGENTS = "smolagents"
     OTHER = "other"
 
 
@@ -40,4 +48,17 @@ def family_of(headers: Mapping[str, str]) -> ClientFamily:
         return ClientFamily.CODEX
     if agent.startswith("claude-cli/"):
         return ClientFamily.CLAUDE_CODE
+    if " langchain-google-genai/" in agent:
+        return ClientFamily.LANGCHAIN_GOOGLE
     return ClientFamily.OTHER
+
+
+# The first words of the system prompts of smolagents' CodeAgent and ToolCallingAgent (smolagents/prompts/).
+_SMOLAGENTS = "You are an expert assistant who can solve any task using "
+
+
+def refined(family: str, instructions: str) -> str:
+    """The family of a request its headers did not name (`OTHER`), from the framework its instructions show."""
+    if family == ClientFamily.OTHER and instructions.startswith(_SMOLAGENTS):
+        return ClientFamily.SMOLAGENTS
+    return family

@@ -16,6 +16,7 @@ from collections.abc import Callable, Iterable
 from typing import Any, Protocol
 
 from runguard.proxy.core.events import AgentIdentity, Api, OutputSchema, RequestInfo, ToolCall, ToolResult, digest
+from runguard.proxy.providers.common import clients
 
 # Google ADK appends this to every agent's system instruction (wire-formats E.2).
 _ADK_NAME = re.compile(r'Your internal name is "([^"]+)"')
@@ -262,7 +263,7 @@ class Conversation:
             task_hash=_wrapped_task_hash(self._root),
             end_user=digest("user\x00" + end_user) if end_user else None,
             session=session,
-            client=client,
+            client=clients.refined(client, self.instructions),
             handed_to=self._handed_to,
             message_count=self._messages,
             history_chars=chars,

@@ -6,7 +6,7 @@ import pytest
 from multidict import CIMultiDict
 
 from runguard.config.settings import CLIENT_FAMILIES
-from runguard.proxy.providers.common.clients import ClientFamily, family_of
+from runguard.proxy.providers.common.clients import ClientFamily, family_of, refined
 
 
 @pytest.mark.parametrize(
@@ -22,6 +22,13 @@ from runguard.proxy.providers.common.clients import ClientFamily, family_of
             "other",
         ),
         ({"User-Agent": "ai-sdk/openai/3.0.141"}, ClientFamily.VERCEL_AI),
+        (
+            {
+                "User-Agent": "google-genai-sdk/2.34.0 gl-python/3.11.7 "
+                "langchain-google-genai/4.4.3-ChatGoogleGenerativeAI"
+            },
+            "langchain_google",
+        ),
         ({}, ClientFamily.OTHER),
     ],
     ids=[
@@ -32,6 +39,7 @@ from runguard.proxy.providers.common.clients import ClientFamily, family_of
         "openai-python",
         "google-genai",
         "ai-sdk-alone",
+        "langchain-gemini",
         "nothing",
     ],
 )
@@ -41,3 +49,10 @@ def test_a_client_is_known_by_what_its_headers_say_about_its_sender(headers: dic
 
 def test_the_families_the_config_takes_are_the_families_known() -> None:
     assert set(CLIENT_FAMILIES) == {str(f) for f in ClientFamily}
+
+
+def test_smolagents_is_known_by_its_agents_system_prompt_when_its_headers_are_the_openai_sdk_s() -> None:
+    code_agent = "You are an expert assistant who can solve any task using code blobs. You will be given a task"
+    assert refined(ClientFamily.OTHER, code_agent) == ClientFamily.SMOLAGENTS
+    assert refined(ClientFamily.OTHER, "You are a helpful assistant.") == ClientFamily.OTHER
+    assert refined(ClientFamily.CODEX, code_agent) == ClientFamily.CODEX  # what the headers say comes first
