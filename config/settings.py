@@ -281,7 +281,7 @@ class Override(_Section):
 
 
 # The client families a stop's answer is chosen for (`runguard.proxy.providers.common.clients.ClientFamily`).
-CLIENT_FAMILIES = ("vercel_ai", "codex", "claude_code", "langchain_google", "smolagents", "other")
+CLIENT_FAMILIES = ("vercel_ai", "codex", "claude_code", "langchain_google", "smolagents", "crewai", "other")
 
 
 class GuardSettings(_Section):
@@ -299,9 +299,9 @@ class GuardSettings(_Section):
     client_answers: dict[str, Literal["error", "refuse", "stop"]] = Field(
         default_factory=dict,
         description="What a block set to `response: auto` answers each client family (known by its User-Agent: "
-        "vercel_ai, codex, claude_code, langchain_google, smolagents, other): error (429), refuse (400) or stop. "
-        "Unset: refuse for vercel_ai, codex, langchain_google and smolagents; error for claude_code and other "
-        "(docs/stopping.md).",
+        "vercel_ai, codex, claude_code, langchain_google, smolagents, crewai, other): error (429), refuse (400) or "
+        "stop. Unset: refuse for vercel_ai, codex, langchain_google and smolagents; stop for crewai; error for "
+        "claude_code and other (docs/stopping.md).",
     )
     unreadable: Literal["forward", "refuse"] = Field(
         "forward",

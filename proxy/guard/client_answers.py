@@ -9,6 +9,8 @@ running it RunGuard's reason (docs/stopping.md keeps the table):
   it prints the error body, the reason in it: `refuse`;
 - LangChain's Gemini chat model retries a 429 with its own backoff, smolagents waits 60 s before it
   retries an error that says 429, and both raise a 400 at once: `refuse`;
+- CrewAI's agents retry any error, a 400 too, and end their task on a completion whose text (the reason)
+  becomes the task's output: `stop`;
 - Claude Code ends on a 429 and prints its message: `error`, as every other client.
 
 `guard.client_answers` changes a family's answer; a detector's `response` (also per key, in
@@ -28,6 +30,7 @@ DEFAULTS: Mapping[str, ResponseKind] = {
     ClientFamily.CLAUDE_CODE: ResponseKind.ERROR,
     ClientFamily.LANGCHAIN_GOOGLE: ResponseKind.REFUSE,
     ClientFamily.SMOLAGENTS: ResponseKind.REFUSE,
+    ClientFamily.CREWAI: ResponseKind.STOP,
     ClientFamily.OTHER: ResponseKind.ERROR,
 }
 REFUSE_STATUS = 400  # no SDK or framework measured retries a 400; every one raises its message

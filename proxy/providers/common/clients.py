@@ -11,13 +11,15 @@ differ (docs/stopping.md keeps the table, measured with the real clients):
 - LangChain's Gemini chat model (`langchain-google-genai`) retries a 429 with its own backoff (six refusals
   in 34 s), and raises a 400 at once;
 - smolagents' agents retry, 60 s apart, any error whose text says `429` or "rate limit", and raise a 400
-  at once.
+  at once;
+- CrewAI's agents retry any error (nine refusals of a 429 in 10.8 s, three of a 400), and end their task
+  on a completion, its text the task's output.
 
 Known by the `User-Agent` each sends (`ai/6.0.333 ai-sdk/provider-utils/4.0.64
 runtime/node.js/v20`, `codex_exec/0.171.0 (...)`, `claude-cli/2.1.197 (external,
 sdk-cli)`, `google-genai-sdk/2.34.0 ... langchain-google-genai/4.4.3-ChatGoogleGenerativeAI`)
-and codex's `originator` header; smolagents sends the openai SDK's own, and is known by the
-first words of its agents' system prompt (`refined`). A request whose sender is not known
+and codex's `originator` header; smolagents and CrewAI send the openai SDK's own, and are known
+by their agents' system prompts (`refined`). A request whose sender is not known
 is `OTHER`: it gets the answer its detector names, as before.
 """
 
@@ -36,6 +38,7 @@ class ClientFamily(StrEnum):
     CLAUDE_CODE = "claude_code"
     LANGCHAIN_GOOGLE = "langchain_google"
     SMOLAGENTS = "smolagents"
+    CREWAI = "crewai"
     OTHER = "other"
 
 
@@ -55,10 +58,16 @@ def family_of(headers: Mapping[str, str]) -> ClientFamily:
 
 # The first words of the system prompts of smolagents' CodeAgent and ToolCallingAgent (smolagents/prompts/).
 _SMOLAGENTS = "You are an expert assistant who can solve any task using "
+# CrewAI's agent prompt: "You are {role}. {backstory}\nYour personal goal is: {goal}" (crewai 1.x).
+_CREWAI = re.compile(r"\AYou are [^\n]*\nYour personal goal is: ")
 
 
 def refined(family: str, instructions: str) -> str:
     """The family of a request its headers did not name (`OTHER`), from the framework its instructions show."""
-    if family == ClientFamily.OTHER and instructions.startswith(_SMOLAGENTS):
+    if family != ClientFamily.OTHER or not instructions.startswith("You are "):
+        return family
+    if instructions.startswith(_SMOLAGENTS):
         return ClientFamily.SMOLAGENTS
+    if _CREWAI.match(instructions):
+        return ClientFamily.CREWAI
     return family

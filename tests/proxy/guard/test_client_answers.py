@@ -11,7 +11,16 @@ from runguard.proxy.guard.client_answers import resolved
 
 @pytest.mark.parametrize(
     ("client", "answer"),
-    [("vercel_ai", "refuse"), ("codex", "refuse"), ("claude_code", "error"), ("other", "error"), ("new", "error")],
+    [
+        ("vercel_ai", "refuse"),
+        ("codex", "refuse"),
+        ("langchain_google", "refuse"),
+        ("smolagents", "refuse"),
+        ("crewai", "stop"),
+        ("claude_code", "error"),
+        ("other", "error"),
+        ("new", "error"),
+    ],
 )
 def test_auto_answers_each_family_as_it_was_measured_to_end(client: str, answer: str) -> None:
     assert resolved(ResponseKind.AUTO, client, {}) is ResponseKind(answer)

@@ -56,3 +56,11 @@ def test_smolagents_is_known_by_its_agents_system_prompt_when_its_headers_are_th
     assert refined(ClientFamily.OTHER, code_agent) == ClientFamily.SMOLAGENTS
     assert refined(ClientFamily.OTHER, "You are a helpful assistant.") == ClientFamily.OTHER
     assert refined(ClientFamily.CODEX, code_agent) == ClientFamily.CODEX  # what the headers say comes first
+
+
+def test_crewai_is_known_by_its_agents_system_prompt() -> None:
+    """As crewai 1.15 sends it (captured); a prompt that only mentions a goal is not CrewAI's."""
+    crew = "You are Travel researcher. You know airlines.\nYour personal goal is: Find cheap flights"
+    assert refined(ClientFamily.OTHER, crew) == ClientFamily.CREWAI
+    assert refined(ClientFamily.OTHER, "You are a planner.\n\nYour personal goal is: x") == ClientFamily.OTHER
+    assert refined(ClientFamily.OTHER, "Help.\nYour personal goal is: x") == ClientFamily.OTHER
