@@ -313,6 +313,10 @@ class Override(_Section):
     detectors: dict[str, dict[str, Any]] = Field(default_factory=dict, description="Detector settings to apply.")
 
 
+# The client families a stop's answer is chosen for (`runguard.proxy.providers.common.clients.ClientFamily`).
+CLIENT_FAMILIES = ("vercel_ai", "codex", "claude_code", "langchain_google", "smolagents", "crewai", "other")
+
+
 class GuardSettings(_Section):
     shadow: bool = Field(False, description="Shadow mode: every detector only warns, nothing is blocked.")
     judging: Literal["beside", "inline"] = Field(
@@ -325,6 +329,13 @@ class GuardSettings(_Section):
     gemini_error_status: Literal[429, 400] = Field(
         429, description="Status of Gemini error responses: 429 RESOURCE_EXHAUSTED, or 400 FAILED_PRECONDITION."
     )
+    client_answers: dict[str, Literal["error", "refuse", "stop"]] = Field(
+        default_factory=dict,
+        description="What a block set to `response: auto` answers each client family (known by its User-Agent: "
+        "vercel_ai, codex, claude_code, langchain_google, smolagents, crewai, other): error (429), refuse (400) or "
+        "stop. Unset: refuse for vercel_ai, codex, langchain_google and smolagents; stop for crewai; error for "
+        "claude_code and other (docs/stopping.md).",
+    )
     unreadable: Literal["forward", "refuse"] = Field(
         "forward",
         description="A model request whose body cannot be parsed (not JSON, a lone surrogate, nested too deep, an "
@@ -335,6 +346,15 @@ class GuardSettings(_Section):
     key_labels: dict[str, str] = Field(
         default_factory=dict, description="Human labels for API-key hashes, usable in overrides."
     )
+
+    @field_validator("client_answers")
+    @classmethod
+    def _known_client_families(cls, answers: dict[str, str]) -> dict[str, str]:
+        unknown = sorted(set(answers) - set(CLIENT_FAMILIES))
+        if unknown:
+            raise ValueError(f"unknown client family {', '.join(unknown)} (known: {', '.join(CLIENT_FAMILIES)})")
+        return answers
+
     breaker: BreakerSettings = Field(default_factory=BreakerSettings)
     detectors: dict[str, dict[str, Any]] = Field(
         default_factory=dict, description="Per-detector settings, e.g. {spiral: {threshold: 0.8}}."

@@ -50,7 +50,9 @@ class Action(StrEnum):
 
 
 class ResponseKind(StrEnum):
-    ERROR = "error"  # a provider-native error the SDK does not retry
+    AUTO = "auto"  # the answer that ends the request's client (`guard.client_answers`; docs/stopping.md)
+    ERROR = "error"  # a provider-native 429 the SDK does not retry
+    REFUSE = "refuse"  # a provider-native 400 no SDK retries (for clients that retry any 429 or hide its body)
     STOP = "stop"  # a normal-looking completion that ends the agent's turn
 
 
@@ -68,7 +70,9 @@ class DetectorConfig(BaseModel):
         description="block, warn (record and flag only), nudge (first a note to the model, then block) or off.",
     )
     response: ResponseKind = Field(
-        ResponseKind.ERROR, description="What a block answers: error (429 the SDK won't retry) or stop."
+        ResponseKind.AUTO,
+        description="What a block answers: auto (what ends the client that sent it: guard.client_answers), "
+        "error (429 the SDK won't retry), refuse (400) or stop (a completion).",
     )
 
 

@@ -244,6 +244,11 @@ class RequestInfo:
     # Hash of the end user the request names (OpenAI's `safety_identifier`, else `user`): without a header,
     # runs are grouped per end user too, so a chatbot's users whose chats open alike are runs of their own.
     end_user: str | None = None
+    # Digest of the session the client names (codex's `session-id`, Claude Code's session: `sessions`): without a
+    # header, a session's requests are one run, and two sessions never share one.
+    session: str | None = None
+    # The family of the client that sent the request (`clients.ClientFamily`): what a stop answers it.
+    client: str = "other"
     # The agent a transcript the conversation opens with says it was handed to (openai-agents' nested handoff
     # history, `adapters.handoff_history`): the acknowledgement that otherwise comes back as a tool result.
     handed_to: str | None = None

@@ -128,7 +128,7 @@ class BackgroundCosts:
             ids = scope_ids(tenants.state_id(tenant, run_id), pending.key_hash, pending.model, now)
             await self._quietly(self._state.execute(ids, ops))
         if pending.nests:
-            scope = roots.scope(tenant, pending.end_user)
+            scope = roots.scope(tenant, pending.end_user, pending.session)
             await self._quietly(nesting.remember(self._state, scope, run_id, info.tool_calls, self._ttl))
         record = reporting.polled_record(
             run_id, pending, info, at=now, usd=usd, streamed=streamed, status=status, latency=latency, began=began

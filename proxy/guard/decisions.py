@@ -18,7 +18,7 @@ from collections.abc import Callable
 from runguard.config.settings import Settings
 from runguard.detectors.base import ResponseKind, ResponseSeen
 from runguard.proxy.core.ops import CompareAndSet, Get, Put, Scope
-from runguard.proxy.guard import accounting, breaker, nudge, reporting
+from runguard.proxy.guard import accounting, breaker, client_answers, nudge, reporting
 from runguard.proxy.guard.batches import Batches
 from runguard.proxy.guard.breaker import BreakerRecord, GateKind
 from runguard.proxy.guard.engine import Finding
@@ -54,14 +54,20 @@ class Decisions:
         self._clock = clock
 
     def answer(self, ticket: Ticket, notice: StopNotice, kind: ResponseKind) -> Synthetic:
-        """The provider-native answer a stopped request gets: a stop completion if its detector asks for one
-        and the dialect has one, else an error."""
-        adapter = ticket.adapter
+        """The provider-native answer a stopped request gets, as its detector's `response` names it (`auto`: as
+        its client needs, `client_answers`): a stop completion if the dialect has one, else an error (a 400 for
+        `refuse`)."""
+        adapter, guard = ticket.adapter, self._settings.guard
+        kind = client_answers.resolved(kind, ticket.request.client, guard.client_answers)
         if kind is ResponseKind.STOP:
             stop = adapter.stop_response(notice, ticket.request)
             if stop is not None:
                 return stop
-        status = registry.block_status(adapter.provider, self._settings.guard)
+        status = (
+            client_answers.REFUSE_STATUS
+            if kind is ResponseKind.REFUSE
+            else registry.block_status(adapter.provider, guard)
+        )
         return adapter.error_response(notice, stream=ticket.request.stream, status=status)
 
     def stop(self, ticket: Ticket, finding: Finding) -> Synthetic:
@@ -117,7 +123,7 @@ class Decisions:
             reason = f"breaker open since request {record.request_index}: {record.reason} (retry in {retry} s)"
         notice = StopNotice(record.detector, ticket.run_id, reason, ticket.reset_hint(scope))
         config = self._policy.config_of(record.detector, ticket.key_hash, ticket.request.model)
-        kind = config.response if config is not None else ResponseKind.ERROR
+        kind = config.response if config is not None else ResponseKind.AUTO
         answer = self.answer(ticket, notice, kind)
         if retry and answer.status >= 400:  # an error says when to come back; a stop completion cannot
             answer = dataclasses.replace(answer, headers={**answer.headers, "Retry-After": str(retry)})

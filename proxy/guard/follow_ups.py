@@ -28,8 +28,15 @@ async def remember(runs: RunIdentity, ticket: Ticket, seen: ResponseSeen) -> Non
             index = ticket.facts.request_index if ticket.facts else 0
             request = ticket.request
             pending = continuation.Pending(
-                ticket.key_hash, request.model, request.agent.label, index, ticket.nests, request.end_user
+                ticket.key_hash,
+                request.model,
+                request.agent.label,
+                index,
+                ticket.nests,
+                request.end_user,
+                request.session,
             )
         await runs.remember_response(ticket.tenant, response.response_id, ticket.run_id, calls, pending)
     if ticket.facts is not None and ticket.nests and calls:
-        await runs.remember_tasks(ticket.tenant, ticket.request.end_user, ticket.run_id, calls)
+        request = ticket.request
+        await runs.remember_tasks(ticket.tenant, request.end_user, ticket.run_id, calls, request.session)

@@ -28,6 +28,7 @@ from runguard.proxy.http.recorded import credentials_of, recorded
 from runguard.proxy.http.untouched import passthrough, poll, polled
 from runguard.proxy.providers import credentials
 from runguard.proxy.providers.base import Adapter, RequestContext
+from runguard.proxy.providers.common import clients, sessions
 from runguard.proxy.providers.framing import Framing
 from runguard.proxy.providers.paths import REFUSED, canonical
 from runguard.proxy.providers.registry import adapter_for, header_facts, usage_on_request
@@ -169,7 +170,10 @@ async def _guarded(
     header_run, agent = ctx.names(request.headers)
     body_read = decoded or b""
     slot = ctx.slot(key_hash, header_run, body_read)
-    context = RequestContext(route.model, agent, route.stream, history=slot)
+    session = sessions.from_headers(request.headers) if header_run is None else None
+    context = RequestContext(
+        route.model, agent, route.stream, history=slot, session=session, client=clients.family_of(request.headers)
+    )
     info = adapter.parse_request(body_read, context)
     tight = tightening_from(request.headers)
     refused = ctx.guard.policy.header_errors(tight) if tight else None

@@ -28,6 +28,8 @@ class RequestContext:
     stream_hint: bool = False  # Gemini: the :streamGenerateContent method
     extra: Mapping[str, str] = field(default_factory=dict)
     history: HistorySlot | None = None  # where a long conversation's checkpoints are kept (None: read it whole)
+    session: str | None = None  # the session the request's headers name (`sessions.from_headers`), a digest
+    client: str = "other"  # the family of the client that sent it (`clients.family_of`)
 
 
 class StreamParser(Protocol):

@@ -32,6 +32,7 @@ class Pending:
     index: int  # the request's position in its run
     nests: bool  # no X-Run-Id: threads the response's tool calls start join the run (see `nesting`)
     end_user: str | None = None  # the request's `RequestInfo.end_user`: where those threads are looked up
+    session: str | None = None  # and its `RequestInfo.session`
 
 
 def entry(tenant: str, response_id: str) -> str:
@@ -51,6 +52,7 @@ def dumps(run_id: str, calls: Sequence[ToolCall], pending: Pending | None = None
             pending.index,
             pending.nests,
             pending.end_user,
+            pending.session,
         ]
     return orjson.dumps(entry).decode()
 
@@ -68,14 +70,15 @@ def pending_of(raw: str) -> tuple[str, Pending] | None:
     """The run and the request of a background response not accounted for yet; None for any other entry."""
     try:
         data = orjson.loads(raw)
-        key_hash, model, agent, index, nests, *rest = data["pending"]  # older entries end at `nests`
+        key_hash, model, agent, index, nests, *rest = data["pending"]  # older entries end earlier
         run_id = data["run"]
     except (orjson.JSONDecodeError, KeyError, TypeError, ValueError):
         return None
     if not isinstance(run_id, str) or not run_id:
         return None
     end_user = rest[0] if rest and isinstance(rest[0], str) else None
-    return run_id, Pending(str(key_hash), str(model), str(agent), int(index), bool(nests), end_user)
+    session = rest[1] if len(rest) > 1 and isinstance(rest[1], str) else None
+    return run_id, Pending(str(key_hash), str(model), str(agent), int(index), bool(nests), end_user, session)
 
 
 def fill_names(request: RequestInfo, calls: Calls) -> RequestInfo:

@@ -7,7 +7,9 @@ a continuation themselves:
 - the run: a header's (`X-Run-Id`), the run of the response a
   `previous_response_id` continues (`continuation`), or the run its
   conversation's root belongs to (`roots`: claimed by the root's first
-  request, found by the others, started over after an idle pause), or the run
+  request, found by the others, started over after an idle pause; the session
+  the client names, where it names one, roots it before its first user
+  message), or the run
   whose tool call handed the conversation its task (`nesting`);
 - the tenant whose state holds it (`tenants`), and the thread nested in it the
   request is judged in (`nesting.thread_id`);
@@ -141,18 +143,23 @@ class RunIdentity:
                 request = continuation.fill_names(request, calls)
         if run_id:
             return run_id, request, None
-        scope = roots.scope(tenant, request.end_user)
+        scope = roots.scope(tenant, request.end_user, request.session)
         owner = await self._owner(scope, request, now)
         if owner is None:  # the state does not answer
-            return roots.fallback_run(scope, request.root_hash), request, None
+            return roots.fallback_run(scope, roots.root_of(request.root_hash, request.session)), request, None
         return owner.run_id, request, owner
 
     async def _owner(self, scope: str, request: RequestInfo, now: float) -> Owner | None:
         """The run the request's root belongs to in its `roots.scope`; a new one if it belongs to none
         (None: the state failed)."""
-        root_hash = request.root_hash
+        root_hash = roots.root_of(request.root_hash, request.session)
         name = roots.key(scope, root_hash)
         try:
+            if request.session is not None:  # a sub-agent's thread in a session is found by its own root
+                thread = await self._state.recall(roots.key(scope, request.root_hash))
+                owner = roots.loads(thread) if thread is not None else None
+                if owner is not None and owner.nested:
+                    return owner
             found = await self._state.recall(name)
             if found is None and request.task_hash is not None:  # an Agno member's task in the team's context
                 handed = await self._state.recall(roots.key(scope, request.task_hash))
@@ -184,19 +191,22 @@ class RunIdentity:
         conversation starts again (no assistant turn yet) after the run has been idle for
         `inferred_idle_seconds` with nothing else in flight (`in_flight`: the run's requests in flight,
         this one counted); a new invocation, not the same run's retry or its user back from a pause.
-        Else None, the root's entry written again if it is due (`roots`)."""
+        Else None, the root's entry written again if it is due (`roots`). A session's run never starts over:
+        a new invocation comes with a new session."""
         own, request = found.own, found.request
         if own is None:
             return None
-        scope = roots.scope(found.tenant, request.end_user)
+        scope = roots.scope(found.tenant, request.end_user, request.session)
+        root = roots.root_of(request.root_hash, request.session)
         idle = now - last_seen
-        if request.assistant_turns == 0 and last_seen > 0 and idle > self._inferred_idle and in_flight() == 1:
-            fresh = roots.new_run(scope, request.root_hash, now)
-            if await self._rewrite(scope, request.root_hash, fresh):
+        pause = last_seen > 0 and idle > self._inferred_idle and request.session is None
+        if request.assistant_turns == 0 and pause and in_flight() == 1:
+            fresh = roots.new_run(scope, root, now)
+            if await self._rewrite(scope, root, fresh):
                 log.info("run %s was idle %.0f s: its root starts run %s", found.run_id, idle, fresh.run_id)
                 return fresh.run_id
         elif own.due(now, self._idle):
-            await self._rewrite(scope, request.root_hash, roots.Owner(found.run_id, since=now))
+            await self._rewrite(scope, root, roots.Owner(found.run_id, since=now))
         return None
 
     async def _rewrite(self, scope: str, root_hash: str | None, owner: Owner) -> bool:
@@ -239,9 +249,12 @@ class RunIdentity:
         except StateUnavailable:
             self._state_error()
 
-    async def remember_tasks(self, tenant: str, end_user: str | None, run_id: str, calls: Sequence[ToolCall]) -> None:
-        """Map the texts a response's tool calls may hand to another agent to its run (see `nesting`)."""
+    async def remember_tasks(
+        self, tenant: str, end_user: str | None, run_id: str, calls: Sequence[ToolCall], session: str | None = None
+    ) -> None:
+        """Map the texts a response's tool calls may hand to another agent to its run (see `nesting`), in the
+        scope of the request that made them (its end user's, its session's)."""
         try:
-            await nesting.remember(self._state, roots.scope(tenant, end_user), run_id, calls, self._idle)
+            await nesting.remember(self._state, roots.scope(tenant, end_user, session), run_id, calls, self._idle)
         except StateUnavailable:
             self._state_error()

@@ -19,6 +19,15 @@ under that user (`scope`): a chatbot whose users' chats open with the same
 message is a run per user, while one user's agent started again and again
 stays one run until it pauses.
 
+A request that names its session (`RequestInfo.session`: codex's
+`session-id`, Claude Code's session id) is rooted by that session, before its
+first user message: its roots live in the session's scope, and the session
+itself is the root of every conversation in it but a sub-agent's thread
+(`root_of`). A session's requests are one run; a new session is a new run,
+whatever its first message and whatever became of the session before it; and a
+session's run does not start over after a pause (a new invocation comes with a
+new session).
+
 A run's id carries the time it began, so a root that comes back after its run
 was forgotten starts a run with a new id instead of adding to the old run's
 records.
@@ -45,9 +54,20 @@ class Owner:
         return not self.nested and now - self.since > idle_seconds / 2
 
 
-def scope(key_hash: str, end_user: str | None) -> str:
-    """Where a request's roots live: its API key's, or the end user's under that key if it names one."""
-    return key_hash if end_user is None else f"{key_hash}~{end_user}"
+SESSION_ROOT = "session"  # the root of a session's conversations (`root_of`)
+
+
+def scope(key_hash: str, end_user: str | None, session: str | None = None) -> str:
+    """Where a request's roots live: its API key's (its tenant's), or the end user's under that key if it
+    names one, or its session's there if it names one (`RequestInfo.session`)."""
+    base = key_hash if end_user is None else f"{key_hash}~{end_user}"
+    return base if session is None else f"{base}~s{session}"
+
+
+def root_of(root_hash: str | None, session: str | None) -> str | None:
+    """The root a conversation's run is found by in its `scope`: its session, if it names one, else its
+    first user message (`root_hash`)."""
+    return SESSION_ROOT if session is not None else root_hash
 
 
 def key(scope: str, root_hash: str | None) -> str:

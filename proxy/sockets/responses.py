@@ -44,6 +44,7 @@ class ResponsesSocket:
         header_run: str | None,
         agent: str | None,
         tight: Tightening,
+        session: str | None = None,
     ) -> None:
         """`spec`: the API the socket's requests are (`socket`: its `ProviderApi.socket`)."""
         self._ctx = ctx
@@ -51,6 +52,7 @@ class ResponsesSocket:
         self._header_run = header_run
         self._agent = agent
         self._tight = tight
+        self._session = session  # the session the handshake named (`sessions.from_headers`)
         self._adapter = spec.adapter()
         self._socket = socket
         self._api = str(spec.name)
@@ -64,7 +66,9 @@ class ResponsesSocket:
             return None
         ctx, body = self._ctx, text.encode()
         slot = ctx.slot(self._key_hash, self._header_run, body)
-        info = self._adapter.parse_request(body, RequestContext(None, self._agent, True, history=slot))
+        info = self._adapter.parse_request(
+            body, RequestContext(None, self._agent, True, history=slot, session=self._session)
+        )
         if info.parse_error:
             ctx.observer.parse_error(self._api)
             return None

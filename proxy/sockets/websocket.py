@@ -33,6 +33,7 @@ from multidict import CIMultiDict
 from runguard.proxy.core.errors import UpstreamError, UpstreamRefused
 from runguard.proxy.guard.policy import tightening_from
 from runguard.proxy.providers import registry
+from runguard.proxy.providers.common import sessions as client_sessions
 from runguard.proxy.providers.routes import Route, raw_target
 from runguard.proxy.relay.replies import provider_error, upstream_failed
 from runguard.proxy.sockets.realtime import RealtimeSocket
@@ -140,7 +141,10 @@ def _guard(request: web.Request, ctx: ProxyContext, route: Route, key_hash: str)
         return RealtimeSocket(ctx, key_hash, sessions, model=model, header_run=header_run, agent=agent, tight=tight)
     if spec is None or spec.socket is None:
         return None  # (ruled out above)
-    return ResponsesSocket(ctx, key_hash, spec, spec.socket, header_run=header_run, agent=agent, tight=tight)
+    session = client_sessions.from_headers(request.headers) if header_run is None else None  # codex names it
+    return ResponsesSocket(
+        ctx, key_hash, spec, spec.socket, header_run=header_run, agent=agent, tight=tight, session=session
+    )
 
 
 async def _both_ways(

@@ -32,6 +32,7 @@ from runguard.proxy.providers.anthropic import replies
 from runguard.proxy.providers.anthropic.messages import keep_messages, read_messages, system_text
 from runguard.proxy.providers.anthropic.stream import MessagesStreamParser, message_info
 from runguard.proxy.providers.base import RequestContext
+from runguard.proxy.providers.common import sessions
 from runguard.proxy.providers.common.adapting import Adapting
 from runguard.proxy.providers.common.agent_tools import runs_an_agent
 from runguard.proxy.providers.common.conversation import failed_request, tools_elsewhere
@@ -111,6 +112,8 @@ class AnthropicAdapter(Adapting):
             agent_tools=agent_tools,
             output_schema=_output_schema(data, schemas),
             end_user=user if isinstance(user, str) and user else None,
+            session=ctx.session or sessions.from_user_id(user),
+            client=ctx.client,
             previous_response_id=continues,
             tools_elsewhere=tools_elsewhere(data),
         )

@@ -16,6 +16,7 @@ from collections.abc import Callable, Iterable
 from typing import Any, Protocol
 
 from runguard.proxy.core.events import AgentIdentity, Api, OutputSchema, RequestInfo, ToolCall, ToolResult, digest
+from runguard.proxy.providers.common import clients
 
 # Google ADK appends this to every agent's system instruction (wire-formats E.2).
 _ADK_NAME = re.compile(r'Your internal name is "([^"]+)"')
@@ -242,6 +243,8 @@ class Conversation:
         include_usage: bool | None = None,
         extra_chars: int = 0,
         end_user: str | None = None,
+        session: str | None = None,
+        client: str = "other",
         tools_elsewhere: bool = False,
     ) -> RequestInfo:
         """The request's record. `agent_header`: the agent the request names (`X-Agent-Name`), or `ctx` (a
@@ -258,6 +261,8 @@ class Conversation:
             root_hash=digest(self._root) if self._root is not None else None,
             task_hash=_wrapped_task_hash(self._root),
             end_user=digest("user\x00" + end_user) if end_user else None,
+            session=session,
+            client=clients.refined(client, self.instructions),
             handed_to=self._handed_to,
             message_count=self._messages,
             history_chars=chars,

@@ -332,6 +332,8 @@ class ChatAdapter(Adapting):
             model=as_str(data.get("model")),
             stream=stream,
             agent_header=ctx.agent_header,
+            session=ctx.session,
+            client=ctx.client,
             tool_names=tool_names,
             agent_tools=agent_tools,
             output_schema=_output_schema(data.get("response_format")),

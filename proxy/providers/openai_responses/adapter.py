@@ -51,6 +51,8 @@ class ResponsesAdapter(Adapting):
             model=as_str(data.get("model")),
             stream=data.get("stream") is True,
             agent_header=ctx.agent_header,
+            session=ctx.session,
+            client=ctx.client,
             tool_names=tool_names,
             agent_tools=agent_tools,
             output_schema=output_schema_of(data.get("text")),

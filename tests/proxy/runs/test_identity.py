@@ -276,3 +276,57 @@ async def test_a_root_entry_that_cannot_be_rewritten_keeps_the_run(errors: list[
     assert await runs.starts_over(again, clock.now, last_seen, lambda: 1) is None
     assert errors == ["state"]
     assert again.run_id == first.run_id
+
+
+# -- sessions -------------------------------------------------------------------------------------
+
+SESSION, OTHER_SESSION = digest("session-a", 16), digest("session-b", 16)
+
+
+async def test_two_sessions_whose_conversations_open_alike_are_two_runs(runs: RunIdentity, clock: Clock) -> None:
+    """codex opens every conversation in one directory with the same `<environment_context>`: the session,
+    not the first message, tells them apart."""
+    one = await runs.find(None, KEY, ask(session=SESSION), clock.now)
+    two = await runs.find(None, KEY, ask(session=OTHER_SESSION), clock.now)
+    plain = await runs.find(None, KEY, ask(), clock.now)
+    assert len({one.run_id, two.run_id, plain.run_id}) == 3
+    assert one.own is not None and not one.nested
+
+
+async def test_a_session_s_conversations_are_one_run_that_does_not_start_over_after_a_pause(
+    runs: RunIdentity, clock: Clock
+) -> None:
+    first = await runs.find(None, KEY, ask(session=SESSION), clock.now)
+    side = await runs.find(None, KEY, ask(digest("Write a title for this chat"), session=SESSION), clock.now)
+    assert side.run_id == first.run_id
+    last_seen, clock.now = clock.now, clock.now + INFERRED + 1
+    again = await runs.find(None, KEY, ask(session=SESSION), clock.now)
+    assert await runs.starts_over(again, clock.now, last_seen, lambda: 1) is None
+    assert again.run_id == first.run_id
+
+
+async def test_one_tenant_naming_another_s_session_gets_a_run_of_its_own(runs: RunIdentity, clock: Clock) -> None:
+    """A session id is the client's word: it is looked up within the key's tenant only."""
+    mine = await runs.find(None, KEY, ask(session=SESSION), clock.now)
+    theirs = await runs.find(None, OTHER_KEY, ask(session=SESSION), clock.now)
+    assert mine.run_id != theirs.run_id and theirs.tenant == "team"
+    teammate = await runs.find(None, TEAM_KEY, ask(session=SESSION), clock.now)
+    assert teammate.run_id == theirs.run_id  # the keys of one tenant share their sessions
+
+
+async def test_a_task_handed_out_in_a_session_is_a_thread_of_the_session_s_run(runs: RunIdentity) -> None:
+    leader = await runs.find(None, KEY, ask(session=SESSION), 1.0)
+    call = ToolCall("Task", json.dumps({"description": "invoices", "prompt": TASK}), "call_1")
+    await runs.remember_tasks(KEY, None, leader.run_id, [call], SESSION)
+    member = await runs.find(None, KEY, ask(digest(TASK), session=SESSION), 2.0)
+    assert (member.run_id, member.nested) == (leader.run_id, True)
+    stranger = await runs.find(None, KEY, ask(digest(TASK), session=OTHER_SESSION), 2.0)
+    assert stranger.run_id != leader.run_id and not stranger.nested
+
+
+async def test_a_session_s_fallback_run_is_the_session_s_whatever_its_first_message(errors: list[str]) -> None:
+    runs = _identity(FailingState(), errors)
+    one = await runs.find(None, KEY, ask(session=SESSION), 1.0)
+    side = await runs.find(None, KEY, ask(digest("Write a title"), session=SESSION), 1.0)
+    other = await runs.find(None, KEY, ask(session=OTHER_SESSION), 1.0)
+    assert one.run_id == side.run_id != other.run_id
