@@ -1,0 +1,87 @@
+"""One recorded agent session, and the wire exchanges it becomes (docs/records.md's JSON-lines format).
+
+A session is the conversation as the agent kept it: system and user turns, the assistant's turns
+(text, or OpenAI `tool_calls`) and tool results (`role: tool`). Request i is every message before
+the i-th assistant turn, as the agent sent it; its response is that assistant turn, with the
+recorded usage and model when there are any (none is invented). The request's time is the
+recorded one when there is one, else the session's assumed pace.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+CHAT_PATH = "/v1/chat/completions"
+START = 1_700_000_000.0  # the first request of a session without recorded times
+
+
+@dataclass(slots=True)
+class Turn:
+    """One model call: the assistant message it produced, and what was recorded of it."""
+
+    index: int  # position of the assistant message in `Session.messages`
+    at: float | None = None  # epoch seconds, when recorded
+    usage: dict[str, Any] | None = None
+    response_model: str | None = None
+    finish_reason: str | None = None
+
+
+@dataclass(slots=True)
+class Session:
+    id: str
+    source: str
+    family: str
+    protocol: str  # "text" or "function-calling"
+    model: str
+    messages: list[dict[str, Any]]
+    turns: list[Turn]
+    tools: list[dict[str, Any]] | None = None
+    outcome: str | None = None  # e.g. resolved / unresolved / reward 1.0
+    meta: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def timed(self) -> bool:
+        return all(turn.at is not None for turn in self.turns)
+
+
+def _response(session: Session, turn: Turn, at: float) -> dict[str, Any]:
+    message = session.messages[turn.index]
+    wire: dict[str, Any] = {"role": "assistant", "content": message.get("content")}
+    if message.get("tool_calls"):
+        wire["tool_calls"] = message["tool_calls"]
+    finish = turn.finish_reason or ("tool_calls" if message.get("tool_calls") else "stop")
+    response: dict[str, Any] = {
+        "id": f"{session.id}-{turn.index}",
+        "object": "chat.completion",
+        "created": int(at),
+        "model": turn.response_model or session.model,
+        "choices": [{"index": 0, "message": wire, "finish_reason": finish}],
+    }
+    if turn.usage is not None:
+        response["usage"] = turn.usage
+    return response
+
+
+def exchanges(session: Session, pace: float) -> Iterator[dict[str, Any]]:
+    """The session's model calls as recorded exchanges, in order; `pace` seconds apart when the
+    recording has no times."""
+    for number, turn in enumerate(session.turns):
+        at = turn.at if turn.at is not None else START + number * pace
+        request: dict[str, Any] = {"model": session.model, "messages": session.messages[: turn.index]}
+        if session.tools:
+            request["tools"] = session.tools
+        yield {
+            "run_id": session.id,
+            "at": at,
+            "path": CHAT_PATH,
+            "request": request,
+            "response": _response(session, turn, at),
+            "status": 200,
+        }
+
+
+def assistant_turns(messages: list[dict[str, Any]]) -> list[Turn]:
+    """A turn for each assistant message that follows a request (not one that opens the conversation)."""
+    return [Turn(index) for index, message in enumerate(messages) if message["role"] == "assistant" and index > 0]
