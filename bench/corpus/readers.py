@@ -72,6 +72,7 @@ def mini_swe(raw: bytes, ctx: Context, name: str) -> Iterator[Session]:
         )
     instance = doc.get("instance_id") or name
     model = ctx.model or doc["info"]["config"]["model"]["model_name"]
+    model = model.removeprefix("openai/")  # litellm's provider prefix: OpenAI is sent the bare id
     tools = _tools(messages)
     yield Session(
         f"{ctx.source}/{instance}", ctx.source, ctx.family, "function-calling" if tools else "text", model,
