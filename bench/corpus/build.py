@@ -69,7 +69,8 @@ def _selected(sessions: list[Session], select: dict[str, Any] | None) -> list[Se
 
 def read_source(source: dict[str, Any], mirrors: Path) -> Iterator[Session]:
     mirror = Mirror(git_dir(mirrors, source["repo"]), source["commit"])
-    ctx = Context(source["id"], source["family"], source.get("model"), _outcomes(mirror, source.get("outcomes")))
+    outcomes = _outcomes(mirror, source.get("outcomes"))
+    ctx = Context(source["id"], source["family"], source.get("model"), outcomes, source.get("keep_observations"))
     reader = READERS[source["format"]]
     names = [n for pattern in source["files"] for n in mirror.names(pattern)]
     names = [n for n in names if not any(fnmatch.fnmatch(n, x) for x in source.get("exclude", []))]

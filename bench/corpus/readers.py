@@ -25,11 +25,14 @@ Reader = Callable[[bytes, "Context", str], Iterator[Session]]
 class Context:
     """What a reader needs beyond the file: the source's name, family, model and outcomes."""
 
-    def __init__(self, source: str, family: str, model: str | None, outcomes: dict[str, str]) -> None:
+    def __init__(
+        self, source: str, family: str, model: str | None, outcomes: dict[str, str], keep: int | None = None
+    ) -> None:
         self.source = source
         self.family = family
         self.model = model
         self.outcomes = outcomes
+        self.keep_observations = keep
 
 
 def _tools(messages: list[dict[str, Any]]) -> list[dict[str, Any]] | None:
@@ -83,8 +86,14 @@ def mini_swe(raw: bytes, ctx: Context, name: str) -> Iterator[Session]:
 
 def swe_agent(raw: bytes, ctx: Context, name: str) -> Iterator[Session]:
     doc = orjson.loads(raw)
-    history = [m for m in doc.get("history") or [] if m.get("agent", "primary") in {"primary", "main"}]
+    history = [
+        m
+        for m in doc.get("history") or []
+        if m.get("agent", "primary") in {"primary", "main"}
+        and not (m["role"] == "assistant" and str(m.get("content")).startswith("Exit due to"))  # SWE-agent's own
+    ]
     messages = [_wire(m) for m in history]
+    demo = {i for i, m in enumerate(history) if str(m.get("is_demo")).lower() == "true"}
     turns = assistant_turns(messages)
     if not turns:
         return
@@ -97,6 +106,7 @@ def swe_agent(raw: bytes, ctx: Context, name: str) -> Iterator[Session]:
         f"{ctx.source}/{instance}", ctx.source, ctx.family, "function-calling" if tools else "text", model,
         messages, turns, tools=tools, outcome=ctx.outcomes.get(instance),
         meta={"exit_status": (doc.get("info") or {}).get("exit_status")},
+        keep_observations=ctx.keep_observations, demo=demo,
     )  # fmt: skip
 
 

@@ -40,6 +40,8 @@ class Session:
     tools: list[dict[str, Any]] | None = None
     outcome: str | None = None  # e.g. resolved / unresolved / reward 1.0
     meta: dict[str, Any] = field(default_factory=dict)
+    keep_observations: int | None = None  # SWE-agent 0.x's LastNObservations: older results elided when sent
+    demo: set[int] = field(default_factory=set)  # indices of demonstration messages (never elided)
 
     @property
     def timed(self) -> bool:
@@ -64,12 +66,29 @@ def _response(session: Session, turn: Turn, at: float) -> dict[str, Any]:
     return response
 
 
+def _sent(session: Session, end: int) -> list[dict[str, Any]]:
+    """The messages before `end` as the agent sent them: with SWE-agent 0.x's LastNObservations, every
+    user message but the first (the issue) and the last n (demonstrations aside) reads
+    `Old output omitted (N lines)`."""
+    messages = session.messages[:end]
+    if session.keep_observations is None:
+        return messages
+    users = [i for i, m in enumerate(messages) if m["role"] == "user" and i not in session.demo]
+    kept = {*users[:1], *users[len(users) - session.keep_observations :]}
+    return [
+        {**m, "content": f"Old output omitted ({len(str(m['content']).splitlines())} lines)"}
+        if i in users and i not in kept
+        else m
+        for i, m in enumerate(messages)
+    ]
+
+
 def exchanges(session: Session, pace: float) -> Iterator[dict[str, Any]]:
     """The session's model calls as recorded exchanges, in order; `pace` seconds apart when the
     recording has no times."""
     for number, turn in enumerate(session.turns):
         at = turn.at if turn.at is not None else START + number * pace
-        request: dict[str, Any] = {"model": session.model, "messages": session.messages[: turn.index]}
+        request: dict[str, Any] = {"model": session.model, "messages": _sent(session, turn.index)}
         if session.tools:
             request["tools"] = session.tools
         yield {
