@@ -13,14 +13,16 @@ from typing import Any
 
 import orjson
 
+from bench.corpus import claude_code
 from bench.corpus.git import Mirror
-from bench.corpus.readers import READERS, Context
+from bench.corpus.readers import READERS, Context, Reader
 from bench.corpus.session import Session, exchanges
 
 HERE = Path(__file__).parent
 MANIFEST = HERE / "sources.json"
 MIRRORS = Path("/work/.mirror")
 OUT = HERE / "build"
+FORMATS: dict[str, Reader] = {**READERS, "claude-code": claude_code.read}
 
 
 @dataclass(frozen=True, slots=True)
@@ -70,14 +72,18 @@ def _selected(sessions: list[Session], select: dict[str, Any] | None) -> list[Se
 def read_source(source: dict[str, Any], mirrors: Path) -> Iterator[Session]:
     mirror = Mirror(git_dir(mirrors, source["repo"]), source["commit"])
     outcomes = _outcomes(mirror, source.get("outcomes"))
-    ctx = Context(source["id"], source["family"], source.get("model"), outcomes, source.get("keep_observations"))
-    reader = READERS[source["format"]]
+    ctx = Context(
+        source["id"], source["family"], source.get("model"), outcomes, source.get("keep_observations"),
+        source.get("instance_dir"),
+    )  # fmt: skip
+    reader = FORMATS[source["format"]]
     names = [n for pattern in source["files"] for n in mirror.names(pattern)]
     names = [n for n in names if not any(fnmatch.fnmatch(n, x) for x in source.get("exclude", []))]
     sessions: list[Session] = []
     seen: set[str] = set()
     for name in names:
         stem = Path(name).name.split(".")[0]
+        ctx.path = name
         for session in reader(mirror.read(name), ctx, stem):
             while session.id in seen:  # the same instance recorded twice (another config)
                 session.id += "+"

@@ -26,13 +26,21 @@ class Context:
     """What a reader needs beyond the file: the source's name, family, model and outcomes."""
 
     def __init__(
-        self, source: str, family: str, model: str | None, outcomes: dict[str, str], keep: int | None = None
+        self,
+        source: str,
+        family: str,
+        model: str | None,
+        outcomes: dict[str, str],
+        keep: int | None = None,
+        instance_dir: int | None = None,
     ) -> None:
         self.source = source
         self.family = family
         self.model = model
         self.outcomes = outcomes
         self.keep_observations = keep
+        self.instance_dir = instance_dir  # which folder of a file's path names its task (else the file's name)
+        self.path = ""  # the file being read, set before each
 
 
 def _tools(messages: list[dict[str, Any]]) -> list[dict[str, Any]] | None:

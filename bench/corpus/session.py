@@ -5,6 +5,10 @@ A session is the conversation as the agent kept it: system and user turns, the a
 the i-th assistant turn, as the agent sent it; its response is that assistant turn, with the
 recorded usage and model when there are any (none is invented). The request's time is the
 recorded one when there is one, else the session's assumed pace.
+
+A session whose `api` is `messages` (a coding-agent CLI speaking Anthropic Messages) holds
+Anthropic messages (content blocks, `tool_use` / `tool_result`) and its `system` prompt apart;
+its requests go to `/v1/messages` and its responses are the recorded Anthropic messages.
 """
 
 from __future__ import annotations
@@ -14,6 +18,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 CHAT_PATH = "/v1/chat/completions"
+MESSAGES_PATH = "/anthropic/v1/messages"  # the explicit prefix names Anthropic without its header (none is recorded)
+MAX_TOKENS = 32_000  # Claude Code's default max_tokens for its main model calls
 START = 1_700_000_000.0  # the first request of a session without recorded times
 
 
@@ -26,6 +32,8 @@ class Turn:
     usage: dict[str, Any] | None = None
     response_model: str | None = None
     finish_reason: str | None = None
+    response_id: str | None = None  # the provider's id of the recorded answer (Anthropic `msg_...`)
+    start: int = 0  # the first message sent with it (a CLI that compacted its context sends only what follows)
 
 
 @dataclass(slots=True)
@@ -42,6 +50,8 @@ class Session:
     meta: dict[str, Any] = field(default_factory=dict)
     keep_observations: int | None = None  # SWE-agent 0.x's LastNObservations: older results elided when sent
     demo: set[int] = field(default_factory=set)  # indices of demonstration messages (never elided)
+    api: str = "chat"  # "chat" (OpenAI Chat Completions) or "messages" (Anthropic Messages)
+    system: str | list[dict[str, Any]] | None = None  # Anthropic's system prompt, when recorded
 
     @property
     def timed(self) -> bool:
@@ -83,22 +93,43 @@ def _sent(session: Session, end: int) -> list[dict[str, Any]]:
     ]
 
 
+def _anthropic(session: Session, turn: Turn) -> tuple[dict[str, Any], dict[str, Any]]:
+    """An Anthropic Messages request (the conversation before the turn) and its recorded answer."""
+    request: dict[str, Any] = {"model": session.model, "max_tokens": MAX_TOKENS}
+    if session.system:
+        request["system"] = session.system
+    request["messages"] = session.messages[turn.start : turn.index]
+    if session.tools:
+        request["tools"] = session.tools
+    content = session.messages[turn.index]["content"]
+    used = any(block.get("type") == "tool_use" for block in content if isinstance(block, dict))
+    response: dict[str, Any] = {
+        "id": turn.response_id or f"msg_{turn.index}",
+        "type": "message",
+        "role": "assistant",
+        "model": turn.response_model or session.model,
+        "content": content,
+        "stop_reason": turn.finish_reason or ("tool_use" if used else "end_turn"),
+        "stop_sequence": None,
+    }
+    if turn.usage is not None:
+        response["usage"] = turn.usage
+    return request, response
+
+
 def exchanges(session: Session, pace: float) -> Iterator[dict[str, Any]]:
     """The session's model calls as recorded exchanges, in order; `pace` seconds apart when the
     recording has no times."""
     for number, turn in enumerate(session.turns):
         at = turn.at if turn.at is not None else START + number * pace
-        request: dict[str, Any] = {"model": session.model, "messages": _sent(session, turn.index)}
-        if session.tools:
-            request["tools"] = session.tools
-        yield {
-            "run_id": session.id,
-            "at": at,
-            "path": CHAT_PATH,
-            "request": request,
-            "response": _response(session, turn, at),
-            "status": 200,
-        }
+        if session.api == "messages":
+            path, (request, response) = MESSAGES_PATH, _anthropic(session, turn)
+        else:
+            path, request = CHAT_PATH, {"model": session.model, "messages": _sent(session, turn.index)}
+            if session.tools:
+                request["tools"] = session.tools
+            response = _response(session, turn, at)
+        yield {"run_id": session.id, "at": at, "path": path, "request": request, "response": response, "status": 200}
 
 
 def assistant_turns(messages: list[dict[str, Any]]) -> list[Turn]:
