@@ -16,6 +16,7 @@ import orjson
 from bench.corpus import claude_code
 from bench.corpus.git import Mirror
 from bench.corpus.readers import READERS, Context, Reader
+from bench.corpus.redact import scrub
 from bench.corpus.session import Session, exchanges
 
 HERE = Path(__file__).parent
@@ -125,7 +126,7 @@ def build(sources: list[dict[str, Any]], mirrors: Path = MIRRORS, out: Path = OU
                 file = folder / (session.id.split("/", 1)[1].replace("/", "_") + ".jsonl")
                 with file.open("wb") as lines:
                     for exchange in exchanges(session, source["pace_seconds"]):
-                        lines.write(orjson.dumps(exchange) + b"\n")
+                        lines.write(scrub(orjson.dumps(exchange)) + b"\n")
                 index.write(orjson.dumps(_meta(session, source, file, out)) + b"\n")
                 count, calls = count + 1, calls + len(session.turns)
             built.append(Built(source["id"], count, calls))

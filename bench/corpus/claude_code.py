@@ -19,7 +19,7 @@ with the answer's `message.id`), and bookkeeping (`queue-operation`, `summary`, 
 - answers Claude Code made up itself (model `<synthetic>`, API error notes) are no model call.
 
 The system prompt and tool schemas are not in the transcript: `tools` lists the tools the session
-calls by name, with an open schema. Every string passes through `redact` (no secret is copied).
+calls by name, with an open schema. (The build scrubs secrets from every line it writes: `redact`.)
 """
 
 from __future__ import annotations
@@ -32,7 +32,6 @@ from typing import Any
 import orjson
 
 from bench.corpus.readers import Context
-from bench.corpus.redact import redact
 from bench.corpus.session import Session, Turn
 
 
@@ -109,7 +108,7 @@ def read(raw: bytes, ctx: Context, name: str) -> Iterator[Session]:
     entries = _entries(raw)
     talk = _Conversation()
     for entry in entries:
-        kind, message = entry.get("type"), redact(entry.get("message") or {})
+        kind, message = entry.get("type"), entry.get("message") or {}
         if kind == "system" and entry.get("subtype") == "compact_boundary":
             talk.compacted()
         elif kind == "user" and "content" in message:

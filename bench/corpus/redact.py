@@ -1,12 +1,11 @@
-"""Secrets never leave a recording: whatever looks like a credential in a recorded string (provider
-API keys, GitHub and Slack tokens, AWS key ids, bearer tokens, private key blocks) is replaced by
-`[redacted]` before the converter writes it. Coding-agent CLI sessions run real shells, so an
-`env` or a config file read can put a key into a tool result."""
+"""Secrets never leave a recording: whatever looks like a credential (provider API keys, GitHub and
+Slack tokens, AWS key ids, bearer tokens, private key blocks) is replaced by `[redacted]` in every
+line the converter writes, whatever the source. Agents run real shells, so an `env` or a config file
+read can put a key into a tool result."""
 
 from __future__ import annotations
 
 import re
-from typing import Any
 
 REDACTED = "[redacted]"
 
@@ -22,12 +21,11 @@ SECRET = re.compile(
 )
 
 
-def redact(value: Any) -> Any:
-    """`value` with every string in it (keys of objects too) cleared of what looks like a secret."""
-    if isinstance(value, str):
-        return SECRET.sub(REDACTED, value)
-    if isinstance(value, list):
-        return [redact(item) for item in value]
-    if isinstance(value, dict):
-        return {redact(key): redact(item) for key, item in value.items()}
-    return value
+SECRET_BYTES = re.compile(SECRET.pattern.encode())
+
+
+def scrub(line: bytes) -> bytes:
+    """A serialized JSON line cleared of what looks like a secret. Safe on JSON text: a match holds no
+    quote or backslash of its own, and `[redacted]` needs no escaping (a private key's escaped
+    newlines are matched as text)."""
+    return SECRET_BYTES.sub(REDACTED.encode(), line)

@@ -1,7 +1,7 @@
 """Claude Code transcripts become the Anthropic Messages calls the CLI made: one call per answer (its
 streamed lines merged), the conversation before it as the request (from the last compaction on), the
-recorded answer with its usage (cache reads included) as the response, the recorded times; no secret
-is copied; the proxy reads every exchange."""
+recorded answer with its usage (cache reads included) as the response, the recorded times; the proxy
+reads every exchange."""
 
 from __future__ import annotations
 
@@ -15,8 +15,6 @@ from bench.corpus.session import Session, exchanges
 from runguard.config.settings import Settings
 from runguard.detectors.registry import default_detectors
 from runguard.proxy.guard.replay import Exchange, replay
-
-KEY = "sk-ant-api03-" + "Zx9" * 12
 
 
 def _line(kind: str, second: int, message: dict[str, Any] | None = None, **more: Any) -> bytes:
@@ -48,7 +46,7 @@ def _transcript() -> bytes:
         _line("assistant", 4, _answer("msg_1", _use("t1", "pytest -q"), 15_000, 40)),
         _line("assistant", 4, _answer("msg_1", _use("t2", "env"), 15_000, 61)),
         _line("user", 6, _result("t1", "1 failed")),
-        _line("user", 6, _result("t2", f"ANTHROPIC_API_KEY={KEY}")),
+        _line("user", 6, _result("t2", "PATH=/usr/bin")),
         b"not json",
         _line("assistant", 7, _answer("msg_side", {"type": "text", "text": "subagent"}, 0, 1), isSidechain=True),
         _line("assistant", 9, _answer("msg_2", _use("t3", "sed -i s/a/b/ f.py"), 16_000, 30)),
@@ -85,11 +83,6 @@ def test_each_answer_is_one_call_whose_request_is_the_conversation_before_it() -
     assert third["response"]["stop_reason"] == "end_turn"
     assert [e["at"] for e in (first, second, third)] == [1763592841.0, 1763592846.0, 1763592854.0]
     assert first["request"]["tools"] == [{"name": "Bash", "input_schema": {"type": "object"}}]
-
-
-def test_no_secret_in_a_transcript_is_copied() -> None:
-    written = b"".join(orjson.dumps(e) for e in exchanges(_session(), pace=10))
-    assert KEY.encode() not in written and b"ANTHROPIC_API_KEY=[redacted]" in written
 
 
 def test_a_subagent_transcript_is_its_own_session_and_a_warmup_is_none() -> None:

@@ -1,6 +1,7 @@
 """The corpus converter: recordings read out of a fetched git directory become the exchanges `replay`
 reads, each request the conversation as the agent sent it, each answer the recorded turn with its time
-and usage; SWE-agent's elided observations and its own exit note are as the agent sent them; metadata
+and usage; SWE-agent's elided observations and its own exit note are as the agent sent them; Claude
+Code transcripts become Anthropic Messages exchanges; no secret in a recording is written; metadata
 says where each session came from."""
 
 from __future__ import annotations
@@ -49,8 +50,40 @@ def _swe_agent() -> dict[str, Any]:
     return {"history": history, "info": {"exit_status": "exit_cost"}, "trajectory": []}
 
 
+KEY = "sk-ant-api03-" + "Zx9" * 12
+
+
+def _claude_code() -> bytes:
+    usage = {"input_tokens": 4, "cache_read_input_tokens": 21_000, "output_tokens": 30}
+    use = {"type": "tool_use", "id": "t1", "name": "Bash", "input": {"command": "env"}}
+    lines = [
+        {"type": "user", "timestamp": "2025-11-19T22:54:00Z", "message": {"role": "user", "content": "Fix it."}},
+        {
+            "type": "assistant",
+            "timestamp": "2025-11-19T22:54:03Z",
+            "message": {"id": "m1", "content": [use], "usage": usage},
+        },
+        {
+            "type": "user",
+            "timestamp": "2025-11-19T22:54:04Z",
+            "message": {
+                "role": "user",
+                "content": [{"type": "tool_result", "tool_use_id": "t1", "content": f"KEY={KEY}"}],
+            },
+        },
+        {
+            "type": "assistant",
+            "timestamp": "2025-11-19T22:54:09Z",
+            "message": {"id": "m2", "content": [], "usage": usage},
+        },
+    ]
+    return b"\n".join(orjson.dumps(line) for line in lines)
+
+
 def _mirror(tmp_path: Path) -> tuple[Path, str]:
     work = tmp_path / "work"
+    (work / "runs" / "task-9" / "agent" / "projects" / "-app").mkdir(parents=True)
+    (work / "runs" / "task-9" / "agent" / "projects" / "-app" / "abcd1234-0000.jsonl").write_bytes(_claude_code())
     (work / "trajs").mkdir(parents=True)
     (work / "trajs" / "org__repo-1.traj.json").write_bytes(orjson.dumps(_mini()))
     (work / "java" / "trajs").mkdir(parents=True)
@@ -85,10 +118,18 @@ async def test_recordings_become_the_exchanges_replay_reads(tmp_path: Path) -> N
             keep_observations=5,
         ),
         _source(commit, id="absent", family="x", format="tau-bench", files=["*"], repo="org/not-fetched"),
+        _source(
+            commit,
+            id="cli",
+            family="claude-code",
+            format="claude-code",
+            files=["runs/*/agent/projects/*/*.jsonl"],
+            instance_dir=1,
+        ),
     ]
     out = tmp_path / "build"
     built = build(sources, mirrors, out)
-    assert [(b.source, b.sessions, b.calls) for b in built] == [("mini", 1, 3), ("java", 1, 8)]
+    assert [(b.source, b.sessions, b.calls) for b in built] == [("mini", 1, 3), ("java", 1, 8), ("cli", 1, 2)]
 
     mini = read_file(out / "mini" / "org__repo-1.jsonl")
     assert [e.at for e in mini] == [T0, T0 + 7, T0 + 14] and {e.run_id for e in mini} == {"mini/org__repo-1"}
@@ -112,9 +153,15 @@ async def test_recordings_become_the_exchanges_replay_reads(tmp_path: Path) -> N
     assert [(s["run_id"], s["calls"], s["outcome"], s["times"]) for s in index] == [
         ("mini/org__repo-1", 3, None, "recorded"),
         ("java/org__lib-7", 8, "resolved", "assumed, 10 s apart"),
+        ("cli/task-9__abcd1234", 2, None, "recorded"),
     ]
-    report = await replay([*mini, *java], Settings(), default_detectors())
+    written = (out / "cli" / "task-9__abcd1234.jsonl").read_bytes()
+    assert KEY.encode() not in written and b"KEY=[redacted]" in written  # no secret is copied
+    cli = read_file(out / "cli" / "task-9__abcd1234.jsonl")
+    assert [e.path for e in cli] == ["/anthropic/v1/messages"] * 2
+    report = await replay([*mini, *java, *cli], Settings(), default_detectors())
     assert report.skipped == 0 and {r.run_id: r.requests for r in report.runs.values()} == {
         "mini/org__repo-1": 3,
         "java/org__lib-7": 8,
+        "cli/task-9__abcd1234": 2,
     }
