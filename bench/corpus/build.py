@@ -13,7 +13,7 @@ from typing import Any
 
 import orjson
 
-from bench.corpus import claude_code
+from bench.corpus import claude_code, codex
 from bench.corpus.git import Mirror
 from bench.corpus.readers import READERS, Context, Reader
 from bench.corpus.redact import scrub
@@ -23,7 +23,7 @@ HERE = Path(__file__).parent
 MANIFEST = HERE / "sources.json"
 MIRRORS = Path("/work/.mirror")
 OUT = HERE / "build"
-FORMATS: dict[str, Reader] = {**READERS, "claude-code": claude_code.read}
+FORMATS: dict[str, Reader] = {**READERS, "claude-code": claude_code.read, "codex": codex.read}
 
 
 @dataclass(frozen=True, slots=True)

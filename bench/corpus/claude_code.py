@@ -25,14 +25,13 @@ calls by name, with an open schema. (The build scrubs secrets from every line it
 from __future__ import annotations
 
 from collections.abc import Iterator
-from datetime import datetime
 from pathlib import PurePosixPath
 from typing import Any
 
 import orjson
 
 from bench.corpus.readers import Context
-from bench.corpus.session import Session, Turn
+from bench.corpus.session import Session, Turn, iso_epoch
 
 
 def _entries(raw: bytes) -> list[dict[str, Any]]:
@@ -48,16 +47,6 @@ def _entries(raw: bytes) -> list[dict[str, Any]]:
     sidechain = [e for e in entries if e.get("type") in {"user", "assistant"} and e.get("isSidechain")]
     main = [e for e in entries if not e.get("isSidechain")]
     return main if any(e.get("type") in {"user", "assistant"} for e in main) else sidechain
-
-
-def _epoch(entry: dict[str, Any]) -> float | None:
-    stamp = entry.get("timestamp")
-    if not isinstance(stamp, str):
-        return None
-    try:
-        return datetime.fromisoformat(stamp.replace("Z", "+00:00")).timestamp()
-    except ValueError:
-        return None
 
 
 def _blocks(content: Any) -> list[dict[str, Any]]:
@@ -114,8 +103,8 @@ def read(raw: bytes, ctx: Context, name: str) -> Iterator[Session]:
         elif kind == "user" and "content" in message:
             talk.user(message["content"])
         elif kind == "assistant" and not _made_up(message, entry):
-            talk.assistant(message, _epoch(entry))
-        talk.last_at = _epoch(entry) or talk.last_at
+            talk.assistant(message, iso_epoch(entry.get("timestamp")))
+        talk.last_at = iso_epoch(entry.get("timestamp")) or talk.last_at
     talk.turns = [turn for turn in talk.turns if turn.index > turn.start]  # a "Warmup" prompt is not recorded
     if not talk.turns:
         return

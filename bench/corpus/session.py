@@ -8,16 +8,20 @@ recorded one when there is one, else the session's assumed pace.
 
 A session whose `api` is `messages` (a coding-agent CLI speaking Anthropic Messages) holds
 Anthropic messages (content blocks, `tool_use` / `tool_result`) and its `system` prompt apart;
-its requests go to `/v1/messages` and its responses are the recorded Anthropic messages.
+its requests go to `/v1/messages` and its responses are the recorded Anthropic messages. One whose
+`api` is `responses` (Codex CLI) holds Responses API items; a call's output is several items
+(`index` to `stop`), its request the items before them with the `system` text as `instructions`.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterator
 from dataclasses import dataclass, field
+from datetime import datetime
 from typing import Any
 
 CHAT_PATH = "/v1/chat/completions"
+RESPONSES_PATH = "/v1/responses"
 MESSAGES_PATH = "/anthropic/v1/messages"  # the explicit prefix names Anthropic without its header (none is recorded)
 MAX_TOKENS = 32_000  # Claude Code's default max_tokens for its main model calls
 START = 1_700_000_000.0  # the first request of a session without recorded times
@@ -34,6 +38,7 @@ class Turn:
     finish_reason: str | None = None
     response_id: str | None = None  # the provider's id of the recorded answer (Anthropic `msg_...`)
     start: int = 0  # the first message sent with it (a CLI that compacted its context sends only what follows)
+    stop: int | None = None  # Responses: the index after the call's last output item
 
 
 @dataclass(slots=True)
@@ -50,8 +55,8 @@ class Session:
     meta: dict[str, Any] = field(default_factory=dict)
     keep_observations: int | None = None  # SWE-agent 0.x's LastNObservations: older results elided when sent
     demo: set[int] = field(default_factory=set)  # indices of demonstration messages (never elided)
-    api: str = "chat"  # "chat" (OpenAI Chat Completions) or "messages" (Anthropic Messages)
-    system: str | list[dict[str, Any]] | None = None  # Anthropic's system prompt, when recorded
+    api: str = "chat"  # "chat" (OpenAI Chat Completions), "messages" (Anthropic Messages) or "responses"
+    system: str | list[dict[str, Any]] | None = None  # the system prompt or instructions, when recorded
 
     @property
     def timed(self) -> bool:
@@ -117,6 +122,38 @@ def _anthropic(session: Session, turn: Turn) -> tuple[dict[str, Any], dict[str, 
     return request, response
 
 
+def _responses(session: Session, turn: Turn, at: float) -> tuple[dict[str, Any], dict[str, Any]]:
+    """A Responses API request (the items before the call, as Codex sends them: `store` off) and its
+    recorded output."""
+    request: dict[str, Any] = {"model": session.model}
+    if session.system:
+        request["instructions"] = session.system
+    request |= {"input": session.messages[turn.start : turn.index], "store": False}
+    if session.tools:
+        request["tools"] = session.tools
+    response: dict[str, Any] = {
+        "id": f"resp_{turn.index}",
+        "object": "response",
+        "created_at": int(at),
+        "status": "completed",
+        "model": turn.response_model or session.model,
+        "output": session.messages[turn.index : turn.stop],
+    }
+    if turn.usage is not None:
+        response["usage"] = turn.usage
+    return request, response
+
+
+def iso_epoch(stamp: object) -> float | None:
+    """Epoch seconds of an ISO 8601 time as CLIs record them (`2025-11-19T22:54:26.919Z`), else None."""
+    if not isinstance(stamp, str):
+        return None
+    try:
+        return datetime.fromisoformat(stamp.replace("Z", "+00:00")).timestamp()
+    except ValueError:
+        return None
+
+
 def exchanges(session: Session, pace: float) -> Iterator[dict[str, Any]]:
     """The session's model calls as recorded exchanges, in order; `pace` seconds apart when the
     recording has no times."""
@@ -124,6 +161,8 @@ def exchanges(session: Session, pace: float) -> Iterator[dict[str, Any]]:
         at = turn.at if turn.at is not None else START + number * pace
         if session.api == "messages":
             path, (request, response) = MESSAGES_PATH, _anthropic(session, turn)
+        elif session.api == "responses":
+            path, (request, response) = RESPONSES_PATH, _responses(session, turn, at)
         else:
             path, request = CHAT_PATH, {"model": session.model, "messages": _sent(session, turn.index)}
             if session.tools:
