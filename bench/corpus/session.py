@@ -22,7 +22,7 @@ from typing import Any
 
 CHAT_PATH = "/v1/chat/completions"
 RESPONSES_PATH = "/v1/responses"
-MESSAGES_PATH = "/anthropic/v1/messages"  # the explicit prefix names Anthropic without its header (none is recorded)
+MESSAGES_PATH = "/v1/messages"  # as Claude Code sends it (replay reads it as Anthropic, as the live proxy does)
 MAX_TOKENS = 32_000  # Claude Code's default max_tokens for its main model calls
 START = 1_700_000_000.0  # the first request of a session without recorded times
 
