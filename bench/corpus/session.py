@@ -22,7 +22,7 @@ from typing import Any
 
 CHAT_PATH = "/v1/chat/completions"
 RESPONSES_PATH = "/v1/responses"
-MESSAGES_PATH = "/v1/messages"  # as Claude Code sends it (replay reads it as Anthropic, as the live proxy does)
+MESSAGES_PATH = "/anthropic/v1/messages"  # the explicit prefix names Anthropic to any replay, old ones too
 MAX_TOKENS = 32_000  # Claude Code's default max_tokens for its main model calls
 START = 1_700_000_000.0  # the first request of a session without recorded times
 

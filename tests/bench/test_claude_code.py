@@ -71,7 +71,7 @@ def test_each_answer_is_one_call_whose_request_is_the_conversation_before_it() -
     assert session.id == "cc/task-1__5f1c2d3e" and session.outcome == "resolved"
     assert session.model == "claude-sonnet-4-5-20250929" and len(session.turns) == 3
     [first, second, third] = list(exchanges(session, pace=10))
-    assert first["path"] == "/v1/messages" and first["run_id"] == "cc/task-1__5f1c2d3e"
+    assert first["path"] == "/anthropic/v1/messages" and first["run_id"] == "cc/task-1__5f1c2d3e"
     assert first["request"]["messages"] == [{"role": "user", "content": "Fix the failing test."}]
     assert [b["type"] for b in first["response"]["content"]] == ["text", "tool_use", "tool_use"]
     assert first["response"]["stop_reason"] == "tool_use" and first["response"]["id"] == "msg_1"

@@ -158,7 +158,7 @@ async def test_recordings_become_the_exchanges_replay_reads(tmp_path: Path) -> N
     written = (out / "cli" / "task-9__abcd1234.jsonl").read_bytes()
     assert KEY.encode() not in written and b"KEY=[redacted]" in written  # no secret is copied
     cli = read_file(out / "cli" / "task-9__abcd1234.jsonl")
-    assert [e.path for e in cli] == ["/v1/messages"] * 2
+    assert [e.path for e in cli] == ["/anthropic/v1/messages"] * 2
     report = await replay([*mini, *java, *cli], Settings(), default_detectors())
     assert report.skipped == 0 and {r.run_id: r.requests for r in report.runs.values()} == {
         "mini/org__repo-1": 3,
