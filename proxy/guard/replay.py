@@ -40,8 +40,8 @@ from runguard.proxy.guard.observer import NullObserver
 from runguard.proxy.guard.policy import Policy
 from runguard.proxy.guard.pricing import ModelTables
 from runguard.proxy.providers.base import Adapter, RequestContext
-from runguard.proxy.providers.registry import adapter_for
-from runguard.proxy.providers.routes import resolve
+from runguard.proxy.providers.registry import REGISTRY, adapter_for
+from runguard.proxy.providers.routes import Route, resolve
 from runguard.proxy.state.base import ScopeTtls
 from runguard.proxy.state.memory import MemoryState
 from runguard.proxy.store.records import Record, TripRecord
@@ -169,6 +169,17 @@ async def from_rows(rows: AsyncIterable[dict[str, Any]]) -> AsyncIterator[Exchan
         )
 
 
+def _route(path: str) -> Route | None:
+    """The route of a recorded path. A record keeps no headers, so a path that header-less routing only
+    forwards (Anthropic's `/v1/messages`, routed live by its `anthropic-version` header) is read by the
+    door such a header opens."""
+    route = resolve(path)
+    if route is not None and adapter_for(route.api) is not None:
+        return route
+    marked = resolve(path, facts=REGISTRY.header_facts(dict.fromkeys(REGISTRY.fact_headers, "")))
+    return marked if marked is not None and adapter_for(marked.api) is not None else route
+
+
 def _response(adapter: Adapter, exchange: Exchange, stream: bool) -> ResponseInfo:
     if stream or exchange.response.lstrip().startswith((b"data:", b"event:")):
         parser = adapter.stream_parser()
@@ -199,7 +210,7 @@ class Replayer:
         run.reason = reason
 
     async def feed(self, exchange: Exchange) -> None:
-        route = resolve(exchange.path)
+        route = _route(exchange.path)
         adapter = adapter_for(route.api) if route is not None else None
         if route is None or adapter is None:
             self.report.skipped += 1

@@ -75,6 +75,20 @@ async def test_exchanges_no_adapter_reads_are_skipped_not_counted() -> None:
     assert (report.skipped, report.runs) == (2, {})
 
 
+async def test_anthropic_traffic_recorded_on_the_proxy_root_is_read_as_anthropic() -> None:
+    """A Claude Code or anthropic-SDK client pointed at the proxy root sends `/v1/messages`, routed live by its
+    `anthropic-version` header; the record keeps no headers, and its exchanges are read all the same."""
+    ask = {"role": "user", "content": "Fix the test."}
+    use = {"type": "tool_use", "id": "t1", "name": "Bash", "input": {"command": "pytest -q"}}
+    usage = {"input_tokens": 3, "cache_read_input_tokens": 20_000, "output_tokens": 9}
+    answer = {"id": "msg_1", "type": "message", "role": "assistant", "model": "claude-sonnet-4-5-20250929"}
+    answer |= {"content": [use], "stop_reason": "tool_use", "usage": usage}
+    request = {"model": "claude-sonnet-4-5-20250929", "max_tokens": 1024, "messages": [ask]}
+    body, said = orjson.dumps(request), orjson.dumps(answer)
+    report = await _replay([Exchange("cc", T0, "/v1/messages", body, said), *_healthy("fine")])
+    assert report.skipped == 0 and report.runs["cc"].requests == 1 and report.runs["cc"].usd > 0
+
+
 async def test_answered_locally_and_failed_exchanges_are_fed_as_they_were() -> None:
     (asked,) = _healthy("run")
     stopped_live = Exchange("run", T0 + 1, CHAT, asked.request, b"", status=None, answered_locally=True)

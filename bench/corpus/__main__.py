@@ -1,0 +1,26 @@
+"""`python -m bench.corpus build [--mirrors DIR] [--out DIR] [--only SOURCE ...]` (see README.md)."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from bench.corpus.build import MIRRORS, OUT, build, load_manifest
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(prog="python -m bench.corpus", description=__doc__)
+    commands = parser.add_subparsers(dest="command", required=True)
+    build_cmd = commands.add_parser("build", help="convert the fetched recordings into replayable sessions")
+    build_cmd.add_argument("--mirrors", type=Path, default=MIRRORS, help="where the repositories were fetched")
+    build_cmd.add_argument("--out", type=Path, default=OUT, help="where the sessions are written")
+    build_cmd.add_argument("--only", nargs="*", help="only these source ids")
+    args = parser.parse_args()
+    sources = [s for s in load_manifest() if not args.only or s["id"] in args.only]
+    built = build(sources, args.mirrors, args.out)
+    sessions, calls = sum(b.sessions for b in built), sum(b.calls for b in built)
+    print(f"{sessions} sessions, {calls} calls in {args.out}")
+
+
+if __name__ == "__main__":
+    main()
