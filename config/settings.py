@@ -13,6 +13,8 @@ from urllib.parse import urlsplit
 
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, field_validator, model_validator
 
+from runguard.config.compatible import CompatibleUpstream, check_names
+
 
 class _Section(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
@@ -112,6 +114,11 @@ class UpstreamSettings(_Section):
         ),
     )
 
+    compatible: dict[str, CompatibleUpstream] = Field(
+        default_factory=dict,
+        description="OpenAI-compatible services by name (`upstreams.compatible.<name>: {url, prices}`), each "
+        "reached at base URL http://HOST:PORT/<name>/v1 and guarded like OpenAI (see docs/clients.md).",
+    )
     others: dict[str, str] = Field(
         default_factory=dict,
         description="Base URLs of the upstreams of provider APIs added as plug-ins, by their setting's name "
@@ -128,6 +135,16 @@ class UpstreamSettings(_Section):
     @classmethod
     def _base_urls(cls, urls: dict[str, str]) -> dict[str, str]:
         return {name: _http_url(url) for name, url in urls.items()}
+
+    @field_validator("compatible")
+    @classmethod
+    def _compatible(cls, upstreams: dict[str, CompatibleUpstream]) -> dict[str, CompatibleUpstream]:
+        for name, upstream in check_names(upstreams).items():
+            try:
+                _http_url(upstream.url)
+            except ValueError as exc:
+                raise ValueError(f"upstreams.compatible.{name}.url: {exc}") from exc
+        return upstreams
 
     def base_url(self, name: str, default: str) -> str:
         """The base URL of the upstream whose setting is `name`: a field of its own (`openai`, `gemini`),

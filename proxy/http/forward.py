@@ -10,6 +10,7 @@ told to the passage as it becomes known; the passage runs the end.
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Awaitable, Callable
 
 import aiohttp
 from aiohttp import web
@@ -63,10 +64,16 @@ def _extra_headers(ticket: Ticket) -> CIMultiDict[str]:
 
 
 async def forward(
-    request: web.Request, ctx: ProxyContext, route: Route, passage: Passage, sending: Outgoing
+    request: web.Request,
+    ctx: ProxyContext,
+    route: Route,
+    passage: Passage,
+    sending: Outgoing,
+    answered: Callable[[int], Awaitable[None]] | None = None,
 ) -> web.StreamResponse:
     """Send the admitted request upstream and relay its answer (a client that leaves meanwhile abandons
-    the upstream call with it: the passage records it as `client_disconnected`)."""
+    the upstream call with it: the passage records it as `client_disconnected`). `answered` is told the
+    upstream's status before the client sees a byte of the answer (an account's proof: `accounts`)."""
     keep = ctx.settings.store.record_bodies
 
     def failed(exc: UpstreamError) -> web.Response:
@@ -87,6 +94,8 @@ async def forward(
         return failed(exc)
     async with upstream:
         overhead.answered(request)
+        if answered is not None:
+            await answered(upstream.status)
         if is_stream(upstream, route.stream):
             return await _forward_stream(request, ctx, passage, upstream, sending.body if keep else None, sending)
         overhead.sending(request)

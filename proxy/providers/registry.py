@@ -15,7 +15,7 @@ from collections.abc import Iterable, Mapping
 
 from runguard.config.settings import GuardSettings
 from runguard.proxy.core.events import Api, Provider
-from runguard.proxy.providers import anthropic, gemini, openai_chat, openai_responses
+from runguard.proxy.providers import anthropic, gemini, openai_chat, openai_responses, vertex, vertex_claude
 from runguard.proxy.providers.base import Adapter
 from runguard.proxy.providers.spec import Door, PathRule, ProviderApi, ProviderSpec
 
@@ -28,6 +28,8 @@ APIS: tuple[ProviderApi, ...] = (
     openai_responses.SPEC,
     gemini.SPEC,
     anthropic.SPEC,
+    vertex.SPEC,
+    vertex_claude.SPEC,
 )
 
 

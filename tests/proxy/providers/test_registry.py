@@ -17,8 +17,15 @@ from runguard.proxy.providers.spec import Door, ProviderSpec, Tier, UpstreamSett
 
 
 def test_the_built_in_apis_in_their_order_and_their_providers_once_each() -> None:
-    assert [spec.name for spec in registry.APIS] == ["chat", "responses", "gemini", "messages"]
-    assert [spec.name for spec in registry.REGISTRY.providers] == ["openai", "gemini", "anthropic"]
+    assert [spec.name for spec in registry.APIS] == [
+        "chat",
+        "responses",
+        "gemini",
+        "messages",
+        "vertex_gemini",
+        "vertex_claude",
+    ]
+    assert [spec.name for spec in registry.REGISTRY.providers] == ["openai", "gemini", "anthropic", "vertex"]
     assert registry.api_named("responses") is openai_responses.SPEC
     assert registry.provider_named(Provider.GEMINI) is gemini.SPEC.provider
     assert registry.api_named(Api.OTHER) is None and registry.api_named(Api.REALTIME) is None

@@ -4,6 +4,7 @@ import pytest
 
 from runguard.config.loader import ConfigError
 from runguard.config.settings import UpstreamSettings
+from runguard.proxy.core.events import Provider
 from runguard.proxy.relay.upstream import Upstream, Upstreams
 
 
@@ -46,3 +47,13 @@ async def test_one_upstream_per_provider_spec_at_its_setting_s_url() -> None:
 def test_an_upstream_setting_no_provider_has_is_refused_at_start() -> None:
     with pytest.raises(ConfigError, match=r"upstreams\.others\.openia: no provider's upstream is named 'openia'"):
         Upstreams(UpstreamSettings(others={"openia": "http://typo.example"}))
+
+
+async def test_vertex_requests_go_to_the_region_their_path_names_unless_one_host_is_configured() -> None:
+    path = "/v1beta1/projects/p/locations/europe-west4/publishers/google/models/g:generateContent"
+    upstreams = Upstreams(UpstreamSettings())
+    assert str(upstreams[Provider("vertex")].url(path)) == "https://europe-west4-aiplatform.googleapis.com" + path
+    fake = Upstreams(UpstreamSettings(others={"vertex": "http://127.0.0.1:9"}))  # RUNGUARD_VERTEX_UPSTREAM
+    assert str(fake[Provider("vertex")].url(path)) == "http://127.0.0.1:9" + path
+    await upstreams.close()
+    await fake.close()
