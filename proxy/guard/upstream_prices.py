@@ -14,7 +14,7 @@ Requests to the built-in providers are priced by the shipped tables (`pricing.Mo
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping, Sequence
 
 from runguard.config.compatible import CompatibleUpstream, ModelPrice
 from runguard.proxy.core.events import Usage
@@ -66,3 +66,16 @@ class UpstreamPrices:
         if price is None:
             return None
         return price.cost(usage) if usage is not None else 0.0
+
+
+def spend(usd: float, unpriced: bool) -> str:
+    """A spend as the views write it: `$0.0123`, `$0.0123 + unpriced` when some requests have no price, and
+    `unpriced` (never `$0.0000`) when none of them has one."""
+    if not unpriced:
+        return f"${usd:,.4f}"
+    return f"${usd:,.4f} + unpriced" if usd > 0 else "unpriced"
+
+
+def any_unpriced(prices: UpstreamPrices, served: Iterable[Sequence[str]]) -> bool:
+    """Whether any (provider, model) a run's requests went to has no price (`UpstreamPrices.priced`)."""
+    return any(not prices.priced(provider, model) for provider, model in served)

@@ -21,6 +21,8 @@ from google.genai import errors as genai_errors
 from google.genai import types
 from google.oauth2.credentials import Credentials
 
+from runguard.proxy.runs.accounts import ACCOUNT_PREFIX
+from runguard.proxy.runs.keys import KeyHasher
 from runguard.proxy.store.records import RequestRecord
 from tests.e2e import payloads
 from tests.e2e.agents import gemini_agent, gemini_script, soft_error_tool
@@ -86,14 +88,20 @@ async def test_vertex_streams_pass_byte_identical(make_vertex: VertexFactory, ss
         stream = await client.aio.models.generate_content_stream(model=GEMINI_MODEL, contents="hello")
         chunks = [chunk.text async for chunk in stream]
         assert "".join(t or "" for t in chunks) == "Vertex streams"
-        assert vertex.fake.received[0].query == "alt=sse"
+        sent = vertex.fake.received[0]
+        assert sent.query == "alt=sse"
+        async with httpx.AsyncClient() as raw:  # the same request, its bytes both ways
+            headers = {"Authorization": f"Bearer {TOKEN}", "Content-Type": "application/json"}
+            answer = await raw.post(vertex.url + sent.path + "?alt=sse", content=sent.body, headers=headers)
+        assert answer.content == b"".join(payloads.gemini_stream("Vertex streams"))
+        assert vertex.fake.received[1].body == sent.body
     else:
         async with httpx.AsyncClient() as raw:
             body = orjson.dumps({"contents": [{"role": "user", "parts": [{"text": "hello"}]}]})
             headers = {"Authorization": f"Bearer {TOKEN}", "Content-Type": "application/json"}
             answer = await raw.post(vertex.url + SCOPED + ":streamGenerateContent", content=body, headers=headers)
         assert answer.content == b"[" + orjson.dumps(ANSWER) + b"]"
-    (record,) = _records(vertex.sink)
+    record = _records(vertex.sink)[0]
     assert record.streamed and record.provider == "vertex" and record.output_tokens > 0
 
 
@@ -209,3 +217,18 @@ async def test_a_location_that_is_no_region_goes_nowhere(make_vertex: VertexFact
     with pytest.raises(genai_errors.ClientError) as caught:
         await client.aio.models.generate_content(model=GEMINI_MODEL, contents="hello")
     assert caught.value.code == 404 and vertex.fake.received == []
+
+
+async def test_an_allowlist_names_the_project_not_its_tokens(make_vertex: VertexFactory) -> None:
+    """Tokens rotate, so `runs.key_allowlist` names a project by the hash of `account:<project>`: every token of
+    that project passes (Vertex AI still judges the token), and a key the list does not name is refused."""
+    project_hash = KeyHasher(b"test-salt").hash(ACCOUNT_PREFIX + PROJECT)
+    vertex = await make_vertex(runs={"key_allowlist": [project_hash]})
+    vertex.script(_answer)
+    for token in (TOKEN, TOKEN_2):
+        client = gemini_client(vertex.url, token=token)
+        assert (await client.aio.models.generate_content(model=GEMINI_MODEL, contents="hi")).text == "Vertex says hi"
+    express = express_client(vertex.url)  # an API key the list does not name
+    with pytest.raises(genai_errors.ClientError) as caught:
+        await express.aio.models.generate_content(model=GEMINI_MODEL, contents="hi")
+    assert caught.value.code == 403 and len(vertex.fake.received) == 2

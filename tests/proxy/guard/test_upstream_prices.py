@@ -4,7 +4,7 @@ import pytest
 
 from runguard.config.compatible import CompatibleUpstream, ModelPrice
 from runguard.proxy.core.events import Usage
-from runguard.proxy.guard.upstream_prices import UpstreamPrices
+from runguard.proxy.guard.upstream_prices import UpstreamPrices, any_unpriced, spend
 
 PRICES = UpstreamPrices(
     {
@@ -40,3 +40,10 @@ def test_any_other_model_is_unpriced_never_another_table_s_row(upstream: str, mo
 def test_upstreams_it_does_not_cover_are_priced_elsewhere() -> None:
     assert PRICES.covers("groq") and PRICES.covers("vllm") and not PRICES.covers("openai")
     assert PRICES.priced("openai", "anything")
+
+
+def test_a_spend_with_unpriced_requests_is_never_written_as_zero() -> None:
+    assert spend(0.0123, False) == "$0.0123" and spend(0.0, False) == "$0.0000"
+    assert spend(0.0123, True) == "$0.0123 + unpriced" and spend(0.0, True) == "unpriced"
+    assert any_unpriced(PRICES, [("openai", "gpt-4o"), ("vllm", "qwen")])
+    assert not any_unpriced(PRICES, [("openai", "gpt-4o"), ("groq", "llama-3.1-8b-instant")])
