@@ -1,7 +1,8 @@
 """Vertex AI's paths: which model, project and region a request names, and the host that serves it.
 
-Vertex AI serves each region at its own host (`{location}-aiplatform.googleapis.com`), the global endpoint
-and express mode (an API key, no project) at `aiplatform.googleapis.com`. The path says which: the proxy
+Vertex AI serves each region at its own host (`{location}-aiplatform.googleapis.com`), the multi-regions
+`us` and `eu` at `aiplatform.{location}.rep.googleapis.com`, the global endpoint and express mode (an API
+key, no project) at `aiplatform.googleapis.com`. The path says which: the proxy
 sends a request to the host its path implies, unless a base URL is configured (`RUNGUARD_VERTEX_UPSTREAM`).
 
 Project and location are read with strict patterns (lower-case letters, digits, `-`), so nothing a client
@@ -13,6 +14,7 @@ from __future__ import annotations
 import re
 
 DEFAULT_BASE = "https://aiplatform.googleapis.com"
+_MULTI_REGIONS = frozenset({"us", "eu"})  # served at `aiplatform.{location}.rep.googleapis.com`
 _PROJECT = r"(?P<project>[a-z0-9][a-z0-9-]{0,62})"
 _LOCATION = r"(?P<location>[a-z][a-z0-9-]{0,62})"
 _VERSION = r"/v1(?:beta1)?"
@@ -50,4 +52,6 @@ def upstream_url(base_url: str, target: str) -> str:
     found = _SCOPED.match(target)
     if found is None or found["location"] == "global":
         return DEFAULT_BASE + target
+    if found["location"] in _MULTI_REGIONS:  # a multi-region's own endpoint, as google-genai names it
+        return f"https://aiplatform.{found['location']}.rep.googleapis.com{target}"
     return f"https://{found['location']}-aiplatform.googleapis.com{target}"

@@ -27,6 +27,10 @@ GEMINI = "/publishers/google/models/gemini-2.5-flash:generateContent"
         ),
         (f"/v1beta1{GEMINI}", f"https://aiplatform.googleapis.com/v1beta1{GEMINI}"),  # express mode
         (
+            f"/v1/projects/p/locations/eu{GEMINI}",
+            f"https://aiplatform.eu.rep.googleapis.com/v1/projects/p/locations/eu{GEMINI}",
+        ),
+        (
             "/projects/p/locations/us-east5/publishers/anthropic/models/c@1:rawPredict",
             "https://us-east5-aiplatform.googleapis.com/v1/projects/p/locations/us-east5/publishers/anthropic/models/c@1:rawPredict",
         ),
@@ -47,7 +51,8 @@ def test_a_configured_upstream_takes_every_path_and_v1_comes_back() -> None:
 def test_a_location_that_is_no_region_never_becomes_a_host(location: str) -> None:
     url = URL(upstream_url(DEFAULT_BASE, f"/v1/projects/p/locations/{location}{GEMINI}"), encoded=True)
     assert url.scheme == "https" and url.port == 443  # nothing the client wrote becomes a host, a port or a user
-    assert url.user is None and re.fullmatch(r"(?:[a-z][a-z0-9-]*-)?aiplatform\.googleapis\.com", url.host or "")
+    assert url.user is None
+    assert re.fullmatch(r"(?:[a-z][a-z0-9-]*-)?aiplatform\.(?:[a-z]+\.rep\.)?googleapis\.com", url.host or "")
 
 
 def test_the_project_a_path_names() -> None:
