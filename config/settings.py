@@ -9,26 +9,13 @@ from __future__ import annotations
 
 import re
 from typing import Any, Literal
-from urllib.parse import urlsplit
 
-from pydantic import BaseModel, ConfigDict, Field, SecretStr, field_validator, model_validator
+from pydantic import Field, SecretStr, field_validator, model_validator
 
-
-class _Section(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-
-def _http_url(url: str) -> str:
-    """`url` if it is an absolute http(s) URL with a host; a ValueError that says what is wanted otherwise."""
-    try:
-        parts = urlsplit(url)
-        usable = parts.scheme in ("http", "https") and bool(parts.hostname)
-        _ = parts.port  # raises on a port that is not a number (or out of range)
-    except ValueError:  # an unclosed [IPv6] or a port that is not a number
-        usable = False
-    if not usable:
-        raise ValueError(f"expected an http:// or https:// URL with a host, got {url!r}")
-    return url
+from runguard.config.backends import StateSettings, StoreSettings
+from runguard.config.compatible import CompatibleUpstream, check_names
+from runguard.config.section import Section as _Section
+from runguard.config.section import http_url as _http_url
 
 
 class ServerSettings(_Section):
@@ -112,6 +99,11 @@ class UpstreamSettings(_Section):
         ),
     )
 
+    compatible: dict[str, CompatibleUpstream] = Field(
+        default_factory=dict,
+        description="OpenAI-compatible services by name (`upstreams.compatible.<name>: {url, prices}`), each "
+        "reached at base URL http://HOST:PORT/<name>/v1 and guarded like OpenAI (see docs/clients.md).",
+    )
     others: dict[str, str] = Field(
         default_factory=dict,
         description="Base URLs of the upstreams of provider APIs added as plug-ins, by their setting's name "
@@ -128,6 +120,16 @@ class UpstreamSettings(_Section):
     @classmethod
     def _base_urls(cls, urls: dict[str, str]) -> dict[str, str]:
         return {name: _http_url(url) for name, url in urls.items()}
+
+    @field_validator("compatible")
+    @classmethod
+    def _compatible(cls, upstreams: dict[str, CompatibleUpstream]) -> dict[str, CompatibleUpstream]:
+        for name, upstream in check_names(upstreams).items():
+            try:
+                _http_url(upstream.url)
+            except ValueError as exc:
+                raise ValueError(f"upstreams.compatible.{name}.url: {exc}") from exc
+        return upstreams
 
     def base_url(self, name: str, default: str) -> str:
         """The base URL of the upstream whose setting is `name`: a field of its own (`openai`, `gemini`),
@@ -203,78 +205,6 @@ class RunSettings(_Section):
     @classmethod
     def _tenants(cls, tenants: dict[str, tuple[str, ...]]) -> dict[str, tuple[str, ...]]:
         return check_tenants(tenants)
-
-
-class StateSettings(_Section):
-    url: str | None = Field(None, description="redis://... to share run and breaker state; unset keeps it in memory.")
-    key_prefix: str = Field(
-        "rg",
-        min_length=1,
-        pattern=r"^[^{}\s]+$",
-        description="Prefix of every key RunGuard writes to Redis (no braces: keys carry their own hash tag).",
-    )
-    fail_closed: bool = Field(
-        False, description="When the state backend fails: false forwards anyway (fail open), true answers an error."
-    )
-    timeout: float = Field(0.5, gt=0, description="Seconds one state round trip may take before it counts as failed.")
-    max_connections: int = Field(
-        64,
-        ge=1,
-        description="Redis connections one proxy process opens at most; more concurrent batches wait for one "
-        "(up to `timeout`) instead of opening a connection each.",
-    )
-    sentinels: tuple[str, ...] = Field(
-        (),
-        description="host:port of each Redis Sentinel; set, the state lives on the primary they name for "
-        "`sentinel_service` and follows it through a failover (`url`, if set, gives only the password and db).",
-    )
-    sentinel_service: str = Field("mymaster", min_length=1, description="The Sentinel service name of the primary.")
-    generation_seconds: float = Field(
-        1.0,
-        gt=0,
-        description="Seconds between two checks that Redis still holds what it was given (restarted empty, "
-        "failed over): when it does not, the state is rebuilt from the records.",
-    )
-
-    @field_validator("sentinels")
-    @classmethod
-    def _host_ports(cls, sentinels: tuple[str, ...]) -> tuple[str, ...]:
-        for address in sentinels:
-            host, _, port = address.rpartition(":")
-            if not host or not port.isdigit():
-                raise ValueError(f"expected host:port, got {address!r}")
-        return sentinels
-
-    @property
-    def shared(self) -> bool:
-        """The state is in Redis (a URL or Sentinels), shared by every process that names it."""
-        return bool(self.url or self.sentinels)
-
-    @field_validator("url")
-    @classmethod
-    def _redis_url(cls, url: str | None) -> str | None:
-        if url and url.split("://", 1)[0] not in {"redis", "rediss", "unix"}:
-            raise ValueError("expected redis://, rediss:// or unix:// (or leave it unset for in-memory state)")
-        return url or None
-
-
-class StoreSettings(_Section):
-    database_url: str = Field(
-        "sqlite+aiosqlite:///runguard.db", description="SQLAlchemy URL of the record store (SQLite or PostgreSQL)."
-    )
-    record_bodies: bool = Field(
-        False, description="Store request and response bodies (keys removed) for `runguard-proxy replay`."
-    )
-    queue_size: int = Field(50_000, gt=0, description="Records waiting for the database before new ones are dropped.")
-    batch_size: int = Field(500, gt=0, description="Records written per database transaction.")
-    flush_interval: float = Field(0.25, gt=0, description="Seconds between batch writes.")
-
-    @field_validator("database_url")
-    @classmethod
-    def _known_engine(cls, url: str) -> str:
-        if url and not url.startswith(("sqlite", "postgresql")):
-            raise ValueError("expected sqlite+aiosqlite:///PATH or postgresql+asyncpg://... (empty keeps no records)")
-        return url
 
 
 class AlertSettings(_Section):

@@ -9,6 +9,7 @@ import openai
 import pytest
 
 from tests.e2e.claude import claude_upstream, make_claude  # noqa: F401 (fixtures: Anthropic's fake beside OpenAI's)
+from tests.e2e.vertex import make_vertex  # noqa: F401 (fixture: the proxy with its Vertex AI upstream on the fake)
 from tests.support.proxy import ListSink, settings_for, start_proxy
 from tests.support.upstream import FakeUpstream
 

@@ -24,6 +24,11 @@ def _shown(value: Any, key: str = "") -> Any:
     a webhook URL (incoming-webhook URLs carry their secret there)."""
     if isinstance(value, SecretStr):
         return HIDDEN
+    if isinstance(value, dict) and any(isinstance(item, BaseModel) for item in value.values()):
+        # Models by name (`upstreams.compatible.<name>`): their fields, as a config file writes them.
+        return {name: _shown(item, f"{key}.{name}") for name, item in value.items()}
+    if isinstance(value, BaseModel):
+        return {name: _shown(item, f"{key}.{name}") for name, item in value.model_dump(exclude_defaults=True).items()}
     if key == "alerts.webhooks":
         from runguard.proxy.observe.alerts import where
 

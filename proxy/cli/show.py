@@ -23,6 +23,7 @@ from rich.text import Text
 from runguard.proxy.cli.loading import ConfigOption, load
 from runguard.proxy.cli.render import Column, ago, console, echo_json, fail, print_fitted, usd, when
 from runguard.proxy.cli.store import JsonOption, read_store
+from runguard.proxy.guard.upstream_prices import UpstreamPrices, spend
 
 PER_PAGE = 200
 NOT_RECORDED = (
@@ -79,14 +80,18 @@ def _summary(out: Console, run: dict[str, Any], now: float) -> None:
         ("agents", ", ".join(run["agents"]) or "-"),
         (
             "spend",
-            f"{usd(run['usd'])} over {run['requests']} requests, "
+            f"{spend(run['usd'], run.get('unpriced', False))} over {run['requests']} requests, "
             f"tokens {run['input_tokens']} in / {run['output_tokens']} out",
         ),
         ("started", f"{when(run['first_seen'])}, last request {ago(run['last_seen'], now)}"),
     ]
     if run["trips"] or run["warnings"]:
         lines.append(
-            ("trips", f"{run['trips']} blocking, {run['warnings']} warnings, avoided (est.) {usd(run['usd_avoided'])}")
+            (
+                "trips",
+                f"{run['trips']} blocking, {run['warnings']} warnings, "
+                f"avoided (est.) {spend(run['usd_avoided'], run.get('unpriced', False))}",
+            )
         )
     for label, value in lines:
         out.print(Text.assemble((f"{label:<8}", "bold"), value))
@@ -98,9 +103,9 @@ def _step_heading(step: dict[str, Any], start: float) -> Text:
         f"#{step['index']}",
         f"+{step['at'] - start:.1f}s",
         step["agent"] or "?",
-        step["model"],
+        f"{step['model']} ({step['provider']})",
         f"{step['input_tokens']}/{step['output_tokens']} tokens",
-        usd(step["usd"]),
+        spend(step["usd"], step.get("unpriced", False)),
         status,
     ]
     return Text(" · ".join(fact for fact in facts if fact))
@@ -148,9 +153,10 @@ def _timeline(out: Console, detail: dict[str, Any]) -> None:
         Column(
             "verdicts", lambda s: ", ".join(f"{v['detector']}:{v['action']}" for v in s["verdicts"] or []), priority=88
         ),
-        Column("USD", lambda s: usd(s["usd"]), priority=70, right=True, one_line=True),
+        Column("USD", lambda s: spend(s["usd"], s.get("unpriced", False)), priority=70, right=True, one_line=True),
         Column("tokens in/out", lambda s: f"{s['input_tokens']}/{s['output_tokens']}", priority=60, right=True),
         Column("model", lambda s: s["model"], priority=50),
+        Column("provider", lambda s: s["provider"], priority=45),
     ]
     print_fitted(out, columns, detail["requests"], title="requests")
     out.print(Text(NOT_RECORDED, style="yellow"))
@@ -178,9 +184,14 @@ def register(app: typer.Typer) -> None:
         config: ConfigOption = None,
     ) -> None:
         """One run: its totals, its conversation request by request (when bodies were recorded), its trips."""
-        detail = read_store(load(config).settings, lambda reader: _detail(reader, run_id))
+        settings = load(config).settings
+        detail = read_store(settings, lambda reader: _detail(reader, run_id))
         if detail is None:
             raise fail(f"no run {run_id!r} in the record store")
+        prices = UpstreamPrices(settings.upstreams.compatible)  # a model its upstream has no price for: unpriced
+        for step in detail["requests"]:
+            step["unpriced"] = not prices.priced(step["provider"], step["model"])
+        detail["run"]["unpriced"] = any(step["unpriced"] for step in detail["requests"])
         if as_json:
             echo_json(detail)
             return

@@ -19,6 +19,7 @@ import typer
 from runguard.config.settings import Settings
 from runguard.proxy.cli.loading import ConfigOption, load
 from runguard.proxy.cli.render import Column, ago, console, echo_json, fail, print_fitted, since, usd, when
+from runguard.proxy.guard.upstream_prices import UpstreamPrices, any_unpriced, spend
 
 T = TypeVar("T")
 
@@ -70,17 +71,24 @@ def _status(run: dict[str, Any]) -> str:
     return str(run["status"]).replace(":", ": ")  # `tripped: spiral` may wrap after the colon
 
 
-def run_columns(now: float) -> list[Column]:
-    """The runs list's columns, most important first; the run id is never cut."""
+def run_columns(now: float, prices: UpstreamPrices | None = None) -> list[Column]:
+    """The runs list's columns, most important first; the run id is never cut. A run with requests to a model
+    its upstream has no price for (`prices`) shows its spend as unpriced, never as $0."""
+    known = prices or UpstreamPrices({})
+
+    def spent(r: dict[str, Any]) -> str:
+        return spend(r["usd"], any_unpriced(known, r.get("served", ())))
+
     return [
         Column("run", lambda r: r["run_id"], whole=True),
         Column("status", _status, priority=100),
-        Column("USD", lambda r: usd(r["usd"]), priority=90, right=True, one_line=True),
+        Column("USD", spent, priority=90, right=True, one_line=True),
         Column("key", lambda r: r["key_hash"], priority=80),
         Column("req", lambda r: str(r["requests"]), priority=70, right=True, one_line=True),
         Column("seen", lambda r: ago(r["last_seen"], now), priority=60, one_line=True),
         Column("agents", lambda r: ", ".join(r["agents"]), priority=50),
         Column("model", lambda r: ", ".join(r.get("models", ())), priority=40),
+        Column("provider", lambda r: ", ".join(r.get("providers", ())), priority=35),
         Column(
             "tokens in/out",
             lambda r: f"{r['input_tokens']}/{r['output_tokens']}",
@@ -89,7 +97,11 @@ def run_columns(now: float) -> list[Column]:
             one_line=True,
         ),
         Column(
-            "avoided", lambda r: usd(r["usd_avoided"]) if r["trips"] else "", priority=20, right=True, one_line=True
+            "avoided",
+            lambda r: spend(r["usd_avoided"], any_unpriced(known, r.get("served", ()))) if r["trips"] else "",
+            priority=20,
+            right=True,
+            one_line=True,
         ),
         Column("duration", lambda r: f"{r['duration_s']:.1f}s", priority=10, right=True, one_line=True),
         Column("started", lambda r: when(r["first_seen"]), priority=5, one_line=True),
@@ -122,7 +134,11 @@ def register(app: typer.Typer) -> None:
         async def query(reader: Any) -> list[dict[str, Any]]:
             return (await pages.runs(reader, found, per_page=limit)).rows
 
-        rows = read_store(load(config).settings, query)
+        settings = load(config).settings
+        rows = read_store(settings, query)
+        prices = UpstreamPrices(settings.upstreams.compatible)
+        for row in rows:
+            row["unpriced"] = any_unpriced(prices, row.get("served", ()))
         if as_json:
             echo_json(rows)
             return
@@ -130,7 +146,7 @@ def register(app: typer.Typer) -> None:
             typer.echo("no runs match" if found != pages.RunFilter() else "no runs recorded yet")
             return
         out = console()
-        print_fitted(out, run_columns(now), rows)
+        print_fitted(out, run_columns(now, prices), rows)
 
     @app.command()
     def trips(

@@ -44,6 +44,7 @@ from runguard.proxy.guard.spending import KeySpending
 from runguard.proxy.guard.stages import Stages
 from runguard.proxy.guard.ticket import Ticket, scope_ids
 from runguard.proxy.guard.tokens import TokenEstimator
+from runguard.proxy.guard.upstream_prices import UpstreamPrices
 from runguard.proxy.providers.answers import StopNotice, Synthetic
 from runguard.proxy.providers.base import Adapter
 from runguard.proxy.runs import nesting
@@ -79,7 +80,7 @@ class Guard:
         self._observer = observer
         self._clock = clock
         self._engine = Engine(self._on_fault, shadow=settings.guard.shadow)
-        self._reader = ResponseReader(tables, TokenEstimator(), clock)
+        self._reader = ResponseReader(tables, TokenEstimator(), clock, UpstreamPrices(settings.upstreams.compatible))
         self._batches = Batches(
             state, fail_closed=settings.state.fail_closed, clock=clock, on_error=observer.state_error
         )

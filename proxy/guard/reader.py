@@ -17,6 +17,7 @@ from runguard.proxy.guard import accounting
 from runguard.proxy.guard.pricing import ModelTables
 from runguard.proxy.guard.ticket import Ticket
 from runguard.proxy.guard.tokens import TokenEstimator
+from runguard.proxy.guard.upstream_prices import UpstreamPrices
 from runguard.proxy.providers.common import handoffs
 from runguard.proxy.runs.keys import redact
 
@@ -24,8 +25,15 @@ from runguard.proxy.runs.keys import redact
 class ResponseReader:
     """Builds the `ResponseSeen` of each response (see the module docstring)."""
 
-    def __init__(self, tables: ModelTables, tokens: TokenEstimator, clock: Callable[[], float]) -> None:
+    def __init__(
+        self,
+        tables: ModelTables,
+        tokens: TokenEstimator,
+        clock: Callable[[], float],
+        upstreams: UpstreamPrices | None = None,
+    ) -> None:
         self._tables = tables
+        self._upstreams = upstreams or UpstreamPrices({})
         self.tokens = tokens
         self._clock = clock
 
@@ -47,9 +55,17 @@ class ResponseReader:
             info,
             ticket.facts or accounting.UNKNOWN_FACTS,
             status,
-            self._tables.cost(ticket.request.model, usage),
+            self._cost(ticket, usage),
             latency,
         )
+
+    def _cost(self, ticket: Ticket, usage: Usage | None) -> float:
+        """The cost of a response: by its named upstream's own table (unpriced there: 0, never another
+        table's row), else by the shipped tables."""
+        upstream = str(ticket.provider)
+        if self._upstreams.covers(upstream):
+            return self._upstreams.cost(upstream, ticket.request.model, usage) or 0.0
+        return self._tables.cost(ticket.request.model, usage)
 
     def _usage(self, ticket: Ticket, info: ResponseInfo, status: int | None) -> Usage | None:
         if info.usage is not None:

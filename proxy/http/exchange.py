@@ -27,6 +27,7 @@ from runguard.proxy.relay.upstream import read_whole
 Failed = Callable[[UpstreamError], web.StreamResponse]
 OnStream = Callable[[aiohttp.ClientResponse, float], Awaitable[web.StreamResponse]]
 OnWhole = Callable[[aiohttp.ClientResponse, bytes, float], Awaitable[web.StreamResponse]]
+Answered = Callable[[int], Awaitable[None]]  # the upstream's status, as soon as its headers are in
 
 
 async def exchange(
@@ -39,9 +40,11 @@ async def exchange(
     failed: Failed,
     on_stream: OnStream,
     on_whole: OnWhole,
+    answered: Answered | None = None,
 ) -> web.StreamResponse:
     """Send `body` with `headers` to the route's upstream (the path and query `raw_target` builds) and hand
-    its answer to `on_stream` or `on_whole`, or its failure to `failed` (see the module docstring)."""
+    its answer to `on_stream` or `on_whole`, or its failure to `failed` (see the module docstring).
+    `answered` is told the upstream's status as soon as its headers are in, before the client sees a byte."""
     overhead.sending(request)
     try:
         upstream = await ctx.upstreams[route.provider].send(
@@ -52,6 +55,8 @@ async def exchange(
     async with upstream:
         sent = time.perf_counter()
         overhead.answered(request)
+        if answered is not None:
+            await answered(upstream.status)
         if is_stream(upstream, route.stream):
             return await on_stream(upstream, sent)
         overhead.sending(request)

@@ -10,6 +10,7 @@ told to the passage as it becomes known; the passage runs the end.
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Awaitable, Callable
 
 import aiohttp
 from aiohttp import web
@@ -65,10 +66,16 @@ def _extra_headers(ticket: Ticket) -> CIMultiDict[str]:
 
 
 async def forward(
-    request: web.Request, ctx: ProxyContext, route: Route, passage: Passage, sending: Outgoing
+    request: web.Request,
+    ctx: ProxyContext,
+    route: Route,
+    passage: Passage,
+    sending: Outgoing,
+    answered: Callable[[int], Awaitable[None]] | None = None,
 ) -> web.StreamResponse:
     """Send the admitted request upstream and relay its answer (a client that leaves meanwhile abandons
-    the upstream call with it: the passage records it as `client_disconnected`)."""
+    the upstream call with it: the passage records it as `client_disconnected`). `answered` is told the
+    upstream's status before the client sees a byte of the answer (an account's proof: `accounts`)."""
     keep = ctx.settings.store.record_bodies
 
     def failed(exc: UpstreamError) -> web.Response:
@@ -102,7 +109,15 @@ async def forward(
 
     passage.forwarding()
     return await exchange(
-        request, ctx, route, sending.headers, sending.body, failed=failed, on_stream=on_stream, on_whole=on_whole
+        request,
+        ctx,
+        route,
+        sending.headers,
+        sending.body,
+        failed=failed,
+        on_stream=on_stream,
+        on_whole=on_whole,
+        answered=answered,
     )
 
 

@@ -18,15 +18,16 @@ from aiohttp import web
 from multidict import CIMultiDict
 
 from runguard.config.settings import Settings
-from runguard.proxy.core.events import RequestInfo
+from runguard.proxy.core.events import Provider, RequestInfo
 from runguard.proxy.guard import unreadable
 from runguard.proxy.guard.nudge import with_note
 from runguard.proxy.guard.policy import tightening_from
 from runguard.proxy.guard.spending import costs_money
+from runguard.proxy.http import accounts
 from runguard.proxy.http.forward import Outgoing, forward, synthetic
 from runguard.proxy.http.recorded import credentials_of, recorded
 from runguard.proxy.http.untouched import passthrough, poll, polled
-from runguard.proxy.providers import credentials
+from runguard.proxy.providers import compatible, credentials
 from runguard.proxy.providers.base import Adapter, RequestContext
 from runguard.proxy.providers.common import clients, sessions
 from runguard.proxy.providers.framing import Framing
@@ -99,7 +100,10 @@ async def handle(request: web.Request) -> web.StreamResponse:
     if path is None:  # a spelling servers read differently (`paths`): refused before routing
         route = resolve(request.path, api_version=api_version, facts=facts)
         return provider_error(route.dialect if route else None, 404, f"RunGuard: {REFUSED}", "unknown_path")
-    route = resolve(path, api_version=api_version, facts=facts)
+    upstream_name = compatible.named(path, ctx.settings.upstreams.compatible)  # `/<name>/v1/...`
+    route = (
+        compatible.route(upstream_name, path) if upstream_name else resolve(path, api_version=api_version, facts=facts)
+    )
     if route is None:
         return provider_error(None, 404, f"RunGuard: no provider serves {path}", "unknown_path")
     if route.lookalike:  # served as a guarded endpoint by a front end that folds case or trims the path
@@ -111,12 +115,16 @@ async def handle(request: web.Request) -> web.StreamResponse:
     if hidden:  # a credential some servers read and this proxy would not judge
         message = f"RunGuard: a credential follows a ';' in the query ({', '.join(hidden)}); separate it with '&'"
         return provider_error(route.dialect, 400, message, "conflicting_credentials")
-    credential = credentials.read(route.provider, outgoing, request.query, protocols)
+    keyed = Provider.OPENAI if upstream_name else route.provider  # a compatible upstream reads keys as OpenAI does
+    credential = credentials.read(keyed, outgoing, request.query, protocols)
     if credential.conflict:
         return _credential_refusal(route, credential)
-    credentials.drop_unread(route.provider, outgoing)
+    credentials.drop_unread(keyed, outgoing)
     key_hash = ctx.hasher.hash(credential.key)
-    refusal = _key_refusal(ctx, route, key_hash)
+    account = await accounts.claim(ctx, route, key_hash, credential.key is not None)
+    if account is not None:
+        key_hash = account.acting  # the project's identity once the token is proven for it, else the token's
+    refusal = _key_refusal(ctx, route, account.identity if account is not None else key_hash)
     if refusal is not None:
         return refusal
     if upgrade:
@@ -143,7 +151,7 @@ async def handle(request: web.Request) -> web.StreamResponse:
         ctx.reading.discard(task)
     if adapter is not None:
         framing = route.framing(request.query)  # how its answer streams: its adapter writes answers framed so
-        return await _guarded(request, ctx, route, framing.framed(adapter), framing, body, key_hash, outgoing)
+        return await _guarded(request, ctx, route, framing.framed(adapter), framing, body, key_hash, outgoing, account)
     if polls is not None:
         return await poll(request, ctx, route, polls, body, outgoing, key_hash)
     return await passthrough(request, ctx, route, body, outgoing)  # (ruled out above: each is one or the other)
@@ -158,6 +166,7 @@ async def _guarded(
     body: bytes,
     key_hash: str,
     headers: CIMultiDict[str],
+    account: accounts.Claim | None = None,
 ) -> web.StreamResponse:
     """A model request: decoded and parsed, then in its `Passage` answered locally if stopped, else sent
     upstream (`forward`) as the client sent it (less a nudge's note or an opt-in usage request)."""
@@ -195,9 +204,9 @@ async def _guarded(
             # Recorded with no upstream answer (status None): a replay sees the request that was stopped.
             passage.body = recorded(request, decoded, b"", None) if settings.store.record_bodies else None
             return synthetic(passage.answer, ticket)
-        return await forward(
-            request, ctx, route, passage, _outgoing(settings, info, body, decoded, ticket.note, headers, framing)
-        )
+        # Only an upstream's answer proves (or disproves) a credential for an account, never a local one.
+        sending = _outgoing(settings, info, body, decoded, ticket.note, headers, framing)
+        return await forward(request, ctx, route, passage, sending, account.answered if account else None)
 
 
 def _outgoing(

@@ -16,7 +16,15 @@ from collections.abc import Iterable, Mapping
 
 from runguard.config.settings import GuardSettings
 from runguard.proxy.core.events import Api, Provider
-from runguard.proxy.providers import anthropic, gemini, openai_chat, openai_realtime, openai_responses
+from runguard.proxy.providers import (
+    anthropic,
+    gemini,
+    openai_chat,
+    openai_realtime,
+    openai_responses,
+    vertex,
+    vertex_claude,
+)
 from runguard.proxy.providers.base import Adapter
 from runguard.proxy.providers.sockets import Sessions
 from runguard.proxy.providers.spec import Door, PathRule, ProviderApi, ProviderSpec
@@ -31,6 +39,8 @@ APIS: tuple[ProviderApi, ...] = (
     openai_responses.SPEC,
     gemini.SPEC,
     anthropic.SPEC,
+    vertex.SPEC,
+    vertex_claude.SPEC,
 )
 # Sessions over a WebSocket whose server starts the responses (`sockets.Sessions`): one line each.
 SESSIONS: tuple[Sessions, ...] = (openai_realtime.SESSIONS,)

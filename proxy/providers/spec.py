@@ -140,6 +140,9 @@ class UpstreamSetting:
     name: str
     default_url: str
     env: str
+    # (base URL, path and query) -> the URL to request, for an upstream whose URL is not the base URL followed
+    # by the path (Vertex AI: the regional host its path implies); None: the base URL and the path.
+    locate: Callable[[str, str], str] | None = None
 
 
 @frozen
@@ -174,6 +177,10 @@ class ProviderSpec:
     telemetry_name: str = ""  # `gen_ai.provider.name` (the GenAI conventions' spelling); "" means `name`
     title: str = ""  # how people write its name (`--help`, the `serve` banner); "" means `name`, capitalised
     client_path: str = ""  # what its SDKs' base URL adds to the proxy's address ("/v1" for OpenAI's)
+    # The account a request's upstream path acts for, whose credentials rotate (Vertex AI: the project its
+    # path names; None: the credential is the identity). A credential the upstream has accepted for that
+    # account then acts as the account itself (`runs.accounts`), so runs and budgets outlive a token's refresh.
+    account: Callable[[str], str | None] | None = None
 
     @property
     def system(self) -> str:

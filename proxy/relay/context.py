@@ -20,6 +20,7 @@ from runguard.proxy.providers.common.history import HistoryCache, HistorySlot
 from runguard.proxy.relay.headers import header_text
 from runguard.proxy.relay.shutdown import Shutdown
 from runguard.proxy.relay.upstream import Upstreams
+from runguard.proxy.runs.accounts import Accounts
 from runguard.proxy.runs.keys import KeyHasher
 
 
@@ -40,6 +41,9 @@ class ProxyContext:
     # The state backend never awaits (the in-memory one): a request's bookkeeping cannot be cancelled
     # half-way, so `settle` runs it in place instead of in a task of its own (~9 us a request).
     state_never_waits: bool = False
+    # Which account (a Vertex AI project) a rotating credential is proven to act for (None: every credential
+    # acts as itself).
+    accounts: Accounts | None = None
 
     def names(self, headers: CIMultiDictProxy[str]) -> tuple[str | None, str | None]:
         """The run and the agent a request's headers name (`X-Run-Id`, `X-Agent-Name`), as text."""

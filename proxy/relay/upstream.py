@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import re
+from collections.abc import Callable
 
 import aiohttp
 from multidict import CIMultiDict
@@ -27,11 +28,13 @@ from runguard.proxy.runs.keys import redact
 _NO_AUTO_HEADERS = ("Accept-Encoding", "Accept", "User-Agent", "Content-Type")
 _URL = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*://[^\s'\",]*")  # a URL in an exception's text, to its end
 MAX_DETAIL = 200  # characters of an upstream failure's detail a client is told
+Locate = Callable[[str, str], str]  # (base URL, path and query) -> the URL to request (`UpstreamSetting.locate`)
 
 
 class Upstream:
-    def __init__(self, base_url: str, settings: UpstreamSettings) -> None:
+    def __init__(self, base_url: str, settings: UpstreamSettings, locate: Locate | None = None) -> None:
         self.base_url = base_url.rstrip("/")
+        self._locate = locate  # the URL of a path when it is not the base URL and the path (Vertex AI's)
         # An Azure OpenAI endpoint given with its `/openai` path (as its v1 API's base URL has it) serves
         # Azure's classic paths too, which come with that path of their own.
         self._under_openai = self.base_url.endswith("/openai")
@@ -57,6 +60,8 @@ class Upstream:
 
     def url(self, raw_path_and_query: str) -> URL:
         """The upstream URL for a path and query exactly as the client sent them."""
+        if self._locate is not None:
+            return URL(self._locate(self.base_url, raw_path_and_query), encoded=True)
         if self._under_openai and raw_path_and_query.startswith("/openai/"):
             raw_path_and_query = raw_path_and_query[len("/openai") :]
         return URL(self.base_url + raw_path_and_query, encoded=True)
@@ -166,7 +171,8 @@ async def read_whole(response: aiohttp.ClientResponse) -> bytes:
 
 
 class Upstreams:
-    """One upstream per provider spec (`registry`), at the base URL its setting names."""
+    """One upstream per provider spec (`registry`), at the base URL its setting names, and one per named
+    OpenAI-compatible upstream (`upstreams.compatible`)."""
 
     def __init__(self, settings: UpstreamSettings) -> None:
         named = {spec.upstream.name for spec in registry.REGISTRY.providers}
@@ -177,9 +183,13 @@ class Upstreams:
                 f"(known: {', '.join(sorted(named))})"
             )
         self._by_provider: dict[str, Upstream] = {
-            spec.name: Upstream(settings.base_url(spec.upstream.name, spec.upstream.default_url), settings)
+            spec.name: Upstream(
+                settings.base_url(spec.upstream.name, spec.upstream.default_url), settings, spec.upstream.locate
+            )
             for spec in registry.REGISTRY.providers
         }
+        for name, service in settings.compatible.items():  # OpenAI-compatible services, by their names
+            self._by_provider[name] = Upstream(service.url, settings)
 
     def __getitem__(self, provider: Provider) -> Upstream:
         return self._by_provider[provider]

@@ -37,6 +37,7 @@ from runguard.proxy.providers.common.history import HistoryCache
 from runguard.proxy.relay.context import CONTEXT, ProxyContext
 from runguard.proxy.relay.shutdown import Shutdown
 from runguard.proxy.relay.upstream import Upstreams
+from runguard.proxy.runs.accounts import Accounts
 from runguard.proxy.runs.keys import KeyHasher, load_salt
 from runguard.proxy.serve.restore import ReadLive, Restore
 from runguard.proxy.serve.watch import Watch
@@ -213,18 +214,20 @@ def create_app(
         restoring(app, settings, restore)
     tables = ModelTables(settings.pricing_file, settings.models_file)
     salt = load_salt(settings.runs.key_salt.get_secret_value() if settings.runs.key_salt else None)
+    hasher = KeyHasher(salt)
     guard = Guard(settings, backend, policy, tables, sink or DiscardSink(), observer, clock)
     history = HistoryCache(settings.server.history_cache_mb << 20) if settings.server.history_cache_mb else None
     context = ProxyContext(
         settings,
         guard,
         Upstreams(settings.upstreams),
-        KeyHasher(salt),
+        hasher,
         observer,
         set(),
         shutdown=shutdown,
         history=history,
         state_never_waits=backend.never_waits,
+        accounts=Accounts(backend, hasher),
     )
     app[CONTEXT] = context
     app[STATE] = backend

@@ -66,12 +66,12 @@ def _run_conditions(reader: StoreReader, found: RunFilter) -> list[ColumnElement
 
 
 def _models_of(run_ids: list[str]) -> Executable:
-    query = select(Request.run_id, Request.model).where(Request.run_id.in_(run_ids))
-    return query.group_by(Request.run_id, Request.model)
+    query = select(Request.run_id, Request.provider, Request.model).where(Request.run_id.in_(run_ids))
+    return query.group_by(Request.run_id, Request.provider, Request.model)
 
 
 async def runs(reader: StoreReader, found: RunFilter, page: int = 1, per_page: int = PER_PAGE) -> Page:
-    """One page of runs, newest activity first, each with its agents and models."""
+    """One page of runs, newest activity first, each with its agents, models and providers."""
     query = (
         select(*reader.run_columns())
         .where(*_run_conditions(reader, found))
@@ -83,12 +83,15 @@ async def runs(reader: StoreReader, found: RunFilter, page: int = 1, per_page: i
     rows, more = rows[:per_page], len(rows) > per_page
     ids = [row["run_id"] for row in rows]
     agents, models = await reader.read(reader.agents_of(RunAgent.run_id.in_(ids)), _models_of(ids)) if ids else ([], [])
-    by_run: dict[str, list[str]] = {run_id: [] for run_id in ids}
+    by_run: dict[str, list[tuple[str, str]]] = {run_id: [] for run_id in ids}
     for row in models:
-        by_run[row["run_id"]].append(row["model"])
+        by_run[row["run_id"]].append((row["provider"], row["model"]))
     result = reader.runs_of(rows, agents)
     for row in result:
-        row["models"] = sorted(by_run[row["run_id"]])
+        served = sorted(by_run[row["run_id"]])
+        row["models"] = sorted({model for _, model in served})
+        row["providers"] = sorted({provider for provider, _ in served})
+        row["served"] = [list(pair) for pair in served]  # (provider, model): whether each is priced is the views'
     return Page(result, page, more)
 
 

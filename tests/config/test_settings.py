@@ -12,8 +12,6 @@ from runguard.config.settings import (
     BreakerSettings,
     ServerSettings,
     Settings,
-    StateSettings,
-    StoreSettings,
     check_tenants,
 )
 
@@ -91,21 +89,6 @@ def test_admin_hosts_read_from_one_comma_separated_string() -> None:
     assert ServerSettings.model_validate({"admin_hosts": ["x"]}).admin_hosts == ("x",)
 
 
-def test_the_state_url_is_redis_and_an_empty_one_means_memory() -> None:
-    assert StateSettings.model_validate({"url": ""}).url is None
-    assert StateSettings.model_validate({"url": "unix:///run/redis.sock"}).url == "unix:///run/redis.sock"
-    with pytest.raises(ValidationError, match="redis://"):
-        StateSettings.model_validate({"url": "memcached://cache"})
-    with pytest.raises(ValidationError):
-        StateSettings.model_validate({"key_prefix": "rg{team}"})
-
-
-def test_the_store_is_sqlite_postgresql_or_empty_for_none() -> None:
-    assert StoreSettings.model_validate({"database_url": ""}).database_url == ""
-    with pytest.raises(ValidationError, match="sqlite"):
-        StoreSettings.model_validate({"database_url": "mysql://db/records"})
-
-
 def test_a_breaker_s_cooldown_cannot_exceed_its_cap() -> None:
     with pytest.raises(ValidationError, match=r"cooldown_seconds \(1000\) is more than max_cooldown_seconds \(900\)"):
         BreakerSettings.model_validate({"cooldown_seconds": 1000})
@@ -140,13 +123,3 @@ def test_tenants_name_key_hashes_each_in_one_tenant() -> None:
 def test_out_of_range_values_are_refused(data: dict[str, Any]) -> None:
     section = next(iter(data))
     assert section in _refused(data)
-
-
-def test_sentinels_are_host_port_pairs_and_make_the_state_shared() -> None:
-    from runguard.config.loader import load_settings
-
-    loaded = load_settings(environ={"RUNGUARD_STATE__SENTINELS": "[127.0.0.1:26379, sentinel-b:26380]"})
-    assert loaded.settings.state.sentinels == ("127.0.0.1:26379", "sentinel-b:26380")
-    assert loaded.settings.state.shared and not Settings().state.shared
-    with pytest.raises(ValidationError, match="host:port"):
-        Settings.model_validate({"state": {"sentinels": ["no-port"]}})

@@ -164,20 +164,6 @@ async def test_unknown_paths_and_methods(upstream: FakeUpstream, proxy_url: str,
     await _still_healthy(proxy_url, upstream, sink)
 
 
-@pytest.mark.parametrize("api_version", ["v1", "v1beta1"])
-async def test_vertex_ai_is_refused_and_its_credentials_go_nowhere(
-    upstream: FakeUpstream, proxy_url: str, api_version: str
-) -> None:
-    """google-genai on Vertex AI (express mode: an API key, no project) is not served: a 404 the SDK reads, and
-    nothing reaches an upstream (at v1 its path looked like OpenAI's and went to OpenAI's upstream)."""
-    options = types.HttpOptions(base_url=proxy_url, api_version=api_version)
-    client = genai.Client(vertexai=True, api_key="vertex-key", http_options=options)
-    with pytest.raises(genai_errors.ClientError) as caught:
-        await client.aio.models.generate_content(model="gemini-2.5-flash", contents="hello")
-    assert caught.value.code == 404 and "no provider serves" in str(caught.value.message)
-    assert upstream.received == []
-
-
 async def test_garbage_request_line_does_not_hurt_the_proxy(
     upstream: FakeUpstream, proxy_url: str, sink: ListSink
 ) -> None:

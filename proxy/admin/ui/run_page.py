@@ -25,6 +25,7 @@ from runguard.proxy.core.ops import Scope
 from runguard.proxy.core.safe_text import reset_command
 from runguard.proxy.guard import breaker
 from runguard.proxy.guard.breaker import BreakerRecord
+from runguard.proxy.guard.upstream_prices import UpstreamPrices, any_unpriced, spend
 from runguard.proxy.runs import tenants
 from runguard.proxy.store import StoreReader
 from runguard.proxy.store import pages as queries
@@ -74,7 +75,7 @@ def _entries(entries: list[Entry]) -> Html:
     return Html("".join(items))
 
 
-def _step_rows(detail: dict[str, Any], start: float) -> list[list[Any]]:
+def _step_rows(detail: dict[str, Any], start: float, prices: UpstreamPrices) -> list[list[Any]]:
     rows: list[list[Any]] = []
     previous_agent = None
     for step in detail["requests"]:
@@ -94,9 +95,9 @@ def _step_rows(detail: dict[str, Any], start: float) -> list[list[Any]]:
                 tag("a", step["index"], id=f"r{step['index']}", href=f"#r{step['index']}"),
                 f"+{step['at'] - start:.1f}s",
                 agent,
-                step["model"],
+                Html(esc(step["model"]) + tag("span", f" ({step['provider']})", class_="muted")),
                 f"{tokens(step['input_tokens'])} / {tokens(step['output_tokens'])}{cached}",
-                usd(step["usd"]),
+                spend(step["usd"], not prices.priced(step["provider"], step["model"])),
                 latency,
                 status,
                 calls,
@@ -165,6 +166,8 @@ async def page(request: web.Request, ctx: UiContext) -> Html:
             parts.append(dl({name.replace("_", " "): value for name, value in live.items()}))
         return layout(f"Run {run_id}", "runs", Html("".join(parts)))
     run = detail["run"]
+    prices = UpstreamPrices(ctx.settings.upstreams.compatible)
+    served = {(step["provider"], step["model"]) for step in detail["requests"]}
     summary = dl(
         {
             "status": badge(run["status"]),
@@ -172,8 +175,9 @@ async def page(request: web.Request, ctx: UiContext) -> Html:
             "agents": join(run["agents"], ", "),
             "requests": run["requests"],
             "tokens in / out": f"{tokens(run['input_tokens'])} / {tokens(run['output_tokens'])}",
-            "spend": usd(run["usd"]),
-            "cost avoided (est.)": usd(run["usd_avoided"]),
+            "providers": join(sorted({provider for provider, _ in served}), ", "),
+            "spend": spend(run["usd"], any_unpriced(prices, served)),
+            "cost avoided (est.)": spend(run["usd_avoided"], any_unpriced(prices, served)),
             "started": when(run["first_seen"]),
             "last activity": when(run["last_seen"]),
             "duration": f"{run['duration_s']:.1f} s",
@@ -203,7 +207,7 @@ async def page(request: web.Request, ctx: UiContext) -> Html:
         )
     headers = ["#", "at", "agent", "model", "tokens in / out", "cost", "latency", "status", "tool calls", "verdicts"]
     parts.append(tag("h2", "Timeline"))
-    parts.append(table(headers, _step_rows(detail, run["first_seen"]), class_="timeline"))
+    parts.append(table(headers, _step_rows(detail, run["first_seen"], prices), class_="timeline"))
     parts.append(pager(number, detail["more"], f"runs/{quote(run_id, safe='')}", {}))
     parts.append(tag("h2", "Conversation"))
     parts.append(_conversation(detail))

@@ -25,10 +25,10 @@ from runguard.proxy.admin.ui.html import (
     table,
     tag,
     tokens,
-    usd,
     when,
 )
 from runguard.proxy.admin.ui.routes import UiContext, no_store, reader_of
+from runguard.proxy.guard.upstream_prices import UpstreamPrices, any_unpriced, spend
 from runguard.proxy.store import StoreReader
 from runguard.proxy.store import pages as queries
 
@@ -105,6 +105,7 @@ async def page(request: web.Request, ctx: UiContext) -> Html:
         status or None, key or None, detector or None, reader.now() - window if window is not None else None
     )
     result = await queries.runs(reader, found, number)
+    prices = UpstreamPrices(ctx.settings.upstreams.compatible)
     rows = [
         [
             link(run_href(r["run_id"]), r["run_id"], class_="run-id"),
@@ -112,10 +113,11 @@ async def page(request: web.Request, ctx: UiContext) -> Html:
             short(r["key_hash"]),
             join(r["agents"], ", "),
             join(r["models"], ", "),
+            join(r["providers"], ", "),
             r["requests"],
             f"{tokens(r['input_tokens'])} / {tokens(r['output_tokens'])}",
-            usd(r["usd"]),
-            usd(r["usd_avoided"]) if r["trips"] else "",
+            spend(r["usd"], any_unpriced(prices, r["served"])),
+            spend(r["usd_avoided"], any_unpriced(prices, r["served"])) if r["trips"] else "",
             when(r["first_seen"]),
             when(r["last_seen"]),
         ]
@@ -127,6 +129,7 @@ async def page(request: web.Request, ctx: UiContext) -> Html:
         "key",
         "agents",
         "models",
+        "providers",
         "requests",
         "tokens in / out",
         "spend",

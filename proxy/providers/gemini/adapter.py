@@ -65,6 +65,10 @@ class GeminiAdapter(Adapting):
     def stop_answer(self, notice: StopNotice, request: RequestInfo, text: str) -> Synthetic:
         return gemini_replies.stop_response(request.model, text, stream=request.stream, json_array=self.json_array)
 
+    def arrayed(self) -> GeminiAdapter:
+        """This adapter for a stream framed as one JSON array (`json_array.JSON_ARRAY`)."""
+        return GeminiArrayAdapter()
+
 
 class GeminiArrayAdapter(GeminiAdapter):
     """The adapter of a stream framed as one JSON array (`json_array.JSON_ARRAY`): its stop answer is a
@@ -72,3 +76,6 @@ class GeminiArrayAdapter(GeminiAdapter):
 
     json_array = True
     stream_error = gemini_replies.stream_error_element
+
+    def arrayed(self) -> GeminiAdapter:
+        return self

@@ -22,7 +22,7 @@ from collections.abc import Mapping
 
 from runguard.proxy.providers.base import Adapter
 from runguard.proxy.providers.framing import MAX_PENDING_EVENT, SSE, Framing, Held, WholeEvents
-from runguard.proxy.providers.gemini.adapter import GeminiArrayAdapter
+from runguard.proxy.providers.gemini.adapter import GeminiAdapter, GeminiArrayAdapter
 
 _STRUCTURE = re.compile(rb'[\[\]{}",\\]')
 _SPACE = b" \t\r\n"
@@ -120,7 +120,7 @@ def _hold(sse: bool, on: bool) -> Held:
 
 
 def _array_adapter(adapter: Adapter) -> Adapter:
-    return GeminiArrayAdapter()
+    return adapter.arrayed() if isinstance(adapter, GeminiAdapter) else GeminiArrayAdapter()
 
 
 JSON_ARRAY = Framing("json_array", _hold, _array_adapter)

@@ -5,7 +5,7 @@ Its doors (`spec.Door`): `/gemini/...` names it explicitly and is forwarded with
 `files.upload` sends both of its steps there, on the client's base URL) and `/ws/...` (its Live API's
 WebSocket) are its own; any other `/v1/...` request is Gemini's when it carries a Gemini API key
 (google-genai with `api_version="v1"` lists and gets models at `/v1/models`, as OpenAI does). Vertex AI's
-paths (`/v1/projects/...`, its express mode's `/v1/publishers/...`) are refused: not served.
+paths (`/v1/projects/...`, its express mode's `/v1/publishers/...`) are Vertex AI's (`vertex/spec.py`).
 """
 
 from __future__ import annotations
@@ -76,7 +76,6 @@ GEMINI = ProviderSpec(
         _door(_METHOD.pattern),
         _door(r"^/v1(?:beta|alpha)(?:/|$)"),
         _door(r"^/(?:upload|ws)/"),
-        _door(r"^/v1/(?:projects|publishers)/", refuse=True),
         _door(r"^/v1(?:/|$)", tier=Tier.KEYED, needs=frozenset({"gemini_key"})),
     ),
     error_payload=error_payload,

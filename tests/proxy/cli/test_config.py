@@ -11,6 +11,8 @@ import pytest
 
 from tests.support.processes import console_script
 
+LOCAL = {"local": {"url": "http://vllm:8000/v1", "prices": {"qwen": {"input": 1.0, "output": 2.0}}}}
+
 
 def check(config: Path) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
@@ -42,6 +44,10 @@ def test_a_sound_file_passes(tmp_path: Path) -> None:
         ("models_file: {bad_table}\n", "models_file: {bad_table} must be a mapping of `models:`"),
         ("guard:\n  breaker: {{cooldown_seconds: 1000}}\n", "guard.breaker: Value error, cooldown_seconds (1000)"),
         ('runs:\n  run_header: ""\n', "runs.run_header: String should have at least 1 character"),
+        (
+            "upstreams:\n  compatible:\n    openai: {{url: http://127.0.0.1:9}}\n",
+            "upstreams.compatible: Value error, upstreams.compatible.openai: the name 'openai' would shadow",
+        ),
     ],
 )
 def test_a_bad_setting_fails_naming_it(content: str, message: str, tmp_path: Path) -> None:
@@ -64,6 +70,7 @@ def test_show_hides_the_passwords_in_urls_as_it_hides_the_admin_token(tmp_path: 
         "RUNGUARD_DATABASE_URL": "postgresql+asyncpg://runguard:db-s3cret@db.internal:5432/records",
         "RUNGUARD_STATE_URL": "redis://:redis-s3cret@cache.internal:6379/0",
         "RUNGUARD_ALERTS__WEBHOOKS": '["https://hooks.slack.com/services/T0/B0/s3cret"]',
+        "RUNGUARD_UPSTREAMS__COMPATIBLE": orjson.dumps(LOCAL).decode(),
     }
     shown = subprocess.run(
         [console_script(), "config", "show", "--json"],
@@ -80,3 +87,6 @@ def test_show_hides_the_passwords_in_urls_as_it_hides_the_admin_token(tmp_path: 
     assert values["state.url"] == "redis://:********@cache.internal:6379/0"
     assert values["server.admin_token"] == "********"
     assert values["alerts.webhooks"] == ["https://hooks.slack.com/********"]  # the secret is in the path
+    assert values["upstreams.compatible"] == {
+        "local": {"url": "http://vllm:8000", "prices": {"qwen": {"input": 1, "output": 2}}}
+    }

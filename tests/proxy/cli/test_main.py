@@ -100,4 +100,4 @@ def test_the_banner_and_the_help_name_every_provider_of_the_registry() -> None:
     assert "Gemini upstream: http://127.0.0.1:9   (client base URL: http://127.0.0.1:8787)" in banner
     assert "Anthropic upstream: http://127.0.0.1:10   (client base URL: http://127.0.0.1:8787)" in banner
     shown = " ".join(CliRunner().invoke(new_app(), ["--help"], env={"COLUMNS": "200"}).stdout.split())
-    assert "A transparent proxy for the OpenAI, Gemini and Anthropic APIs" in shown
+    assert "A transparent proxy for the OpenAI, Gemini, Anthropic and Vertex AI APIs" in shown

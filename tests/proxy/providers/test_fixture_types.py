@@ -52,6 +52,11 @@ _TYPES: dict[str, tuple[Any, Any, Any]] = {  # folder: (whole response, stream e
         None,
     ),
 }
+# Vertex AI's Gemini reads and writes Gemini's bodies; Claude on Vertex Anthropic's, its request without
+# `model` (in the path) and with `anthropic_version` in the body, which the SDK's create params do not type.
+_TYPES["vertex"] = _TYPES["gemini"]
+_TYPES["vertex_claude"] = (*_TYPES["anthropic"][:2], None)
+_FORMAT = {"vertex": "gemini", "vertex_claude": "anthropic"}  # folder -> the format its bodies are in
 _ERROR = TypeAdapter(ErrorObject)
 _ANTHROPIC_ERROR = TypeAdapter(anthropic_types.ErrorResponse)
 
@@ -72,6 +77,7 @@ def _events(case: Path) -> list[dict[str, Any]]:
 
 def _check(folder: str, validator: Any, value: dict[str, Any]) -> None:
     """`value` is what `validator` reads, or an error in the provider's error shape."""
+    folder = _FORMAT.get(folder, folder)
     if folder == "anthropic" and value.get("type") == "ping":
         return  # Anthropic's keep-alive: the SDK skips it (no type models it)
     if folder == "anthropic" and value.get("type") == "error":

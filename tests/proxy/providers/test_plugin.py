@@ -184,7 +184,7 @@ def test_the_banner_and_the_help_name_it(with_toy: None) -> None:
     banner = _banner(settings, "http://127.0.0.1:8787")
     assert "ToyAI upstream: http://127.0.0.1:11   (client base URL: http://127.0.0.1:8787/toy)" in banner
     shown = " ".join(CliRunner().invoke(new_app(), ["--help"], env={"COLUMNS": "200"}).stdout.split())
-    assert "the OpenAI, Gemini, Anthropic and ToyAI APIs" in shown
+    assert "the OpenAI, Gemini, Anthropic, Vertex AI and ToyAI APIs" in shown
 
 
 async def test_its_recorded_conversation_is_read_by_its_own_transcript(

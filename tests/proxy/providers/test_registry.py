@@ -17,8 +17,15 @@ from runguard.proxy.providers.spec import Door, ProviderSpec, Tier, UpstreamSett
 
 
 def test_the_built_in_apis_in_their_order_and_their_providers_once_each() -> None:
-    assert [spec.name for spec in registry.APIS] == ["chat", "responses", "gemini", "messages"]
-    assert [spec.name for spec in registry.REGISTRY.providers] == ["openai", "gemini", "anthropic"]
+    assert [spec.name for spec in registry.APIS] == [
+        "chat",
+        "responses",
+        "gemini",
+        "messages",
+        "vertex_gemini",
+        "vertex_claude",
+    ]
+    assert [spec.name for spec in registry.REGISTRY.providers] == ["openai", "gemini", "anthropic", "vertex"]
     assert registry.api_named("responses") is openai_responses.SPEC
     assert registry.provider_named(Provider.GEMINI) is gemini.SPEC.provider
     assert registry.api_named(Api.OTHER) is None and registry.api_named(Api.REALTIME) is None
@@ -127,4 +134,4 @@ def test_the_readme_s_how_it_works_names_every_provider() -> None:
     readme = (Path(__file__).resolve().parents[3] / "README.md").read_text(encoding="utf-8")
     how = readme.partition("## How it works")[2].partition("\n## ")[0]
     assert [p.display for p in registry.REGISTRY.providers if p.display not in how] == []
-    assert registry.provider_titles() == "OpenAI, Gemini and Anthropic"
+    assert registry.provider_titles() == "OpenAI, Gemini, Anthropic and Vertex AI"

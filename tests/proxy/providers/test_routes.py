@@ -135,11 +135,10 @@ def test_the_target_sent_upstream_is_the_path_routed_whatever_its_spelling(raw: 
         "/favicon.ico",
         "/v2/chat/completions",
         "/runguardx",
-        # Vertex AI (google-genai with vertexai=True), at its default API version and at v1: not served,
-        # and its Google credentials must not go to OpenAI's upstream.
-        "/v1beta1/projects/p/locations/us-central1/publishers/google/models/gemini-2.5-flash:generateContent",
-        "/v1/projects/p/locations/us-central1/publishers/google/models/gemini-2.5-flash:generateContent",
-        "/v1/publishers/google/models/gemini-2.5-flash:generateContent",  # express mode, an API key
+        # Vertex AI paths whose location is no host name: nobody's (and never OpenAI's upstream).
+        "/v1/projects/p/locations/evil.example.com/publishers/google/models/gemini-2.5-flash:generateContent",
+        "/v1beta1/projects/p/locations/US-CENTRAL1/publishers/google/models/gemini-2.5-flash:generateContent",
+        "/v1/publishers",
     ],
 )
 def test_unknown_paths_have_no_route(path: str) -> None:

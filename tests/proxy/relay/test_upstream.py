@@ -9,6 +9,7 @@ import pytest
 
 from runguard.config.loader import ConfigError
 from runguard.config.settings import UpstreamSettings
+from runguard.proxy.core.events import Provider
 from runguard.proxy.relay.upstream import Upstream, Upstreams, describe
 from tests.support import raw_http
 from tests.support.proxy import settings_for, start_proxy
@@ -106,3 +107,13 @@ async def test_a_malformed_upstream_response_echoes_no_query_credential_nor_the_
 def test_an_error_s_text_loses_its_urls() -> None:
     quoted = aiohttp.ServerDisconnectedError("gone from http://10.0.0.7:9000/v1/x?access_token=abc")
     assert describe(quoted) == "ServerDisconnectedError: gone from <url>"
+
+
+async def test_vertex_requests_go_to_the_region_their_path_names_unless_one_host_is_configured() -> None:
+    path = "/v1beta1/projects/p/locations/europe-west4/publishers/google/models/g:generateContent"
+    upstreams = Upstreams(UpstreamSettings())
+    assert str(upstreams[Provider("vertex")].url(path)) == "https://europe-west4-aiplatform.googleapis.com" + path
+    fake = Upstreams(UpstreamSettings(others={"vertex": "http://127.0.0.1:9"}))  # RUNGUARD_VERTEX_UPSTREAM
+    assert str(fake[Provider("vertex")].url(path)) == "http://127.0.0.1:9" + path
+    await upstreams.close()
+    await fake.close()

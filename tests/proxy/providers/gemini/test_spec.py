@@ -55,6 +55,10 @@ def test_its_doors(path: str, gemini_key: bool, expected: tuple[object, ...]) ->
     assert (route.api, route.upstream_path, route.model, route.stream) == expected
 
 
-def test_vertex_paths_are_refused_even_with_a_key() -> None:
-    assert resolve("/v1/projects/p/locations/l/publishers/google/models/g:generateContent", gemini_key=True) is None
-    assert resolve("/v1/publishers/google/models/g:generateContent") is None
+def test_vertex_paths_are_vertex_s_even_with_a_gemini_key() -> None:
+    for path in (
+        "/v1/projects/p/locations/l/publishers/google/models/g:generateContent",
+        "/v1/publishers/google/models/g:generateContent",
+    ):
+        route = resolve(path, gemini_key=True)
+        assert route is not None and route.provider == "vertex"
