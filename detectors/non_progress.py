@@ -7,7 +7,10 @@ volatile keys (ids, timestamps) dropped, over the run's whole sequence of tool
 results, so a tool whose answer changes every time never counts. Nor does a
 result that only acknowledges that the call was done (`turns.acknowledges`:
 "ok", "File written successfully."): a tool that writes three files answers the
-same three times, and each time it did what it was asked.
+same three times, and each time it did what it was asked. Nor does the output of a command that printed
+nothing (`commands.trivial_output`: `cat > f <<EOF`, `cp`, `sed -i`, `git apply`, a `grep` that found
+nothing): three of those in a row are three steps done, not a loop. Text the client adds to every result
+and changes each time ("N tokens left", a chunk id, a timestamp) is not compared (`normalize.strip_volatile`).
 """
 
 from __future__ import annotations
@@ -27,9 +30,10 @@ from runguard.detectors.base import (
     ShownCall,
     Verdict,
 )
+from runguard.detectors.commands import is_command_tool, trivial_output
 from runguard.detectors.normalize import DEFAULT_VOLATILE_KEYS, call_args_digest, lowered, result_digest_of, tag
 from runguard.detectors.turns import acknowledges, paired_results, result_uniq
-from runguard.proxy.core.events import RequestInfo, is_transfer
+from runguard.proxy.core.events import RequestInfo, ToolResult, is_transfer
 from runguard.proxy.core.ops import Push, Scope
 
 SLACK = 16  # extra window room: a re-sent batch must still find its items to be skipped
@@ -64,6 +68,15 @@ class NonProgressConfig(DetectorConfig):
     def volatile(self) -> frozenset[str]:
         """`volatile_keys` as matched (lowercase), built once per config."""
         return lowered(self.volatile_keys)
+
+
+def _says_done(request: RequestInfo, result: ToolResult) -> bool:
+    """An acknowledgement, or a command's output that printed nothing (of the call the result answers)."""
+    if acknowledges(result):
+        return True
+    if not trivial_output(result):
+        return False
+    return any(r is result and is_command_tool(call) for call, r in paired_results(request))
 
 
 class NonProgress(Detector[NonProgressConfig]):
@@ -109,7 +122,7 @@ class NonProgress(Detector[NonProgressConfig]):
                 run += 1
             # The same acknowledgement each time (judged only here, where it would trip: a result of the
             # same key says the same) is a tool doing what it was asked, each time.
-            if run >= cfg.threshold and not (cfg.acknowledgements_progress and acknowledges(result)):
+            if run >= cfg.threshold and not (cfg.acknowledgements_progress and _says_done(request, result)):
                 return self._verdict(request, keys[end], run, facts.request_index)
         return None
 

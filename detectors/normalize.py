@@ -22,6 +22,7 @@ arguments (sketches) are read in `sketch`, calls paired with their results in
 
 from __future__ import annotations
 
+import re
 from collections.abc import Collection, Iterable, MutableMapping
 from typing import Any, TypeVar
 
@@ -259,11 +260,31 @@ def result_json(result: ToolResult) -> Any:
     return found if found is not _UNREAD else remember(result.derived, "json", json_value(result.content))
 
 
+# What the client adds to a result and changes every time: replaced by "#" before results are compared.
+_VOLATILE = re.compile(
+    r"\d[\d,]*(?=\s+tokens?\s+(?:left|remaining))"  # a countdown: "41,230 tokens left"
+    r"|\b[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\b"  # a UUID
+    r"|\b(?:chunk|trace|request|session|call|run)[ _-]?id\b[:=#]?\s*[\w-]{6,}"  # "chunk id: a81fQ2x"
+    r"|\b\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}(?::\d{2}(?:[.,]\d+)?)?(?:Z|[+-]\d{2}:?\d{2})?"  # a timestamp
+    r"|\b\d{2}:\d{2}:\d{2}(?:[.,]\d+)?\b"  # a time of day
+    r"|\b\d+(?:\.\d+)?\s?(?:ms|s|sec|secs|seconds)\b"  # a duration: "in 0.12s", "took 35 ms"
+    r"|\b0x[0-9a-f]{6,}\b"  # an object's address in a repr
+    r"|\b[0-9a-f]{32,}\b",  # a long random hex id
+    re.IGNORECASE,
+)
+
+
+def strip_volatile(text: str) -> str:
+    """`text` with its volatile parts (countdowns, ids, timestamps, durations, addresses) as "#"."""
+    return _VOLATILE.sub("#", text)
+
+
 def _hashed(value: Any, text: str, volatile_keys: Collection[str]) -> str:
-    """`value_digest` of a result's JSON value (`NOT_JSON`: its text is no JSON), else a hash of its text."""
+    """`value_digest` of a result's JSON value (`NOT_JSON`: its text is no JSON), else a hash of its text
+    without its volatile parts (`strip_volatile`)."""
     if value is not NOT_JSON:
         try:
             return value_digest(value, volatile_keys)
         except TypeError:  # nested deeper than orjson dumps: hashed as text
             pass
-    return digest(text.strip())
+    return digest(strip_volatile(text.strip()))

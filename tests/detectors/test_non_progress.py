@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pytest
+
 from runguard.detectors.non_progress import NonProgress, NonProgressConfig
 from runguard.detectors.turns import ACK_CHARS, acknowledges
 from runguard.proxy.core.events import ToolResult
@@ -131,3 +133,58 @@ def test_what_reads_as_an_acknowledgement() -> None:
             ],
         )
     )
+
+
+def bash(command: str, output: object) -> tuple[str, object, object]:
+    return ("bash", {"command": command}, output)
+
+
+# A coding agent's steps that print nothing when they work, and how five clients show an empty output.
+QUIET_COMMANDS = [
+    "cat > fix_parser.py <<'EOF'\nimport re\nEOF",
+    "cp settings.py settings.py.orig",
+    "sed -i 's/timeout=5/timeout=30/' client/session.py",
+    "git apply /tmp/retry.patch",
+    "grep -rn 'legacy_mode' src/",
+    "touch docs/CHANGES.rst",
+]
+EMPTY_OUTPUTS = [
+    "",
+    "<returncode>0</returncode>\n<output>\n</output>",
+    "Your command ran successfully and did not produce any output.",
+    '{"output": "", "metadata": {"exit_code": 0, "duration_seconds": 0.2}}',
+    "[Command finished with exit code 0]",
+    "(no output)",
+]
+
+
+@pytest.mark.parametrize("empty", EMPTY_OUTPUTS)
+async def test_commands_that_print_nothing_are_steps_done_not_the_same_result(empty: str) -> None:
+    turns = [[bash(command, empty)] for command in QUIET_COMMANDS]
+    assert first_trip(await RunSimulator([NonProgress()]).run(agent_loop(turns))) is None
+
+
+async def test_greps_that_find_nothing_are_questions_answered() -> None:
+    greps = ["grep -rn 'legacy_mode' src/", "grep -rn 'LEGACY' config/", "grep -n 'def legacy' src/app.py"]
+    turns = [[bash(g, "[Command finished with exit code 1]")] for g in greps]
+    assert first_trip(await RunSimulator([NonProgress()]).run(agent_loop(turns))) is None
+
+
+async def test_a_command_failing_the_same_way_still_trips_between_quiet_steps() -> None:
+    failing = bash("python -m pytest tests/test_session.py -x -q", "E   AssertionError: timeout is 5\n1 failed")
+    turns = [[failing], [failing], [failing]]
+    assert first_trip(await RunSimulator([NonProgress()]).run(agent_loop(turns))) == 4
+
+
+async def test_an_empty_answer_of_a_tool_that_runs_no_command_still_counts() -> None:
+    turns = [[("search_orders", {"query": q}, "")] for q in ("late parcel", "parcel delayed", "where is my order")]
+    assert first_trip(await RunSimulator([NonProgress()]).run(agent_loop(turns))) == 4
+
+
+async def test_the_same_output_with_a_countdown_appended_is_the_same_result() -> None:
+    def turn(left: int) -> list[tuple[str, object, object]]:
+        reminder = f"\n\n<system>{left:,} tokens left. Chunk id: {left * 7919:x}q{left}</system>"
+        return [bash("python repro.py", "Traceback (most recent call last):\nKeyError: 'user'" + reminder)]
+
+    turns = [turn(left) for left in (81234, 74410, 66020)]
+    assert first_trip(await RunSimulator([NonProgress()]).run(agent_loop(turns))) == 4
