@@ -1,9 +1,12 @@
 """`runguard-proxy replay | export`: recorded traffic through the detectors, and out of the store.
 
 `export` writes the store's recorded traffic (store.record_bodies) as the
-JSON-lines file `replay FILE` reads (docs/records.md). `replay` shows a
-progress bar on stderr while it reads and feeds a file or the store, only
-when stderr is a terminal (pipes and scripts get no bar).
+JSON-lines file `replay FILE` reads (docs/records.md). `replay` reads a file,
+a folder of such files (a corpus: each file replayed over fresh state, one
+after another) or the store, and reports the runs it would stop and, per
+detector, its stops and the share of responses it warned on. It shows a
+progress bar on stderr, only when stderr is a terminal (pipes and scripts get
+no bar).
 """
 
 from __future__ import annotations
@@ -55,6 +58,35 @@ def _from_file(settings: Settings, file: Path, run: str | None) -> Any:
         return asyncio.run(replay(exchanges, settings, default_detectors(), lambda: progress.advance(feeding)))
 
 
+def _from_folder(settings: Settings, folder: Path, run: str | None) -> tuple[Any, Any]:
+    """Every `*.jsonl` under `folder` (sorted), each replayed over fresh state: one report of all their
+    runs, and the summary of them."""
+    from runguard.detectors.registry import default_detectors
+    from runguard.proxy.guard.replay import ReplayReport, read_file, replay
+    from runguard.proxy.guard.replay_summary import Summary
+
+    files = sorted(folder.rglob("*.jsonl"))
+    if not files:
+        raise fail(f"no *.jsonl file under {folder}")
+    merged, summary = ReplayReport(), Summary()
+    with _progress() as progress:
+        feeding = progress.add_task(f"replaying {folder.name}", total=len(files))
+        for file in files:
+            try:
+                exchanges = read_file(file, run)
+            except (OSError, ValueError) as exc:
+                raise fail(str(exc)) from exc
+            report = asyncio.run(replay(exchanges, settings, default_detectors()))
+            summary.add(report, str(file.relative_to(folder)))
+            merged.runs.update(report.runs)
+            merged.trips.extend(report.trips)
+            merged.skipped += report.skipped
+            progress.advance(feeding)
+    if run is not None and not merged.runs:
+        raise fail(f"no run {run!r} under {folder}")
+    return merged, summary
+
+
 def _from_store(settings: Settings, run: str | None) -> Any:
     from runguard.detectors.registry import default_detectors
     from runguard.proxy.guard.replay import ReplayReport, from_rows, replay
@@ -75,22 +107,54 @@ def _from_store(settings: Settings, run: str | None) -> Any:
     return read_store(settings, query)
 
 
-def _print_replay(report: Any) -> None:
+def _print_summary(summary: Any) -> None:
+    out = console()
+    rows = [
+        {
+            "detector": name,
+            "stops": str(len(figures.stops)),
+            "warned": f"{figures.warned_responses} ({summary.share(figures.warned_responses):.1%})",
+            "nudged": str(figures.nudged_responses),
+        }
+        for name, figures in sorted(summary.detectors.items())
+    ]
+    columns = [
+        Column("detector", lambda r: r["detector"], whole=True),
+        Column("sessions stopped", lambda r: r["stops"], priority=100, right=True),
+        Column("responses warned", lambda r: r["warned"], priority=90, right=True, one_line=True),
+        Column("nudged", lambda r: r["nudged"], priority=50, right=True),
+    ]
+    if rows:
+        print_fitted(out, columns, rows, title="per detector")
+    stopped = len({stop.run_id for stop in summary.stops})
+    out.print(
+        Text(
+            f"{summary.sessions} sessions, {summary.calls} calls: {stopped} sessions stopped, "
+            f"{summary.warned_responses} of {summary.responses} responses warned "
+            f"({summary.share(summary.warned_responses):.1%})"
+        )
+    )
+
+
+def _print_replay(report: Any, only_stopped: bool = False) -> None:
     rows = [
         {
             "run": run.run_id,
             "requests": f"{run.requests} ({run.unanswered} unanswered)" if run.unanswered else str(run.requests),
             "usd": usd(run.usd),
             "stop": f"request {run.stopped_at}" if run.stopped_at is not None else "-",
+            "of": str(run.requests + run.avoided_requests),
             "detector": run.detector or "",
             "reason": run.reason or "",
             "avoided": f"{run.avoided_requests} req, {usd(run.avoided_usd)}" if run.stopped_at is not None else "",
         }
         for run in report.runs.values()
+        if not only_stopped or run.stopped_at is not None
     ]
     columns = [
         Column("run", lambda r: r["run"], whole=True),
         Column("would stop at", lambda r: r["stop"], priority=100, one_line=True),
+        Column("of", lambda r: r["of"], priority=95, right=True),
         Column("detector", lambda r: r["detector"], priority=90),
         Column("requests", lambda r: r["requests"], priority=80, right=True),
         Column("USD", lambda r: r["usd"], priority=70, right=True, one_line=True),
@@ -98,11 +162,8 @@ def _print_replay(report: Any) -> None:
         Column("reason", lambda r: r["reason"], priority=50),
     ]
     out = console()
-    print_fitted(out, columns, rows, title="replay")
-    warnings = [t for t in report.trips if t.action == "warn"]
-    if warnings:
-        names = ", ".join(sorted({t.detector for t in warnings}))
-        out.print(Text(f"warnings: {names} ({len(warnings)} in all)"))
+    if rows:
+        print_fitted(out, columns, rows, title="replay")
     if report.skipped:
         out.print(f"{report.skipped} exchanges skipped (not a chat, responses or gemini request, or unreadable)")
 
@@ -112,7 +173,11 @@ def register(app: typer.Typer) -> None:
     def replay(
         file: Annotated[
             Path | None,
-            typer.Argument(exists=True, dir_okay=False, help="Recorded exchanges, one JSON object per line."),
+            typer.Argument(
+                exists=True,
+                help="Recorded exchanges, one JSON object per line; or a folder of such files (*.jsonl, "
+                "searched through), each replayed over fresh state.",
+            ),
         ] = None,
         from_db: Annotated[
             bool, typer.Option("--from-db", help="Replay the traffic in the store (store.record_bodies).")
@@ -121,15 +186,25 @@ def register(app: typer.Typer) -> None:
         as_json: JsonOption = False,
         config: ConfigOption = None,
     ) -> None:
-        """Run the detectors (settings from --config) over recorded traffic: what would have tripped where."""
+        """Run the detectors (settings from --config) over recorded traffic: what would have tripped where,
+        and per detector the sessions it would stop and the share of responses it warned on."""
+        from runguard.proxy.guard.replay_summary import Summary
+
         if (file is None) == (not from_db):
             raise fail("name either a FILE or --from-db", 2)
         settings = load(config).settings
-        report = _from_file(settings, file, run) if file is not None else _from_store(settings, run)
+        folder = file is not None and file.is_dir()
+        if file is not None and folder:
+            report, summary = _from_folder(settings, file, run)
+        else:
+            report = _from_file(settings, file, run) if file is not None else _from_store(settings, run)
+            summary = Summary()
+            summary.add(report)
         if as_json:
-            echo_json(report.as_json())
+            echo_json({**report.as_json(), "summary": summary.as_json()})
             return
-        _print_replay(report)
+        _print_replay(report, only_stopped=folder)
+        _print_summary(summary)
 
     @app.command()
     def export(

@@ -1,6 +1,7 @@
 """`runguard-proxy export | replay`: `export` writes what `replay FILE` reads, and both report what
 `replay --from-db` reports; a replay shows where a configuration would have stopped the recorded runs,
-names a run that is not there, and shows progress on a terminal only.
+names a run that is not there, and shows progress on a terminal only; a folder of recorded sessions
+(a corpus) is replayed file by file with a report per detector.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ import yaml
 
 from tests.e2e import agents, payloads
 from tests.proxy.cli.views import BOLD, LINK, LOOP, PLAIN, T0, Filled, cli, invoke
+from tests.support import sessions
 from tests.support.processes import console_script
 from tests.support.proxy import settings_for, start_proxy
 from tests.support.upstream import FakeUpstream
@@ -216,3 +218,32 @@ async def test_replay_of_a_file(tmp_path: Path) -> None:
     assert done.returncode == 1 and "traffic.jsonl:1" in done.stderr
     done = await cli("replay", database_url="")
     assert done.returncode == 2 and "FILE or --from-db" in done.stderr
+
+
+async def test_replay_of_a_folder_reports_per_detector_what_a_config_would_stop(tmp_path: Path) -> None:
+    corpus = tmp_path / "corpus"
+    (corpus / "loops").mkdir(parents=True)
+    (corpus / "fixing.jsonl").write_bytes(sessions.jsonl(sessions.healthy("fixing", 150)))
+    (corpus / "loops" / "looping.jsonl").write_bytes(sessions.jsonl(sessions.runaway("looping", 20)))
+    (corpus / "sessions.json").write_text('{"run_id": "fixing", "calls": 150}\n')  # metadata: not read
+    config = tmp_path / "permissive.yaml"
+    config.write_text(yaml.safe_dump(sessions.PERMISSIVE))
+
+    done = await cli("replay", str(corpus), "--json", "--config", str(config), database_url="")
+    assert done.returncode == 0, done.stderr
+    report = orjson.loads(done.stdout)
+    summary = report["summary"]
+    assert (summary["sessions"], summary["calls"], summary["sessions_stopped"], summary["files"]) == (2, 170, 1, 2)
+    (stop,) = summary["detectors"]["non_progress"]["stops"]
+    assert (stop["run_id"], stop["of_calls"], stop["source"]) == ("looping", 20, "loops/looping.jsonl")
+    assert summary["responses"] == 150 + stop["at_call"] - 1
+    assert {run["run_id"]: run["stopped_at"] for run in report["runs"]} == {"fixing": None, "looping": stop["at_call"]}
+
+    done = await cli("replay", str(corpus), "--config", str(config), database_url="")
+    assert done.returncode == 0, done.stderr
+    assert "per detector" in done.stdout and "looping" in done.stdout and "fixing" not in done.stdout
+    assert "2 sessions, 170 calls: 1 sessions stopped" in " ".join(done.stdout.split())
+
+    (tmp_path / "empty").mkdir()
+    done = await cli("replay", str(tmp_path / "empty"), database_url="")
+    assert done.returncode == 1 and "no *.jsonl file" in done.stderr
