@@ -7,6 +7,8 @@ steps print nothing when they work (`cat > f <<EOF`, `cp`, `sed -i`, `git apply`
 nothing): an empty output says nothing about progress, it is no "same result again".
 
 - `is_command_tool` / `command_of`: whether a call runs a shell command, and that command.
+- `chosen_work`: a response's tool calls that say which tool the agent chose (no call of a shell, which runs
+  every program): what `consecutive_same_tool` and `tool_storm` count.
 - `trivial_output`: a result that only says a command ran (nothing printed, an exit code of 0 or 1).
 """
 
@@ -16,7 +18,8 @@ import re
 from typing import Any
 
 from runguard.detectors.normalize import NOT_JSON, call_json, result_json, strip_volatile
-from runguard.proxy.core.events import ToolCall, ToolResult
+from runguard.detectors.turns import tool_work
+from runguard.proxy.core.events import ResponseInfo, ToolCall, ToolResult
 
 # Tool names that run a shell command (lowercase); others count when their name says so and their
 # arguments carry a `command` (`_COMMANDISH`).
@@ -89,6 +92,14 @@ def _words(value: Any) -> str | None:
 
 def is_command_tool(call: ToolCall | None) -> bool:
     return call is not None and command_of(call) is not None
+
+
+def chosen_work(response: ResponseInfo) -> list[ToolCall]:
+    """The response's calls of a tool the agent chose (`turns.tool_work`'s, but no call of a command tool): a
+    coding agent's shell runs every program, and the agent calls it turn after turn as its way of working (95%
+    of a bash agent's responses were flagged); which command it runs, and what comes back, is the other
+    detectors' to judge (`repeat_call`, `non_progress`, `spiral`)."""
+    return [call for call in tool_work(response) if not is_command_tool(call)]
 
 
 # An output that only says a command ran: nothing printed (once the client's wrapping is taken away).
