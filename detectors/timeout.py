@@ -9,9 +9,11 @@ from runguard.detectors.base import Detector, DetectorConfig, Evidence, RequestS
 
 class TimeoutConfig(DetectorConfig):
     seconds: float = Field(
-        1800.0,
+        5400.0,
         gt=0,
-        description="Seconds a run may last, counted from its first request; a later request is stopped.",
+        description="Seconds a run may last, counted from its first request; a later request is stopped. Real "
+        "coding sessions take up to an hour at their agents' pace (recorded: 28, 35 and 55 minutes); the "
+        "default, 90 minutes, is past them.",
         json_schema_extra={"tighten": "lower"},
     )
 
