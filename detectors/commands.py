@@ -19,7 +19,7 @@ from typing import Any
 
 from runguard.detectors.normalize import NOT_JSON, call_json, result_json, strip_volatile
 from runguard.detectors.turns import tool_work
-from runguard.proxy.core.events import ResponseInfo, ToolCall, ToolResult
+from runguard.proxy.core.events import ResponseInfo, ToolCall, ToolResult, digest
 
 # Tool names that run a shell command (lowercase); others count when their name says so and their
 # arguments carry a `command` (`_COMMANDISH`).
@@ -153,3 +153,48 @@ def _quiet_value(value: dict[str, Any], depth: int = 0) -> bool:
         elif isinstance(item, str | list) and item:
             return False
     return named or depth > 0
+
+
+def empty_answer(result: ToolResult) -> bool:
+    """Whether a result found nothing: empty text, `[]`, `{}`, `null`, or an object of empty lists and objects
+    (`{"results": []}`)."""
+    if len(result.content) > TRIVIAL_CHARS:
+        return False
+    value = result.value if result.value is not None else result_json(result)
+    if value is NOT_JSON:
+        return not result.content.strip()
+    return _empty(value)
+
+
+def _empty(value: Any) -> bool:
+    if value is None or value in ("", [], {}):
+        return True
+    return isinstance(value, dict) and all(item in ([], {}, None) for item in value.values())
+
+
+def asked_values(call: ToolCall) -> str:
+    """A digest of the one-word values of a call's JSON arguments (codes, ids, dates, numbers: `JFK`, `1042`),
+    not its free text: two searches for other routes or other orders ask other questions, while a query
+    reworded asks the same. "-" when there are none."""
+    found: str | None = call.derived.get("asked")
+    if found is not None:
+        return found
+    words: list[str] = []
+    _words_of(call_json(call), words, 0)
+    call.derived["asked"] = found = digest("\x00".join(words), 4) if words else "-"
+    return found
+
+
+def _words_of(value: Any, out: list[str], depth: int) -> None:
+    if depth > 8:
+        return
+    if isinstance(value, dict):
+        for key in sorted(value):
+            _words_of(value[key], out, depth + 1)
+    elif isinstance(value, list):
+        for item in value:
+            _words_of(item, out, depth + 1)
+    elif isinstance(value, bool) or value is None:
+        return
+    elif isinstance(value, int | float) or (isinstance(value, str) and value and " " not in value.strip()):
+        out.append(str(value))

@@ -9,7 +9,9 @@ result that only acknowledges that the call was done (`turns.acknowledges`:
 "ok", "File written successfully."): a tool that writes three files answers the
 same three times, and each time it did what it was asked. Nor does the output of a command that printed
 nothing (`commands.trivial_output`: `cat > f <<EOF`, `cp`, `sed -i`, `git apply`, a `grep` that found
-nothing): three of those in a row are three steps done, not a loop. Text the client adds to every result
+nothing): three of those in a row are three steps done, not a loop. An empty answer (`[]`, `{"results": []}`)
+to calls that ask about other codes, ids or dates (flights on other routes, other orders) is a new
+answer each time; to a query only reworded, it is the same. Text the client adds to every result
 and changes each time ("N tokens left", a chunk id, a timestamp) is not compared (`normalize.strip_volatile`).
 """
 
@@ -30,7 +32,7 @@ from runguard.detectors.base import (
     ShownCall,
     Verdict,
 )
-from runguard.detectors.commands import is_command_tool, trivial_output
+from runguard.detectors.commands import asked_values, empty_answer, is_command_tool, trivial_output
 from runguard.detectors.normalize import DEFAULT_VOLATILE_KEYS, call_args_digest, lowered, result_digest_of, tag
 from runguard.detectors.turns import acknowledges, paired_results, result_uniq
 from runguard.proxy.core.events import RequestInfo, ToolResult, is_transfer
@@ -91,12 +93,16 @@ class NonProgress(Detector[NonProgressConfig]):
         """One "<tool>:<result hash>:<uniq>" per distinct (tool, result) of this request, in order."""
         common = cfg.volatile
         keys: dict[str, str] = {}
+        calls = {i: call for i, (call, _) in enumerate(paired_results(request)) if call is not None}
         for position, result in enumerate(request.new_results):
             if result.name is None or is_transfer(result.name):
                 continue  # not attributable to a tool, or a handoff's acknowledgement (`handoff_cycle`'s)
             extra = cfg.volatile_keys_by_tool.get(result.name)
             volatile = common | lowered(extra) if extra else common
             key = f"{tag(result.name)}:{result_digest_of(result, volatile)}"
+            call = calls.get(position)
+            if call is not None and empty_answer(result):
+                key += f".{asked_values(call)}"  # nothing found for another code, id or date: another question
             keys.setdefault(key, result_uniq(request, result, position))
         return [f"{key}:{uniq}" for key, uniq in keys.items()]
 
@@ -112,7 +118,7 @@ class NonProgress(Detector[NonProgressConfig]):
             return None
         request = seen.request
         mine = {result_uniq(request, r, i): r for i, r in enumerate(request.new_results)}
-        keys = [item.rpartition(":")[0] for item in window]
+        keys = [item.rpartition(":")[0] for item in window]  # "<tool>:<result>[.<asked>]"
         for end in range(len(window) - 1, -1, -1):
             result = mine.get(window[end].rpartition(":")[2])
             if result is None:
@@ -128,6 +134,7 @@ class NonProgress(Detector[NonProgressConfig]):
 
     def _verdict(self, request: RequestInfo, key: str, run: int, seq: int) -> Verdict:
         tool_tag, _, result_hash = key.partition(":")
+        result_hash = result_hash.partition(".")[0]  # without what an empty answer's call asked
         tool = next((r.name for r in request.new_results if r.name and tag(r.name) == tool_tag), tool_tag)
         call = next((c for c, r in paired_results(request) if c is not None and r.name == tool), None)
         # The streak's earlier results are known by their digest only (the state keeps no more).

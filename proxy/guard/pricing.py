@@ -109,7 +109,9 @@ def _load(shipped: str, extra: str | None, key: str) -> dict[str, Any]:
 # Not a single digit after `-` (`claude-opus-4-9` is another model than `claude-opus-4`), nor a word
 # (`gpt-4o-mini-tts`, `gpt-5-codex`, `gpt-4.5-preview`: other models).
 _VERSION = re.compile(r"(?:[-_@]\d{2,}|[-_@.](?:preview|latest|exp)|[-_@]v\d+(?:\.\d+)?|:\d+)+")
-_PREFIXES = ("models/",)
+# Namespaces a client or router puts before a model's id (Gemini's `models/`, OpenRouter's and LiteLLM's
+# `google/gemini-3-pro-preview`): the id after them is the model's.
+_PREFIXES = ("models/", "google/", "openai/", "anthropic/", "gemini/")
 
 
 def _known_name(model: str) -> str:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from runguard.detectors.commands import command_of, is_command_tool, trivial_output
+from runguard.detectors.commands import asked_values, command_of, empty_answer, is_command_tool, trivial_output
 from runguard.proxy.core.events import ToolCall, ToolResult
 
 
@@ -58,3 +58,13 @@ def test_an_output_that_only_says_the_command_ran_is_trivial(content: str) -> No
 )
 def test_an_output_that_says_something_is_not(content: str) -> None:
     assert not trivial_output(ToolResult("bash", "c1", content))
+
+
+def test_an_empty_answer_and_what_a_call_asked() -> None:
+    assert all(empty_answer(ToolResult("t", None, text)) for text in ("", "[]", "{}", "null", '{"results": []}'))
+    assert not any(empty_answer(ToolResult("t", None, text)) for text in ("0", '[{"id": 1}]', "none found", '{"n": 0}'))
+    route = ToolCall("search", '{"origin": "JFK", "destination": "SEA", "note": "cheapest first"}')
+    other = ToolCall("search", '{"origin": "JFK", "destination": "LAX", "note": "cheapest first"}')
+    reworded = ToolCall("search", '{"origin": "JFK", "destination": "SEA", "note": "lowest fare first"}')
+    assert asked_values(route) != asked_values(other)
+    assert asked_values(route) == asked_values(reworded)

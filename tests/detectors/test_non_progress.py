@@ -188,3 +188,19 @@ async def test_the_same_output_with_a_countdown_appended_is_the_same_result() ->
 
     turns = [turn(left) for left in (81234, 74410, 66020)]
     assert first_trip(await RunSimulator([NonProgress()]).run(agent_loop(turns))) == 4
+
+
+async def test_nothing_found_for_other_routes_is_a_new_answer_each_time() -> None:
+    """A travel agent searching flights on one route after another: some have none (`[]`), each a new fact."""
+    routes = [("JFK", "SEA"), ("JFK", "LAX"), ("EWR", "SEA"), ("LGA", "SFO")]
+    turns = [[("search_direct_flight", {"origin": a, "destination": b, "date": "2024-05-20"}, "[]")] for a, b in routes]
+    assert first_trip(await RunSimulator([NonProgress()]).run(agent_loop(turns))) is None
+
+
+async def test_nothing_found_for_a_query_reworded_or_asked_again_still_trips() -> None:
+    reworded = [
+        [("search_orders", {"query": q, "limit": 5}, '{"results": []}')] for q in ("late parcel", "parcel late")
+    ]
+    again = [[("search_direct_flight", {"origin": "JFK", "destination": "SEA"}, "[]")] for _ in range(3)]
+    assert first_trip(await RunSimulator([NonProgress()]).run(agent_loop([*reworded, reworded[0]]))) == 4
+    assert first_trip(await RunSimulator([NonProgress()]).run(agent_loop(again))) == 4

@@ -294,6 +294,8 @@ def test_cache_writes_cost_the_input_rate_where_a_table_names_no_write_rate(tmp_
         ("claude-sonnet-4-5@20250929", 200_000, 15.0),  # Vertex AI's id
         ("claude-3-5-sonnet-v2@20241022", 200_000, 15.0),
         ("claude-opus-5-5", 1_000_000, 20.0),
+        ("google/gemini-3-pro-preview", 1_048_576, 12.0),  # a router's name: Gemini 3 Pro's window, not 128k
+        ("openai/gpt-4o-mini", 128_000, 0.6),
     ],
 )
 def test_dated_and_versioned_ids_resolve_to_their_own_model(model: str, window: int, output: float) -> None:
