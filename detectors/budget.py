@@ -17,7 +17,9 @@ class BudgetConfig(DetectorConfig):
     run_usd: float = Field(
         5.0,
         gt=0,
-        description="USD a run may spend. Once its spend reaches this, its next request is stopped.",
+        description="USD a run may spend. Once its spend reaches this, its next request is stopped. The "
+        "costliest recorded coding session (115 calls on Gemini 3 Pro, most of its prompt read from the cache) "
+        "spent $2.56; unpriced models add nothing to it.",
         json_schema_extra={"tighten": "lower"},
     )
     key_daily_usd: float | None = Field(
