@@ -105,7 +105,7 @@ def chosen_work(response: ResponseInfo) -> list[ToolCall]:
 # An output that only says a command ran: nothing printed (once the client's wrapping is taken away).
 _WRAPPING = re.compile(
     r"<(?:returncode|exit_code)>\s*[01]\s*</(?:returncode|exit_code)>"
-    r"|</?(?:output|stdout|stderr|result)>"
+    r"|</?[a-z][\w-]*>"  # the client's wrapping tags (<output>, <system>): what they hold is judged
     r"|\[?(?:command finished with )?exit code:?\s*[01]\]?"
     r"|\breturn ?code:?\s*[01]\b|\bexit status:?\s*[01]\b|\bexited with code [01]\b"
     r"|\b(?:output|stdout|stderr):"

@@ -9,7 +9,9 @@ result that only acknowledges that the call was done (`turns.acknowledges`:
 "ok", "File written successfully."): a tool that writes three files answers the
 same three times, and each time it did what it was asked. Nor does the output of a command that printed
 nothing (`commands.trivial_output`: `cat > f <<EOF`, `cp`, `sed -i`, `git apply`, a `grep` that found
-nothing): three of those in a row are three steps done, not a loop. An empty answer (`[]`, `{"results": []}`)
+nothing): three of those in a row are three steps done, not a loop. They are left out of the sequence:
+a test failing the same way three times, with a line flipped between runs by edits that print nothing,
+is the same result three times in a row (a fix-test loop, stopped at its 6th request). An empty answer (`[]`, `{"results": []}`)
 to calls that ask about other codes, ids or dates (flights on other routes, other orders) is a new
 answer each time; to a query only reworded, it is the same. Text the client adds to every result
 and changes each time ("N tokens left", a chunk id, a timestamp) is not compared (`normalize.strip_volatile`).
@@ -97,10 +99,12 @@ class NonProgress(Detector[NonProgressConfig]):
         for position, result in enumerate(request.new_results):
             if result.name is None or is_transfer(result.name):
                 continue  # not attributable to a tool, or a handoff's acknowledgement (`handoff_cycle`'s)
+            call = calls.get(position)
+            if cfg.acknowledgements_progress and is_command_tool(call) and trivial_output(result):
+                continue  # a step that printed nothing says nothing: it neither makes a streak nor breaks one
             extra = cfg.volatile_keys_by_tool.get(result.name)
             volatile = common | lowered(extra) if extra else common
             key = f"{tag(result.name)}:{result_digest_of(result, volatile)}"
-            call = calls.get(position)
             if call is not None and empty_answer(result):
                 key += f".{asked_values(call)}"  # nothing found for another code, id or date: another question
             keys.setdefault(key, result_uniq(request, result, position))

@@ -204,3 +204,39 @@ async def test_nothing_found_for_a_query_reworded_or_asked_again_still_trips() -
     again = [[("search_direct_flight", {"origin": "JFK", "destination": "SEA"}, "[]")] for _ in range(3)]
     assert first_trip(await RunSimulator([NonProgress()]).run(agent_loop([*reworded, reworded[0]]))) == 4
     assert first_trip(await RunSimulator([NonProgress()]).run(agent_loop(again))) == 4
+
+
+def reminder(left: int) -> str:
+    """What a coding-agent CLI appends to every tool result: a countdown and a random chunk id."""
+    return f"\n<system>{left:,} tokens left. Chunk id: {left * 2654435761 % 2**40:x}</system>"
+
+
+def fix_test_turns(outputs: list[str]) -> list[list[tuple[str, object, object]]]:
+    """Run the test, flip one line, run it again: `outputs` are the test's outputs, in turn."""
+    turns: list[list[tuple[str, object, object]]] = []
+    for i, out in enumerate(outputs):
+        left = 150_000 - 9_137 * i
+        turns.append([bash("python -m pytest tests/test_version.py -x -q", out + reminder(left))])
+        old, new = ("<", "<=") if i % 2 == 0 else ("<=", "<")
+        turns.append([bash(f"sed -i 's/if major {old} 1:/if major {new} 1:/' src/version.py", reminder(left - 4_000))])
+    return turns
+
+
+FAILING = "F\nE   assert parse('1.0') == Version(1, 0)\n1 failed in {}s"
+
+
+async def test_a_fix_test_loop_is_stopped_at_its_6th_request() -> None:
+    """The same failure three times, a line flipped between (its edits print nothing), every result carrying
+    the client's volatile countdown: the 6th request brings the third failure back."""
+    outputs = [FAILING.format(t) for t in ("0.31", "0.29", "0.33", "0.30", "0.32")]
+    assert first_trip(await RunSimulator([NonProgress()]).run(agent_loop(fix_test_turns(outputs)))) == 6
+
+
+async def test_a_fix_test_loop_whose_failures_change_is_work() -> None:
+    outputs = [
+        FAILING.format("0.31"),
+        "F\nE   assert parse('1.0') == Version(1, 0, 0)\n1 failed in 0.30s",
+        "F\nE   TypeError: Version() takes 2 arguments\n1 failed in 0.28s",
+        "1 passed in 0.27s",
+    ]
+    assert first_trip(await RunSimulator([NonProgress()]).run(agent_loop(fix_test_turns(outputs)))) is None
