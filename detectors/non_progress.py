@@ -12,8 +12,8 @@ nothing (`commands.trivial_output`: `cat > f <<EOF`, `cp`, `sed -i`, `git apply`
 nothing): three of those in a row are three steps done, not a loop. They are left out of the sequence:
 a test failing the same way three times, with a line flipped between runs by edits that print nothing,
 is the same result three times in a row (a fix-test loop, stopped at its 6th request). An empty answer
-(`[]`, `{"results": []}`) to calls that ask about other codes, ids or dates (flights on other routes, other orders) is a new
-answer each time; to a query only reworded, it is the same. Text the client adds to every result
+(`[]`, `{"results": []}`) to calls that ask about other codes, ids or dates (flights on other routes,
+other orders) is a new answer each time; to a query only reworded, it is the same. Text the client adds to every result
 and changes each time ("N tokens left", a chunk id, a timestamp) is not compared (`normalize.strip_volatile`).
 """
 
