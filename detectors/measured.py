@@ -26,21 +26,23 @@ class Measured:
     before: tuple[int, int]  # (stopped, of which progress) with the previous defaults
 
 
-SESSIONS = 611
-CALLS = 17_001
+SESSIONS = 617
+CALLS = 17_132
 STUCK = 38  # sessions judged stuck among all the corpus sessions any detector stopped
-RESPONSES = 15_751
-WARNED = 229
-WARNED_BEFORE = (977, 15_276)
+RESPONSES = 15_866
+WARNED = 244
+WARNED_BEFORE = (1_000, 15_352)
 ROWS = (
     Measured("text_loop", 64, 25, 35, 4, (62, 23)),
     Measured("non_progress", 3, 0, 2, 1, (4, 1)),
     Measured("spiral", 3, 1, 1, 1, (3, 1)),
     Measured("context_growth", 1, 1, 0, 0, (1, 1)),
+    Measured("fan_out", 1, 1, 0, 0, (1, 1)),
     Measured("max_tokens", 0, 0, 0, 0, (19, 19)),
     Measured("max_requests", 0, 0, 0, 0, (2, 2)),
+    Measured("timeout", 0, 0, 0, 0, (1, 1)),
 )
-WARNINGS = (("consecutive_same_tool", 215, 706), ("tool_storm", 39, 606))
+WARNINGS = (("consecutive_same_tool", 229, 715), ("tool_storm", 47, 625))
 
 
 def _share(part: int, whole: int) -> str:
@@ -55,9 +57,9 @@ def render() -> str:
     lines = [
         "## On real sessions",
         "",
-        f"Replayed at the defaults: {SESSIONS} recorded sessions ({CALLS:,} model calls) of five agent families "
-        "(mini-swe-agent and Live-SWE-agent on SWE-bench, SWE-agent on Java issues, OpenHands, tau-bench "
-        "airline), 8 of them over 100 calls. Each stop was judged by reading the session. The false-stop rate "
+        f"Replayed at the defaults: {SESSIONS} recorded sessions ({CALLS:,} model calls) of six agent "
+        "families (mini-swe-agent and Live-SWE-agent on SWE-bench, SWE-agent on Java issues, OpenHands, Claude Code, "
+        "tau-bench airline), 8 of them over 100 calls. Each stop was judged by reading the session. The false-stop rate "
         "is the share of all sessions stopped while making progress; the catch rate, the share of the "
         f"{STUCK} stuck sessions the detector stopped. Reproduce: `python -m bench.corpus build`, then "
         "`runguard-proxy replay bench/corpus/build --json`.",
@@ -81,6 +83,7 @@ def render() -> str:
         + ", ".join(f"`{name}` {now} (before {then})" for name, now, then in WARNINGS)
         + ". What is left of `text_loop`'s false stops is code reading by text-protocol agents whose every "
         "observation ends with the same footer and whose file windows overlap; `context_growth`'s one is an "
-        "agent reading a file 440 lines a step. What real sessions reach beside each cap is in its settings.",
+        "agent reading a file 440 lines a step; `fan_out`'s, Claude Code editing one function after another "
+        "with its to-do list beside each edit. What real sessions reach beside each cap is in its settings.",
     ]
     return "\n".join(lines)
