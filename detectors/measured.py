@@ -58,10 +58,11 @@ def render() -> str:
         "## On real sessions",
         "",
         f"Replayed at the defaults: {SESSIONS} recorded sessions ({CALLS:,} model calls) of six agent "
-        "families (mini-swe-agent and Live-SWE-agent on SWE-bench, SWE-agent on Java issues, OpenHands, Claude Code, "
-        "tau-bench airline), 8 of them over 100 calls. Each stop was judged by reading the session. The false-stop rate "
-        "is the share of all sessions stopped while making progress; the catch rate, the share of the "
-        f"{STUCK} stuck sessions the detector stopped. Reproduce: `python -m bench.corpus build`, then "
+        "families (mini-swe-agent and Live-SWE-agent on SWE-bench, SWE-agent on Java issues, OpenHands, "
+        "Claude Code, tau-bench airline), 8 of them over 100 calls. Each stop was judged by reading the "
+        "session. The false-stop rate is the share of all sessions stopped while making progress; the catch "
+        f"rate, the share of the {STUCK} stuck sessions the detector stopped. Reproduce: "
+        "`python -m bench.corpus build`, then "
         "`runguard-proxy replay bench/corpus/build --json`.",
         "",
         "| detector | sessions stopped | false stops (making progress) | false-stop rate | stuck caught | "
