@@ -17,7 +17,10 @@ class BudgetConfig(DetectorConfig):
     run_usd: float = Field(
         5.0,
         gt=0,
-        description="USD a run may spend. Once its spend reaches this, its next request is stopped.",
+        description="USD a run may spend. Once its spend reaches this, its next request is stopped. The "
+        "costliest recorded coding sessions spent $2.56 (115 calls on Gemini 3 Pro, most of the prompt read "
+        "from the cache) and $5.77 (a Claude Code session building and watching a Linux build for 4.5 hours, "
+        "passing $5 at its last call); unpriced models add nothing to it.",
         json_schema_extra={"tighten": "lower"},
     )
     key_daily_usd: float | None = Field(

@@ -16,7 +16,7 @@ from typing import Any
 
 from pydantic.fields import FieldInfo
 
-from runguard.detectors import guide
+from runguard.detectors import guide, measured
 from runguard.detectors.base import Detector
 from runguard.detectors.registry import DETECTOR_CLASSES
 
@@ -120,6 +120,8 @@ def render() -> str:
         HEADER
         + "\n"
         + "\n\n".join(_section(item) for item in entries())
+        + "\n\n"
+        + measured.render()
         + "\n\n"
         + "\n".join((guide.NUDGE, guide.BREAKERS, guide.EVIDENCE))
     )

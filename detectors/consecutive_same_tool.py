@@ -1,7 +1,9 @@
 """`consecutive_same_tool`: the model turns to the same single tool turn after turn.
 
 One turn is one model response with tool calls (a parallel batch is one
-turn). Paging through a listing does this too, so it warns by default.
+turn). Paging through a listing does this too, so it warns by default. A
+turn calling a shell (which runs every program) shows no choice of tool:
+it is not counted (`commands.chosen_work`).
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ from runguard.detectors.base import (
     Verdict,
     shown_call,
 )
+from runguard.detectors.commands import chosen_work
 from runguard.detectors.normalize import tag
 from runguard.detectors.turns import tool_work
 from runguard.proxy.core.ops import Push, Scope
@@ -50,12 +53,13 @@ class ConsecutiveSameTool(Detector[ConsecutiveSameToolConfig]):
     Config = ConsecutiveSameToolConfig
 
     def plan_response(self, seen: ResponseSeen, cfg: ConsecutiveSameToolConfig) -> Plan:
-        names = sorted({call.name for call in tool_work(seen.response)})
-        if not names:
+        if not tool_work(seen.response):
             return {}
+        names = sorted({call.name for call in chosen_work(seen.response)})
         # A turn mixing tools is pushed too: it breaks the streak. So does a new question from the
-        # user: a session calling one tool once per question is not calling it turn after turn.
-        item = tag(names[0]) if len(names) == 1 else "+" + tag("\x00".join(names))
+        # user: a session calling one tool once per question is not calling it turn after turn, and a
+        # turn of a shell's (calls, which say nothing of the agent's choice.
+        item = "+" if not names else tag(names[0]) if len(names) == 1 else "+" + tag("\x00".join(names))
         items = ("+", item) if seen.request.new_user_turn else (item,)
         return {"turns": Push(Scope.RUN, "turns", items, keep=cfg.threshold)}
 
@@ -65,9 +69,9 @@ class ConsecutiveSameTool(Detector[ConsecutiveSameToolConfig]):
             return None
         if turns[0].startswith("+"):
             return None
-        tool = tool_work(seen.response)[0].name
+        tool = chosen_work(seen.response)[0].name
         seq = seen.facts.request_index
-        latest = tuple(shown_call(c, seq=seq) for c in tool_work(seen.response))
+        latest = tuple(shown_call(c, seq=seq) for c in chosen_work(seen.response))
         return self.verdict(
             f"tool '{tool}' was the only tool called in {len(turns)} consecutive model turns",
             shows=Evidence(calls=latest, value=len(turns), limit=cfg.threshold),

@@ -7,7 +7,14 @@ volatile keys (ids, timestamps) dropped, over the run's whole sequence of tool
 results, so a tool whose answer changes every time never counts. Nor does a
 result that only acknowledges that the call was done (`turns.acknowledges`:
 "ok", "File written successfully."): a tool that writes three files answers the
-same three times, and each time it did what it was asked.
+same three times, and each time it did what it was asked. Nor does the output of a command that printed
+nothing (`commands.trivial_output`: `cat > f <<EOF`, `cp`, `sed -i`, `git apply`, a `grep` that found
+nothing): three of those in a row are three steps done, not a loop. They are left out of the sequence:
+a test failing the same way three times, with a line flipped between runs by edits that print nothing,
+is the same result three times in a row (a fix-test loop, stopped at its 6th request). An empty answer
+(`[]`, `{"results": []}`) to calls that ask about other codes, ids or dates (flights on other routes,
+other orders) is a new answer each time; to a query only reworded, it is the same. Text the client adds to every result
+and changes each time ("N tokens left", a chunk id, a timestamp) is not compared (`normalize.strip_volatile`).
 """
 
 from __future__ import annotations
@@ -27,9 +34,10 @@ from runguard.detectors.base import (
     ShownCall,
     Verdict,
 )
+from runguard.detectors.commands import asked_values, empty_answer, is_command_tool, trivial_output
 from runguard.detectors.normalize import DEFAULT_VOLATILE_KEYS, call_args_digest, lowered, result_digest_of, tag
 from runguard.detectors.turns import acknowledges, paired_results, result_uniq
-from runguard.proxy.core.events import RequestInfo, is_transfer
+from runguard.proxy.core.events import RequestInfo, ToolResult, is_transfer
 from runguard.proxy.core.ops import Push, Scope
 
 SLACK = 16  # extra window room: a re-sent batch must still find its items to be skipped
@@ -66,6 +74,15 @@ class NonProgressConfig(DetectorConfig):
         return lowered(self.volatile_keys)
 
 
+def _says_done(request: RequestInfo, result: ToolResult) -> bool:
+    """An acknowledgement, or a command's output that printed nothing (of the call the result answers)."""
+    if acknowledges(result):
+        return True
+    if not trivial_output(result):
+        return False
+    return any(r is result and is_command_tool(call) for call, r in paired_results(request))
+
+
 class NonProgress(Detector[NonProgressConfig]):
     """Pre-flight, from the tool results the request sends back."""
 
@@ -78,12 +95,18 @@ class NonProgress(Detector[NonProgressConfig]):
         """One "<tool>:<result hash>:<uniq>" per distinct (tool, result) of this request, in order."""
         common = cfg.volatile
         keys: dict[str, str] = {}
+        calls = {i: call for i, (call, _) in enumerate(paired_results(request)) if call is not None}
         for position, result in enumerate(request.new_results):
             if result.name is None or is_transfer(result.name):
                 continue  # not attributable to a tool, or a handoff's acknowledgement (`handoff_cycle`'s)
+            call = calls.get(position)
+            if cfg.acknowledgements_progress and is_command_tool(call) and trivial_output(result):
+                continue  # a step that printed nothing says nothing: it neither makes a streak nor breaks one
             extra = cfg.volatile_keys_by_tool.get(result.name)
             volatile = common | lowered(extra) if extra else common
             key = f"{tag(result.name)}:{result_digest_of(result, volatile)}"
+            if call is not None and empty_answer(result):
+                key += f".{asked_values(call)}"  # nothing found for another code, id or date: another question
             keys.setdefault(key, result_uniq(request, result, position))
         return [f"{key}:{uniq}" for key, uniq in keys.items()]
 
@@ -99,7 +122,7 @@ class NonProgress(Detector[NonProgressConfig]):
             return None
         request = seen.request
         mine = {result_uniq(request, r, i): r for i, r in enumerate(request.new_results)}
-        keys = [item.rpartition(":")[0] for item in window]
+        keys = [item.rpartition(":")[0] for item in window]  # "<tool>:<result>[.<asked>]"
         for end in range(len(window) - 1, -1, -1):
             result = mine.get(window[end].rpartition(":")[2])
             if result is None:
@@ -109,12 +132,13 @@ class NonProgress(Detector[NonProgressConfig]):
                 run += 1
             # The same acknowledgement each time (judged only here, where it would trip: a result of the
             # same key says the same) is a tool doing what it was asked, each time.
-            if run >= cfg.threshold and not (cfg.acknowledgements_progress and acknowledges(result)):
+            if run >= cfg.threshold and not (cfg.acknowledgements_progress and _says_done(request, result)):
                 return self._verdict(request, keys[end], run, facts.request_index)
         return None
 
     def _verdict(self, request: RequestInfo, key: str, run: int, seq: int) -> Verdict:
         tool_tag, _, result_hash = key.partition(":")
+        result_hash = result_hash.partition(".")[0]  # without what an empty answer's call asked
         tool = next((r.name for r in request.new_results if r.name and tag(r.name) == tool_tag), tool_tag)
         call = next((c for c, r in paired_results(request) if c is not None and r.name == tool), None)
         # The streak's earlier results are known by their digest only (the state keeps no more).

@@ -22,6 +22,7 @@ arguments (sketches) are read in `sketch`, calls paired with their results in
 
 from __future__ import annotations
 
+import re
 from collections.abc import Collection, Iterable, MutableMapping
 from typing import Any, TypeVar
 
@@ -255,11 +256,42 @@ def result_json(result: ToolResult) -> Any:
     return found if found is not _UNREAD else remember(result.derived, "json", json_value(result.content))
 
 
+# What the client adds to a result and changes every time: replaced by "#" before results are compared.
+_VOLATILE = re.compile(
+    # Each starts a word (checked first: most positions fail there, and Python's re tries every branch else).
+    r"(?<![\w-])(?=[\dabcdefrstABCDEFRST])(?:"
+    r"\d[\d,]*(?=\s+tokens?\s+(?:left|remaining))"  # a countdown: "41,230 tokens left"
+    r"|[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\b"  # a UUID
+    r"|(?:chunk|trace|request|session|call|run)[ _-]?id\b[:=#]?\s*[\w-]{6,}"  # "chunk id: a81fQ2x"
+    r"|\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}(?::\d{2}(?:[.,]\d+)?)?(?:Z|[+-]\d{2}:?\d{2})?"  # a timestamp
+    r"|\d{2}:\d{2}:\d{2}(?:[.,]\d+)?\b"  # a time of day
+    r"|\d+(?:\.\d+)?\s?(?:ms|s|sec|secs|seconds)\b"  # a duration: "in 0.12s", "took 35 ms"
+    r"|0x[0-9a-f]{6,}\b"  # an object's address in a repr
+    r"|[0-9a-f]{32,}\b"  # a long random hex id
+    r")",
+    re.IGNORECASE,
+)
+HEAD_CHARS, TAIL_CHARS = 1_024, 4_096  # where a client puts what it adds to a long result: its ends
+
+
+def strip_volatile(text: str) -> str:
+    """`text` with its volatile parts (countdowns, ids, timestamps, durations, addresses) as "#".
+
+    A long text is read at its ends only (its first 1 KB and last 4 KB), where a client adds its reminders
+    and a command prints its timing: the whole of a 300 KB file read took 40 ms, the ends take under 1 ms.
+    """
+    if len(text) <= HEAD_CHARS + TAIL_CHARS:
+        return _VOLATILE.sub("#", text)
+    middle = text[HEAD_CHARS:-TAIL_CHARS]
+    return _VOLATILE.sub("#", text[:HEAD_CHARS]) + middle + _VOLATILE.sub("#", text[-TAIL_CHARS:])
+
+
 def _hashed(value: Any, text: str, volatile_keys: Collection[str]) -> str:
-    """`value_digest` of a result's JSON value (`NOT_JSON`: its text is no JSON), else a hash of its text."""
+    """`value_digest` of a result's JSON value (`NOT_JSON`: its text is no JSON), else a hash of its text
+    without its volatile parts (`strip_volatile`)."""
     if value is not NOT_JSON:
         try:
             return value_digest(value, volatile_keys)
         except TypeError:  # nested deeper than orjson dumps: hashed as text
             pass
-    return digest(text.strip())
+    return digest(strip_volatile(text.strip()))

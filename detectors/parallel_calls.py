@@ -9,7 +9,9 @@ previous turn's batch call for call.
 Two different tools asked about the same thing by name or id (`get_user`,
 `get_orders` and `get_tickets` for one user id; weather and local time for
 one city) is a fan-out of different lookups, not a spray: across tools, only
-calls that ask in words (a query with whitespace) are compared. Nor are calls
+calls that ask in words (a query with whitespace) are compared. Nor are look-ups
+that differ in what they name though their words are alike: two `dig` probes
+on two ports, pings to two hosts, six `kill`s for six pids (`_apart`). Nor are calls
 that hand work to another agent (a delegation: an orchestrator giving its
 Spanish, French and Italian translator agents the same sentence); they count
 towards the cap. An Agno task leader's calls that only write its plan
@@ -34,13 +36,16 @@ from runguard.detectors.base import (
     Verdict,
     shown_call,
 )
-from runguard.detectors.normalize import call_tag
+from runguard.detectors.commands import asked_values, command_of
+from runguard.detectors.normalize import call_tag, squash
 from runguard.detectors.sketch import (
     Sketch,
     call_asks_in_words,
     call_sketch,
     call_sketch_packed,
+    call_targets,
     decode_sketch,
+    named_apart,
     sketch_similarity,
 )
 from runguard.detectors.turns import tool_work
@@ -104,6 +109,16 @@ def _stored(raw: OpResult) -> Batch:
     return [(name, decode_sketch(sketch)) for name, _, sketch in (entry.partition("|") for entry in raw.split(","))]
 
 
+def _apart(a: ToolCall, b: ToolCall) -> bool:
+    """Two calls of one batch that do different things though their words are alike: shell commands that
+    differ (`dig @ns -p 53` and `-p 5353`, `kill 4121` and `kill 4188`), or calls naming other codes, hosts
+    or ids in their one-word values, or other files, numbers or names in their text."""
+    command_a, command_b = command_of(a), command_of(b)
+    if command_a is not None and command_b is not None:
+        return squash(command_a) != squash(command_b)
+    return asked_values(a) != asked_values(b) or named_apart(call_targets(a), call_targets(b))
+
+
 class ParallelCalls(Detector[ParallelCallsConfig]):
     """Reads the previous batch before the request, judges the response, stores its batch after."""
 
@@ -134,6 +149,8 @@ class ParallelCalls(Detector[ParallelCallsConfig]):
         for (i, (tool_a, a)), (j, (tool_b, b)) in combinations(enumerate(_batch(calls)), 2):
             if tool_a != tool_b and not (call_asks_in_words(calls[i]) and call_asks_in_words(calls[j])):
                 continue  # one entity looked up by several tools
+            if _apart(calls[i], calls[j]):
+                continue  # other hosts, ports, pids, ids: one look-up each
             similarity = sketch_similarity(a, b)
             if similarity >= cfg.similarity:
                 return self.verdict(

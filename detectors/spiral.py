@@ -14,7 +14,13 @@ whose text names other files, numbers, names or quoted literals (`pytest
 tests/test_a.py -x`, then `test_b.py`; a query for 2021, then for 2022; the
 weather for Paris, then for Lyon; `df.groupby('region')`, then `'product'`),
 unless one names all that the other does (a rephrasing that adds a year still
-asks the same). Calls handing work
+asks the same). A command tool's call (`commands.command_of`: bash, shell, ...)
+is judged by what comes back too: its words are not its meaning (`grep -n "def
+a" f.py`, then `grep -A20 "def b" f.py`), so two similar commands are a pair
+only when they got the same answer (volatile text aside), and the call just
+made only when the tool's last answer repeated the one before; commands that
+keep getting new answers (code read function by function, tests run four ways
+failing four ways) are work. Calls handing work
 to another agent are left out: a leader giving its members similar tasks
 ("analyse the North region's sales", "... the South region's ...") fans out,
 and the same task handed over again is `handoff_cycle`'s.
@@ -39,12 +45,14 @@ from runguard.detectors.base import (
     ShownCall,
     Verdict,
 )
-from runguard.detectors.normalize import call_keyed_digest, call_tag, lowered
+from runguard.detectors.commands import is_command_tool
+from runguard.detectors.normalize import call_args_digest, call_keyed_digest, call_tag, lowered, result_digest_of
 from runguard.detectors.sketch import call_sketch_packed, call_targets, decode_sketch, named_apart, sketch_similarity
-from runguard.detectors.turns import tool_work
+from runguard.detectors.turns import paired_results, tool_work
 from runguard.proxy.core.events import ToolCall
-from runguard.proxy.core.ops import Op, Push, Scope
+from runguard.proxy.core.ops import Get, Op, OpResult, Push, Scope
 
+ANY = "?"  # a command's answer that is not known yet, and no answer of its tool says it differs
 MAX_TOOLS = 6  # tools tracked per run (the first ones called): each keeps up to `window` token sets
 PAGINATION_KEYS = (
     "page",
@@ -115,7 +123,17 @@ class Spiral(Detector[SpiralConfig]):
         packed argument sketch>": calls on other pages, or naming other files or numbers, are never a pair,
         nor calls of one turn."""
         pages = call_keyed_digest(call, cfg.pagination)
-        return f"{turn}~{pages}/{call_targets(call)}|{call_sketch_packed(call)}"
+        asked = f"^{call_args_digest(call)[:8]}" if is_command_tool(call) else ""
+        return f"{turn}~{pages}/{call_targets(call)}{asked}|{call_sketch_packed(call)}"
+
+    def _answers(self, seen: ResponseSeen) -> dict[str, list[str]]:
+        """Per command tool, the answers this request brings back: "<its call's args digest>=<result digest>"."""
+        answers: dict[str, list[str]] = {}
+        for call, result in paired_results(seen.request):
+            if call is not None and is_command_tool(call):
+                item = f"{call_args_digest(call)[:8]}={result_digest_of(result)[:8]}"
+                answers.setdefault(call_tag(call), []).append(item)
+        return answers
 
     def plan_response(self, seen: ResponseSeen, cfg: SpiralConfig) -> Plan:
         entries: dict[str, list[str]] = {}
@@ -127,9 +145,15 @@ class Spiral(Detector[SpiralConfig]):
         admitted, new = tally.admit(seen.before.get("tools"), entries, MAX_TOOLS)
         # A batch stays whole beside the window's earlier calls (up to twice the window): pairs are of turns.
         plan: dict[str, Op] = {}
+        answers = self._answers(seen)
         for t in admitted:
             batch = tuple(entries[t])
             plan[f"w.{t}"] = Push(Scope.RUN, f"w.{t}", batch, keep=min(cfg.window + len(batch) - 1, 2 * cfg.window))
+            if any("^" in entry for entry in batch):  # a command tool's: what its calls got back
+                heard = tuple(answers.get(t, ()))
+                plan[f"r.{t}"] = (
+                    Push(Scope.RUN, f"r.{t}", heard, keep=4 * cfg.window) if heard else Get(Scope.RUN, f"r.{t}")
+                )
         for op in tally.enrol("tools", new, MAX_TOOLS):
             plan["roster"] = op
         return plan
@@ -140,7 +164,7 @@ class Spiral(Detector[SpiralConfig]):
                 continue
             if len(window) * (len(window) - 1) // 2 < cfg.min_pairs:
                 continue  # too few calls yet to hold `min_pairs` pairs: nothing to decode
-            pairs = self._similar_pairs(window, cfg)
+            pairs = self._similar_pairs(window, cfg, _heard(got.get(f"r.{local[2:]}")))
             if len(pairs) >= cfg.min_pairs:
                 tool_tag = local[2:]
                 tool = next((c.name for c in seen.response.tool_calls if call_tag(c) == tool_tag), tool_tag)
@@ -156,15 +180,22 @@ class Spiral(Detector[SpiralConfig]):
                 )
         return None
 
-    def _similar_pairs(self, window: tuple[str, ...], cfg: SpiralConfig) -> list[tuple[int, int, float]]:
+    def _similar_pairs(
+        self, window: tuple[str, ...], cfg: SpiralConfig, heard: tuple[dict[str, str], str | None] = ({}, ANY)
+    ) -> list[tuple[int, int, float]]:
         """Near-identical pairs of calls from different turns, one per pair of turns: a spiral is the model
         asking again once it has seen the answers. Calls of one response were all made before any answer
         came (a plan's similar tasks, a batch of lookups: `parallel_calls` judges those), and a call like
         several of one earlier batch asks again once."""
         parsed = []
+        answers, pending = heard
+        got: list[str | None] = []
         for index, (marks, _, sketch) in enumerate(entry.partition("|") for entry in window):
             turn, marked, rest = marks.partition("~")
             turn = turn if marked else str(index)  # an entry from before turns were kept: a turn of its own
+            rest, command, asked = rest.partition("^")
+            # A command's answer; its latest call's, unknown yet, is the tool's last when that repeated itself.
+            got.append(answers.get(asked, pending) if command else "")
             parsed.append((turn, rest.partition("/"), decode_sketch(sketch)))
         found = []
         paired: set[tuple[str, str]] = set()
@@ -177,11 +208,33 @@ class Spiral(Detector[SpiralConfig]):
                 continue  # another page of the same listing
             if named_apart(named_a, named_b):
                 continue  # other files, numbers or names
+            if not _same_answer(got[i], got[j]):
+                continue  # commands that got other answers: the agent learnt something
             similarity = sketch_similarity(a, b)
             if cfg.threshold <= similarity < 1.0:
                 paired.add((turn_a, turn_b))
                 found.append((i, j, round(similarity, 3)))
         return found
+
+
+def _heard(window: OpResult) -> tuple[dict[str, str], str | None]:
+    """A command tool's answers by its calls' args digest, and what a call whose answer is not known yet (the
+    one just made) is taken to get: `ANY` while the tool has given fewer than two answers, its last answer
+    when that repeated the one before (asking again after the same answer), else None (it learnt something)."""
+    items = [item.partition("=") for item in window] if isinstance(window, tuple) else []
+    answers = {asked: answer for asked, _, answer in items}
+    if len(items) < 2:
+        return answers, ANY
+    return answers, items[-1][2] if items[-1][2] == items[-2][2] else None
+
+
+def _same_answer(a: str | None, b: str | None) -> bool:
+    """Whether two calls got the same answer ("" for a call of no command tool: not judged by its answer)."""
+    if a == "" or b == "":
+        return True
+    if a is None or b is None:
+        return False
+    return ANY in (a, b) or a == b
 
 
 def _turn_of(entry: str) -> int | None:

@@ -9,9 +9,12 @@ from runguard.detectors.base import Detector, DetectorConfig, Evidence, RequestS
 
 class TimeoutConfig(DetectorConfig):
     seconds: float = Field(
-        1800.0,
+        21_600.0,
         gt=0,
-        description="Seconds a run may last, counted from its first request; a later request is stopped.",
+        description="Seconds a run may last, counted from its first request; a later request is stopped. Real "
+        "coding sessions fixing an issue take up to an hour at their agents' pace (recorded: 28, 35 and 55 "
+        "minutes), and a coding-agent CLI building and watching a long build 4 h 33 min (57 calls): the "
+        "default, 6 hours, is past them. Request and spend caps stop a runaway long before.",
         json_schema_extra={"tighten": "lower"},
     )
 

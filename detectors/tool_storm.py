@@ -2,7 +2,9 @@
 
 A confused agent calls the same tool over and over, or every tool every turn,
 seeking a resolution it cannot get. Legitimate work (a long listing, a
-research plan) also calls one tool often, so this warns by default.
+research plan) also calls one tool often, so this warns by default. The calls
+of a shell (which runs every program) are not counted (`commands.chosen_work`):
+calling it turn after turn is how a coding agent works.
 """
 
 from __future__ import annotations
@@ -22,8 +24,8 @@ from runguard.detectors.base import (
     Verdict,
     shown_call,
 )
+from runguard.detectors.commands import chosen_work
 from runguard.detectors.normalize import call_tag
-from runguard.detectors.turns import tool_work
 from runguard.proxy.core.ops import Add, Op, Scope
 
 MAX_TOOLS = 64  # distinct tools counted per run; calls of further tools are not counted
@@ -57,7 +59,7 @@ class ToolStorm(Detector[ToolStormConfig]):
 
     def plan_response(self, seen: ResponseSeen, cfg: ToolStormConfig) -> Plan:
         calls: dict[str, int] = {}
-        for call in tool_work(seen.response):  # handing work to another agent: `handoff_cycle` counts those
+        for call in chosen_work(seen.response):  # handing work to another agent: `handoff_cycle` counts those
             tool = call_tag(call)
             calls[tool] = calls.get(tool, 0) + 1
         if not calls:

@@ -23,7 +23,7 @@ from rich.text import Text
 from runguard.proxy.cli.loading import ConfigOption, load
 from runguard.proxy.cli.render import Column, ago, console, echo_json, fail, print_fitted, usd, when
 from runguard.proxy.cli.store import JsonOption, read_store
-from runguard.proxy.guard.upstream_prices import UpstreamPrices, spend
+from runguard.proxy.guard.upstream_prices import shipped_prices, spend
 
 PER_PAGE = 200
 NOT_RECORDED = (
@@ -188,7 +188,7 @@ def register(app: typer.Typer) -> None:
         detail = read_store(settings, lambda reader: _detail(reader, run_id))
         if detail is None:
             raise fail(f"no run {run_id!r} in the record store")
-        prices = UpstreamPrices(settings.upstreams.compatible)  # a model its upstream has no price for: unpriced
+        prices = shipped_prices(settings)  # a model its upstream has no price for: unpriced
         for step in detail["requests"]:
             step["unpriced"] = not prices.priced(step["provider"], step["model"])
         detail["run"]["unpriced"] = any(step["unpriced"] for step in detail["requests"])

@@ -19,7 +19,7 @@ import typer
 from runguard.config.settings import Settings
 from runguard.proxy.cli.loading import ConfigOption, load
 from runguard.proxy.cli.render import Column, ago, console, echo_json, fail, print_fitted, since, usd, when
-from runguard.proxy.guard.upstream_prices import UpstreamPrices, any_unpriced, spend
+from runguard.proxy.guard.upstream_prices import UpstreamPrices, any_unpriced, shipped_prices, spend
 
 T = TypeVar("T")
 
@@ -136,7 +136,7 @@ def register(app: typer.Typer) -> None:
 
         settings = load(config).settings
         rows = read_store(settings, query)
-        prices = UpstreamPrices(settings.upstreams.compatible)
+        prices = shipped_prices(settings)
         for row in rows:
             row["unpriced"] = any_unpriced(prices, row.get("served", ()))
         if as_json:

@@ -17,6 +17,7 @@ from collections.abc import Callable
 
 from runguard.config.settings import Settings
 from runguard.detectors.base import ResponseKind, ResponseSeen
+from runguard.detectors.max_requests import MaxRequestsConfig
 from runguard.proxy.core.ops import CompareAndSet, Get, Put, Scope
 from runguard.proxy.guard import accounting, breaker, client_answers, nudge, reporting
 from runguard.proxy.guard.batches import Batches
@@ -168,9 +169,15 @@ class Decisions:
         return blocking
 
     def _trip_record(self, ticket: Ticket, finding: Finding, seen: ResponseSeen | None) -> TripRecord:
-        cap = self._policy.config_of("max_requests", ticket.key_hash, ticket.request.model)
-        step_cap, texts = int(getattr(cap, "limit", 100)), self._settings.store.record_bodies
-        return reporting.trip_record(ticket, finding, seen, self._clock(), step_cap, with_texts=texts)
+        # The run's own limits, as its headers tightened them (its lineup's), else its key's and model's.
+        configs = ticket.lineup.configs
+        cap = configs.get("max_requests") or self._policy.config_of(
+            "max_requests", ticket.key_hash, ticket.request.model
+        )
+        budget = configs.get("budget") or self._policy.config_of("budget", ticket.key_hash, ticket.request.model)
+        step_cap, texts = int(getattr(cap, "limit", MaxRequestsConfig().limit)), self._settings.store.record_bodies
+        usd = getattr(budget, "run_usd", None)
+        return reporting.trip_record(ticket, finding, seen, self._clock(), step_cap, with_texts=texts, budget=usd)
 
     def _record_trip(self, trip: TripRecord) -> None:
         self._sink.submit(trip)

@@ -80,7 +80,8 @@ class Guard:
         self._observer = observer
         self._clock = clock
         self._engine = Engine(self._on_fault, shadow=settings.guard.shadow)
-        self._reader = ResponseReader(tables, TokenEstimator(), clock, UpstreamPrices(settings.upstreams.compatible))
+        self.prices = UpstreamPrices(settings.upstreams.compatible, tables)  # what the views call unpriced
+        self._reader = ResponseReader(tables, TokenEstimator(), clock, self.prices)
         self._batches = Batches(
             state, fail_closed=settings.state.fail_closed, clock=clock, on_error=observer.state_error
         )
@@ -97,8 +98,7 @@ class Guard:
             on_state_error=observer.state_error,
         )
         self.tenants = self.runs.tenants
-        # named in reset hints when not the default address
-        self._proxy_url = proxy_url(settings.server.host, settings.server.port)
+        self._proxy_url = url  # named in reset hints when not the default address
         self._finishing: set[asyncio.Task[None]] = set()  # the ends of passages whose clients left
         # With a state that waits, ends run beside the relay (`judging`) unless settings say in the handler;
         # with one that never waits, always in the handler.

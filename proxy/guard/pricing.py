@@ -1,12 +1,16 @@
-"""Model tables: price per token and context window, by longest name prefix.
+"""Model tables: price per token and context window, by exact model id (`resolve`).
 
 The shipped tables live in `runguard.config` (pricing.yaml, models.yaml); a
-user file extends or overrides them. Lookups are cached per model name.
+user file extends or overrides them. Lookups are cached per model name. A model
+no table knows has no price (it is *unpriced*: `bill` is None, and it adds
+nothing to a budget) and no window (no `context_window` limit), unless a user
+file sets a `default:`; it never gets another model's row.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import re
+from collections.abc import Callable, Iterable
 from importlib import resources
 from typing import Any, TypeVar
 
@@ -90,7 +94,7 @@ def _load(shipped: str, extra: str | None, key: str) -> dict[str, Any]:
     if extra:
         user = _user_file(extra, key)
         data["models"] = {**data.get("models", {}), **(user.get("models") or {})}
-        data["default"] = user.get("default", data["default"])
+        data["default"] = user.get("default", data.get("default"))
         for table in ("tools", "service_tiers"):
             extra_rows = user.get(table)
             if isinstance(extra_rows, dict):
@@ -100,10 +104,52 @@ def _load(shipped: str, extra: str | None, key: str) -> dict[str, Any]:
     return data
 
 
-def _longest_prefix(table: dict[str, Any], model: str) -> Any | None:
-    name = model.lower().removeprefix("models/")
-    best = max((prefix for prefix in table if name.startswith(prefix.lower())), key=len, default=None)
-    return table[best] if best is not None else None
+# What may follow a model's id in a dated or versioned id of the same model: `-2024-08-06`, `-0613`,
+# `-20241022`, `-001`, `-preview-05-20`, `-latest`, `-exp-1206`, `@20250929` (Vertex), `-v2:0` (Bedrock).
+# Not a single digit after `-` (`claude-opus-4-9` is another model than `claude-opus-4`), nor a word
+# (`gpt-4o-mini-tts`, `gpt-5-codex`, `gpt-4.5-preview`: other models).
+_VERSION = re.compile(r"(?:[-_@]\d{2,}|[-_@.](?:preview|latest|exp)|[-_@]v\d+(?:\.\d+)?|:\d+)+")
+# Namespaces a client or router puts before a model's id (Gemini's `models/`, OpenRouter's and LiteLLM's
+# `google/gemini-3-pro-preview`): the id after them is the model's.
+_PREFIXES = ("models/", "google/", "openai/", "anthropic/", "gemini/")
+
+
+def _known_name(model: str) -> str:
+    name = model.lower()
+    for prefix in _PREFIXES:
+        name = name.removeprefix(prefix)
+    return name
+
+
+def resolve(names: Iterable[str], model: str) -> str | None:
+    """The table name `model` is: its exact name, else the longest name it extends by version tokens only
+    (`_VERSION`: a date, a snapshot number, preview/latest/exp). None when no name fits: never a bare prefix of
+    another model's name. Fine-tuned models (`ft:<base>:<org>:<suffix>:<id>`) match a name that is their own
+    up to a `:` (a user's row for one fine-tune), else `ft:` and their base's name."""
+    name = _known_name(model)
+    best: str | None = None
+    size = -1
+    for key in names:
+        known = key.lower()
+        if known == name:
+            return key
+        if len(known) > size and name.startswith(known) and _extends(name[len(known) :], known):
+            best, size = key, len(known)
+    return best
+
+
+def _extends(rest: str, known: str) -> bool:
+    if known.startswith(FINE_TUNED) and rest.startswith(":"):
+        return True  # a fine-tune's own row: `ft:<base>:<org>:<suffix>` names every model of that run
+    if known.startswith(FINE_TUNED):
+        rest = rest.split(":", 1)[0]  # `ft:<base>`'s base, dated: the org and id that follow are no version
+    return _VERSION.fullmatch(rest) is not None
+
+
+def _base_of(model: str) -> str | None:
+    """A fine-tuned model's base model (`ft:gpt-4o-mini-2024-07-18:acme::C2` -> `gpt-4o-mini-2024-07-18`)."""
+    name = _known_name(model)
+    return name.removeprefix(FINE_TUNED).split(":", 1)[0] if name.startswith(FINE_TUNED) else None
 
 
 def _rates(raw: Any, shape: str) -> Price:
@@ -185,14 +231,16 @@ class ModelTables:
         self._prices = {
             str(name): _entry(_price, raw, "pricing_file", f"models.{name}") for name, raw in pricing["models"].items()
         }
-        self._default_price = _entry(_price, pricing["default"], "pricing_file", "default")
+        shipped = pricing.get("default")
+        self._default_price = None if shipped is None else _entry(_price, shipped, "pricing_file", "default")
         self._windows = {
             str(name): _entry(_window, raw, "models_file", f"models.{name}") for name, raw in windows["models"].items()
         }
-        self._default_window = _entry(_window, windows["default"], "models_file", "default")
+        size = windows.get("default")
+        self._default_window = 0 if size is None else _entry(_window, size, "models_file", "default")
         self._tool_fees = _entry(_fees, pricing.get("tools") or {}, "pricing_file", "tools")
         self._tiers = _entry(_factors, pricing.get("service_tiers") or {}, "pricing_file", "service_tiers")
-        self._price_cache: dict[str, Price] = {}
+        self._price_cache: dict[str, Price | None] = {}
         self._window_cache: dict[str, int] = {}
         # A requested name -> (the model its last response named, the name it is priced and sized by).
         self._served: dict[str, tuple[str, str]] = {}
@@ -211,7 +259,7 @@ class ModelTables:
             return
         if len(self._served) > 4096:  # model names come from clients: stay bounded
             self._served.clear()
-        priced = _longest_prefix(self._prices, served) is not None
+        priced = resolve(self._prices, served) is not None
         self._served[requested] = (served, served if priced else requested)
         self._price_cache.pop(requested, None)
         self._window_cache.pop(requested, None)
@@ -220,37 +268,50 @@ class ModelTables:
         known = self._served.get(model)
         return model if known is None else known[1]
 
-    def price(self, model: str) -> Price:
-        found = self._price_cache.get(model)
-        if found is None:
-            found = _longest_prefix(self._prices, self._named(model)) or self._default_price
-            if len(self._price_cache) > 4096:  # model names come from clients: stay bounded
-                self._price_cache.clear()
-            self._price_cache[model] = found
+    def price(self, model: str) -> Price | None:
+        """The model's rates; None when no table knows it (unpriced)."""
+        if model in self._price_cache:
+            return self._price_cache[model]
+        name = resolve(self._prices, self._named(model))
+        found = self._prices[name] if name is not None else self._default_price
+        if len(self._price_cache) > 4096:  # model names come from clients: stay bounded
+            self._price_cache.clear()
+        self._price_cache[model] = found
         return found
 
     def window(self, model: str) -> int:
-        """The model's context window; a fine-tuned model (`ft:<base>:<org>:<suffix>:<id>`) has its base's,
-        unless a table names it."""
+        """The model's context window; 0 (no limit) when no table knows it. A fine-tuned model
+        (`ft:<base>:<org>:<suffix>:<id>`) has its base's, unless a table names it."""
         found = self._window_cache.get(model)
         if found is None:
             named = self._named(model)
-            found = _longest_prefix(self._windows, named)
-            if found is None and named.startswith(FINE_TUNED):
-                found = _longest_prefix(self._windows, named.removeprefix(FINE_TUNED))
-            found = found or self._default_window
+            name = resolve(self._windows, named)
+            base = _base_of(named) if name is None else None
+            if base is not None:
+                name = resolve(self._windows, base)
+            found = self._windows[name] if name is not None else self._default_window
             if len(self._window_cache) > 4096:
                 self._window_cache.clear()
             self._window_cache[model] = found
         return found
 
-    def cost(self, model: str, usage: Usage | None) -> float:
+    def bill(self, model: str, usage: Usage | None) -> float | None:
+        """What the response cost in USD; None when the model is unpriced (and used tokens)."""
         if usage is None:
             return 0.0
-        tokens = self.price(model).cost(usage)
+        price = self.price(model)
+        if price is None:
+            return None if usage.input_tokens or usage.output_tokens or usage.tool_calls else 0.0
+        tokens = price.cost(usage)
         if usage.service_tier is not None:
             tokens *= self._tiers.get(usage.service_tier, 1.0)
         if not usage.tool_calls:
             return tokens
         fees = self._tool_fees
         return tokens + sum(fees.get(tool, 0.0) * count for tool, count in usage.tool_calls) / 1000
+
+    def cost(self, model: str, usage: Usage | None) -> float:
+        """`bill`, with an unpriced response as 0.0: what it adds to the run's and key's spend, which a budget
+        caps (a price that is not known is not guessed: another model's could be ten times too high)."""
+        usd = self.bill(model, usage)
+        return 0.0 if usd is None else usd

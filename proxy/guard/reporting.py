@@ -15,7 +15,14 @@ from runguard.proxy.store.records import RecordedBody, RequestRecord, TripRecord
 
 
 def trip_record(
-    ticket: Ticket, finding: Finding, seen: ResponseSeen | None, at: float, step_cap: int, *, with_texts: bool = False
+    ticket: Ticket,
+    finding: Finding,
+    seen: ResponseSeen | None,
+    at: float,
+    step_cap: int,
+    *,
+    with_texts: bool = False,
+    budget: float | None = None,
 ) -> TripRecord:
     """A finding as a trip; `usd_avoided_estimate` is `costs.avoided_estimate` (0 unless it blocks).
     `with_texts` (`store.record_bodies`): the evidence's calls that this request or response carries get their
@@ -40,7 +47,7 @@ def trip_record(
         at=at,
         usd_so_far=spent,
         tokens_so_far=tokens,
-        usd_avoided_estimate=costs.avoided_estimate(finding.action, spent, index, step_cap),
+        usd_avoided_estimate=costs.avoided_estimate(finding.action, spent, index, step_cap, budget),
         evidence=(
             evidence.with_content(finding.verdict.evidence, ticket.request, seen.response if seen else None)
             if with_texts

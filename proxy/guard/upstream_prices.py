@@ -8,20 +8,18 @@ price of zero. An unpriced response adds nothing to a run's or a key's spend, so
 it; token and step caps hold as for any request. The records, `runguard-proxy runs` and the dashboard show
 such a run as unpriced (`priced`), never as $0.
 
-Requests to the built-in providers are priced by the shipped tables (`pricing.ModelTables`), as before.
+Requests to the built-in providers are priced by the shipped tables (`pricing.ModelTables`): a model they
+do not know is unpriced too, shown so when the views are given the tables (`shipped`).
 """
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterable, Mapping, Sequence
 
 from runguard.config.compatible import CompatibleUpstream, ModelPrice
+from runguard.config.settings import Settings
 from runguard.proxy.core.events import Usage
-from runguard.proxy.guard.pricing import Price
-
-# What may follow a table's name in a dated or versioned model id: separators and version tokens.
-_VERSION_TAIL = re.compile(r"(?:[-_.@:](?:\d+|preview|latest|exp|v\d+))+")
+from runguard.proxy.guard.pricing import ModelTables, Price, resolve
 
 
 def _price(row: ModelPrice) -> Price:
@@ -30,22 +28,15 @@ def _price(row: ModelPrice) -> Price:
 
 
 def _find(table: Mapping[str, Price], model: str) -> Price | None:
-    name = model.lower()
-    found = table.get(name)
-    if found is not None:
-        return found
-    best = max(
-        (row for row in table if name.startswith(row) and _VERSION_TAIL.fullmatch(name[len(row) :])),
-        key=len,
-        default=None,
-    )
-    return table[best] if best is not None else None
+    name = resolve(table, model)  # the shipped tables' rule: exact, or extended by version tokens only
+    return table[name] if name is not None else None
 
 
 class UpstreamPrices:
     """Each named upstream's price table (see the module docstring); empty when none is configured."""
 
-    def __init__(self, upstreams: Mapping[str, CompatibleUpstream]) -> None:
+    def __init__(self, upstreams: Mapping[str, CompatibleUpstream], shipped: ModelTables | None = None) -> None:
+        self._shipped = shipped  # the built-in providers' tables: None, every model of theirs counts as priced
         self._tables = {
             name: {model.lower(): _price(row) for model, row in upstream.prices.items()}
             for name, upstream in upstreams.items()
@@ -56,9 +47,12 @@ class UpstreamPrices:
         return upstream in self._tables
 
     def priced(self, upstream: str, model: str) -> bool:
-        """Whether `model` has a price on `upstream` (always True for an upstream this does not cover)."""
+        """Whether `model` has a price on `upstream`: its own table for a named upstream, else the shipped
+        tables (when given)."""
         table = self._tables.get(upstream)
-        return table is None or _find(table, model) is not None
+        if table is not None:
+            return _find(table, model) is not None
+        return self._shipped is None or self._shipped.price(model) is not None
 
     def cost(self, upstream: str, model: str, usage: Usage | None) -> float | None:
         """The USD cost of `usage` of `model` on the named `upstream`; None when unpriced."""
@@ -66,6 +60,11 @@ class UpstreamPrices:
         if price is None:
             return None
         return price.cost(usage) if usage is not None else 0.0
+
+
+def shipped_prices(settings: Settings) -> UpstreamPrices:
+    """The prices the views judge by: each named upstream's table, and the shipped tables as configured."""
+    return UpstreamPrices(settings.upstreams.compatible, ModelTables(settings.pricing_file, settings.models_file))
 
 
 def spend(usd: float, unpriced: bool) -> str:

@@ -8,12 +8,18 @@ spend for the day and `runguard_usd_total` are sums of it, never recomputed.
 
 Cost avoided (an estimate): when a detector blocks a run at its request N, the
 run had spent S so far (the response that tripped it included). Left alone it
-would most likely have gone on at the same pace until its step cap
-(`max_requests.limit`, 100 by default) stopped it, so the estimate is
+would most likely have gone on at the same pace until its own limits stopped
+it: its step cap (`max_requests.limit` as that run had it, a header's
+`X-RunGuard-Max-Requests` included; 250 by default) or its budget
+(`budget.run_usd`, a header's `X-RunGuard-Budget-Usd` included), whichever
+comes first, so the estimate is
 
-    avoided = S / N * max(cap - N, 0)
+    avoided = min(S / N * max(cap - N, 0), max(budget - S, 0))
 
-the run's average cost per request times the requests the cap still allowed.
+the run's average cost per request times the requests its cap still allowed,
+never more than its budget still allowed (a run capped at 2 requests avoided
+nothing past its 2nd; a runaway at $0.50 a request with a $5 budget, at most
+$5 less what it spent).
 A warning stops nothing, so it avoids nothing: its estimate is 0. The figure
 is fixed when the trip is recorded; the CLI (`show`, `trips`, `runs`), the
 admin API, the dashboard, alerts and the `runguard_usd_avoided_total` metric
@@ -26,11 +32,15 @@ from __future__ import annotations
 BLOCK = "block"  # the trip action that stops the run, the only one that avoids any cost
 
 
-def avoided_estimate(action: str, spent: float, index: int, step_cap: int) -> float:
-    """The estimated USD a trip with `action` at request `index` avoided (see the module docstring)."""
+def avoided_estimate(action: str, spent: float, index: int, step_cap: int, budget: float | None = None) -> float:
+    """The estimated USD a trip with `action` at request `index` avoided (see the module docstring); `budget`:
+    the run's USD cap (None: it has none)."""
     if action != BLOCK:
         return 0.0
-    return round(spent / max(index, 1) * max(step_cap - index, 0), 6)
+    projected = spent / max(index, 1) * max(step_cap - index, 0)
+    if budget is not None:
+        projected = min(projected, max(budget - spent, 0.0))
+    return round(projected, 6)
 
 
 def counted_avoided(action: str, estimate: float) -> float:

@@ -498,3 +498,8 @@ def shows(trip: TripRecord, *keys: str) -> dict[str, Any]:
     assert not missing, f"{trip.detector}'s evidence lacks {missing}"
     assert json.loads(json.dumps(evidence)) is not None
     return evidence
+
+
+def declaring(steps: Sequence[Step], *tools: str) -> list[Step]:
+    """`steps` whose requests declare `tools` (the agent's tool list, as the adapters read it)."""
+    return [dataclasses.replace(s, request=dataclasses.replace(s.request, tool_names=tools)) for s in steps]

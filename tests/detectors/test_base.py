@@ -43,9 +43,9 @@ def _seen_response(status: int | None, error: str | None = None) -> ResponseSeen
     return ResponseSeen("run", "k_0", 0.0, request(), response(error=error), FACTS, status, usd=0.0, latency=0.1)
 
 
-def test_the_default_config_blocks_with_an_error_and_refuses_unknown_keys() -> None:
+def test_the_default_config_blocks_with_the_answer_that_ends_the_client_and_refuses_unknown_keys() -> None:
     cfg = DetectorConfig()
-    assert (cfg.action, cfg.response) == (Action.BLOCK, ResponseKind.ERROR)
+    assert (cfg.action, cfg.response) == (Action.BLOCK, ResponseKind.AUTO)
     assert DetectorConfig.model_validate({"action": "nudge", "response": "stop"}).action is Action.NUDGE
     with pytest.raises(ValidationError):
         DetectorConfig.model_validate({"threshold": 3})

@@ -8,6 +8,7 @@ from tests.detectors.harness import (
     Step,
     agent_loop,
     call,
+    declaring,
     delegations,
     first_trip,
     request,
@@ -74,3 +75,24 @@ async def test_a_new_question_from_the_user_starts_the_streak_again() -> None:
 
     steps = [step for n in range(5) for step in question(n)]
     assert first_trip(await RunSimulator([ConsecutiveSameTool()]).run(steps)) is None
+
+
+async def test_an_agent_whose_one_tool_is_bash_is_not_flagged_for_calling_it() -> None:
+    commands = ["ls", "grep -rn 'retry' src/", "sed -n 1,40p src/http.py", "python -m pytest -q", "git diff"]
+    turns = [[("bash", {"command": c}, f"out {i}")] for i, c in enumerate(commands)]
+    steps = declaring(agent_loop(turns), "bash")
+    assert first_trip(await RunSimulator([ConsecutiveSameTool()]).run(steps)) is None
+
+
+async def test_a_shell_s_turns_break_another_tool_s_streak_and_make_none() -> None:
+    tools = ("run_command", "list_files", "read_file")
+    shell = [[("run_command", {"command": f"pytest -k case{i}"}, f"out {i}")] for i in range(4)]
+    assert first_trip(await RunSimulator([ConsecutiveSameTool()]).run(declaring(agent_loop(shell), *tools))) is None
+    pages = [("list_files", {"page": 1}, "r"), ("list_files", {"page": 2}, "r")]
+    mixed = [[pages[0]], [pages[1]], [("run_command", {"command": "ls"}, "a b")], [("list_files", {"page": 3}, "r")]]
+    assert first_trip(await RunSimulator([ConsecutiveSameTool()]).run(declaring(agent_loop(mixed), *tools))) is None
+    assert first_trip(await RunSimulator([ConsecutiveSameTool()]).run(declaring(agent_loop(turns_of(pages)), *tools)))
+
+
+def turns_of(pages: list[tuple[str, dict[str, int], str]]) -> list[list[tuple[str, dict[str, int], str]]]:
+    return [[pages[0]], [pages[1]], [("list_files", {"page": 3}, "r")]]

@@ -40,10 +40,16 @@ async def test_the_previous_responses_exact_count_beats_a_low_estimate() -> None
     assert second.one("context_window").action == "block"
 
 
-async def test_a_model_the_tables_do_not_know_is_judged_against_the_default_window() -> None:
-    """The guard always knows a window: the shipped table's default (128k) for a model no table names."""
+async def test_a_model_the_tables_do_not_know_has_no_window_limit() -> None:
+    """A window is never guessed: a guess from another model (gpt-4's 8,192 for gpt-4-1106-preview) stopped a
+    healthy agent's first request."""
     sim = RunSimulator([ContextWindow()])
-    assert not (await sim.step(Step(request(model="in-house-model", estimated_input_tokens=89_599)))).tripped()
-    result = await sim.step(Step(request(model="in-house-model", estimated_input_tokens=108_800)))
+    assert not (await sim.step(Step(request(model="in-house-model", estimated_input_tokens=900_000)))).tripped()
+
+
+async def test_a_dated_model_is_judged_against_its_own_window_not_a_prefix_s() -> None:
+    sim = RunSimulator([ContextWindow()])
+    assert not (await sim.step(Step(request(model="gpt-4-1106-preview", estimated_input_tokens=60_000)))).tripped()
+    result = await sim.step(Step(request(model="gpt-4-0613", estimated_input_tokens=7_000)))
     assert result.one("context_window").action == "block"
-    assert "of the 128,000-token context window" in result.one("context_window").reason
+    assert "of the 8,192-token context window" in result.one("context_window").reason

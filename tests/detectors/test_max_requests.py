@@ -14,7 +14,8 @@ async def test_the_request_after_the_limit_is_stopped() -> None:
     assert shows(results[3].one("max_requests"), "value", "limit")["value"] == 4
 
 
-async def test_default_allows_a_hundred_requests() -> None:
+async def test_default_allows_the_longest_recorded_coding_sessions() -> None:
+    """A fifth of recorded coding sessions make 100 calls or more (the longest, 145): all pass; the 251st stops."""
     sim = RunSimulator([MaxRequests()])
-    results = await sim.run([Step(request()) for _ in range(101)])
-    assert first_trip(results) == 101
+    results = await sim.run([Step(request()) for _ in range(251)])
+    assert first_trip(results) == 251

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pytest
+
 from runguard.detectors.non_progress import NonProgress, NonProgressConfig
 from runguard.detectors.turns import ACK_CHARS, acknowledges
 from runguard.proxy.core.events import ToolResult
@@ -131,3 +133,110 @@ def test_what_reads_as_an_acknowledgement() -> None:
             ],
         )
     )
+
+
+def bash(command: str, output: object) -> tuple[str, object, object]:
+    return ("bash", {"command": command}, output)
+
+
+# A coding agent's steps that print nothing when they work, and how five clients show an empty output.
+QUIET_COMMANDS = [
+    "cat > fix_parser.py <<'EOF'\nimport re\nEOF",
+    "cp settings.py settings.py.orig",
+    "sed -i 's/timeout=5/timeout=30/' client/session.py",
+    "git apply /tmp/retry.patch",
+    "grep -rn 'legacy_mode' src/",
+    "touch docs/CHANGES.rst",
+]
+EMPTY_OUTPUTS = [
+    "",
+    "<returncode>0</returncode>\n<output>\n</output>",
+    "Your command ran successfully and did not produce any output.",
+    '{"output": "", "metadata": {"exit_code": 0, "duration_seconds": 0.2}}',
+    "[Command finished with exit code 0]",
+    "(no output)",
+]
+
+
+@pytest.mark.parametrize("empty", EMPTY_OUTPUTS)
+async def test_commands_that_print_nothing_are_steps_done_not_the_same_result(empty: str) -> None:
+    turns = [[bash(command, empty)] for command in QUIET_COMMANDS]
+    assert first_trip(await RunSimulator([NonProgress()]).run(agent_loop(turns))) is None
+
+
+async def test_greps_that_find_nothing_are_questions_answered() -> None:
+    greps = ["grep -rn 'legacy_mode' src/", "grep -rn 'LEGACY' config/", "grep -n 'def legacy' src/app.py"]
+    turns = [[bash(g, "[Command finished with exit code 1]")] for g in greps]
+    assert first_trip(await RunSimulator([NonProgress()]).run(agent_loop(turns))) is None
+
+
+async def test_a_command_failing_the_same_way_still_trips_between_quiet_steps() -> None:
+    failing = bash("python -m pytest tests/test_session.py -x -q", "E   AssertionError: timeout is 5\n1 failed")
+    turns = [[failing], [failing], [failing]]
+    assert first_trip(await RunSimulator([NonProgress()]).run(agent_loop(turns))) == 4
+
+
+async def test_an_empty_answer_of_a_tool_that_runs_no_command_still_counts() -> None:
+    turns = [[("search_orders", {"query": q}, "")] for q in ("late parcel", "parcel delayed", "where is my order")]
+    assert first_trip(await RunSimulator([NonProgress()]).run(agent_loop(turns))) == 4
+
+
+async def test_the_same_output_with_a_countdown_appended_is_the_same_result() -> None:
+    def turn(left: int) -> list[tuple[str, object, object]]:
+        reminder = f"\n\n<system>{left:,} tokens left. Chunk id: {left * 7919:x}q{left}</system>"
+        return [bash("python repro.py", "Traceback (most recent call last):\nKeyError: 'user'" + reminder)]
+
+    turns = [turn(left) for left in (81234, 74410, 66020)]
+    assert first_trip(await RunSimulator([NonProgress()]).run(agent_loop(turns))) == 4
+
+
+async def test_nothing_found_for_other_routes_is_a_new_answer_each_time() -> None:
+    """A travel agent searching flights on one route after another: some have none (`[]`), each a new fact."""
+    routes = [("JFK", "SEA"), ("JFK", "LAX"), ("EWR", "SEA"), ("LGA", "SFO")]
+    turns = [[("search_direct_flight", {"origin": a, "destination": b, "date": "2024-05-20"}, "[]")] for a, b in routes]
+    assert first_trip(await RunSimulator([NonProgress()]).run(agent_loop(turns))) is None
+
+
+async def test_nothing_found_for_a_query_reworded_or_asked_again_still_trips() -> None:
+    reworded = [
+        [("search_orders", {"query": q, "limit": 5}, '{"results": []}')] for q in ("late parcel", "parcel late")
+    ]
+    again = [[("search_direct_flight", {"origin": "JFK", "destination": "SEA"}, "[]")] for _ in range(3)]
+    assert first_trip(await RunSimulator([NonProgress()]).run(agent_loop([*reworded, reworded[0]]))) == 4
+    assert first_trip(await RunSimulator([NonProgress()]).run(agent_loop(again))) == 4
+
+
+def reminder(left: int) -> str:
+    """What a coding-agent CLI appends to every tool result: a countdown and a random chunk id."""
+    return f"\n<system>{left:,} tokens left. Chunk id: {left * 2654435761 % 2**40:x}</system>"
+
+
+def fix_test_turns(outputs: list[str]) -> list[list[tuple[str, object, object]]]:
+    """Run the test, flip one line, run it again: `outputs` are the test's outputs, in turn."""
+    turns: list[list[tuple[str, object, object]]] = []
+    for i, out in enumerate(outputs):
+        left = 150_000 - 9_137 * i
+        turns.append([bash("python -m pytest tests/test_version.py -x -q", out + reminder(left))])
+        old, new = ("<", "<=") if i % 2 == 0 else ("<=", "<")
+        turns.append([bash(f"sed -i 's/if major {old} 1:/if major {new} 1:/' src/version.py", reminder(left - 4_000))])
+    return turns
+
+
+FAILING = "F\nE   assert parse('1.0') == Version(1, 0)\n1 failed in {}s"
+
+
+async def test_a_fix_test_loop_is_stopped_at_its_6th_request() -> None:
+    """The same failure three times, a line flipped between (its edits print nothing), every result carrying
+    the client's volatile countdown: the 6th request brings the third failure back."""
+    outputs = [FAILING.format(t) for t in ("0.31", "0.29", "0.33", "0.30", "0.32")]
+    assert first_trip(await RunSimulator([NonProgress()]).run(agent_loop(fix_test_turns(outputs)))) == 6
+
+
+async def test_a_fix_test_loop_whose_failures_change_is_work() -> None:
+    outputs = [
+        FAILING.format("0.31"),
+        "F\nE   assert parse('1.0') == Version(1, 0, 0)\n1 failed in 0.30s",
+        "F\nE   TypeError: Version() takes 2 arguments\n1 failed in 0.28s",
+        "1 passed in 0.27s",
+    ]
+    assert first_trip(await RunSimulator([NonProgress()]).run(agent_loop(fix_test_turns(outputs)))) is None

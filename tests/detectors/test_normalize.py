@@ -20,6 +20,7 @@ from runguard.detectors.normalize import (
     lowered,
     result_digest,
     result_digest_of,
+    strip_volatile,
     tag,
     value_digest,
 )
@@ -188,3 +189,18 @@ def test_equal_calls_keep_separate_memos() -> None:
     a.derived["tag"] = "not-a-tag"
     assert call_tag(a) == "not-a-tag"
     assert call_tag(b) == tag("web_search")
+
+
+def test_volatile_text_is_left_out_of_a_text_result_s_digest() -> None:
+    """What a client appends to every result (a countdown, a chunk id) and a command's timing are not content."""
+    body = "E   AssertionError: 3 != 4\n1 failed, 2 passed in {}s"
+    tail = "\n<system>{:,} tokens left. Chunk id: {}</system>"
+    first = body.format("0.31") + tail.format(81_234, "a81fQ2xZ")
+    again = body.format("0.29") + tail.format(74_410, "Zq09mB7e")
+    assert result_digest(first) == result_digest(again)
+    assert result_digest(first) != result_digest(first.replace("3 != 4", "3 != 5"))
+    listing = "\n".join(f"src/module_{i}.py" for i in range(5_000))  # a long result: its ends are read
+    assert result_digest(listing + tail.format(9_000, "k1x9Q2a7")) == result_digest(
+        listing + tail.format(8_000, "Pm3v8Rt0")
+    )
+    assert strip_volatile("took 35 ms at 2026-12-06T04:00:01Z, object at 0x7f3a2b1c9d40") == "took # at #, object at #"

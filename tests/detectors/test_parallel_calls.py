@@ -124,3 +124,28 @@ async def test_one_entity_looked_up_by_several_tools_at_once_passes() -> None:
     assert first_trip(await RunSimulator([ParallelCalls()]).run([batch(*user), batch(*city)])) is None
     # The same id twice to one tool in one batch is still the same lookup twice.
     assert first_trip(await RunSimulator([ParallelCalls()]).run([batch(user[0], user[0])])) == 1
+
+
+def bash(command: str, description: str) -> tuple[str, dict[str, str]]:
+    """A call of Claude Code's Bash tool: the command and a few words of what it is for."""
+    return ("Bash", {"command": command, "description": description})
+
+
+async def test_look_ups_that_differ_in_one_token_but_do_different_things_pass() -> None:
+    """A coding-agent CLI's batches: pings to two hosts, two dig probes on two ports, six kills for six pids,
+    one service's status on two hosts."""
+    batches = [
+        batch(*[bash(f"ping -c 1 {host}", "ping host") for host in ("web-1", "web-2")]),
+        batch(*[bash(f"dig +short example.com @127.0.0.1 -p {port}", "probe resolver") for port in (53, 5353)]),
+        batch(*[bash(f"kill {pid}", "stop stale server") for pid in range(4121, 4127)]),
+        batch(*[("check_service", {"service": "ingest-worker", "host": h}) for h in ("db-1", "db-2")]),
+    ]
+    for step in batches:
+        assert first_trip(await RunSimulator([ParallelCalls()]).run([step])) is None
+
+
+async def test_the_same_command_or_question_sprayed_in_one_batch_still_trips() -> None:
+    same = batch(*[bash("curl -s http://127.0.0.1:8080/health", "check health") for _ in range(2)])
+    assert first_trip(await RunSimulator([ParallelCalls()]).run([same])) == 1
+    asked = [("web_search", {"query": q}) for q in ("agent cost control 2026", "agent cost control 2026 guide")]
+    assert first_trip(await RunSimulator([ParallelCalls()]).run([batch(*asked)])) == 1

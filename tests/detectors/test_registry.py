@@ -18,7 +18,19 @@ from runguard.proxy.core.events import HandoffKind, ToolCall
 from tests.detectors.harness import RunSimulator, Step, Turn, agent_loop, call, handoff, request, response, result
 
 # modules of detectors/ that hold no detector
-HELPERS = {"base", "normalize", "sketch", "turns", "tally", "registry", "catalogue", "guide", "shingles"}
+HELPERS = {
+    "base",
+    "normalize",
+    "sketch",
+    "turns",
+    "tally",
+    "registry",
+    "catalogue",
+    "guide",
+    "shingles",
+    "commands",
+    "measured",
+}
 
 
 def _modules() -> list[str]:

@@ -217,3 +217,46 @@ async def test_two_rephrasings_a_turn_spiral_by_the_third_turn() -> None:
     queries = [f"{BASE} {' '.join(WORDS[:i])}" for i in range(6)]
     turns = [[("web_search", {"query": q}, "r"), ("web_search", {"query": q + " now"}, "r")] for q in queries[::2]]
     assert first_trip(await RunSimulator([Spiral()]).run(agent_loop(turns))) == 3
+
+
+FLAGS = ["-x -q", "-x -q --tb=short", "-x -q -vv", "-x -q --lf", "-x -q -p no:cacheprovider"]
+
+
+async def test_a_command_reworded_for_the_same_answer_trips_as_early_as_before() -> None:
+    """The loop `spiral` is for: the same tests run with other flags, failing the same way every time (a
+    countdown the client appends changes nothing)."""
+    reruns = [
+        [("bash", {"command": f"python -m pytest tests/test_parser.py {f}"}, f"1 failed\n[{900 - i} tokens left]")]
+        for i, f in enumerate(FLAGS)
+    ]
+    assert first_trip(await RunSimulator([Spiral()]).run(agent_loop(reruns))) == 4
+
+
+async def test_reading_code_grep_after_grep_with_new_answers_is_not_a_spiral() -> None:
+    """grep after grep in one file, each showing more of the code: the words overlap, every answer is new."""
+    asked = [
+        "-n 'def load_config'",
+        "-A20 'def load_config'",
+        "-B5 -A20 'def load_config'",
+        "-n -A40 'def load_config'",
+    ]
+    reads = [
+        [("bash", {"command": f"grep {how} src/cli/settings.py"}, f"{40 * i}: line {i} of the function")]
+        for i, how in enumerate(asked)
+    ]
+    assert first_trip(await RunSimulator([Spiral()]).run(agent_loop(reads))) is None
+
+
+async def test_tests_run_four_ways_failing_four_ways_are_not_a_spiral() -> None:
+    failures = [
+        "E   ImportError: cannot import name 'Config'",
+        "E   AttributeError: 'Config' object has no attribute 'env'",
+        "E   AssertionError: assert 'prod' == 'dev'",
+        "E   KeyError: 'DATABASE_URL'",
+        "2 passed",
+    ]
+    runs = [
+        [("execute_command", {"command": f"python -m pytest tests/test_config.py {f}"}, out)]
+        for f, out in zip(FLAGS, failures, strict=True)
+    ]
+    assert first_trip(await RunSimulator([Spiral()]).run(agent_loop(runs))) is None

@@ -4,7 +4,16 @@ from __future__ import annotations
 
 from runguard.detectors.base import Action
 from runguard.detectors.tool_storm import MAX_TOOLS, ToolStorm
-from tests.detectors.harness import RunSimulator, Turn, agent_loop, delegations, first_trip, review_transfers, shows
+from tests.detectors.harness import (
+    RunSimulator,
+    Turn,
+    agent_loop,
+    declaring,
+    delegations,
+    first_trip,
+    review_transfers,
+    shows,
+)
 
 
 async def test_the_eighth_call_of_one_tool_is_flagged_as_a_warning() -> None:
@@ -46,3 +55,31 @@ async def test_a_leader_s_delegations_are_not_counted_but_its_own_tool_calls_are
     assert first_trip(await RunSimulator([ToolStorm()]).run(delegations(12))) is None
     searching = delegations(12, also=("search", {"q": "status"}, "r"))
     assert first_trip(await RunSimulator([ToolStorm()]).run(searching)) == 8
+
+
+CODING_STEPS = [
+    "grep -rn 'def load_config' src/",
+    "sed -n 40,90p src/config.py",
+    "python -m pytest tests/test_config.py -q",
+    "cat > tests/test_env.py <<'EOF'\nimport os\nEOF",
+    "python -m pytest tests/test_env.py -q",
+    "git diff",
+    "python -m pytest -q",
+    "ls src/",
+    "grep -n 'environ' src/config.py",
+    "python -m pytest tests -q",
+]
+
+
+async def test_an_agent_whose_one_tool_is_bash_is_not_flagged_for_calling_it() -> None:
+    """A coding agent whose one tool is `bash` calls it on every turn: that is how it works."""
+    turns = [[("bash", {"command": c}, f"out {i}")] for i, c in enumerate(CODING_STEPS)]
+    assert first_trip(await RunSimulator([ToolStorm()]).run(declaring(agent_loop(turns), "bash"))) is None
+
+
+async def test_a_shell_among_other_tools_is_not_counted_but_the_others_are() -> None:
+    shell = [[("execute_command", {"command": c}, f"out {i}")] for i, c in enumerate(CODING_STEPS)]
+    searches = [[("web_search", {"query": f"q{i}"}, f"r{i}")] for i in range(8)]
+    tools = ("execute_command", "web_search", "read_file")
+    assert first_trip(await RunSimulator([ToolStorm()]).run(declaring(agent_loop(shell), *tools))) is None
+    assert first_trip(await RunSimulator([ToolStorm()]).run(declaring(agent_loop(searches), *tools))) == 8

@@ -21,7 +21,7 @@ from google.genai import types
 
 from tests.conftest import ProxyFactory
 from tests.e2e import agents, payloads
-from tests.e2e.faults import eventually, requests_of
+from tests.e2e.faults import eventually, requests_of, trips_of
 from tests.support.proxy import ListSink
 from tests.support.upstream import FakeUpstream, Received, Reply
 
@@ -430,6 +430,22 @@ async def test_per_run_header_tightens_but_never_loosens(upstream: FakeUpstream,
     )
     upstream.script = agents.chat_script(steps=3)
     assert await agents.chat_agent(loose, agents.progressing_tool) == "Done."
+
+
+async def test_a_run_capped_by_its_header_avoided_nothing_past_its_cap(
+    upstream: FakeUpstream, make_proxy: ProxyFactory, sink: ListSink
+) -> None:
+    """Capped by `X-RunGuard-Max-Requests: 2`, a gpt-4o run is stopped at its 3rd request: past its own cap it
+    would never have gone, so it avoided nothing (it was shown as 32 times its spend, projected to the default cap)."""
+    upstream.script = agents.chat_script(steps=50)
+    client = counting_client(await make_proxy(), [], "capped-run", default_query=None)
+    client = client.with_options(default_headers={"X-Run-Id": "capped-run", "X-RunGuard-Max-Requests": "2"})
+    with pytest.raises(openai.RateLimitError):
+        await agents.chat_agent(client, agents.progressing_tool, model="gpt-4o")
+    await eventually(lambda: any(t.detector == "max_requests" for t in trips_of(sink)))
+    stop = next(t for t in trips_of(sink) if t.detector == "max_requests")
+    assert stop.usd_so_far > 0 and stop.request_index == 3
+    assert stop.usd_avoided_estimate == 0.0
 
 
 async def test_parallel_over_call_is_replaced_before_the_tools_run(

@@ -166,7 +166,7 @@ async def page(request: web.Request, ctx: UiContext) -> Html:
             parts.append(dl({name.replace("_", " "): value for name, value in live.items()}))
         return layout(f"Run {run_id}", "runs", Html("".join(parts)))
     run = detail["run"]
-    prices = UpstreamPrices(ctx.settings.upstreams.compatible)
+    prices = ctx.prices
     served = {(step["provider"], step["model"]) for step in detail["requests"]}
     summary = dl(
         {

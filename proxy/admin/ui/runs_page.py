@@ -28,7 +28,7 @@ from runguard.proxy.admin.ui.html import (
     when,
 )
 from runguard.proxy.admin.ui.routes import UiContext, no_store, reader_of
-from runguard.proxy.guard.upstream_prices import UpstreamPrices, any_unpriced, spend
+from runguard.proxy.guard.upstream_prices import any_unpriced, spend
 from runguard.proxy.store import StoreReader
 from runguard.proxy.store import pages as queries
 
@@ -105,7 +105,7 @@ async def page(request: web.Request, ctx: UiContext) -> Html:
         status or None, key or None, detector or None, reader.now() - window if window is not None else None
     )
     result = await queries.runs(reader, found, number)
-    prices = UpstreamPrices(ctx.settings.upstreams.compatible)
+    prices = ctx.prices
     rows = [
         [
             link(run_href(r["run_id"]), r["run_id"], class_="run-id"),

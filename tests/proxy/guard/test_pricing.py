@@ -9,14 +9,14 @@ from runguard.proxy.core.events import Usage
 from runguard.proxy.guard.pricing import ModelTables
 
 
-def test_longest_prefix_wins_and_cached_tokens_are_cheaper() -> None:
+def test_dated_ids_have_their_model_s_row_and_cached_tokens_are_cheaper() -> None:
     tables = ModelTables()
     assert tables.price("gpt-4o-mini-2024-07-18").input == pytest.approx(0.15)
     assert tables.price("gpt-4o-2024-08-06").input == pytest.approx(2.50)
     usage = Usage(input_tokens=1_000_000, output_tokens=1_000_000, cached_tokens=500_000)
     assert tables.cost("gpt-4o", usage) == pytest.approx(0.5 * 2.5 + 0.5 * 1.25 + 10.0)
     assert tables.window("models/gemini-2.5-flash") == 1_048_576
-    assert tables.window("unknown-model") == 128_000
+    assert tables.window("unknown-model") == 0  # no window known: no limit
 
 
 @pytest.mark.parametrize("alias", ["gemini-flash-latest", "gemini-flash-lite-latest", "models/gemini-pro-latest"])
@@ -133,7 +133,6 @@ def test_cached_audio_tokens_cost_the_cached_audio_rate(tmp_path: Path) -> None:
         ("ft:gpt-4o-2024-08-06:acme::B1", (3.75, 1.875, 15.00), 128_000),
         ("ft:gpt-4o-mini-2024-07-18:acme::C2", (0.30, 0.15, 1.20), 128_000),
         ("ft:o4-mini-2025-04-16:acme::D3", (4.00, 1.00, 16.00), 200_000),
-        ("ft:gpt-5-mini-2025-08-07:acme::E4", (2.50, 1.25, 10.00), 272_000),  # no rates of its own: the default's
     ],
 )
 def test_a_fine_tuned_model_has_its_own_rates_and_its_base_s_window(
@@ -141,8 +140,18 @@ def test_a_fine_tuned_model_has_its_own_rates_and_its_base_s_window(
 ) -> None:
     tables = ModelTables()
     price = tables.price(model)
+    assert price is not None
     assert (price.input, price.cached_input, price.output) == pytest.approx(rates)
     assert tables.window(model) == window
+
+
+def test_a_fine_tuned_model_with_no_rates_of_its_own_is_unpriced_with_its_base_s_window() -> None:
+    """OpenAI bills a fine-tune at rates of its own: its base's (or any other) would be a guess."""
+    tables = ModelTables()
+    model = "ft:gpt-5-mini-2025-08-07:acme::E4"
+    assert tables.price(model) is None
+    assert tables.bill(model, Usage(1_000, 100)) is None
+    assert tables.window(model) == 272_000
 
 
 def test_a_table_may_give_a_fine_tuned_model_a_window_of_its_own(tmp_path: Path) -> None:
@@ -236,7 +245,6 @@ def test_a_user_table_that_cannot_be_read_is_refused_naming_the_setting(tmp_path
         ("claude-opus-4-5-20251101", (5.00, 0.50, 6.25, 10.00, 25.00)),
         ("claude-opus-4-20250514", (15.00, 1.50, 18.75, 30.00, 75.00)),
         ("claude-opus-4-1-20250805", (15.00, 1.50, 18.75, 30.00, 75.00)),
-        ("claude-mythos-5", (15.00, 1.50, 18.75, 30.00, 75.00)),  # no published price: the highest Claude rates
     ],
 )
 def test_claude_models_price_cache_reads_and_both_cache_writes_apart(
@@ -268,3 +276,50 @@ def test_cache_writes_cost_the_input_rate_where_a_table_names_no_write_rate(tmp_
     pricing.write_text("models:\n  my-model: {input: 1, output: 2, cache_write: -3}\n")
     with pytest.raises(ConfigError, match=r"pricing_file: models\.my-model: prices must be"):
         ModelTables(str(pricing))
+
+
+@pytest.mark.parametrize(
+    ("model", "window", "output"),
+    [
+        ("gpt-4-1106-preview", 128_000, 30.0),  # GPT-4 Turbo, not gpt-4's 8,192 window and 60 USD
+        ("gpt-4-0125-preview", 128_000, 30.0),
+        ("gpt-4-turbo-2024-04-09", 128_000, 30.0),
+        ("gpt-4-0613", 8_192, 60.0),
+        ("gpt-4-32k-0613", 32_768, 120.0),
+        ("o1-preview-2024-09-12", 128_000, 60.0),
+        ("gpt-3.5-turbo-0125", 16_385, 1.5),
+        ("gemini-2.5-flash-preview-05-20", 1_048_576, 2.5),
+        ("gemini-2.0-flash-001", 1_048_576, 0.4),
+        ("claude-sonnet-4-5-20250929", 200_000, 15.0),
+        ("claude-sonnet-4-5@20250929", 200_000, 15.0),  # Vertex AI's id
+        ("claude-3-5-sonnet-v2@20241022", 200_000, 15.0),
+        ("claude-opus-5-5", 1_000_000, 20.0),
+        ("google/gemini-3-pro-preview", 1_048_576, 12.0),  # a router's name: Gemini 3 Pro's window, not 128k
+        ("openai/gpt-4o-mini", 128_000, 0.6),
+    ],
+)
+def test_dated_and_versioned_ids_resolve_to_their_own_model(model: str, window: int, output: float) -> None:
+    tables = ModelTables()
+    price = tables.price(model)
+    assert price is not None and price.output == pytest.approx(output)
+    assert tables.window(model) == window
+
+
+@pytest.mark.parametrize(
+    "model", ["gpt-4o-mini-tts", "gpt-5-codex", "gpt-4.5-preview", "claude-opus-4-9", "claude-mythos-5-1", "o5-mini"]
+)
+def test_a_model_the_tables_do_not_know_is_unpriced_and_has_no_window(model: str) -> None:
+    """A prefix of its name is another model's: its price could be ten times wrong, its window too small."""
+    tables = ModelTables()
+    assert tables.price(model) is None
+    assert tables.window(model) == 0
+    assert tables.bill(model, Usage(1_000_000, 1_000)) is None
+    assert tables.cost(model, Usage(1_000_000, 1_000)) == 0.0  # adds nothing to a budget: not guessed
+
+
+def test_a_user_default_prices_the_models_no_table_knows(tmp_path: Path) -> None:
+    pricing = tmp_path / "pricing.yaml"
+    pricing.write_text("default: {input: 1, output: 2}\n")
+    tables = ModelTables(str(pricing))
+    assert tables.bill("my-local-model", Usage(1_000_000, 1_000_000)) == pytest.approx(3.0)
+    assert tables.price("gpt-4o") is not None and tables.price("gpt-4o").output == pytest.approx(10.0)

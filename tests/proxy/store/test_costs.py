@@ -15,6 +15,8 @@ import openai
 import orjson
 import pytest
 
+from runguard.detectors.budget import BudgetConfig
+from runguard.detectors.max_requests import MaxRequestsConfig
 from runguard.proxy.store import costs
 from tests.e2e import agents
 from tests.proxy.cli.views import cli
@@ -27,6 +29,14 @@ def test_the_estimate() -> None:
     assert costs.avoided_estimate("warn", spent=0.4, index=4, step_cap=100) == 0.0
     assert costs.avoided_estimate("block", spent=0.4, index=120, step_cap=100) == 0.0  # past the cap
     assert costs.counted_avoided("warn", 0.0021) == 0.0 and costs.counted_avoided("block", 0.0021) == 0.0021
+
+
+def test_the_estimate_never_passes_the_run_s_own_budget() -> None:
+    """A runaway at $0.50 a request, stopped at its 4th with a $5 budget, would have been stopped at $5 anyway."""
+    assert costs.avoided_estimate("block", spent=2.0, index=4, step_cap=250, budget=5.0) == pytest.approx(3.0)
+    assert costs.avoided_estimate("block", spent=0.4, index=4, step_cap=250, budget=5.0) == pytest.approx(4.6)
+    assert costs.avoided_estimate("block", spent=6.0, index=4, step_cap=250, budget=5.0) == 0.0
+    assert costs.avoided_estimate("block", spent=0.04, index=4, step_cap=100, budget=5.0) == pytest.approx(0.96)
 
 
 async def test_every_view_shows_the_same_cost_avoided(upstream: FakeUpstream, tmp_path: Path) -> None:
@@ -52,7 +62,9 @@ async def test_every_view_shows_the_same_cost_avoided(upstream: FakeUpstream, tm
     warning, stop = by_detector["consecutive_same_tool"], by_detector["non_progress"]
     assert warning["action"] == "warn" and warning["usd_avoided"] == 0.0
     estimate = stop["usd_avoided"]
-    assert estimate == pytest.approx(costs.avoided_estimate("block", stop["usd_so_far"], stop["request_index"], 100))
+    cap, budget = MaxRequestsConfig().limit, BudgetConfig().run_usd
+    spent, index = stop["usd_so_far"], stop["request_index"]
+    assert estimate == pytest.approx(costs.avoided_estimate("block", spent, index, cap, budget))
     assert estimate > 0 and admin["summary"]["usd_avoided"] == pytest.approx(estimate)
     shown = orjson.loads((await cli("show", "costs-run", "--json", database_url=store_url)).stdout)
     assert {t["detector"]: t["usd_avoided"] for t in shown["trips"]} == {
