@@ -16,7 +16,7 @@ from functools import cached_property
 
 from pydantic import Field
 
-from runguard.detectors.base import (
+from runguard.detectors.support.base import (
     Detector,
     DetectorConfig,
     Evidence,
@@ -27,8 +27,8 @@ from runguard.detectors.base import (
     ShownCall,
     Verdict,
 )
-from runguard.detectors.normalize import DEFAULT_VOLATILE_KEYS, call_args_digest, lowered, result_digest_of, tag
-from runguard.detectors.turns import acknowledges, paired_results, result_uniq
+from runguard.detectors.support.normalize import DEFAULT_VOLATILE_KEYS, call_args_digest, lowered, result_digest_of, tag
+from runguard.detectors.support.turns import acknowledges, paired_results, result_uniq
 from runguard.proxy.core.events import RequestInfo, is_transfer
 from runguard.proxy.core.ops import Push, Scope
 

@@ -23,7 +23,7 @@ from itertools import combinations
 
 from pydantic import Field
 
-from runguard.detectors.base import (
+from runguard.detectors.support.base import (
     Detector,
     DetectorConfig,
     Evidence,
@@ -34,8 +34,8 @@ from runguard.detectors.base import (
     Verdict,
     shown_call,
 )
-from runguard.detectors.normalize import call_tag
-from runguard.detectors.sketch import (
+from runguard.detectors.support.normalize import call_tag
+from runguard.detectors.support.sketch import (
     Sketch,
     call_asks_in_words,
     call_sketch,
@@ -43,7 +43,7 @@ from runguard.detectors.sketch import (
     decode_sketch,
     sketch_similarity,
 )
-from runguard.detectors.turns import tool_work
+from runguard.detectors.support.turns import tool_work
 from runguard.proxy.core.events import ToolCall
 from runguard.proxy.core.ops import Get, OpResult, Put, Scope
 

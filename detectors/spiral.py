@@ -27,8 +27,8 @@ from itertools import combinations
 
 from pydantic import Field
 
-from runguard.detectors import tally
-from runguard.detectors.base import (
+from runguard.detectors.support import tally
+from runguard.detectors.support.base import (
     Detector,
     DetectorConfig,
     Evidence,
@@ -39,9 +39,15 @@ from runguard.detectors.base import (
     ShownCall,
     Verdict,
 )
-from runguard.detectors.normalize import call_keyed_digest, call_tag, lowered
-from runguard.detectors.sketch import call_sketch_packed, call_targets, decode_sketch, named_apart, sketch_similarity
-from runguard.detectors.turns import tool_work
+from runguard.detectors.support.normalize import call_keyed_digest, call_tag, lowered
+from runguard.detectors.support.sketch import (
+    call_sketch_packed,
+    call_targets,
+    decode_sketch,
+    named_apart,
+    sketch_similarity,
+)
+from runguard.detectors.support.turns import tool_work
 from runguard.proxy.core.events import ToolCall
 from runguard.proxy.core.ops import Op, Push, Scope
 

@@ -16,7 +16,7 @@ import math
 from collections.abc import Callable
 
 from runguard.config.settings import Settings
-from runguard.detectors.base import ResponseKind, ResponseSeen
+from runguard.detectors.support.base import ResponseKind, ResponseSeen
 from runguard.proxy.core.ops import CompareAndSet, Get, Put, Scope
 from runguard.proxy.guard import accounting, breaker, client_answers, nudge, reporting
 from runguard.proxy.guard.batches import Batches

@@ -1,6 +1,6 @@
 """Trip evidence with content, in the opt-in record mode (`store.record_bodies`).
 
-Detectors show the calls that formed a pattern by digest only (`detectors.base.Evidence`), so a trip
+Detectors show the calls that formed a pattern by digest only (`detectors.support.base.Evidence`), so a trip
 record holds no message content by default. With `store.record_bodies` on (the traffic is recorded
 anyway), the calls the tripping request or its response carries get their text too: `args` (the call's
 arguments) and `result` (what the tool returned), each abridged. Earlier calls are known by digest only:
@@ -12,8 +12,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from runguard.detectors.normalize import call_args_digest
-from runguard.detectors.turns import paired_results
+from runguard.detectors.support.normalize import call_args_digest
+from runguard.detectors.support.turns import paired_results
 from runguard.proxy.core.events import RequestInfo, ResponseInfo, ToolCall, ToolResult
 
 ABRIDGED = 500  # characters of a call's arguments, or of its result, kept in a trip's evidence

@@ -10,7 +10,7 @@ follow-up is judged in the right run however long the rest of the end takes
 
 from __future__ import annotations
 
-from runguard.detectors.base import ResponseSeen
+from runguard.detectors.support.base import ResponseSeen
 from runguard.proxy.guard.ticket import Ticket
 from runguard.proxy.providers import registry
 from runguard.proxy.runs import continuation

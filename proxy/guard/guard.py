@@ -23,7 +23,7 @@ import time
 from collections.abc import Callable
 
 from runguard.config.settings import Settings
-from runguard.detectors.base import RequestSeen, ResponseKind, ResponseSeen
+from runguard.detectors.support.base import RequestSeen, ResponseKind, ResponseSeen
 from runguard.proxy.core.errors import StateFull
 from runguard.proxy.core.events import RequestInfo, ResponseInfo, digest
 from runguard.proxy.core.ops import Op, OpResult, Put

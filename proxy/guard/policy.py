@@ -16,7 +16,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from runguard.config.settings import GuardSettings, Override
-from runguard.detectors.base import Action, Detector, DetectorConfig
+from runguard.detectors.support.base import Action, Detector, DetectorConfig
 from runguard.proxy.guard.engine import Armed, Lineup
 
 LIMIT_HEADER = "X-RunGuard-Limit"

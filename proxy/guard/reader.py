@@ -11,7 +11,7 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Callable
 
-from runguard.detectors.base import ResponseSeen
+from runguard.detectors.support.base import ResponseSeen
 from runguard.proxy.core.events import ResponseInfo, Usage
 from runguard.proxy.guard import accounting
 from runguard.proxy.guard.pricing import ModelTables

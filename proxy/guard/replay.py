@@ -33,7 +33,7 @@ from typing import Any
 import orjson
 
 from runguard.config.settings import Settings
-from runguard.detectors.base import Detector
+from runguard.detectors.support.base import Detector
 from runguard.proxy.core.events import ResponseInfo
 from runguard.proxy.guard.guard import Guard
 from runguard.proxy.guard.observer import NullObserver

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import time
 
-from runguard.detectors.base import ResponseSeen
+from runguard.detectors.support.base import ResponseSeen
 from runguard.proxy.core.events import ResponseInfo
 from runguard.proxy.guard import evidence, unreadable
 from runguard.proxy.guard.engine import Finding

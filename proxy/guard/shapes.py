@@ -21,7 +21,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from runguard.detectors.base import Detector
+from runguard.detectors.support.base import Detector
 from runguard.proxy.core.events import RequestInfo
 
 RESULTS = 1

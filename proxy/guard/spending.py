@@ -21,7 +21,7 @@ import re
 from collections.abc import Callable
 
 from runguard.config.settings import BreakerSettings
-from runguard.detectors.base import Action
+from runguard.detectors.support.base import Action
 from runguard.proxy.core.ops import Get, Scope
 from runguard.proxy.core.safe_text import reset_command
 from runguard.proxy.guard import breaker

@@ -6,7 +6,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from runguard.detectors.base import RequestSeen, ResponseSeen, Results, RunFacts
+from runguard.detectors.support.base import RequestSeen, ResponseSeen, Results, RunFacts
 from runguard.proxy.core.events import Provider, RequestInfo
 from runguard.proxy.core.ops import CompareAndSet, Scope
 from runguard.proxy.core.safe_text import reset_command

@@ -17,7 +17,7 @@ from typing import Any
 from aiohttp import web
 
 from runguard.config.settings import Settings
-from runguard.detectors.base import Detector
+from runguard.detectors.support.base import Detector
 from runguard.proxy.admin.api import RESET_LOG, STORE_READER, AdminApi
 from runguard.proxy.admin.ui.routes import Dashboard
 from runguard.proxy.core.safe_text import proxy_url

@@ -6,8 +6,8 @@ import pytest
 import yaml
 
 from runguard.config.loader import ConfigError, load_settings, load_yaml
-from runguard.detectors.base import Action
 from runguard.detectors.registry import default_detectors, validate_config
+from runguard.detectors.support.base import Action
 from runguard.proxy.guard.policy import Policy
 
 

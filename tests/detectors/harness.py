@@ -31,8 +31,8 @@ from pathlib import Path
 from typing import Any
 
 from runguard.config.settings import Settings
-from runguard.detectors.base import Detector, DetectorConfig, RunFacts
 from runguard.detectors.registry import default_detectors
+from runguard.detectors.support.base import Detector, DetectorConfig, RunFacts
 from runguard.proxy.core.events import (
     AgentIdentity,
     Api,

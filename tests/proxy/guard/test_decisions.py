@@ -7,8 +7,8 @@ from typing import Any
 import orjson
 import pytest
 
-from runguard.detectors.base import RequestSeen, ResponseKind, Verdict
 from runguard.detectors.registry import default_detectors
+from runguard.detectors.support.base import RequestSeen, ResponseKind, Verdict
 from runguard.proxy.core.events import AgentIdentity, Api, RequestInfo
 from runguard.proxy.core.ops import Get, Put, Scope
 from runguard.proxy.guard import accounting, breaker

@@ -9,7 +9,8 @@ from typing import Any
 
 import pytest
 
-from runguard.detectors.base import (
+from runguard.detectors.registry import default_detectors
+from runguard.detectors.support.base import (
     Action,
     Detector,
     DetectorConfig,
@@ -21,7 +22,6 @@ from runguard.detectors.base import (
     RunFacts,
     Verdict,
 )
-from runguard.detectors.registry import default_detectors
 from runguard.proxy.core.events import AgentIdentity, Api, RequestInfo, ResponseInfo, ToolResult, Usage
 from runguard.proxy.core.ops import Add, Get, Op, Push, Put, Scope
 from runguard.proxy.guard import engine as engine_module

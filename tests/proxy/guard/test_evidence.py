@@ -3,8 +3,8 @@ response carry, abridged, matched by tool and arguments digest; other entries st
 
 from __future__ import annotations
 
-from runguard.detectors.base import Evidence, shown_call, shown_results
-from runguard.detectors.normalize import call_args_digest
+from runguard.detectors.support.base import Evidence, shown_call, shown_results
+from runguard.detectors.support.normalize import call_args_digest
 from runguard.proxy.core.events import AgentIdentity, Api, RequestInfo, ResponseInfo, ToolCall, ToolResult
 from runguard.proxy.guard.evidence import ABRIDGED, with_content
 from tests.detectors.harness import call, request, response, result

@@ -6,7 +6,7 @@ import pytest
 from pydantic import Field
 
 from runguard.config.settings import GuardSettings, Override
-from runguard.detectors.base import Action, Detector, DetectorConfig
+from runguard.detectors.support.base import Action, Detector, DetectorConfig
 from runguard.proxy.guard import engine
 from runguard.proxy.guard.policy import Policy, tightening_from
 

@@ -6,7 +6,7 @@ import dataclasses
 
 import pytest
 
-from runguard.detectors.base import RequestSeen
+from runguard.detectors.support.base import RequestSeen
 from runguard.proxy.core.events import AgentIdentity, Api, RequestInfo, ResponseInfo, Usage
 from runguard.proxy.guard.pricing import ModelTables
 from runguard.proxy.guard.reader import ResponseReader

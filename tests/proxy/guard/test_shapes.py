@@ -16,8 +16,8 @@ from typing import Any
 import orjson
 import pytest
 
-from runguard.detectors.base import Detector, RequestSeen, ResponseSeen, RunFacts
 from runguard.detectors.registry import default_detectors
+from runguard.detectors.support.base import Detector, RequestSeen, ResponseSeen, RunFacts
 from runguard.proxy.core.events import Api, RequestInfo, ResponseInfo
 from runguard.proxy.core.ops import Get, Scope
 from runguard.proxy.guard import engine, shapes

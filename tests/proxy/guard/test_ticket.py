@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import calendar
 
-from runguard.detectors.base import RequestSeen, ResponseKind, Verdict
+from runguard.detectors.support.base import RequestSeen, ResponseKind, Verdict
 from runguard.proxy.core.events import AgentIdentity, Api, Provider, RequestInfo
 from runguard.proxy.core.ops import Scope
 from runguard.proxy.guard.engine import Finding

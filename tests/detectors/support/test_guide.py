@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import re
 
-from runguard.detectors import guide
 from runguard.detectors.catalogue import render
 from runguard.detectors.registry import DETECTOR_CLASSES
+from runguard.detectors.support import guide
 
 
 def test_the_breakers_that_heal_are_the_detectors_whose_runs_do_not_stay_stopped() -> None:

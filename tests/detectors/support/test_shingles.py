@@ -6,8 +6,8 @@ import re
 
 import xxhash
 
-from runguard.detectors.normalize import DEFAULT_VOLATILE
-from runguard.detectors.shingles import (
+from runguard.detectors.support.normalize import DEFAULT_VOLATILE
+from runguard.detectors.support.shingles import (
     KEEP,
     MAX_CHARS,
     MAX_PARSED,

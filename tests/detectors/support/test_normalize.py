@@ -9,8 +9,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from runguard.detectors import normalize
-from runguard.detectors.normalize import (
+from runguard.detectors.support import normalize
+from runguard.detectors.support.normalize import (
     args_digest,
     call_args_digest,
     call_canonical,
@@ -23,7 +23,7 @@ from runguard.detectors.normalize import (
     tag,
     value_digest,
 )
-from runguard.detectors.sketch import (
+from runguard.detectors.support.sketch import (
     arg_sketch,
     call_sketch,
     call_targets,

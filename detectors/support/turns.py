@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import re
 
-from runguard.detectors.normalize import (
+from runguard.detectors.support.normalize import (
     call_args_digest,
     canonical_json,
     remember,

@@ -27,7 +27,7 @@ from typing import Any
 
 import xxhash
 
-from runguard.detectors.normalize import (
+from runguard.detectors.support.normalize import (
     MAX_DEPTH,
     NOT_JSON,
     call_canonical,

@@ -2,7 +2,14 @@
 
 from __future__ import annotations
 
-from runguard.detectors.turns import acknowledges, is_wait, paired_results, result_uniq, tool_work, turn_signature
+from runguard.detectors.support.turns import (
+    acknowledges,
+    is_wait,
+    paired_results,
+    result_uniq,
+    tool_work,
+    turn_signature,
+)
 from runguard.proxy.core.events import HandoffKind, RequestInfo
 from tests.detectors.harness import call, handoff, request, response, result
 

@@ -30,8 +30,8 @@ from typing import Any, ClassVar, Generic, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from runguard.detectors.normalize import call_args_digest, result_digest_of
-from runguard.detectors.turns import paired_results, turn_signature
+from runguard.detectors.support.normalize import call_args_digest, result_digest_of
+from runguard.detectors.support.turns import paired_results, turn_signature
 from runguard.proxy.core.events import RequestInfo, ResponseInfo, ToolCall, ToolResult
 from runguard.proxy.core.frozen import frozen
 from runguard.proxy.core.ops import Op, OpResult, Push, Scope

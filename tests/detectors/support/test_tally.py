@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from runguard.detectors import tally
+from runguard.detectors.support import tally
 from runguard.proxy.core.ops import Push, Scope
 
 

@@ -25,7 +25,7 @@ from typing import Any
 
 import xxhash
 
-from runguard.detectors.normalize import NOT_JSON, call_canonical, parse_json, result_json
+from runguard.detectors.support.normalize import NOT_JSON, call_canonical, parse_json, result_json
 from runguard.proxy.core.events import ToolCall, ToolResult
 
 SHINGLE = 3  # words per shingle

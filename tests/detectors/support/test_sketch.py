@@ -8,12 +8,12 @@ import re
 import pytest
 import xxhash
 
-from runguard.detectors import normalize
-from runguard.detectors.normalize import (
+from runguard.detectors.support import normalize
+from runguard.detectors.support.normalize import (
     call_args_digest,
     call_canonical,
 )
-from runguard.detectors.sketch import (
+from runguard.detectors.support.sketch import (
     MAX_TOKENS,
     arg_sketch,
     call_sketch,

@@ -10,7 +10,7 @@ import orjson
 import pytest
 from pydantic import ValidationError
 
-from runguard.detectors.base import (
+from runguard.detectors.support.base import (
     Action,
     Detector,
     DetectorConfig,
@@ -43,9 +43,9 @@ def _seen_response(status: int | None, error: str | None = None) -> ResponseSeen
     return ResponseSeen("run", "k_0", 0.0, request(), response(error=error), FACTS, status, usd=0.0, latency=0.1)
 
 
-def test_the_default_config_blocks_with_an_error_and_refuses_unknown_keys() -> None:
+def test_the_default_config_blocks_with_the_answer_that_ends_the_client_and_refuses_unknown_keys() -> None:
     cfg = DetectorConfig()
-    assert (cfg.action, cfg.response) == (Action.BLOCK, ResponseKind.ERROR)
+    assert (cfg.action, cfg.response) == (Action.BLOCK, ResponseKind.AUTO)
     assert DetectorConfig.model_validate({"action": "nudge", "response": "stop"}).action is Action.NUDGE
     with pytest.raises(ValidationError):
         DetectorConfig.model_validate({"threshold": 3})
@@ -142,3 +142,13 @@ def test_an_upstream_failure_is_no_answer_a_429_a_5xx_or_an_error_in_a_200(
     status: int | None, error: str | None, failed: bool
 ) -> None:
     assert _seen_response(status, error).upstream_failed is failed
+
+
+def test_the_support_package_face_names_the_same_objects_its_modules_define() -> None:
+    from runguard.detectors import support
+    from runguard.detectors.support import base, normalize, sketch, turns
+
+    homes = (base, normalize, sketch, turns)
+    for name in support.__all__:
+        assert any(getattr(home, name, None) is getattr(support, name) for home in homes), name
+    assert support.Detector is base.Detector
