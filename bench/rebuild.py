@@ -32,7 +32,7 @@ import redis.asyncio as aioredis
 from sqlalchemy import text
 
 from runguard.config.settings import BreakerSettings
-from runguard.proxy.guard.rebuild import rebuild
+from runguard.proxy.guard.records.rebuild import rebuild
 from runguard.proxy.runs.tenants import Tenants
 from runguard.proxy.state.base import ScopeTtls, StateBackend
 from runguard.proxy.state.memory import MemoryState

@@ -14,10 +14,10 @@ from collections.abc import Callable
 from runguard.detectors.support.base import ResponseSeen
 from runguard.proxy.core.events import ResponseInfo, Usage
 from runguard.proxy.guard import accounting
-from runguard.proxy.guard.pricing import ModelTables
+from runguard.proxy.guard.costs.pricing import ModelTables
+from runguard.proxy.guard.costs.tokens import TokenEstimator
+from runguard.proxy.guard.costs.upstream_prices import UpstreamPrices
 from runguard.proxy.guard.ticket import Ticket
-from runguard.proxy.guard.tokens import TokenEstimator
-from runguard.proxy.guard.upstream_prices import UpstreamPrices
 from runguard.proxy.providers.common import handoffs
 from runguard.proxy.runs.keys import redact
 

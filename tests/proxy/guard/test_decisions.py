@@ -14,9 +14,9 @@ from runguard.proxy.core.ops import Get, Put, Scope
 from runguard.proxy.guard import accounting, breaker
 from runguard.proxy.guard.batches import Batches
 from runguard.proxy.guard.decisions import Decisions
-from runguard.proxy.guard.engine import Finding
+from runguard.proxy.guard.lineup.engine import Finding
+from runguard.proxy.guard.lineup.policy import Policy
 from runguard.proxy.guard.observer import NullObserver
-from runguard.proxy.guard.policy import Policy
 from runguard.proxy.guard.ticket import Ticket, scope_ids
 from runguard.proxy.providers.answers import StopNotice
 from runguard.proxy.providers.base import Adapter

@@ -17,7 +17,7 @@ from pydantic import ValidationError
 
 from runguard.config.settings import GuardSettings, Override
 from runguard.detectors.support.base import Action, Detector, DetectorConfig
-from runguard.proxy.guard.engine import Armed, Lineup
+from runguard.proxy.guard.lineup.engine import Armed, Lineup
 
 LIMIT_HEADER = "X-RunGuard-Limit"
 # Convenience headers for the budgets, each equal to one LIMIT_HEADER entry.

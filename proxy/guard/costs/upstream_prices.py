@@ -18,7 +18,7 @@ from collections.abc import Iterable, Mapping, Sequence
 
 from runguard.config.compatible import CompatibleUpstream, ModelPrice
 from runguard.proxy.core.events import Usage
-from runguard.proxy.guard.pricing import Price
+from runguard.proxy.guard.costs.pricing import Price
 
 # What may follow a table's name in a dated or versioned model id: separators and version tokens.
 _VERSION_TAIL = re.compile(r"(?:[-_.@:](?:\d+|preview|latest|exp|v\d+))+")

@@ -7,8 +7,8 @@ from pydantic import Field
 
 from runguard.config.settings import GuardSettings, Override
 from runguard.detectors.support.base import Action, Detector, DetectorConfig
-from runguard.proxy.guard import engine
-from runguard.proxy.guard.policy import Policy, tightening_from
+from runguard.proxy.guard.lineup import engine
+from runguard.proxy.guard.lineup.policy import Policy, tightening_from
 
 
 class _LimitConfig(DetectorConfig):

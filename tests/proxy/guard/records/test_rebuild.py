@@ -7,7 +7,7 @@ import pytest
 from runguard.config.settings import BreakerSettings
 from runguard.proxy.core.ops import Add, Get, Put, Scope
 from runguard.proxy.guard import accounting, breaker
-from runguard.proxy.guard.rebuild import rebuild
+from runguard.proxy.guard.records.rebuild import rebuild
 from runguard.proxy.runs.tenants import Tenants
 from runguard.proxy.state.base import ScopeIds
 from runguard.proxy.state.memory import MemoryState

@@ -35,10 +35,10 @@ import orjson
 from runguard.config.settings import Settings
 from runguard.detectors.support.base import Detector
 from runguard.proxy.core.events import ResponseInfo
+from runguard.proxy.guard.costs.pricing import ModelTables
 from runguard.proxy.guard.guard import Guard
+from runguard.proxy.guard.lineup.policy import Policy
 from runguard.proxy.guard.observer import NullObserver
-from runguard.proxy.guard.policy import Policy
-from runguard.proxy.guard.pricing import ModelTables
 from runguard.proxy.providers.base import Adapter, RequestContext
 from runguard.proxy.providers.registry import REGISTRY, adapter_for
 from runguard.proxy.providers.routes import Route, resolve

@@ -24,8 +24,8 @@ from runguard.detectors.support.base import (
 )
 from runguard.proxy.core.events import AgentIdentity, Api, RequestInfo, ResponseInfo, ToolResult, Usage
 from runguard.proxy.core.ops import Add, Get, Op, Push, Put, Scope
-from runguard.proxy.guard import engine as engine_module
-from runguard.proxy.guard.engine import NO_DETECTORS, Armed, Engine, Finding, Hook, Lineup, Views
+from runguard.proxy.guard.lineup import engine as engine_module
+from runguard.proxy.guard.lineup.engine import NO_DETECTORS, Armed, Engine, Finding, Hook, Lineup, Views
 from runguard.proxy.state.base import ScopeIds
 from runguard.proxy.state.memory import MemoryState
 

@@ -14,7 +14,7 @@ from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from runguard.proxy.guard.replay import ReplayReport
+from runguard.proxy.guard.offline.replay import ReplayReport
 
 
 @dataclass(frozen=True, slots=True)

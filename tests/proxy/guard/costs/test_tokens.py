@@ -11,7 +11,7 @@ from pathlib import Path
 import aiohttp
 import pytest
 
-from runguard.proxy.guard.tokens import TokenEstimator, cached_table
+from runguard.proxy.guard.costs.tokens import TokenEstimator, cached_table
 from runguard.proxy.providers.openai.provider import encoding as encoding_name
 
 
@@ -46,7 +46,7 @@ def test_a_damaged_cached_table_is_not_trusted(tmp_path: Path) -> None:
 
 
 async def test_the_proxy_loads_the_encodings_at_start_up_off_the_event_loop(monkeypatch: pytest.MonkeyPatch) -> None:
-    from runguard.proxy.guard import tokens
+    from runguard.proxy.guard.costs import tokens
     from tests.e2e import payloads
     from tests.support.proxy import ListSink, settings_for, start_proxy
     from tests.support.upstream import FakeUpstream, Reply

@@ -20,9 +20,9 @@ from runguard.detectors.registry import default_detectors
 from runguard.detectors.support.base import Detector, RequestSeen, ResponseSeen, RunFacts
 from runguard.proxy.core.events import Api, RequestInfo, ResponseInfo
 from runguard.proxy.core.ops import Get, Scope
-from runguard.proxy.guard import engine, shapes
-from runguard.proxy.guard.engine import Armed, Lineup
-from runguard.proxy.guard.shapes import CALLS, EVERY, RESULTS, TOOLS, may_call_tools, request_shape
+from runguard.proxy.guard.lineup import engine, shapes
+from runguard.proxy.guard.lineup.engine import Armed, Lineup
+from runguard.proxy.guard.lineup.shapes import CALLS, EVERY, RESULTS, TOOLS, may_call_tools, request_shape
 from runguard.proxy.providers.base import RequestContext
 from runguard.proxy.providers.common.conversation import TOOLS_ELSEWHERE
 from runguard.proxy.providers.registry import adapter_for

@@ -10,8 +10,8 @@ import orjson
 
 from runguard.config.settings import Settings
 from runguard.detectors.registry import default_detectors
-from runguard.proxy.guard.replay import Exchange, ReplayReport, replay
-from runguard.proxy.guard.replay_summary import Summary
+from runguard.proxy.guard.offline.replay import Exchange, ReplayReport, replay
+from runguard.proxy.guard.offline.replay_summary import Summary
 from runguard.proxy.store.records import TripRecord
 from tests.support.sessions import PERMISSIVE, healthy, runaway
 

@@ -28,9 +28,10 @@ from collections.abc import Awaitable, Callable, Collection
 
 from runguard.proxy.core.errors import StateUnavailable
 from runguard.proxy.core.events import ResponseInfo
-from runguard.proxy.guard import accounting, reporting
+from runguard.proxy.guard import accounting
+from runguard.proxy.guard.costs.pricing import ModelTables
 from runguard.proxy.guard.observer import Observer
-from runguard.proxy.guard.pricing import ModelTables
+from runguard.proxy.guard.records import reporting
 from runguard.proxy.guard.ticket import scope_ids
 from runguard.proxy.runs import continuation, nesting, roots, tenants
 from runguard.proxy.state.base import StateBackend

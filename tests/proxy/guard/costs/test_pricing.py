@@ -6,7 +6,7 @@ import pytest
 
 from runguard.config.loader import ConfigError
 from runguard.proxy.core.events import Usage
-from runguard.proxy.guard.pricing import ModelTables
+from runguard.proxy.guard.costs.pricing import ModelTables
 
 
 def test_longest_prefix_wins_and_cached_tokens_are_cheaper() -> None:

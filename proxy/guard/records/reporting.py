@@ -6,8 +6,9 @@ import time
 
 from runguard.detectors.support.base import ResponseSeen
 from runguard.proxy.core.events import ResponseInfo
-from runguard.proxy.guard import evidence, unreadable
-from runguard.proxy.guard.engine import Finding
+from runguard.proxy.guard import unreadable
+from runguard.proxy.guard.lineup.engine import Finding
+from runguard.proxy.guard.records import evidence
 from runguard.proxy.guard.ticket import Ticket
 from runguard.proxy.runs.continuation import Pending
 from runguard.proxy.store import costs

@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 from runguard.proxy.core.events import ResponseInfo
-from runguard.proxy.guard.background import BackgroundCosts
+from runguard.proxy.guard.costs.background import BackgroundCosts
+from runguard.proxy.guard.costs.pricing import ModelTables
 from runguard.proxy.guard.observer import NullObserver
-from runguard.proxy.guard.pricing import ModelTables
 from runguard.proxy.runs import continuation, tenants
 from runguard.proxy.state.memory import MemoryState
 from tests.support.proxy import ListSink

@@ -27,7 +27,7 @@ from runguard.proxy.core.safe_text import reset_command
 from runguard.proxy.guard import breaker
 from runguard.proxy.guard.batches import Batches
 from runguard.proxy.guard.breaker import BreakerRecord, GateKind
-from runguard.proxy.guard.policy import Policy
+from runguard.proxy.guard.lineup.policy import Policy
 from runguard.proxy.guard.ticket import scope_ids
 
 _FREE_METHODS = frozenset({"GET", "HEAD", "OPTIONS", "DELETE"})

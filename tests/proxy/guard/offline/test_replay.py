@@ -12,7 +12,7 @@ import pytest
 
 from runguard.config.settings import Settings
 from runguard.detectors.registry import default_detectors
-from runguard.proxy.guard.replay import Exchange, ReplayReport, read_file, replay
+from runguard.proxy.guard.offline.replay import Exchange, ReplayReport, read_file, replay
 from tests.e2e import payloads
 from tests.support.guards import guard_settings
 

@@ -40,7 +40,7 @@ from runguard.detectors.support.base import (
 )
 from runguard.proxy.core.frozen import frozen
 from runguard.proxy.core.ops import Op, OpResult, Scope
-from runguard.proxy.guard.shapes import SHAPES, request_shape, requests_fit, responses_fit
+from runguard.proxy.guard.lineup.shapes import SHAPES, request_shape, requests_fit, responses_fit
 
 FaultHandler = Callable[[str, str, BaseException], None]  # detector, hook, exception
 MAX_NAMES = 1024  # state field names kept per detector (some fields are named after tools, which vary)

@@ -4,7 +4,7 @@ import pytest
 
 from runguard.config.compatible import CompatibleUpstream, ModelPrice
 from runguard.proxy.core.events import Usage
-from runguard.proxy.guard.upstream_prices import UpstreamPrices, any_unpriced, spend
+from runguard.proxy.guard.costs.upstream_prices import UpstreamPrices, any_unpriced, spend
 
 PRICES = UpstreamPrices(
     {

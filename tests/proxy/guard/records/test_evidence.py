@@ -6,7 +6,7 @@ from __future__ import annotations
 from runguard.detectors.support.base import Evidence, shown_call, shown_results
 from runguard.detectors.support.normalize import call_args_digest
 from runguard.proxy.core.events import AgentIdentity, Api, RequestInfo, ResponseInfo, ToolCall, ToolResult
-from runguard.proxy.guard.evidence import ABRIDGED, with_content
+from runguard.proxy.guard.records.evidence import ABRIDGED, with_content
 from tests.detectors.harness import call, request, response, result
 
 SEARCH = call("search", {"q": "invoice 7"}, "c1")

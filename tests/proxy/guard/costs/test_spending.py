@@ -10,8 +10,8 @@ from runguard.proxy.core.ops import Add, Put, Scope
 from runguard.proxy.guard import breaker
 from runguard.proxy.guard.batches import Batches
 from runguard.proxy.guard.breaker import BreakerRecord, BreakerState
-from runguard.proxy.guard.policy import Policy
-from runguard.proxy.guard.spending import KeySpending, costs_money
+from runguard.proxy.guard.costs.spending import KeySpending, costs_money
+from runguard.proxy.guard.lineup.policy import Policy
 from runguard.proxy.guard.ticket import scope_ids
 from runguard.proxy.state.memory import MemoryState
 
