@@ -22,7 +22,7 @@ from typing import Any
 
 from bench import pipeline
 from bench.payloads import APIS, SIZES
-from runguard.proxy.guard import engine
+from runguard.proxy.guard.lineup import engine
 
 HOOKS = ("plan_request", "check_request", "inspect_response", "plan_response", "check_response")
 Spent = defaultdict[tuple[str, str], float]

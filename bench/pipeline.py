@@ -25,10 +25,10 @@ from bench import proxy_setup
 from bench.payloads import APIS, SIZES, Api, Size, scenario_request
 from bench.replies import LARGE
 from bench.replies import body as reply_body
+from runguard.proxy.guard.costs.pricing import ModelTables
 from runguard.proxy.guard.guard import Guard
+from runguard.proxy.guard.lineup.policy import Policy
 from runguard.proxy.guard.observer import NullObserver
-from runguard.proxy.guard.policy import Policy
-from runguard.proxy.guard.pricing import ModelTables
 from runguard.proxy.providers.base import RequestContext
 from runguard.proxy.providers.registry import adapter_for
 from runguard.proxy.providers.routes import resolve

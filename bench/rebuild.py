@@ -7,7 +7,7 @@ Fills a fresh store with synthetic rows (generated here, no traffic): `--runs` r
 `--live` of them seen within the idle time (an hour), `--requests` requests today spread over those
 runs, a blocking trip for one run in a hundred (half of them reset afterwards) and a key breaker
 for one key in ten. Then, as `serve` does at start, reads what is live (`store.live.read_live`) and
-writes it into a fresh `MemoryState` (`guard.rebuild`), and prints:
+writes it into a fresh `MemoryState` (`guard.records.rebuild`), and prints:
 - seconds reading the records, seconds writing the state, and in all;
 - the process's resident memory held after (the rebuilt state and what Python keeps) and its peak
   during the rebuild, over what it had before (MB).
@@ -32,7 +32,7 @@ import redis.asyncio as aioredis
 from sqlalchemy import text
 
 from runguard.config.settings import BreakerSettings
-from runguard.proxy.guard.rebuild import rebuild
+from runguard.proxy.guard.records.rebuild import rebuild
 from runguard.proxy.runs.tenants import Tenants
 from runguard.proxy.state.base import ScopeTtls, StateBackend
 from runguard.proxy.state.memory import MemoryState

@@ -16,9 +16,9 @@ from typing import Any
 
 from pydantic.fields import FieldInfo
 
-from runguard.detectors import guide, measured
-from runguard.detectors.base import Detector
 from runguard.detectors.registry import DETECTOR_CLASSES
+from runguard.detectors.support import guide, measured
+from runguard.detectors.support.base import Detector
 
 HEADER = """# Detectors
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from pydantic import Field
 
-from runguard.detectors.base import (
+from runguard.detectors.support.base import (
     Action,
     Detector,
     DetectorConfig,
@@ -21,9 +21,9 @@ from runguard.detectors.base import (
     Verdict,
     shown_call,
 )
-from runguard.detectors.commands import chosen_work
-from runguard.detectors.normalize import tag
-from runguard.detectors.turns import tool_work
+from runguard.detectors.support.commands import chosen_work
+from runguard.detectors.support.normalize import tag
+from runguard.detectors.support.turns import tool_work
 from runguard.proxy.core.ops import Push, Scope
 
 

@@ -15,7 +15,7 @@ from statistics import fmean
 
 from pydantic import Field
 
-from runguard.detectors.base import (
+from runguard.detectors.support.base import (
     Detector,
     DetectorConfig,
     Evidence,

@@ -17,7 +17,7 @@ from __future__ import annotations
 import orjson
 from pydantic import Field
 
-from runguard.detectors.base import (
+from runguard.detectors.support.base import (
     Detector,
     DetectorConfig,
     Evidence,
@@ -27,7 +27,7 @@ from runguard.detectors.base import (
     Results,
     Verdict,
 )
-from runguard.detectors.normalize import clip
+from runguard.detectors.support.normalize import clip
 from runguard.proxy.core.events import HandoffKind, RequestInfo, ResponseInfo
 from runguard.proxy.core.ops import Get, OpResult, Put, Scope
 

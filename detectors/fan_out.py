@@ -33,7 +33,7 @@ from collections.abc import Sequence
 
 from pydantic import Field
 
-from runguard.detectors.base import (
+from runguard.detectors.support.base import (
     Detector,
     DetectorConfig,
     Evidence,
@@ -43,8 +43,8 @@ from runguard.detectors.base import (
     Verdict,
     shown_call,
 )
-from runguard.detectors.normalize import call_args_digest, call_tag
-from runguard.detectors.sketch import (
+from runguard.detectors.support.normalize import call_args_digest, call_tag
+from runguard.detectors.support.sketch import (
     call_asks_in_words,
     call_sketch,
     call_sketch_packed,

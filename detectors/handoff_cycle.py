@@ -26,8 +26,8 @@ import dataclasses
 
 from pydantic import Field
 
-from runguard.detectors import tally
-from runguard.detectors.base import (
+from runguard.detectors.support import tally
+from runguard.detectors.support.base import (
     Detector,
     DetectorConfig,
     Evidence,
@@ -38,7 +38,7 @@ from runguard.detectors.base import (
     Verdict,
     shown_call,
 )
-from runguard.detectors.normalize import call_args_digest, clip, result_digest_of, tag
+from runguard.detectors.support.normalize import call_args_digest, clip, result_digest_of, tag
 from runguard.proxy.core.events import Handoff, HandoffKind, digest
 from runguard.proxy.core.ops import Add, Get, Op, Push, Put, Scope
 

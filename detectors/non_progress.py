@@ -23,7 +23,7 @@ from functools import cached_property
 
 from pydantic import Field
 
-from runguard.detectors.base import (
+from runguard.detectors.support.base import (
     Detector,
     DetectorConfig,
     Evidence,
@@ -34,9 +34,9 @@ from runguard.detectors.base import (
     ShownCall,
     Verdict,
 )
-from runguard.detectors.commands import asked_values, empty_answer, is_command_tool, trivial_output
-from runguard.detectors.normalize import DEFAULT_VOLATILE_KEYS, call_args_digest, lowered, result_digest_of, tag
-from runguard.detectors.turns import acknowledges, paired_results, result_uniq
+from runguard.detectors.support.commands import asked_values, empty_answer, is_command_tool, trivial_output
+from runguard.detectors.support.normalize import DEFAULT_VOLATILE_KEYS, call_args_digest, lowered, result_digest_of, tag
+from runguard.detectors.support.turns import acknowledges, paired_results, result_uniq
 from runguard.proxy.core.events import RequestInfo, ToolResult, is_transfer
 from runguard.proxy.core.ops import Push, Scope
 

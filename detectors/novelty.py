@@ -40,7 +40,7 @@ from functools import cached_property
 
 from pydantic import Field
 
-from runguard.detectors.base import (
+from runguard.detectors.support.base import (
     Detector,
     DetectorConfig,
     Evidence,
@@ -51,9 +51,9 @@ from runguard.detectors.base import (
     ShownCall,
     Verdict,
 )
-from runguard.detectors.normalize import DEFAULT_VOLATILE_KEYS, call_args_digest, lowered, tag
-from runguard.detectors.shingles import echo_words, pack, sample, shingles, stale_shares, units_of, unpack
-from runguard.detectors.turns import paired_results, result_uniq
+from runguard.detectors.support.normalize import DEFAULT_VOLATILE_KEYS, call_args_digest, lowered, tag
+from runguard.detectors.support.shingles import echo_words, pack, sample, shingles, stale_shares, units_of, unpack
+from runguard.detectors.support.turns import paired_results, result_uniq
 from runguard.proxy.core.events import RequestInfo, ToolCall, ToolResult, digest, is_transfer
 from runguard.proxy.core.ops import Push, Scope
 

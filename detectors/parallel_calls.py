@@ -25,7 +25,7 @@ from itertools import combinations
 
 from pydantic import Field
 
-from runguard.detectors.base import (
+from runguard.detectors.support.base import (
     Detector,
     DetectorConfig,
     Evidence,
@@ -36,9 +36,9 @@ from runguard.detectors.base import (
     Verdict,
     shown_call,
 )
-from runguard.detectors.commands import asked_values, command_of
-from runguard.detectors.normalize import call_tag, squash
-from runguard.detectors.sketch import (
+from runguard.detectors.support.commands import asked_values, command_of
+from runguard.detectors.support.normalize import call_tag, squash
+from runguard.detectors.support.sketch import (
     Sketch,
     call_asks_in_words,
     call_sketch,
@@ -48,7 +48,7 @@ from runguard.detectors.sketch import (
     named_apart,
     sketch_similarity,
 )
-from runguard.detectors.turns import tool_work
+from runguard.detectors.support.turns import tool_work
 from runguard.proxy.core.events import ToolCall
 from runguard.proxy.core.ops import Get, OpResult, Put, Scope
 

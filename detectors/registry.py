@@ -14,7 +14,6 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from runguard.detectors.base import Detector, DetectorConfig
 from runguard.detectors.budget import Budget
 from runguard.detectors.consecutive_same_tool import ConsecutiveSameTool
 from runguard.detectors.context_growth import ContextGrowth
@@ -37,6 +36,7 @@ from runguard.detectors.spend_rate import SpendRate
 from runguard.detectors.spiral import Spiral
 from runguard.detectors.stagnation import Stagnation
 from runguard.detectors.structured_output import StructuredOutput
+from runguard.detectors.support.base import Detector, DetectorConfig
 from runguard.detectors.text_loop import TextLoop
 from runguard.detectors.timeout import Timeout
 from runguard.detectors.tool_storm import ToolStorm

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from pydantic import Field
 
-from runguard.detectors.base import (
+from runguard.detectors.support.base import (
     Detector,
     DetectorConfig,
     Evidence,
@@ -21,8 +21,8 @@ from runguard.detectors.base import (
     Verdict,
     shown_call,
 )
-from runguard.detectors.normalize import call_args_digest, result_digest_of
-from runguard.detectors.turns import is_wait, paired_results, result_uniq
+from runguard.detectors.support.normalize import call_args_digest, result_digest_of
+from runguard.detectors.support.turns import is_wait, paired_results, result_uniq
 from runguard.proxy.core.events import RequestInfo, ToolCall, ToolResult, digest, is_transfer
 from runguard.proxy.core.ops import Push, Scope
 

@@ -33,8 +33,8 @@ from itertools import combinations
 
 from pydantic import Field
 
-from runguard.detectors import tally
-from runguard.detectors.base import (
+from runguard.detectors.support import tally
+from runguard.detectors.support.base import (
     Detector,
     DetectorConfig,
     Evidence,
@@ -45,10 +45,22 @@ from runguard.detectors.base import (
     ShownCall,
     Verdict,
 )
-from runguard.detectors.commands import is_command_tool
-from runguard.detectors.normalize import call_args_digest, call_keyed_digest, call_tag, lowered, result_digest_of
-from runguard.detectors.sketch import call_sketch_packed, call_targets, decode_sketch, named_apart, sketch_similarity
-from runguard.detectors.turns import paired_results, tool_work
+from runguard.detectors.support.commands import is_command_tool
+from runguard.detectors.support.normalize import (
+    call_args_digest,
+    call_keyed_digest,
+    call_tag,
+    lowered,
+    result_digest_of,
+)
+from runguard.detectors.support.sketch import (
+    call_sketch_packed,
+    call_targets,
+    decode_sketch,
+    named_apart,
+    sketch_similarity,
+)
+from runguard.detectors.support.turns import paired_results, tool_work
 from runguard.proxy.core.events import ToolCall
 from runguard.proxy.core.ops import Get, Op, OpResult, Push, Scope
 

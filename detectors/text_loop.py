@@ -31,9 +31,9 @@ from __future__ import annotations
 
 from pydantic import Field
 
-from runguard.detectors.base import Detector, DetectorConfig, Evidence, Plan, ResponseSeen, Results, Verdict
-from runguard.detectors.normalize import clip
-from runguard.detectors.shingles import MAX_CHARS, pack, sample, shingles, stale_shares, unpack
+from runguard.detectors.support.base import Detector, DetectorConfig, Evidence, Plan, ResponseSeen, Results, Verdict
+from runguard.detectors.support.normalize import clip
+from runguard.detectors.support.shingles import MAX_CHARS, pack, sample, shingles, stale_shares, unpack
 from runguard.proxy.core.events import digest
 from runguard.proxy.core.ops import Push, Scope
 

@@ -11,8 +11,8 @@ from __future__ import annotations
 
 from pydantic import Field
 
-from runguard.detectors import tally
-from runguard.detectors.base import (
+from runguard.detectors.support import tally
+from runguard.detectors.support.base import (
     Action,
     Detector,
     DetectorConfig,
@@ -24,8 +24,8 @@ from runguard.detectors.base import (
     Verdict,
     shown_call,
 )
-from runguard.detectors.commands import chosen_work
-from runguard.detectors.normalize import call_tag
+from runguard.detectors.support.commands import chosen_work
+from runguard.detectors.support.normalize import call_tag
 from runguard.proxy.core.ops import Add, Op, Scope
 
 MAX_TOOLS = 64  # distinct tools counted per run; calls of further tools are not counted

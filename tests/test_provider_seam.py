@@ -37,7 +37,7 @@ def test_the_core_reaches_every_provider_through_its_spec(graph: grimp.ImportGra
     ("importer", "imported"),
     [
         ("runguard.proxy.http.forward", "runguard.proxy.providers.gemini.replies"),
-        ("runguard.proxy.guard.tokens", "runguard.proxy.providers.openai"),
+        ("runguard.proxy.guard.costs.tokens", "runguard.proxy.providers.openai"),
         ("runguard.detectors.spiral", "runguard.proxy.providers.anthropic.adapter"),
     ],
 )

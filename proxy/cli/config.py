@@ -58,7 +58,7 @@ def _detector_rows(settings: Settings) -> list[tuple[str, Any, str]]:
     """Every detector's effective settings (`guard.detectors.<name>.<field>`, defaults included), then
     each override's settings as written (`guard.overrides.<i>.detectors.<name>.<field>`)."""
     from runguard.detectors.registry import default_detectors
-    from runguard.proxy.guard.policy import Policy
+    from runguard.proxy.guard.lineup.policy import Policy
 
     effective = Policy(default_detectors(), settings.guard).effective("", "")
     rows: list[tuple[str, Any, str]] = []

@@ -42,7 +42,7 @@ def _progress() -> Iterator[Progress]:
 
 def _from_file(settings: Settings, file: Path, run: str | None) -> Any:
     from runguard.detectors.registry import default_detectors
-    from runguard.proxy.guard.replay import read_file, replay
+    from runguard.proxy.guard.offline.replay import read_file, replay
 
     with _progress() as progress:
         size = file.stat().st_size
@@ -62,8 +62,8 @@ def _from_folder(settings: Settings, folder: Path, run: str | None) -> tuple[Any
     """Every `*.jsonl` under `folder` (sorted), each replayed over fresh state: one report of all their
     runs, and the summary of them."""
     from runguard.detectors.registry import default_detectors
-    from runguard.proxy.guard.replay import ReplayReport, read_file, replay
-    from runguard.proxy.guard.replay_summary import Summary
+    from runguard.proxy.guard.offline.replay import ReplayReport, read_file, replay
+    from runguard.proxy.guard.offline.replay_summary import Summary
 
     files = sorted(folder.rglob("*.jsonl"))
     if not files:
@@ -89,7 +89,7 @@ def _from_folder(settings: Settings, folder: Path, run: str | None) -> tuple[Any
 
 def _from_store(settings: Settings, run: str | None) -> Any:
     from runguard.detectors.registry import default_detectors
-    from runguard.proxy.guard.replay import ReplayReport, from_rows, replay
+    from runguard.proxy.guard.offline.replay import ReplayReport, from_rows, replay
 
     async def query(reader: Any) -> ReplayReport:
         total = await reader.recorded_count(run)
@@ -188,7 +188,7 @@ def register(app: typer.Typer) -> None:
     ) -> None:
         """Run the detectors (settings from --config) over recorded traffic: what would have tripped where,
         and per detector the sessions it would stop and the share of responses it warned on."""
-        from runguard.proxy.guard.replay_summary import Summary
+        from runguard.proxy.guard.offline.replay_summary import Summary
 
         if (file is None) == (not from_db):
             raise fail("name either a FILE or --from-db", 2)

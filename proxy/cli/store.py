@@ -19,7 +19,7 @@ import typer
 from runguard.config.settings import Settings
 from runguard.proxy.cli.loading import ConfigOption, load
 from runguard.proxy.cli.render import Column, ago, console, echo_json, fail, print_fitted, since, usd, when
-from runguard.proxy.guard.upstream_prices import UpstreamPrices, any_unpriced, shipped_prices, spend
+from runguard.proxy.guard.costs.upstream_prices import UpstreamPrices, any_unpriced, shipped_prices, spend
 
 T = TypeVar("T")
 

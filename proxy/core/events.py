@@ -112,7 +112,7 @@ class ToolCall:
     call_id: str | None = None
     index: int = 0
     # Values derived from this call (its arguments' digest and token set, its name's tag), filled
-    # on first use by `runguard.detectors.normalize` and `.sketch`: several detectors read the same call.
+    # on first use by `runguard.detectors.support.normalize` and `.sketch`: several detectors read the same call.
     derived: dict[str, Any] = field(default_factory=dict, compare=False, repr=False)
     # Its arguments' JSON value, read once for all of the above (`normalize.call_json`).
     parsed: dict[str, Any] = field(default_factory=dict, compare=False, repr=False)
@@ -134,7 +134,7 @@ class ToolResult:
     # text. Digests read it directly instead of parsing `content` back.
     value: dict[str, Any] | list[Any] | None = field(default=None, compare=False, repr=False)
     # Normalized digests of `content` by volatile-key set, filled on first use by
-    # `runguard.detectors.normalize.result_digest_of`: several detectors hash the
+    # `runguard.detectors.support.normalize.result_digest_of`: several detectors hash the
     # same (possibly 300 KB) result, and this object lives for one request.
     digests: dict[frozenset[str], str] = field(default_factory=dict, compare=False, repr=False)
     # Its content's JSON value, read once for every detector that needs it (`normalize.result_json`).
@@ -277,7 +277,7 @@ class RequestInfo:
     parse_error: str | None = None  # set when the body could not be parsed (forwarded anyway)
     raw: Any = field(default=None, repr=False, compare=False)
     # Values derived once per request for several detectors (the last turn's signature, ...),
-    # filled on first use by `runguard.detectors.turns`.
+    # filled on first use by `runguard.detectors.support.turns`.
     derived: dict[str, Any] = field(default_factory=dict, compare=False, repr=False)
 
     @property

@@ -16,15 +16,16 @@ import math
 from collections.abc import Callable
 
 from runguard.config.settings import Settings
-from runguard.detectors.base import ResponseKind, ResponseSeen
 from runguard.detectors.max_requests import MaxRequestsConfig
+from runguard.detectors.support.base import ResponseKind, ResponseSeen
 from runguard.proxy.core.ops import CompareAndSet, Get, Put, Scope
-from runguard.proxy.guard import accounting, breaker, client_answers, nudge, reporting
+from runguard.proxy.guard import accounting, breaker, client_answers, nudge
 from runguard.proxy.guard.batches import Batches
 from runguard.proxy.guard.breaker import BreakerRecord, GateKind
-from runguard.proxy.guard.engine import Finding
+from runguard.proxy.guard.lineup.engine import Finding
+from runguard.proxy.guard.lineup.policy import Policy
 from runguard.proxy.guard.observer import Observer
-from runguard.proxy.guard.policy import Policy
+from runguard.proxy.guard.records import reporting
 from runguard.proxy.guard.ticket import Ticket
 from runguard.proxy.providers import registry
 from runguard.proxy.providers.answers import StopNotice, Synthetic

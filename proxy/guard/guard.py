@@ -1,16 +1,14 @@
 """The guard: decides, before and after each model request, whether a run goes on.
 
-`admit()` runs before anything goes upstream: it finds the request's run
-(`RunIdentity`), runs the guard's counters and every detector's request plan as ONE state batch, checks
-the breakers, and either lets the request through (a `Ticket`) or answers it
-locally with a provider-native synthetic response. `inspect()` looks at a
-non-streamed response before the client sees it. `complete()` runs after the
-response: usage and cost, the response plans as one batch, breaker trips and
-probe outcomes, and the records. Nothing here touches aiohttp.
+`admit()` runs before anything goes upstream: it finds the request's run (`RunIdentity`), runs the guard's
+counters and every detector's request plan as ONE state batch, checks the breakers, and either lets the
+request through (a `Ticket`) or answers it locally with a provider-native synthetic response. `inspect()`
+looks at a non-streamed response before the client sees it. `complete()` runs after the response: usage
+and cost, the response plans as one batch, breaker trips and probe outcomes, and the records. Nothing here
+touches aiohttp.
 
-Handlers do not call these phases themselves: they drive each request through
-a `Passage` (`passage()`), which admits it, reads its response and runs
-`complete()` exactly once, however the request ends.
+Handlers do not call these phases themselves: they drive each request through a `Passage` (`passage()`),
+which admits it, reads its response and runs `complete()` exactly once, however the request ends.
 """
 
 from __future__ import annotations
@@ -23,28 +21,29 @@ import time
 from collections.abc import Callable
 
 from runguard.config.settings import Settings
-from runguard.detectors.base import RequestSeen, ResponseKind, ResponseSeen
+from runguard.detectors.support.base import RequestSeen, ResponseKind, ResponseSeen
 from runguard.proxy.core.errors import StateFull
 from runguard.proxy.core.events import RequestInfo, ResponseInfo, digest
 from runguard.proxy.core.ops import Op, OpResult, Put
 from runguard.proxy.core.safe_text import proxy_url
-from runguard.proxy.guard import accounting, breaker, follow_ups, nudge, reporting, unreadable
-from runguard.proxy.guard.background import BackgroundCosts
+from runguard.proxy.guard import accounting, breaker, nudge, unreadable
 from runguard.proxy.guard.batches import Batches
+from runguard.proxy.guard.costs.background import BackgroundCosts
+from runguard.proxy.guard.costs.pricing import ModelTables
+from runguard.proxy.guard.costs.spending import KeySpending
+from runguard.proxy.guard.costs.tokens import TokenEstimator
+from runguard.proxy.guard.costs.upstream_prices import UpstreamPrices
 from runguard.proxy.guard.decisions import Decisions
 from runguard.proxy.guard.ending import Ends
-from runguard.proxy.guard.engine import Batch, Engine, Finding
 from runguard.proxy.guard.judging import Judging
+from runguard.proxy.guard.lineup.engine import Batch, Engine, Finding
+from runguard.proxy.guard.lineup.policy import Policy, Tightening
 from runguard.proxy.guard.observer import Observer
 from runguard.proxy.guard.passage import Passage
-from runguard.proxy.guard.policy import Policy, Tightening
-from runguard.proxy.guard.pricing import ModelTables
 from runguard.proxy.guard.reader import ResponseReader
-from runguard.proxy.guard.spending import KeySpending
+from runguard.proxy.guard.records import follow_ups, reporting
 from runguard.proxy.guard.stages import Stages
 from runguard.proxy.guard.ticket import Ticket, scope_ids
-from runguard.proxy.guard.tokens import TokenEstimator
-from runguard.proxy.guard.upstream_prices import UpstreamPrices
 from runguard.proxy.providers.answers import StopNotice, Synthetic
 from runguard.proxy.providers.base import Adapter
 from runguard.proxy.runs import nesting

@@ -35,7 +35,7 @@ from runguard.proxy.core.events import Api
 from runguard.proxy.core.ops import Op
 from runguard.proxy.core.safe_text import printable
 from runguard.proxy.guard import accounting
-from runguard.proxy.guard.engine import Finding
+from runguard.proxy.guard.lineup.engine import Finding
 from runguard.proxy.guard.ticket import Ticket
 from runguard.proxy.providers import registry
 

@@ -11,13 +11,13 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Callable
 
-from runguard.detectors.base import ResponseSeen
+from runguard.detectors.support.base import ResponseSeen
 from runguard.proxy.core.events import ResponseInfo, Usage
 from runguard.proxy.guard import accounting
-from runguard.proxy.guard.pricing import ModelTables
+from runguard.proxy.guard.costs.pricing import ModelTables
+from runguard.proxy.guard.costs.tokens import TokenEstimator
+from runguard.proxy.guard.costs.upstream_prices import UpstreamPrices
 from runguard.proxy.guard.ticket import Ticket
-from runguard.proxy.guard.tokens import TokenEstimator
-from runguard.proxy.guard.upstream_prices import UpstreamPrices
 from runguard.proxy.providers.common import handoffs
 from runguard.proxy.runs.keys import redact
 

@@ -26,7 +26,7 @@ import dataclasses
 import re
 
 from runguard.proxy.core.events import Api, RequestInfo
-from runguard.proxy.guard.engine import Lineup
+from runguard.proxy.guard.lineup.engine import Lineup
 from runguard.proxy.providers.common.conversation import failed_request
 
 # The detectors that judge a request by counts alone: what an unreadable body can be judged by.

@@ -20,9 +20,9 @@ from multidict import CIMultiDict
 from runguard.config.settings import Settings
 from runguard.proxy.core.events import Provider, RequestInfo
 from runguard.proxy.guard import unreadable
+from runguard.proxy.guard.costs.spending import costs_money
+from runguard.proxy.guard.lineup.policy import tightening_from
 from runguard.proxy.guard.nudge import with_note
-from runguard.proxy.guard.policy import tightening_from
-from runguard.proxy.guard.spending import costs_money
 from runguard.proxy.http import accounts
 from runguard.proxy.http.forward import Outgoing, forward, synthetic
 from runguard.proxy.http.recorded import credentials_of, recorded

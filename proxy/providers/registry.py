@@ -204,7 +204,7 @@ def chains_responses(api: Api | str) -> bool:
 
 def poller(provider: Provider | str) -> ProviderApi | None:
     """The API of `provider` whose background responses are polled by id (`ProviderApi.polls`): a GET of one
-    of its poll paths is read with its adapter (`guard.background`); None when it has none."""
+    of its poll paths is read with its adapter (`guard.costs.background`); None when it has none."""
     return next((spec for spec in REGISTRY.apis if spec.polls is not None and spec.provider.name == provider), None)
 
 

@@ -193,7 +193,7 @@ class ProviderSpec:
 
 @frozen
 class Polls:
-    """How an API's response kept by id is fetched again (a background response's poll, `guard.background`):
+    """How an API's response kept by id is fetched again (a background response's poll, `guard.costs.background`):
     `path` finds its id (group `id`) in a routed path a GET asks for; `final`: the statuses (`finish_reason`)
     of a response that is done."""
 
@@ -220,7 +220,7 @@ class ProviderApi:
     adapter: Callable[[], Adapter]  # a fresh adapter: they hold no state, each stream gets its own parser
     paths: tuple[PathRule, ...]
     nudge: NudgeSplice | None = None  # None: a nudge's note cannot be carried (the request goes unchanged)
-    # The tiktoken encoding of a model it serves, None to count tokens by characters (`guard.tokens`).
+    # The tiktoken encoding of a model it serves, None to count tokens by characters (`guard.costs.tokens`).
     encoding: Callable[[str], str | None] = _no_encoding
     operation: str = "chat"  # `gen_ai.operation.name`: "chat", "generate_content"
     # A response id a later request may continue from (`previous_response_id`): remembered per run.

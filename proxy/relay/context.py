@@ -14,8 +14,8 @@ from runguard.config.settings import Settings
 from runguard.proxy.core.frozen import frozen
 from runguard.proxy.core.tasks import hold
 from runguard.proxy.guard.guard import Guard
+from runguard.proxy.guard.lineup.policy import SHORT_HEADERS
 from runguard.proxy.guard.observer import Observer
-from runguard.proxy.guard.policy import SHORT_HEADERS
 from runguard.proxy.providers.common.history import HistoryCache, HistorySlot
 from runguard.proxy.relay.headers import header_text
 from runguard.proxy.relay.shutdown import Shutdown

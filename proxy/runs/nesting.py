@@ -39,7 +39,7 @@ from collections.abc import Sequence
 
 import orjson
 
-from runguard.detectors.sketch import is_free_text
+from runguard.detectors.support.sketch import is_free_text
 from runguard.proxy.core.events import RequestInfo, ToolCall, digest, is_transfer
 from runguard.proxy.core.ops import Get, OpResult, Push, Scope
 from runguard.proxy.runs import roots

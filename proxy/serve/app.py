@@ -17,15 +17,15 @@ from typing import Any
 from aiohttp import web
 
 from runguard.config.settings import Settings
-from runguard.detectors.base import Detector
+from runguard.detectors.support.base import Detector
 from runguard.proxy.admin.api import RESET_LOG, STORE_READER, AdminApi
 from runguard.proxy.admin.ui.routes import Dashboard
 from runguard.proxy.core.safe_text import proxy_url
 from runguard.proxy.guard import accounting
+from runguard.proxy.guard.costs.pricing import ModelTables
 from runguard.proxy.guard.guard import Guard
+from runguard.proxy.guard.lineup.policy import Policy
 from runguard.proxy.guard.observer import FanOut, Observer
-from runguard.proxy.guard.policy import Policy
-from runguard.proxy.guard.pricing import ModelTables
 from runguard.proxy.http.handlers import handle
 from runguard.proxy.observe import state_metrics
 from runguard.proxy.observe.access_log import AccessLog

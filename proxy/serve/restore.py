@@ -1,6 +1,6 @@
 """Putting the state back from the records at start: the day's spend, live runs, open breakers.
 
-The records are the truth (`store.live`); the state is rebuilt from them (`guard.rebuild`) before
+The records are the truth (`store.live`); the state is rebuilt from them (`guard.records.rebuild`) before
 the proxy serves: this runs on the app's start-up, and the port opens only once it is done, so no
 request is served with a state that forgot a stop or a spend. A store that does not answer yet is
 waited for (its schema first, then the read), and said so in the log every time it is retried.
@@ -16,8 +16,8 @@ from collections.abc import Awaitable, Callable
 from aiohttp import web
 
 from runguard.config.settings import Settings
-from runguard.proxy.guard.policy import Policy
-from runguard.proxy.guard.rebuild import Rebuilt, rebuild
+from runguard.proxy.guard.lineup.policy import Policy
+from runguard.proxy.guard.records.rebuild import Rebuilt, rebuild
 from runguard.proxy.runs.tenants import Tenants
 from runguard.proxy.state.base import StateBackend
 from runguard.proxy.store.live import Live, RecordsUnavailable

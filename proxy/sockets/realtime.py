@@ -20,8 +20,8 @@ import secrets
 from typing import TYPE_CHECKING
 
 from runguard.proxy.core.events import AgentIdentity, RequestInfo, ResponseInfo, ToolCall, ToolResult, digest
+from runguard.proxy.guard.lineup.policy import Tightening
 from runguard.proxy.guard.passage import Passage
-from runguard.proxy.guard.policy import Tightening
 from runguard.proxy.providers.sockets import SessionEvent, Sessions
 
 if TYPE_CHECKING:

@@ -31,7 +31,7 @@ from aiohttp import WSCloseCode, WSMsgType, web
 from multidict import CIMultiDict
 
 from runguard.proxy.core.errors import UpstreamError, UpstreamRefused
-from runguard.proxy.guard.policy import tightening_from
+from runguard.proxy.guard.lineup.policy import tightening_from
 from runguard.proxy.providers import registry
 from runguard.proxy.providers.common import sessions as client_sessions
 from runguard.proxy.providers.routes import Route, raw_target

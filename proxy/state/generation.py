@@ -3,7 +3,7 @@
 A shared state (Redis) can lose what it held while the proxy goes on: a restart without
 persistence empties it, a failover promotes a replica that had not received the last writes, a
 managed endpoint starts pointing at another server. The proxy must then rebuild the state from the
-records (`guard.rebuild`). `Generation.look` tells, in one batch every few seconds:
+records (`guard.records.rebuild`). `Generation.look` tells, in one batch every few seconds:
 
 - the mark (`generation.mark` in a scope of its own) is missing: the state is new or was emptied;
 - the heartbeat (`generation.beat`, added to by every process at each look) went back below what this

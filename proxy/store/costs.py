@@ -2,7 +2,7 @@
 
 Spend: a request costs its usage (input, cached input, output and reasoning
 tokens) times the model's prices in the pricing table
-(`runguard.proxy.guard.pricing.ModelTables.cost`). That figure is computed once,
+(`runguard.proxy.guard.costs.pricing.ModelTables.cost`). That figure is computed once,
 when the response ends, and recorded with the request; a run's spend, a key's
 spend for the day and `runguard_usd_total` are sums of it, never recomputed.
 

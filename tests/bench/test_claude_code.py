@@ -14,7 +14,7 @@ from bench.corpus.readers import Context
 from bench.corpus.session import Session, exchanges
 from runguard.config.settings import Settings
 from runguard.detectors.registry import default_detectors
-from runguard.proxy.guard.replay import Exchange, replay
+from runguard.proxy.guard.offline.replay import Exchange, replay
 
 
 def _line(kind: str, second: int, message: dict[str, Any] | None = None, **more: Any) -> bytes:

@@ -15,7 +15,7 @@ import orjson
 from bench.corpus.build import build
 from runguard.config.settings import Settings
 from runguard.detectors.registry import default_detectors
-from runguard.proxy.guard.replay import read_file, replay
+from runguard.proxy.guard.offline.replay import read_file, replay
 
 T0 = 1_800_000_000
 

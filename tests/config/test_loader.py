@@ -6,9 +6,9 @@ import pytest
 import yaml
 
 from runguard.config.loader import ConfigError, load_settings, load_yaml
-from runguard.detectors.base import Action
 from runguard.detectors.registry import default_detectors, validate_config
-from runguard.proxy.guard.policy import Policy
+from runguard.detectors.support.base import Action
+from runguard.proxy.guard.lineup.policy import Policy
 
 
 def test_precedence_cli_over_env_over_file_over_default(tmp_path: Path) -> None:

@@ -31,8 +31,8 @@ from pathlib import Path
 from typing import Any
 
 from runguard.config.settings import Settings
-from runguard.detectors.base import Detector, DetectorConfig, RunFacts
 from runguard.detectors.registry import default_detectors
+from runguard.detectors.support.base import Detector, DetectorConfig, RunFacts
 from runguard.proxy.core.events import (
     AgentIdentity,
     Api,
@@ -47,10 +47,10 @@ from runguard.proxy.core.events import (
     digest,
 )
 from runguard.proxy.core.ops import Scope
+from runguard.proxy.guard.costs.pricing import ModelTables
 from runguard.proxy.guard.guard import Guard
+from runguard.proxy.guard.lineup.policy import Policy
 from runguard.proxy.guard.observer import NullObserver
-from runguard.proxy.guard.policy import Policy
-from runguard.proxy.guard.pricing import ModelTables
 from runguard.proxy.guard.ticket import Ticket, scope_ids
 from runguard.proxy.providers.answers import Synthetic
 from runguard.proxy.providers.base import Adapter

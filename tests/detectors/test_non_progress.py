@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from runguard.detectors.non_progress import NonProgress, NonProgressConfig
-from runguard.detectors.turns import ACK_CHARS, acknowledges
+from runguard.detectors.support.turns import ACK_CHARS, acknowledges
 from runguard.proxy.core.events import ToolResult
 from tests.detectors.harness import RunSimulator, Step, agent_loop, first_trip, review_transfers, shows
 

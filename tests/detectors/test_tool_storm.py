@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from runguard.detectors.base import Action
+from runguard.detectors.support.base import Action
 from runguard.detectors.tool_storm import MAX_TOOLS, ToolStorm
 from tests.detectors.harness import (
     RunSimulator,

@@ -18,7 +18,7 @@ import pytest
 from agents import Agent, OpenAIChatCompletionsModel, Runner, function_tool
 
 from runguard.config.settings import Settings
-from runguard.proxy.guard.upstream_prices import UpstreamPrices
+from runguard.proxy.guard.costs.upstream_prices import UpstreamPrices
 from tests.e2e import payloads
 from tests.e2e.agents import chat_agent, chat_script, soft_error_tool
 from tests.e2e.faults import requests_of, trips_of

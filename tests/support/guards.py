@@ -7,10 +7,10 @@ from typing import Any
 
 from runguard.config.settings import Settings
 from runguard.detectors.registry import default_detectors
+from runguard.proxy.guard.costs.pricing import ModelTables
 from runguard.proxy.guard.guard import Guard
+from runguard.proxy.guard.lineup.policy import Policy
 from runguard.proxy.guard.observer import NullObserver
-from runguard.proxy.guard.policy import Policy
-from runguard.proxy.guard.pricing import ModelTables
 from runguard.proxy.relay.context import ProxyContext
 from runguard.proxy.relay.upstream import Upstreams
 from runguard.proxy.runs.keys import KeyHasher

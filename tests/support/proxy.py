@@ -6,7 +6,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from runguard.config.settings import Settings
-from runguard.detectors.base import Detector
+from runguard.detectors.support.base import Detector
 from runguard.proxy.serve.app import create_app
 from runguard.proxy.serve.server import Running, start
 from runguard.proxy.state.base import StateBackend

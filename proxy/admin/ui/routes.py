@@ -27,8 +27,8 @@ from runguard.proxy.admin.api import STORE_READER
 from runguard.proxy.admin.ui.html import BASE, Html, layout, tag
 from runguard.proxy.admin.ui.past_days import PastDays
 from runguard.proxy.core.errors import StateUnavailable
-from runguard.proxy.guard.policy import Policy
-from runguard.proxy.guard.upstream_prices import UpstreamPrices
+from runguard.proxy.guard.costs.upstream_prices import UpstreamPrices
+from runguard.proxy.guard.lineup.policy import Policy
 from runguard.proxy.state.base import StateBackend
 
 log = logging.getLogger("runguard.ui")

@@ -25,7 +25,7 @@ from runguard.proxy.core.ops import Scope
 from runguard.proxy.core.safe_text import reset_command
 from runguard.proxy.guard import breaker
 from runguard.proxy.guard.breaker import BreakerRecord
-from runguard.proxy.guard.upstream_prices import UpstreamPrices, any_unpriced, spend
+from runguard.proxy.guard.costs.upstream_prices import UpstreamPrices, any_unpriced, spend
 from runguard.proxy.runs import tenants
 from runguard.proxy.store import StoreReader
 from runguard.proxy.store import pages as queries

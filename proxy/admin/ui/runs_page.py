@@ -28,7 +28,7 @@ from runguard.proxy.admin.ui.html import (
     when,
 )
 from runguard.proxy.admin.ui.routes import UiContext, no_store, reader_of
-from runguard.proxy.guard.upstream_prices import any_unpriced, spend
+from runguard.proxy.guard.costs.upstream_prices import any_unpriced, spend
 from runguard.proxy.store import StoreReader
 from runguard.proxy.store import pages as queries
 

@@ -13,7 +13,7 @@ import orjson
 from opentelemetry.semconv._incubating.attributes import gen_ai_attributes as gen_ai
 from opentelemetry.util.types import AttributeValue
 
-from runguard.detectors.base import ResponseSeen
+from runguard.detectors.support.base import ResponseSeen
 from runguard.proxy.core.events import Api, RequestInfo, ResponseInfo
 from runguard.proxy.guard.ticket import Ticket
 from runguard.proxy.observe.telemetry.bounds import bounded

@@ -30,7 +30,7 @@ if TYPE_CHECKING:
     from opentelemetry.sdk.metrics.export import MetricExporter
     from opentelemetry.sdk.trace.export import SpanExporter
 
-    from runguard.detectors.base import ResponseSeen
+    from runguard.detectors.support.base import ResponseSeen
     from runguard.proxy.guard.ticket import Ticket
     from runguard.proxy.store.records import RequestRecord
 

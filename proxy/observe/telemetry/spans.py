@@ -27,7 +27,7 @@ from opentelemetry.semconv._incubating.attributes import gen_ai_attributes as ge
 from opentelemetry.trace import Span, SpanKind, Status, StatusCode, Tracer, set_span_in_context
 from opentelemetry.util.types import AttributeValue
 
-from runguard.detectors.base import ResponseSeen
+from runguard.detectors.support.base import ResponseSeen
 from runguard.proxy.guard.ticket import Ticket
 from runguard.proxy.observe.telemetry import attributes
 from runguard.proxy.observe.telemetry.bounds import BoundedValues, bounded

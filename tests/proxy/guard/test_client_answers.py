@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from runguard.config.settings import GuardSettings
-from runguard.detectors.base import ResponseKind
+from runguard.detectors.support.base import ResponseKind
 from runguard.proxy.guard.client_answers import resolved
 
 

@@ -7,16 +7,16 @@ from typing import Any
 import orjson
 import pytest
 
-from runguard.detectors.base import RequestSeen, ResponseKind, Verdict
 from runguard.detectors.registry import default_detectors
+from runguard.detectors.support.base import RequestSeen, ResponseKind, Verdict
 from runguard.proxy.core.events import AgentIdentity, Api, RequestInfo
 from runguard.proxy.core.ops import Get, Put, Scope
 from runguard.proxy.guard import accounting, breaker
 from runguard.proxy.guard.batches import Batches
 from runguard.proxy.guard.decisions import Decisions
-from runguard.proxy.guard.engine import Finding
+from runguard.proxy.guard.lineup.engine import Finding
+from runguard.proxy.guard.lineup.policy import Policy
 from runguard.proxy.guard.observer import NullObserver
-from runguard.proxy.guard.policy import Policy
 from runguard.proxy.guard.ticket import Ticket, scope_ids
 from runguard.proxy.providers.answers import StopNotice
 from runguard.proxy.providers.base import Adapter

@@ -6,12 +6,12 @@ import dataclasses
 
 import pytest
 
-from runguard.detectors.base import RequestSeen
+from runguard.detectors.support.base import RequestSeen
 from runguard.proxy.core.events import AgentIdentity, Api, RequestInfo, ResponseInfo, Usage
-from runguard.proxy.guard.pricing import ModelTables
+from runguard.proxy.guard.costs.pricing import ModelTables
+from runguard.proxy.guard.costs.tokens import TokenEstimator
 from runguard.proxy.guard.reader import ResponseReader
 from runguard.proxy.guard.ticket import Ticket, scope_ids
-from runguard.proxy.guard.tokens import TokenEstimator
 from runguard.proxy.providers.openai_chat.adapter import ChatAdapter
 from tests.support.guards import guard_settings
 

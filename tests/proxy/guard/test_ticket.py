@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import calendar
 
-from runguard.detectors.base import RequestSeen, ResponseKind, Verdict
+from runguard.detectors.support.base import RequestSeen, ResponseKind, Verdict
 from runguard.proxy.core.events import AgentIdentity, Api, Provider, RequestInfo
 from runguard.proxy.core.ops import Scope
-from runguard.proxy.guard.engine import Finding
+from runguard.proxy.guard.lineup.engine import Finding
 from runguard.proxy.guard.ticket import CARRIED_CHARS, Ticket, scope_ids
 from runguard.proxy.providers.openai_chat.adapter import ChatAdapter
 

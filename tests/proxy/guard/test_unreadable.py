@@ -6,7 +6,7 @@ from runguard.config.settings import GuardSettings
 from runguard.detectors.registry import default_detectors
 from runguard.proxy.core.events import Api
 from runguard.proxy.guard import unreadable
-from runguard.proxy.guard.policy import Policy
+from runguard.proxy.guard.lineup.policy import Policy
 
 
 def test_the_model_comes_from_the_path_else_from_a_plainly_spelled_field() -> None:

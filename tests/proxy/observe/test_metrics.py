@@ -14,8 +14,8 @@ from prometheus_client.exposition import generate_latest
 from prometheus_client.parser import text_string_to_metric_families
 from prometheus_client.samples import Sample
 
-from runguard.detectors.base import Detector, DetectorConfig, RequestSeen, Results, RunFacts, Verdict
 from runguard.detectors.max_requests import MaxRequests
+from runguard.detectors.support.base import Detector, DetectorConfig, RequestSeen, Results, RunFacts, Verdict
 from runguard.proxy.observe.metrics import (
     MAX_CACHED_PATHS,
     MAX_MODELS,

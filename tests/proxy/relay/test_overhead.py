@@ -11,8 +11,8 @@ import openai
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
-from runguard.detectors.base import Detector, DetectorConfig, Plan, RequestSeen
 from runguard.detectors.max_requests import MaxRequests
+from runguard.detectors.support.base import Detector, DetectorConfig, Plan, RequestSeen
 from runguard.proxy.relay.overhead import HEADER
 from tests.e2e import payloads
 from tests.support.proxy import Running, settings_for, start_proxy

@@ -9,7 +9,7 @@ import pytest
 from runguard.config.settings import Settings
 from runguard.detectors.registry import default_detectors
 from runguard.proxy.core.ops import Scope
-from runguard.proxy.guard.policy import Policy
+from runguard.proxy.guard.lineup.policy import Policy
 from runguard.proxy.serve import restore
 from runguard.proxy.serve.restore import Restore
 from runguard.proxy.state.memory import MemoryState

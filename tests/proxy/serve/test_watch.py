@@ -8,7 +8,7 @@ from runguard.config.settings import Settings
 from runguard.detectors.registry import default_detectors
 from runguard.proxy.core.errors import StateUnavailable
 from runguard.proxy.core.ops import Scope
-from runguard.proxy.guard.policy import Policy
+from runguard.proxy.guard.lineup.policy import Policy
 from runguard.proxy.serve.restore import Restore
 from runguard.proxy.serve.watch import Watch
 from runguard.proxy.state.generation import MARK_ID, Look

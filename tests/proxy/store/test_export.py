@@ -8,7 +8,7 @@ from pathlib import Path
 
 import orjson
 
-from runguard.proxy.guard.replay import from_rows, read_file
+from runguard.proxy.guard.offline.replay import from_rows, read_file
 from runguard.proxy.store import StoreReader
 from runguard.proxy.store.export import FIELDS, export, line
 from runguard.proxy.store.records import RecordedBody

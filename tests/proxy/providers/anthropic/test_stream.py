@@ -7,7 +7,7 @@ from typing import Any
 import orjson
 import pytest
 
-from runguard.proxy.guard.pricing import ModelTables
+from runguard.proxy.guard.costs.pricing import ModelTables
 from runguard.proxy.providers.anthropic.stream import MessagesStreamParser, message_info, usage_of
 
 

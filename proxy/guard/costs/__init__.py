@@ -1,0 +1,1 @@
+"""What a request costs: model prices, token estimates, spend on unread requests, background polls."""

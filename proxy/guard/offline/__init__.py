@@ -1,0 +1,1 @@
+"""Replaying recorded traffic through the detectors, offline, and what a replay means."""
