@@ -13,14 +13,13 @@ what reading both bodies costs, so RunGuard's figures can be read as
 
 from __future__ import annotations
 
-import argparse
 import contextlib
 
 import orjson
 from aiohttp import web
 
-from bench import serving
-from bench.passthrough import filtered, make_app, upstream_call
+from bench import passthrough
+from bench.passthrough import filtered, upstream_call
 
 RUN_HEADER = "X-Run-Id"
 
@@ -79,14 +78,7 @@ async def handle(request: web.Request) -> web.StreamResponse:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description="The read-and-parse floor baseline.")
-    parser.add_argument("--upstream", required=True)
-    parser.add_argument("--host", default="127.0.0.1")
-    parser.add_argument("--port", type=int, default=0)
-    parser.add_argument("--no-uvloop", action="store_true")
-    args = parser.parse_args()
-    app = lambda: make_app(args.upstream, handle)  # noqa: E731
-    serving.run(lambda: serving.serve(app(), args.host, args.port), use_uvloop=not args.no_uvloop)
+    passthrough.main(handle, "The read-and-parse floor baseline.")
 
 
 if __name__ == "__main__":

@@ -93,14 +93,16 @@ def make_app(upstream: str, handler: Handler = handle) -> web.Application:
     return app
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description="The minimal aiohttp pass-through baseline.")
+def main(handler: Handler = handle, description: str = "The minimal aiohttp pass-through baseline.") -> None:
+    """Serve `handler` in front of `--upstream` until stopped (the baselines' command line)."""
+    parser = argparse.ArgumentParser(description=description)
     parser.add_argument("--upstream", required=True)
     parser.add_argument("--host", default="127.0.0.1")
     parser.add_argument("--port", type=int, default=0)
     parser.add_argument("--no-uvloop", action="store_true")
     args = parser.parse_args()
-    serving.run(lambda: serving.serve(make_app(args.upstream), args.host, args.port), use_uvloop=not args.no_uvloop)
+    app = make_app(args.upstream, handler)
+    serving.run(lambda: serving.serve(app, args.host, args.port), use_uvloop=not args.no_uvloop)
 
 
 if __name__ == "__main__":

@@ -5,16 +5,15 @@ over). Each lives in a temp dir of the test's; only the processes started here a
 from __future__ import annotations
 
 import asyncio
-import shutil
 import signal
 from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
 from pathlib import Path
 
-import pytest
 import redis.asyncio as aioredis
 
-from tests.support.redis_server import free_port
+from tests.services import require_binary
+from tests.support.redis_server import answering, free_port, killed
 
 SERVICE = "rgmaster"
 
@@ -37,29 +36,15 @@ class RedisProcess:
         return f"redis://127.0.0.1:{self.port}/0"
 
     async def start(self) -> None:
-        binary = shutil.which("redis-server")
-        if binary is None:
-            pytest.skip("redis-server binary not installed")
+        binary = require_binary("redis-server", "redis-server")
         args = [str(self.config), *(["--sentinel"] if self.sentinel else [])]
         self._process = await asyncio.create_subprocess_exec(
             binary, *args, stdout=asyncio.subprocess.DEVNULL, stderr=asyncio.subprocess.DEVNULL
         )
-        client = aioredis.from_url(self.url)
-        try:
-            for _ in range(250):
-                try:
-                    if await client.ping():
-                        return
-                except (aioredis.ConnectionError, OSError):
-                    await asyncio.sleep(0.02)
-        finally:
-            await client.aclose()
-        raise RuntimeError(f"redis-server did not answer on port {self.port}")
+        await answering(self.url, self.port)
 
     async def kill(self) -> None:
-        if self._process is not None and self._process.returncode is None:
-            self._process.kill()
-            await self._process.wait()
+        await killed(self._process)
         self._process = None
 
     def signal(self, sig: int) -> None:

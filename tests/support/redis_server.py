@@ -19,6 +19,28 @@ def free_port() -> int:
         return int(sock.getsockname()[1])
 
 
+async def answering(url: str, port: int, tries: int = 250) -> None:
+    """Returns once the redis-server at `url` answers a PING (every 20 ms, `tries` times); else raises."""
+    client = aioredis.from_url(url)
+    try:
+        for _ in range(tries):
+            try:
+                if await client.ping():
+                    return
+            except (aioredis.ConnectionError, OSError):
+                await asyncio.sleep(0.02)
+    finally:
+        await client.aclose()
+    raise RuntimeError(f"redis-server did not answer on port {port}")
+
+
+async def killed(process: asyncio.subprocess.Process | None) -> None:
+    """`process` (one this test started) killed and waited for, if it still runs."""
+    if process is not None and process.returncode is None:
+        process.kill()
+        await process.wait()
+
+
 class OwnRedis:
     """A redis-server of the test's own on a free port, without persistence, so it can be killed and restarted."""
 
@@ -34,22 +56,10 @@ class OwnRedis:
             *("--port", str(self.port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"),
             stdout=asyncio.subprocess.DEVNULL,
         )
-        client = aioredis.from_url(self.url)
-        try:
-            for _ in range(200):
-                try:
-                    if await client.ping():
-                        return
-                except (aioredis.ConnectionError, OSError):
-                    await asyncio.sleep(0.02)
-        finally:
-            await client.aclose()
-        raise RuntimeError(f"redis-server did not answer on port {self.port}")
+        await answering(self.url, self.port, tries=200)
 
     async def stop(self) -> None:
-        if self._process is not None and self._process.returncode is None:
-            self._process.kill()
-            await self._process.wait()
+        await killed(self._process)
         self._process = None
 
 
