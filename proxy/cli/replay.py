@@ -16,7 +16,7 @@ import contextlib
 import sys
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 from rich.console import Console
@@ -27,6 +27,9 @@ from runguard.config.settings import Settings
 from runguard.proxy.cli.loading import ConfigOption, load
 from runguard.proxy.cli.render import Column, console, echo_json, fail, print_fitted, since, usd
 from runguard.proxy.cli.store import JsonOption, SinceOption, read_store
+
+if TYPE_CHECKING:
+    from runguard.proxy.store import StoreReader
 
 NO_BODIES = "turn on store.record_bodies (RUNGUARD_RECORD_BODIES=1) to record request and response bodies"
 
@@ -91,17 +94,17 @@ def _from_store(settings: Settings, run: str | None) -> Any:
     from runguard.detectors.registry import default_detectors
     from runguard.proxy.guard.offline.replay import ReplayReport, from_rows, replay
 
-    async def query(reader: Any) -> ReplayReport:
-        total = await reader.recorded_count(run)
+    async def query(reader: StoreReader) -> ReplayReport:
+        total = await reader.recorded.count(run)
         if total == 0:
             if run is None:
                 raise fail(f"the store holds no recorded traffic ({NO_BODIES})")
-            if await reader.run(run) is None:
+            if await reader.runs.one(run) is None:
                 raise fail(f"no run {run!r} in the record store")
             raise fail(f"run {run!r} is in the store but its traffic was not recorded ({NO_BODIES})")
         with _progress() as progress:
             feeding = progress.add_task("replaying", total=total)
-            exchanges = from_rows(reader.recorded(run))
+            exchanges = from_rows(reader.recorded.exchanges(run))
             return await replay(exchanges, settings, default_detectors(), lambda: progress.advance(feeding))
 
     return read_store(settings, query)
@@ -223,11 +226,11 @@ def register(app: typer.Typer) -> None:
         start = since(since_text, time.time())
         settings = load(config).settings
 
-        async def query(reader: Any) -> tuple[int, set[str]]:
+        async def query(reader: StoreReader) -> tuple[int, set[str]]:
             if output is None:
-                return await write(reader.recorded(run, start), sys.stdout.buffer)
+                return await write(reader.recorded.exchanges(run, start), sys.stdout.buffer)
             with output.open("wb") as out:
-                return await write(reader.recorded(run, start), out)
+                return await write(reader.recorded.exchanges(run, start), out)
 
         sys.stdout.flush()
         written, runs = read_store(settings, query)

@@ -11,7 +11,7 @@ what is missing and how to record it. Trips follow, with their evidence.
 from __future__ import annotations
 
 import time
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import orjson
 import typer
@@ -24,6 +24,9 @@ from runguard.proxy.cli.loading import ConfigOption, load
 from runguard.proxy.cli.render import Column, ago, console, echo_json, fail, print_fitted, usd, when
 from runguard.proxy.cli.store import JsonOption, read_store
 from runguard.proxy.guard.costs.upstream_prices import shipped_prices, spend
+
+if TYPE_CHECKING:
+    from runguard.proxy.store import StoreReader
 
 PER_PAGE = 200
 NOT_RECORDED = (
@@ -43,14 +46,13 @@ _STYLES = {
 }
 
 
-async def _detail(reader: Any, run_id: str) -> dict[str, Any] | None:
+async def _detail(reader: StoreReader, run_id: str) -> dict[str, Any] | None:
     """The run with every request (page after page) and, where recorded, what each said."""
     from runguard.proxy.admin.ui.content import request_entries, response_entries
-    from runguard.proxy.store import pages
 
     detail, number, position = None, 1, 0
     while True:
-        page = await pages.run(reader, run_id, number, PER_PAGE)
+        page = await reader.runs.detail(run_id, number, PER_PAGE)
         if page is None:
             return detail
         if detail is None:

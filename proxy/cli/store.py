@@ -12,7 +12,7 @@ from __future__ import annotations
 import asyncio
 import enum
 from collections.abc import Awaitable, Callable
-from typing import Annotated, Any, TypeVar
+from typing import TYPE_CHECKING, Annotated, Any, TypeVar
 
 import typer
 
@@ -20,6 +20,9 @@ from runguard.config.settings import Settings
 from runguard.proxy.cli.loading import ConfigOption, load
 from runguard.proxy.cli.render import Column, ago, console, echo_json, fail, print_fitted, since, usd, when
 from runguard.proxy.guard.costs.upstream_prices import UpstreamPrices, any_unpriced, shipped_prices, spend
+
+if TYPE_CHECKING:
+    from runguard.proxy.store import StoreReader
 
 T = TypeVar("T")
 
@@ -41,7 +44,7 @@ SinceOption = Annotated[
 ]
 
 
-def read_store(settings: Settings, query: Callable[[Any], Awaitable[T]]) -> T:
+def read_store(settings: Settings, query: Callable[[StoreReader], Awaitable[T]]) -> T:
     """Run `query(reader)` against the configured store; exits with a message when it cannot."""
     from runguard.proxy.store import StoreMissing, StoreReader
 
@@ -124,15 +127,15 @@ def register(app: typer.Typer) -> None:
         """Recent runs, newest first: status, spend, key, requests, agents, model. Run ids are never cut."""
         import time
 
-        from runguard.proxy.store import pages
+        from runguard.proxy.store import RunFilter
 
         now = time.time()
-        found = pages.RunFilter(
+        found = RunFilter(
             status=status.value if status else None, key=key, detector=detector, since=since(since_text, now)
         )
 
-        async def query(reader: Any) -> list[dict[str, Any]]:
-            return (await pages.runs(reader, found, per_page=limit)).rows
+        async def query(reader: StoreReader) -> list[dict[str, Any]]:
+            return (await reader.runs.page(found, per_page=limit)).rows
 
         settings = load(config).settings
         rows = read_store(settings, query)
@@ -143,7 +146,7 @@ def register(app: typer.Typer) -> None:
             echo_json(rows)
             return
         if not rows:
-            typer.echo("no runs match" if found != pages.RunFilter() else "no runs recorded yet")
+            typer.echo("no runs match" if found != RunFilter() else "no runs recorded yet")
             return
         out = console()
         print_fitted(out, run_columns(now, prices), rows)
@@ -164,7 +167,7 @@ def register(app: typer.Typer) -> None:
         start = (
             since(since_text, now) if since_text else (now - since_hours * 3600 if since_hours is not None else None)
         )
-        rows = read_store(load(config).settings, lambda reader: reader.trips_by_detector(start))
+        rows = read_store(load(config).settings, lambda reader: reader.trips.by_detector(start))
         if as_json:
             echo_json(rows)
             return

@@ -123,7 +123,7 @@ def install_store(
         raise ConfigError(f"store.database_url: {exc}") from exc
     budget = shutdown.remaining if shutdown is not None else None
     app.cleanup_ctx.append(functools.partial(store.lifetime, budget=budget))
-    reader = StoreReader(store.engine, idle_seconds=settings.runs.idle_seconds)
+    reader = StoreReader.on(store.engine, idle_seconds=settings.runs.idle_seconds)
     app[STORE_READER] = reader
 
     async def close_reader(_app: web.Application) -> None:

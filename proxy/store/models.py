@@ -31,7 +31,7 @@ class Base(DeclarativeBase):
 
 
 # The amounts of a run that add up over its records: each batch's upsert adds them (`batch.ADDED_UP`, with
-# the agents' count), and the pages read them as the run's totals (`reader`).
+# the agents' count), and the readers read them as the run's totals (`runs`).
 RUN_TOTALS = ("requests", "input_tokens", "output_tokens", "cached_tokens", "usd", "trips", "warnings", "usd_avoided")
 
 

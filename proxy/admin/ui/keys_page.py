@@ -22,7 +22,6 @@ from runguard.proxy.core.safe_text import reset_command
 from runguard.proxy.guard import breaker
 from runguard.proxy.guard.breaker import BreakerRecord
 from runguard.proxy.store import StoreReader
-from runguard.proxy.store import pages as queries
 
 DAYS = 7
 MAX_KEYS = 200
@@ -47,8 +46,8 @@ async def page(request: web.Request, ctx: UiContext) -> Html:
     if not isinstance(reader, StoreReader):
         return layout("Keys", "keys", no_store())
     now = reader.now()
-    found = (await queries.keys(reader, DAYS, ctx.past))[:MAX_KEYS]
-    stored_today = await queries.spend_today(reader, [key["key_hash"] for key in found])
+    found = (await reader.spend.keys(DAYS, ctx.past))[:MAX_KEYS]
+    stored_today = await reader.spend.today([key["key_hash"] for key in found])
     labels = ctx.settings.guard.key_labels
     rows = []
     for key in found:

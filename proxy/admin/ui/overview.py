@@ -25,9 +25,7 @@ from runguard.proxy.admin.ui.html import (
 )
 from runguard.proxy.admin.ui.routes import UiContext, no_store, reader_of
 from runguard.proxy.admin.ui.trips_page import detector_table
-from runguard.proxy.store import StoreReader
-from runguard.proxy.store import pages as queries
-from runguard.proxy.store.reader import Row
+from runguard.proxy.store import Row, RunFilter, StoreReader
 
 DAYS = 7
 TOP = 5  # series shown per chart; the rest are summed as "other"
@@ -77,12 +75,12 @@ async def page(request: web.Request, ctx: UiContext) -> Html:
         return layout("Overview", "", no_store())
     labels = {hash_: name for hash_, name in ctx.settings.guard.key_labels.items()}
     now = reader.now()
-    starts, by_key = await queries.spend_by_day(reader, DAYS, "key_hash", ctx.past)
-    _, by_model = await queries.spend_by_day(reader, DAYS, "model", ctx.past)
-    live = await queries.count_live(reader)
-    recent = await queries.runs(reader, queries.RunFilter(status="running"), per_page=10)
-    day_trips = await reader.trips_by_detector(now - 86400)
-    week_trips = await reader.trips_by_detector(now - 7 * 86400)
+    starts, by_key = await reader.spend.by_day(DAYS, "key_hash", ctx.past)
+    _, by_model = await reader.spend.by_day(DAYS, "model", ctx.past)
+    live = await reader.runs.count_live()
+    recent = await reader.runs.page(RunFilter(status="running"), per_page=10)
+    day_trips = await reader.trips.by_detector(now - 86400)
+    week_trips = await reader.trips.by_detector(now - 7 * 86400)
     today = sum(row["usd"] for row in by_key if row["day"] == len(starts) - 1)
     week = sum(row["usd"] for row in by_key)
     cards = _cards(

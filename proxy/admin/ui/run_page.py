@@ -28,7 +28,6 @@ from runguard.proxy.guard.breaker import BreakerRecord
 from runguard.proxy.guard.costs.upstream_prices import UpstreamPrices, any_unpriced, spend
 from runguard.proxy.runs import tenants
 from runguard.proxy.store import StoreReader
-from runguard.proxy.store import pages as queries
 
 RECORD_HINT = (
     "Message content was not recorded for this run, so only tool names are shown. To keep request and response "
@@ -150,7 +149,7 @@ async def page(request: web.Request, ctx: UiContext) -> Html:
     run_id = request.match_info["run_id"]
     number = page_number(request.query.get("page"))
     reader = reader_of(request)
-    detail = await queries.run(reader, run_id, number) if isinstance(reader, StoreReader) else None
+    detail = await reader.runs.detail(run_id, number) if isinstance(reader, StoreReader) else None
     tenant = await _tenant(request, ctx, run_id, detail)
     fields = await ctx.state.read_scope(Scope.RUN, tenants.state_id(tenant, run_id)) if tenant else {}
     record = BreakerRecord.loads(fields.get(breaker.FIELD))

@@ -29,8 +29,7 @@ from runguard.proxy.admin.ui.html import (
 )
 from runguard.proxy.admin.ui.routes import UiContext, no_store, reader_of
 from runguard.proxy.guard.costs.upstream_prices import any_unpriced, spend
-from runguard.proxy.store import StoreReader
-from runguard.proxy.store import pages as queries
+from runguard.proxy.store import STATUSES, RunFilter, StoreReader
 
 REFRESH_SECONDS = 5
 SINCE = {"": "any time", "1h": "last hour", "24h": "last 24 hours", "7d": "last 7 days", "30d": "last 30 days"}
@@ -72,7 +71,7 @@ def _select(name: str, label: str, options: dict[str, str], chosen: str) -> Html
 
 
 def filters(ctx: UiContext, status: str, key: str, detector: str, since: str) -> Html:
-    statuses = {"": "any", **{s: s for s in queries.STATUSES}}
+    statuses = {"": "any", **{s: s for s in STATUSES}}
     detectors = {"": "any", **{d.name: d.name for d in ctx.policy.detectors}}
     if detector and detector not in detectors:
         detectors[detector] = detector
@@ -99,12 +98,12 @@ async def page(request: web.Request, ctx: UiContext) -> Html:
         window = seconds(since)
     except BadFilter as exc:
         return layout("Runs", "runs", Html(form + tag("p", str(exc), class_="notice")))
-    if status and status not in queries.STATUSES:
+    if status and status not in STATUSES:
         return layout("Runs", "runs", Html(form + tag("p", f"unknown status {status!r}", class_="notice")))
-    found = queries.RunFilter(
+    found = RunFilter(
         status or None, key or None, detector or None, reader.now() - window if window is not None else None
     )
-    result = await queries.runs(reader, found, number)
+    result = await reader.runs.page(found, number)
     prices = ctx.prices
     rows = [
         [
