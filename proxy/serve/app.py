@@ -258,6 +258,6 @@ def create_app(
     app.router.add_get("/runguard/health", health)
     admin = AdminApi(settings.server, backend, metrics)
     admin.add_routes(app)
-    Dashboard(settings, backend, policy, guard.prices).add_routes(app, admin.guarded)
+    Dashboard(settings, backend, policy).add_routes(app, admin.guarded)
     app.router.add_route("*", "/{tail:.*}", metrics.counted(handle, own_paths=admin.refusal))
     return app

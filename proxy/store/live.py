@@ -121,7 +121,7 @@ async def _runs(conn: AsyncConnection, since: float, resets: dict[tuple[str, str
                 run = since_reset[run_id] = LiveRun(run_id, kept.key_hash, at, kept.last_seen, 0, 0.0, 0, 0)
             run.first_seen = min(run.first_seen, at)
             run.requests += 1
-            run.usd += usd
+            run.usd += usd or 0.0  # NULL: unpriced
             run.input_tokens += tokens_in
             run.output_tokens += tokens_out
     return [since_reset.get(run.run_id, run) for run in found if run.run_id not in reset or run.run_id in since_reset]

@@ -157,15 +157,13 @@ class RunReader:
         ids = [row["run_id"] for row in rows]
         read = self._reading.read
         agents, models = await read(_agents_of(RunAgent.run_id.in_(ids)), _models_of(ids)) if ids else ([], [])
-        by_run: dict[str, list[tuple[str, str]]] = {run_id: [] for run_id in ids}
+        served: dict[str, tuple[set[str], set[str]]] = {run_id: (set(), set()) for run_id in ids}
         for row in models:
-            by_run[row["run_id"]].append((row["provider"], row["model"]))
+            served[row["run_id"]][0].add(row["model"])
+            served[row["run_id"]][1].add(row["provider"])
         result = self._with_agents(rows, agents)
         for row in result:
-            served = sorted(by_run[row["run_id"]])
-            row["models"] = sorted({model for _, model in served})
-            row["providers"] = sorted({provider for provider, _ in served})
-            row["served"] = [list(pair) for pair in served]  # (provider, model): whether each is priced is the views'
+            row["models"], row["providers"] = (sorted(names) for names in served[row["run_id"]])
         return Page(result, page, more)
 
     async def count_live(self) -> int:

@@ -54,13 +54,19 @@ class SpendReader:
             day = case(*((Request.at >= start, index) for index, start in reversed(bounds)), else_=read_from)
             columns = [getattr(Request, group) for group in groups]
             query = (
-                select(day.label("day"), *columns, func.sum(Request.usd).label("usd"), func.count().label("n"))
+                select(
+                    day.label("day"),
+                    *columns,
+                    func.sum(Request.usd).label("usd"),
+                    func.count().label("n"),
+                    (func.count() - func.count(Request.usd)).label("unpriced"),  # NULL cost: unpriced
+                )
                 .where(Request.at >= starts[read_from])
                 .group_by(day, *columns)
             )
             (fresh,) = await self._reading.read(query)
             for row in fresh:
-                row["usd"] = float(row["usd"] or 0.0)
+                row["usd"], row["unpriced"] = float(row["usd"] or 0.0), int(row["unpriced"])
             rows += fresh
             if past is not None:
                 for i in ended:
@@ -71,28 +77,34 @@ class SpendReader:
     async def by_day(self, days: int, by: str, past: DayCache | None = None) -> tuple[list[float], list[Row]]:
         """Spend per UTC day over the last `days` days (today included), grouped by `by` ("key_hash" or "model").
 
-        Returns the days' starts (oldest first) and rows of (day index into them, `group`: the `by` value, usd,
-        requests). The day is a CASE over the days' bounds, the same on SQLite and PostgreSQL.
+        Returns the days' starts (oldest first) and rows of (day index into them, `group`: the `by` value, usd of
+        the priced requests, requests `n`, `unpriced` requests). The day is a CASE over the days' bounds, the same
+        on SQLite and PostgreSQL.
         """
         starts = self._days(days)
         rows = await self._by_day(starts, [by], past)
-        return starts, [{"day": row["day"], "group": row[by], "usd": row["usd"], "n": row["n"]} for row in rows]
+        return starts, [
+            {"day": row["day"], "group": row[by], "usd": row["usd"], "n": row["n"], "unpriced": row["unpriced"]}
+            for row in rows
+        ]
 
     async def keys(self, days: int, past: DayCache | None = None) -> list[Row]:
-        """The keys that made requests in the last `days` UTC days: spend, requests and models, most spend first."""
+        """The keys that made requests in the last `days` UTC days: spend, requests (`unpriced`: those with no price)
+        and models, most spend first."""
         found: dict[str, Row] = {}
         for row in await self._by_day(self._days(days), ["key_hash", "model"], past):
             key = found.setdefault(
-                row["key_hash"], {"key_hash": row["key_hash"], "usd": 0.0, "requests": 0, "models": []}
+                row["key_hash"], {"key_hash": row["key_hash"], "usd": 0.0, "requests": 0, "unpriced": 0, "models": []}
             )
             key["usd"] += row["usd"]
             key["requests"] += int(row["n"])
+            key["unpriced"] += row["unpriced"]
             if row["model"] not in key["models"]:
                 key["models"].append(row["model"])
         return sorted(found.values(), key=lambda key: (-key["usd"], key["key_hash"]))
 
     async def today(self, key_hashes: list[str]) -> dict[str, float]:
-        """Each key's spend since the start of this UTC day."""
+        """Each key's spend since the start of this UTC day (of its priced requests: what a budget counts)."""
         if not key_hashes:
             return {}
         query = (

@@ -21,6 +21,7 @@ from runguard.proxy.core.ops import Scope
 from runguard.proxy.core.safe_text import reset_command
 from runguard.proxy.guard import breaker
 from runguard.proxy.guard.breaker import BreakerRecord
+from runguard.proxy.guard.costs.upstream_prices import spend
 from runguard.proxy.store import StoreReader
 
 DAYS = 7
@@ -74,7 +75,7 @@ async def page(request: web.Request, ctx: UiContext) -> Html:
                 _meter(spent if spent is not None else stored_today.get(key_hash, 0.0), budget),
                 Html(esc(state) + (esc(f" ({record.detector})") if record else "") + reset),
                 join(open_models, "; ") or "all closed",
-                usd(key["usd"]),
+                spend(key["usd"], key["unpriced"]),
                 key["requests"],
                 join(key["models"], ", "),
             ]

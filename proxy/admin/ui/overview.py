@@ -25,6 +25,7 @@ from runguard.proxy.admin.ui.html import (
 )
 from runguard.proxy.admin.ui.routes import UiContext, no_store, reader_of
 from runguard.proxy.admin.ui.trips_page import detector_table
+from runguard.proxy.guard.costs.upstream_prices import spend
 from runguard.proxy.store import Row, RunFilter, StoreReader
 
 DAYS = 7
@@ -81,12 +82,13 @@ async def page(request: web.Request, ctx: UiContext) -> Html:
     recent = await reader.runs.page(RunFilter(status="running"), per_page=10)
     day_trips = await reader.trips.by_detector(now - 86400)
     week_trips = await reader.trips.by_detector(now - 7 * 86400)
-    today = sum(row["usd"] for row in by_key if row["day"] == len(starts) - 1)
-    week = sum(row["usd"] for row in by_key)
+    today = [row for row in by_key if row["day"] == len(starts) - 1]
+    spent_today = spend(sum(row["usd"] for row in today), sum(row["unpriced"] for row in today))
+    spent_week = spend(sum(row["usd"] for row in by_key), sum(row["unpriced"] for row in by_key))
     cards = _cards(
         [
-            ("Spend today (UTC)", usd(today), None),
-            (f"Spend, last {DAYS} days", usd(week), None),
+            ("Spend today (UTC)", spent_today, None),
+            (f"Spend, last {DAYS} days", spent_week, None),
             ("Runs live now", str(live), href("runs", status="running")),
             ("Trips, last 24 h", str(sum(r["trips"] for r in day_trips)), href("trips")),
             ("Warnings, last 24 h", str(sum(r["warnings"] for r in day_trips)), href("trips")),
@@ -107,7 +109,7 @@ async def page(request: web.Request, ctx: UiContext) -> Html:
             short(r["key_hash"]),
             join(r["agents"], ", "),
             r["requests"],
-            usd(r["usd"]),
+            spend(r["usd"], r["unpriced"]),
             when(r["last_seen"]),
         ]
         for r in recent.rows

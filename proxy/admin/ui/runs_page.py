@@ -28,7 +28,7 @@ from runguard.proxy.admin.ui.html import (
     when,
 )
 from runguard.proxy.admin.ui.routes import UiContext, no_store, reader_of
-from runguard.proxy.guard.costs.upstream_prices import any_unpriced, spend
+from runguard.proxy.guard.costs.upstream_prices import spend
 from runguard.proxy.store import STATUSES, RunFilter, StoreReader
 
 REFRESH_SECONDS = 5
@@ -104,7 +104,6 @@ async def page(request: web.Request, ctx: UiContext) -> Html:
         status or None, key or None, detector or None, reader.now() - window if window is not None else None
     )
     result = await reader.runs.page(found, number)
-    prices = ctx.prices
     rows = [
         [
             link(run_href(r["run_id"]), r["run_id"], class_="run-id"),
@@ -115,8 +114,8 @@ async def page(request: web.Request, ctx: UiContext) -> Html:
             join(r["providers"], ", "),
             r["requests"],
             f"{tokens(r['input_tokens'])} / {tokens(r['output_tokens'])}",
-            spend(r["usd"], any_unpriced(prices, r["served"])),
-            spend(r["usd_avoided"], any_unpriced(prices, r["served"])) if r["trips"] else "",
+            spend(r["usd"], r["unpriced"]),
+            spend(r["usd_avoided"], r["unpriced"]) if r["trips"] else "",
             when(r["first_seen"]),
             when(r["last_seen"]),
         ]

@@ -133,3 +133,17 @@ async def test_one_run_with_its_recorded_body(make_sink: SinkFactory) -> None:
     other = await reader.runs.detail("run-008")
     assert other is not None and other["recorded"] == 0 and other["bodies"] == {}
     assert await reader.runs.detail("no-such-run") is None
+
+
+async def test_an_unpriced_request_keeps_no_cost_and_its_run_counts_it(make_sink: SinkFactory) -> None:
+    sink = make_sink()
+    sink.submit(factory.request("mixed", 1, usd=0.25))
+    sink.submit(factory.request("mixed", 2, model="acme-coder-9", unpriced=True))
+    sink.submit(factory.request("mixed", 3, model="acme-coder-9", unpriced=True, tool_calls=(), finish_reason="stop"))
+    await sink.flush()
+    reader = StoreReader.on(sink.engine)
+    run = await reader.runs.one("mixed")
+    assert run is not None and run["usd"] == pytest.approx(0.25) and run["unpriced"] == 2 and run["requests"] == 3
+    assert [step["usd"] for step in await reader.runs.timeline("mixed") or []] == [pytest.approx(0.25), None, None]
+    (listed,) = (await reader.runs.page(RunFilter())).rows
+    assert listed["unpriced"] == 2 and listed["models"] == ["acme-coder-9", "gpt-4o-mini"]

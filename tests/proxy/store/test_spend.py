@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from runguard.proxy.admin.ui.past_days import PastDays
+from runguard.proxy.store import StoreReader
 from runguard.proxy.store.spend import DAY, day_start
 from tests.proxy.store import factory, readers
 from tests.proxy.store.conftest import SinkFactory
@@ -44,3 +45,19 @@ async def test_ended_days_are_read_once_and_today_every_time(make_sink: SinkFact
     by = {(row["day"], row["group"]): row["usd"] for row in rows}
     assert (len(starts) - 3, "gpt-4o") not in by  # the ended day came from the cache
     assert by[(len(starts) - 1, "gpt-4o")] == pytest.approx(60 * 0.001 + 1.0)  # today is read again
+
+
+async def test_unpriced_requests_are_counted_apart_from_the_spend(make_sink: SinkFactory) -> None:
+    sink = make_sink()
+    sink.submit(factory.request("a", 1, at=T0, usd=0.5, key_hash="kh-a"))
+    sink.submit(factory.request("a", 2, at=T0 + 1, model="acme-coder-9", unpriced=True, key_hash="kh-a"))
+    await sink.flush()
+    spend = StoreReader.on(sink.engine, clock=lambda: T0 + 10).spend
+    _, rows = await spend.by_day(1, "model")
+    assert {row["group"]: (row["usd"], row["n"], row["unpriced"]) for row in rows} == {
+        "gpt-4o-mini": (pytest.approx(0.5), 1, 0),
+        "acme-coder-9": (0.0, 1, 1),
+    }
+    (key,) = await spend.keys(1)
+    assert (key["usd"], key["requests"], key["unpriced"]) == (pytest.approx(0.5), 2, 1)
+    assert await spend.today(["kh-a"]) == {"kh-a": pytest.approx(0.5)}
