@@ -36,18 +36,16 @@ from typing import Any, Protocol, TypeVar
 import orjson
 from aiohttp import web
 
-from runguard.config.settings import ServerSettings
+from runguard.config import ServerSettings
 from runguard.proxy.admin import run_state
 from runguard.proxy.admin.access import admin_denial, admin_refusal, checked, is_loopback
 from runguard.proxy.core.errors import RunGuardError, StateUnavailable
 from runguard.proxy.core.ops import Scope
 from runguard.proxy.core.safe_text import printable
-from runguard.proxy.guard import breaker
-from runguard.proxy.guard.breaker import BreakerRecord
-from runguard.proxy.guard.ticket import scope_ids
-from runguard.proxy.observe.metrics import Metrics
+from runguard.proxy.guard import BreakerRecord, breaker, scope_ids
+from runguard.proxy.observe import Metrics
 from runguard.proxy.runs import tenants
-from runguard.proxy.state.base import StateBackend
+from runguard.proxy.state import StateBackend
 
 log = logging.getLogger("runguard.admin")
 

@@ -23,7 +23,7 @@ from rich.console import Console
 from rich.progress import BarColumn, Progress, TaskProgressColumn, TextColumn, TimeRemainingColumn
 from rich.text import Text
 
-from runguard.config.settings import Settings
+from runguard.config import Settings
 from runguard.proxy.cli.loading import ConfigOption, load
 from runguard.proxy.cli.render import Column, console, echo_json, fail, print_fitted, since, usd
 from runguard.proxy.cli.store import JsonOption, SinceOption, read_store
@@ -45,7 +45,7 @@ def _progress() -> Iterator[Progress]:
 
 def _from_file(settings: Settings, file: Path, run: str | None) -> Any:
     from runguard.detectors.registry import default_detectors
-    from runguard.proxy.guard.offline.replay import read_file, replay
+    from runguard.proxy.guard import read_file, replay
 
     with _progress() as progress:
         size = file.stat().st_size
@@ -65,8 +65,7 @@ def _from_folder(settings: Settings, folder: Path, run: str | None) -> tuple[Any
     """Every `*.jsonl` under `folder` (sorted), each replayed over fresh state: one report of all their
     runs, and the summary of them."""
     from runguard.detectors.registry import default_detectors
-    from runguard.proxy.guard.offline.replay import ReplayReport, read_file, replay
-    from runguard.proxy.guard.offline.replay_summary import Summary
+    from runguard.proxy.guard import ReplayReport, Summary, read_file, replay
 
     files = sorted(folder.rglob("*.jsonl"))
     if not files:
@@ -92,7 +91,7 @@ def _from_folder(settings: Settings, folder: Path, run: str | None) -> tuple[Any
 
 def _from_store(settings: Settings, run: str | None) -> Any:
     from runguard.detectors.registry import default_detectors
-    from runguard.proxy.guard.offline.replay import ReplayReport, from_rows, replay
+    from runguard.proxy.guard import ReplayReport, from_rows, replay
 
     async def query(reader: StoreReader) -> ReplayReport:
         total = await reader.recorded.count(run)
@@ -191,7 +190,7 @@ def register(app: typer.Typer) -> None:
     ) -> None:
         """Run the detectors (settings from --config) over recorded traffic: what would have tripped where,
         and per detector the sessions it would stop and the share of responses it warned on."""
-        from runguard.proxy.guard.offline.replay_summary import Summary
+        from runguard.proxy.guard import Summary
 
         if (file is None) == (not from_db):
             raise fail("name either a FILE or --from-db", 2)

@@ -23,7 +23,7 @@ from rich.text import Text
 from runguard.proxy.cli.loading import ConfigOption, load
 from runguard.proxy.cli.render import Column, ago, console, echo_json, fail, print_fitted, usd, when
 from runguard.proxy.cli.store import JsonOption, read_store
-from runguard.proxy.guard.costs.upstream_prices import spend
+from runguard.proxy.guard import spend
 
 if TYPE_CHECKING:
     from runguard.proxy.store import StoreReader

@@ -16,10 +16,10 @@ from typing import TYPE_CHECKING, Annotated, Any, TypeVar
 
 import typer
 
-from runguard.config.settings import Settings
+from runguard.config import Settings
 from runguard.proxy.cli.loading import ConfigOption, load
 from runguard.proxy.cli.render import Column, ago, console, echo_json, fail, print_fitted, since, usd, when
-from runguard.proxy.guard.costs.upstream_prices import spend
+from runguard.proxy.guard import spend
 
 if TYPE_CHECKING:
     from runguard.proxy.store import StoreReader

@@ -19,9 +19,7 @@ from runguard.proxy.admin.ui.routes import UiContext, no_store, reader_of
 from runguard.proxy.admin.ui.run_page import reset_control
 from runguard.proxy.core.ops import Scope
 from runguard.proxy.core.safe_text import reset_command
-from runguard.proxy.guard import breaker
-from runguard.proxy.guard.breaker import BreakerRecord
-from runguard.proxy.guard.costs.upstream_prices import spend
+from runguard.proxy.guard import BreakerRecord, breaker, spend
 from runguard.proxy.store import StoreReader
 
 DAYS = 7

@@ -25,7 +25,7 @@ from runguard.proxy.admin.ui.html import (
 )
 from runguard.proxy.admin.ui.routes import UiContext, no_store, reader_of
 from runguard.proxy.admin.ui.trips_page import detector_table
-from runguard.proxy.guard.costs.upstream_prices import spend
+from runguard.proxy.guard import spend
 from runguard.proxy.store import Row, RunFilter, StoreReader
 
 DAYS = 7

@@ -22,13 +22,13 @@ from dataclasses import dataclass, field
 
 from aiohttp import web
 
-from runguard.config.settings import Settings
+from runguard.config import Settings
 from runguard.proxy.admin.api import STORE_READER
 from runguard.proxy.admin.ui.html import BASE, Html, layout, tag
 from runguard.proxy.admin.ui.past_days import PastDays
 from runguard.proxy.core.errors import StateUnavailable
-from runguard.proxy.guard.lineup.policy import Policy
-from runguard.proxy.state.base import StateBackend
+from runguard.proxy.guard import Policy
+from runguard.proxy.state import StateBackend
 
 log = logging.getLogger("runguard.ui")
 

@@ -23,9 +23,7 @@ from runguard.proxy.admin.ui.routes import NotFound, UiContext, no_store, reader
 from runguard.proxy.admin.ui.runs_page import page_number
 from runguard.proxy.core.ops import Scope
 from runguard.proxy.core.safe_text import reset_command
-from runguard.proxy.guard import breaker
-from runguard.proxy.guard.breaker import BreakerRecord
-from runguard.proxy.guard.costs.upstream_prices import spend
+from runguard.proxy.guard import BreakerRecord, breaker, spend
 from runguard.proxy.runs import tenants
 from runguard.proxy.store import StoreReader
 

@@ -28,7 +28,7 @@ from runguard.proxy.admin.ui.html import (
     when,
 )
 from runguard.proxy.admin.ui.routes import UiContext, no_store, reader_of
-from runguard.proxy.guard.costs.upstream_prices import spend
+from runguard.proxy.guard import spend
 from runguard.proxy.store import STATUSES, RunFilter, StoreReader
 
 REFRESH_SECONDS = 5
