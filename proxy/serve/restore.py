@@ -19,7 +19,7 @@ from runguard.config import Settings
 from runguard.proxy.guard import Policy, Rebuilt, rebuild
 from runguard.proxy.runs import Tenants
 from runguard.proxy.state import StateBackend
-from runguard.proxy.store.live import Live, RecordsUnavailable
+from runguard.proxy.store.live_facts import Live, RecordsUnavailable
 
 log = logging.getLogger("runguard.restore")
 
