@@ -5,8 +5,7 @@ answers), accounting, nudges, judging; by phase in sub-folders: which detectors 
 (`lineup/`), what a request costs (`costs/`), what a finished request leaves (`records/`), replay of
 recorded traffic (`offline/`).
 
-The face the layers above use is `__all__`; each name is imported from its module on first use
-(`runguard.proxy.core.faces`), so importing the package costs nothing and makes no cycle.
+Its face is `__all__`, each name imported on first use (`runguard.proxy.core.faces`).
 """
 
 from __future__ import annotations

@@ -1,7 +1,6 @@
 """observe: Prometheus metrics, the access log, webhook alerts, spend per key, OpenTelemetry.
 
-The face the layers above use is `__all__`; each name is imported from its module on first use
-(`runguard.proxy.core.faces`), so importing the package costs nothing and makes no cycle.
+Its face is `__all__`, each name imported on first use (`runguard.proxy.core.faces`).
 """
 
 from __future__ import annotations

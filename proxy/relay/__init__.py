@@ -3,8 +3,7 @@
 `ProxyContext` (what every handler shares), the pooled upstream client, streams, the headers that cross,
 decompression for the parsers, the proxy's own error answers, the shutdown clock.
 
-The face the layers above use is `__all__`; each name is imported from its module on first use
-(`runguard.proxy.core.faces`), so importing the package costs nothing and makes no cycle.
+Its face is `__all__`, each name imported on first use (`runguard.proxy.core.faces`).
 """
 
 from __future__ import annotations

@@ -3,8 +3,7 @@
 Client sessions and conversation roots, `previous_response_id` continuations, nested threads, agent
 names, tenants, key hashes, the account a proven rotating credential acts for.
 
-The face the layers above use is `__all__`; each name is imported from its module on first use
-(`runguard.proxy.core.faces`), so importing the package costs nothing and makes no cycle.
+Its face is `__all__`, each name imported on first use (`runguard.proxy.core.faces`).
 """
 
 from __future__ import annotations

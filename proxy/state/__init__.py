@@ -2,8 +2,7 @@
 
 Telling that a shared state lost writes is `generation`; the guarantees a backend gives are in `base`.
 
-The face the layers above use is `__all__`; each name is imported from its module on first use
-(`runguard.proxy.core.faces`), so importing the package costs nothing and makes no cycle.
+Its face is `__all__`, each name imported on first use (`runguard.proxy.core.faces`).
 """
 
 from __future__ import annotations

@@ -5,8 +5,7 @@ used: the proxy writes through `QueueSink` (a `RecordSink` that batches off the 
 `StoreReader`, one connection's readers of runs, trips, spend and recorded traffic, each caller taking the
 one it reads. The records themselves (`records`) need no SQLAlchemy.
 
-The face the layers above use is `__all__`; each name is imported from its module on first use
-(`runguard.proxy.core.faces`), so importing the package costs nothing and makes no cycle.
+Its face is `__all__`, each name imported on first use (`runguard.proxy.core.faces`).
 """
 
 from __future__ import annotations
