@@ -16,7 +16,7 @@ from rich.console import Console, Group
 from rich.padding import Padding
 from rich.text import Text
 
-from runguard.detectors.registry.catalogue import Entry, entries, render
+from runguard.detectors.registry import Entry, entries, render
 from runguard.proxy.cli.render import Column, console, echo_json, fail, fitted
 
 
