@@ -79,3 +79,25 @@ def test_a_name_off_the_face_is_an_attribute_error_and_a_submodule_still_imports
     from runguard.proxy.state import bounds  # a module, not a name of the face
 
     assert bounds.__name__ == "runguard.proxy.state.bounds"
+
+
+TOP = ("proxy/admin", "proxy/cli", "proxy/serve")  # the layers that read the others through their faces
+
+
+def _off_face(path: Path) -> list[str]:
+    """The imports in `path` that name a module behind a face for names the face offers."""
+    faces = {package: importlib.import_module(package).HOMES for package in FACES}
+    found = []
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if not isinstance(node, ast.ImportFrom) or not node.module:
+            continue
+        for package, homes in faces.items():
+            home = node.module.removeprefix(package + ".")
+            if home != node.module and all(homes.get(alias.name) == home for alias in node.names):
+                found.append(f"{path.relative_to(ROOT)}:{node.lineno}: from {package} import ...")
+    return found
+
+
+def test_the_top_layers_read_the_others_through_their_faces() -> None:
+    behind = [line for folder in TOP for path in sorted((ROOT / folder).rglob("*.py")) for line in _off_face(path)]
+    assert not behind, "import these through the package's face:\n" + "\n".join(behind)
