@@ -79,8 +79,7 @@ class Guard:
         self._observer = observer
         self._clock = clock
         self._engine = Engine(self._on_fault, shadow=settings.guard.shadow)
-        prices = UpstreamPrices(settings.upstreams.compatible)
-        self._reader = ResponseReader(tables, TokenEstimator(), clock, prices)
+        self._reader = ResponseReader(tables, TokenEstimator(), clock, UpstreamPrices(settings.upstreams.compatible))
         self._batches = Batches(
             state, fail_closed=settings.state.fail_closed, clock=clock, on_error=observer.state_error
         )
