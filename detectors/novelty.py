@@ -29,7 +29,12 @@ counter moves (same arguments: not judged); a writer/editor loop whose
 feedback shares its template (each draft's feedback names new passages, and
 the draft it echoes is left out); a listing whose pages share their keys (the
 key is part of each unit, the values differ); several parallel searches of
-one turn overlapping each other (a turn counts once, its results merged).
+one turn overlapping each other (a turn counts once, its results merged); a
+coding agent's probes whose short answers sit beside text every result carries
+(an interpreter's warning printed on every start, an editor's confirmation
+template): a turn is stale only if it is still stale without that text
+(`constant`: what two different answers share), and a command's output is
+never taken for an echo of its script (a probe prints its script's labels).
 """
 
 from __future__ import annotations
@@ -51,6 +56,8 @@ from runguard.detectors.support.base import (
     ShownCall,
     Verdict,
 )
+from runguard.detectors.support.commands import is_command_tool
+from runguard.detectors.support.constant import without_constant
 from runguard.detectors.support.normalize import DEFAULT_VOLATILE_KEYS, call_args_digest, lowered, tag
 from runguard.detectors.support.shingles import echo_words, pack, sample, shingles, stale_shares, units_of, unpack
 from runguard.detectors.support.turns import paired_results, result_uniq
@@ -174,7 +181,9 @@ def _turns(request: RequestInfo, cfg: NoveltyConfig) -> dict[str, Turn]:
 
 
 def _read(result: ToolResult, call: ToolCall | None, cfg: NoveltyConfig) -> set[int]:
-    return shingles(units_of(result, cfg.volatile), echo_words(call))
+    # A command's output that repeats its script's words (the labels a probe prints) is its answer, not an echo.
+    echo = frozenset() if is_command_tool(call) else echo_words(call)
+    return shingles(units_of(result, cfg.volatile), echo)
 
 
 class Novelty(Detector[NoveltyConfig]):
@@ -232,6 +241,9 @@ class Novelty(Detector[NoveltyConfig]):
         shares = stale_shares([hashes for _, hashes in parsed], cfg.turns, cfg.min_shingles, cfg.max_new_share)
         if shares is None:
             return None  # too little to judge, or a turn that brought enough new
+        beside = without_constant([hashes for _, hashes in parsed], cfg.min_shingles)
+        if stale_shares(beside, cfg.turns, cfg.min_shingles, cfg.max_new_share) is None:
+            return None  # stale only by the text every result carries (`constant`): what changes beside it is new
         tools = sorted(set(turn.tools))
         shown = tuple(
             ShownCall(tool, args if args != "-" else None, request_seq=seq)
