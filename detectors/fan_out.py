@@ -74,7 +74,9 @@ class FanOutConfig(DetectorConfig):
         gt=0,
         le=1,
         description="Mean Jaccard similarity of each call's argument words with the previous turn's call of "
-        "its tool at which a batch repeats it: a reworded task keeps 0.5-0.7 of its words, a new task 0-0.3.",
+        "its tool at which a batch repeats it, no call under half of it: a reworded task keeps 0.5-0.7 of its "
+        "words, a new task 0-0.3. A coding-agent CLI's to-do list beside a new edit every turn means 0.5, with "
+        "the list at 0: other work.",
         json_schema_extra={"tighten": "lower"},
     )
     turns: int = Field(
