@@ -175,8 +175,9 @@ class TextLoop(Detector[TextLoopConfig]):
         texts = request.new_user_texts
         short = sum(map(len, texts)) + len(response.text) < cfg.min_chars
         said = shingles([response.text[:MAX_CHARS]], NOTHING)  # the answer and the texts each read in full
-        news, edges = observation.told(texts, seen.before.get("edges"))
-        kept = pack(sample(said | shingles([text[:MAX_CHARS] for text in texts], NOTHING)))
+        heard = shingles([text[:MAX_CHARS] for text in texts], NOTHING)
+        news, edges = observation.read(texts, seen.before.get("edges"), heard)
+        kept = pack(sample(said | heard))
         told = pack(news)
         own = pack(sample(said)) if short else ""
         speaker = clip(request.agent.steady, LABEL_CHARS).replace("~", "-")

@@ -5,7 +5,7 @@ the same; what is stored is hashes."""
 
 from __future__ import annotations
 
-from runguard.detectors.support.observation import key, pack_edges, told, unpack_edges
+from runguard.detectors.support.observation import key, pack_edges, read, unpack_edges
 from runguard.detectors.support.shingles import sample, shingles
 
 
@@ -18,7 +18,7 @@ def run(*outputs: str) -> list[list[int]]:
     stored: object = None
     samples = []
     for output in outputs:
-        kept, stored = told([output], stored)
+        kept, stored = read([output], stored)
         samples.append(kept)
     return samples
 
@@ -52,7 +52,7 @@ def test_long_numbers_count_as_the_same() -> None:
 def test_edges_are_stored_as_hashes_of_at_most_two_observations() -> None:
     stored: object = None
     for n in range(4):
-        _, stored = told([f"secret output {n}\n{footer('x')}"], stored)
+        *_, stored = read([f"secret output {n}\n{footer('x')}"], stored)
     assert isinstance(stored, str) and "secret" not in stored and "repo" not in stored
     assert len(unpack_edges(stored)) == 2
     assert pack_edges(unpack_edges(stored)) == stored
