@@ -10,7 +10,7 @@ A verdict holds for a stop at the call it was written for. A session judged stuc
 stop at that call or later catches it; a stop earlier, or a stop elsewhere in a session judged
 making progress, was not read (the agent may be doing something else there) and is listed as
 unjudged. The verdicts of sessions no longer stopped stay: a session judged stuck that nothing
-stops counts as missed in the catch rate.
+stops counts as missed in the catch rate (one stopped before its judged call is listed to be read).
 """
 
 from __future__ import annotations
@@ -123,7 +123,7 @@ def judge(report: Mapping[str, Any], verdicts: Iterable[Verdict]) -> Judged:
             target.stopped.append(stop)
             getattr(target, place).append(stop)
     stuck = sorted(run for run, items in by_run.items() if any(v.verdict == "stuck" for v in items))
-    caught = {stop.run for stop in total.caught}
+    stopped = {stop.run for stop in total.stopped}  # one stopped before its judged call is unjudged, not missed
     summary = report["summary"]
     ordered = sorted(rows.values(), key=lambda r: (-len(r.stopped), r.detector))
     return Judged(
@@ -133,7 +133,7 @@ def judge(report: Mapping[str, Any], verdicts: Iterable[Verdict]) -> Judged:
         rows=ordered,
         total=total,
         stuck=stuck,
-        missed=[run for run in stuck if run not in caught],
+        missed=[run for run in stuck if run not in stopped],
     )
 
 
