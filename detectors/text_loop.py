@@ -18,7 +18,13 @@ alone, without the lines the harness frames every output with (a status
 footer, a prompt, an exit-code header: `observation`) and with long numbers
 (line counters, sizes) as "#": a turn told something at least half new
 (`fresh_share`) learned something and is not stale, however formulaic its
-answer. A turn under `min_chars` (a bare command and its short output: a
+answer. So did a turn that was told something else than the turn before
+while its action works on places no earlier action of the window named: the
+numbers, paths and file names of the first line of the answer's last fenced
+block ("edit 46:46", "open src/Parser.java"): a rename done occurrence by
+occurrence, each view the same window with one more line changed, is work; an
+edit aimed at another line that is refused the same way is not (what came back
+did not change). A turn under `min_chars` (a bare command and its short output: a
 folder listing, "ok") is too short to judge: it is kept, and it ends a run of
 stale turns when its output, or its command, is new; a short turn that brings
 nothing new does not (a fix-and-test loop whose test runs are short is still
@@ -40,13 +46,14 @@ again (the model's new answer keeps the turn over 20% new unless it repeats
 itself too); a group chat's agents quoting each other (only the quote is old:
 each reply's own words are new); a selector re-sending the whole transcript to
 pick a speaker (its answer is a name: not judged). Still stopped on real
-sessions: a coding agent applying the same change at one line after another,
-whose every file view shows an already-seen window with one line changed
-(nothing it is told is new, and a stuck agent's reworded retries look the same).
+sessions: a coding agent that repeats its own earlier sequence (forgets to
+write its script, gets the harness's format error, verifies) for the next
+version of a fix, whose only new text is a few changed lines of a long script.
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -70,6 +77,18 @@ from runguard.proxy.core.ops import Get, Push, Put, Scope
 
 LABEL_CHARS = 24  # speaker labels kept in state
 NOTHING: frozenset[bytes] = frozenset()
+MAX_TARGETS = 8  # places an action names, kept per turn
+_BLOCK = re.compile(r"```[\w+-]*\n(.*?)```", re.DOTALL)  # a fenced block: how text agents write their action
+_PLACE = re.compile(r"\d+|[\w.-]*/[\w./-]+|[\w-]+\.[a-z]{1,5}\b")  # a number, a path, a file name
+
+
+def places(answer: str) -> frozenset[str]:
+    """Where the answer's action works: the numbers, paths and file names of the first line of its last fenced
+    block ("edit 46:46", "open src/Parser.java"), hashed; none when it writes no block."""
+    blocks = _BLOCK.findall(answer[:MAX_CHARS])
+    lines = blocks[-1].strip().split("\n", 1) if blocks else []
+    found = _PLACE.findall(lines[0]) if lines else []
+    return frozenset(digest(place, 2) for place in found[:MAX_TARGETS])
 
 
 class TextLoopConfig(DetectorConfig):
@@ -121,30 +140,39 @@ class TextLoopConfig(DetectorConfig):
 
 @dataclass(frozen=True, slots=True)
 class _Turn:
-    """One remembered turn: who spoke, whether it was too short to judge, and samples of its shingles (all of
-    them; what it was told, the harness's lines left out; a short turn's answer)."""
+    """One remembered turn: who spoke, whether it was too short to judge, samples of its shingles (all of
+    them; what it was told, the harness's lines left out; a short turn's answer), a digest of what it was
+    told, and the places its action works on."""
 
     speaker: str
     short: bool
     kept: frozenset[int]
     told: frozenset[int]
     said: frozenset[int]
+    heard: str = ""
+    places: frozenset[str] = frozenset()
 
     @classmethod
     def parse(cls, item: str) -> _Turn:
         parts = item.split("~")
-        if len(parts) < 6:  # stored before observations were kept: a full turn
+        if len(parts) < 8:  # stored before observations were kept: a full turn
             return cls(parts[1] if len(parts) > 1 else "", False, unpack(parts[-1]), frozenset(), frozenset())
-        return cls(parts[1], parts[2] == "s", unpack(parts[3]), unpack(parts[4]), unpack(parts[5]))
+        spots = frozenset(filter(None, parts[7].split(",")))
+        return cls(parts[1], parts[2] == "s", unpack(parts[3]), unpack(parts[4]), unpack(parts[5]), parts[6], spots)
 
 
 def _fresh(turns: Sequence[_Turn], at: int, share: float) -> bool:
     """Whether turn `at` brought something new: what it was told (or, too short to judge, what it said) is at
-    least `share` new in the turns before it."""
+    least `share` new in the turns before it; or it was told something else than the turn before, and its
+    action works on places no earlier action named (an edit at another line, another file)."""
     turn = turns[at]
     seen: set[int] = set()
+    worked: set[str] = set()
     for before in turns[:at]:
         seen |= before.kept | before.told
+        worked |= before.places
+    if at and turn.places and turn.heard != turns[at - 1].heard and worked.isdisjoint(turn.places):
+        return True
     for part in (turn.told, turn.said if turn.short else frozenset()):
         new = len(part - seen)
         if new and new >= share * len(part):
@@ -176,13 +204,14 @@ class TextLoop(Detector[TextLoopConfig]):
         short = sum(map(len, texts)) + len(response.text) < cfg.min_chars
         said = shingles([response.text[:MAX_CHARS]], NOTHING)  # the answer and the texts each read in full
         heard = shingles([text[:MAX_CHARS] for text in texts], NOTHING)
-        news, edges = observation.read(texts, seen.before.get("edges"), heard)
+        news, changed, edges = observation.read(texts, seen.before.get("edges"), heard)
         kept = pack(sample(said | heard))
         told = pack(news)
         own = pack(sample(said)) if short else ""
         speaker = clip(request.agent.steady, LABEL_CHARS).replace("~", "-")
         turn = digest(f"{seen.facts.request_index}:{request.message_count}", 4)
-        item = f"{turn}~{speaker}~{'s' if short else 'f'}~{kept}~{told}~{own}"
+        spots = ",".join(sorted(places(response.text)))
+        item = f"{turn}~{speaker}~{'s' if short else 'f'}~{kept}~{told}~{own}~{changed}~{spots}"
         plan: dict[str, Push | Put] = {"turns": Push(Scope.RUN, "turns", (item,), keep=cfg.window, unique=True)}
         if texts:
             plan["edges"] = Put(Scope.RUN, "edges", edges)

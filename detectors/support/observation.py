@@ -67,9 +67,10 @@ def _edges(lines: Sequence[str], count: int) -> list[tuple[int, str]]:
     return found
 
 
-def read(texts: Sequence[str], stored: object, plain: set[int] | None = None) -> tuple[list[int], str]:
-    """(the kept sample of what `texts` say, long numbers as "#" and the harness's lines left out; the edges to
-    store for the next observation). `plain`: the shingles of the one text as it came, reused when it holds
+def read(texts: Sequence[str], stored: object, plain: set[int] | None = None) -> tuple[list[int], str, str]:
+    """(the kept sample of what `texts` say, long numbers as "#" and the harness's lines left out; a digest of
+    the text with its long numbers as "#", to tell whether it changed; the edges to store for the next
+    observation). `plain`: the shingles of the one text as it came, reused when it holds
     no long number. Only the edge lines are keyed: a long output costs a pass to mask its numbers and, when
     it has some, one to shingle it."""
     masked, count = _LONG_NUMBER.subn("#", "\n".join(texts)[:MAX_CHARS])
@@ -85,4 +86,4 @@ def read(texts: Sequence[str], stored: object, plain: set[int] | None = None) ->
     framing = shingles([lines[at] for at in harness], frozenset()) if harness else set()
     kept = [value >> 48 for value in sorted(hashes)[:KEEP] if value not in framing]
     edges = (frozenset(found for _, found in head), frozenset(found for _, found in tail))
-    return kept, pack_edges([*history, edges])
+    return kept, digest(masked, 4), pack_edges([*history, edges])

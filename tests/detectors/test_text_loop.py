@@ -191,3 +191,45 @@ async def test_a_fix_and_test_loop_with_short_test_runs_between_is_stopped() -> 
         turns.append((f"File updated.\n{FOOTER.format(where='/repo')}", run_it))
     results = await RunSimulator([TextLoop()]).run(shell(turns))
     assert first_trip(results) == 9
+
+
+def file_view(done: set[int]) -> str:
+    """A file viewer's window onto lines 1-40, the lines in `done` already renamed."""
+    rows = [
+        f"{n}:        throw {'ParseFailure' if n in done else 'LegacyParseError'}.wrap(cause, null);"
+        if n % 10 == 5
+        else f"{n}:        // step {n} of the tokenizer reads the next token"
+        for n in range(1, 41)
+    ]
+    return (
+        "[File: /repo/src/Tokenizer.java (120 lines total)]\n" + "\n".join(rows) + "\n" + FOOTER.format(where="/repo")
+    )
+
+
+def rename_at(line: int) -> str:
+    return (
+        "DISCUSSION\nThe next occurrence needs the new exception name as well; let's replace it.\n"
+        f"```\nedit {line}:{line}\n        throw ParseFailure.wrap(cause, null);\nend_of_edit\n```"
+    )
+
+
+async def test_applying_one_change_at_one_line_after_another_passes() -> None:
+    """A rename done occurrence by occurrence: every view is the same window with one more line changed (nothing
+    new to read) and every answer is alike, but each edit works at a line no edit named before and the view
+    changed: the agent is working through the file."""
+    lines = [5, 15, 25, 35]
+    turns = [("", "DISCUSSION\nLet's open the tokenizer.\n```\nopen src/Tokenizer.java\n```")]
+    turns.append((file_view(set()), rename_at(lines[0])))
+    for i in range(1, len(lines)):
+        turns.append((file_view(set(lines[:i])), rename_at(lines[i])))
+    turns.append((file_view(set(lines)), "DISCUSSION\nAll occurrences are renamed; let's submit.\n```\nsubmit\n```"))
+    assert first_trip(await RunSimulator([TextLoop()]).run(shell(turns))) is None
+
+
+async def test_edits_at_new_lines_rejected_the_same_way_are_stopped() -> None:
+    """Edits aimed at other lines each time, each refused with the same error: the places are new, what comes
+    back is not."""
+    refused = f"Your edit was not applied: the file is read-only in this environment.\n{FOOTER.format(where='/repo')}"
+    turns = [("", "DISCUSSION\nLet's open the tokenizer.\n```\nopen src/Tokenizer.java\n```")]
+    turns += [(refused, rename_at(line)) for line in (5, 15, 25, 35, 45, 55)]
+    assert first_trip(await RunSimulator([TextLoop()]).run(shell(turns))) == 5  # as early as without places

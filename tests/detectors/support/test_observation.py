@@ -18,7 +18,7 @@ def run(*outputs: str) -> list[list[int]]:
     stored: object = None
     samples = []
     for output in outputs:
-        kept, stored = read([output], stored)
+        kept, _, stored = read([output], stored)
         samples.append(kept)
     return samples
 
