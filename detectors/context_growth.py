@@ -6,6 +6,14 @@ at 3x the first steps') alone would stop a plain 12-step plan. This trips only
 when that ratio holds and the growth is runaway: each step adding more than
 the steps before it (accelerating, e.g. tool output that doubles each round)
 or every step adding a bulky amount (large output re-sent each turn).
+
+What the recent steps add is their typical step: the mean of their increments
+leaving out the largest one. One big output (an agent printing a whole file it
+just patched, after reading it in chunks) is one step, not a trend; growth
+that keeps accelerating shows in every step. A real coding agent reading a
+2,500-line file 440 lines a step, then printing it whole once, goes from 1,700
+to 52,000 input tokens in 7 steps with steps of 770-6,100 tokens and one of
+32,000: not stopped.
 """
 
 from __future__ import annotations
@@ -42,7 +50,8 @@ class ContextGrowthConfig(DetectorConfig):
         2.0,
         gt=1,
         description=f"Accelerating: each of the last {SIZE - 1} steps added more tokens than the one before, "
-        f"and on average at least this many times what each of the first {SIZE - 1} steps added.",
+        f"and on average (their largest step left out) at least this many times what each of the first {SIZE - 1} "
+        "steps added.",
         json_schema_extra={"tighten": "lower"},
     )
     increment_floor_tokens: int = Field(
@@ -55,7 +64,8 @@ class ContextGrowthConfig(DetectorConfig):
     bulky_increment_tokens: int = Field(
         20_000,
         ge=1,
-        description=f"Bulky: tokens added per step over the last {SIZE - 1} steps at least this many.",
+        description=f"Bulky: tokens added per step over the last {SIZE - 1} steps (their largest left out) at least "
+        "this many.",
         json_schema_extra={"tighten": "lower"},
     )
 
@@ -71,6 +81,13 @@ def _counts(window: object) -> list[float]:
 
 def _per_step(window: list[float]) -> float:
     return (window[-1] - window[0]) / (len(window) - 1)
+
+
+def _typical_step(window: list[float]) -> float:
+    """What a step of `window` adds, its largest step left out: one big output is not a trend."""
+    steps = sorted(b - a for a, b in pairwise(window))
+    kept = steps[:-1] if len(steps) > 2 else steps
+    return fmean(kept)
 
 
 def _speeding_up(window: list[float]) -> bool:
@@ -103,7 +120,7 @@ class ContextGrowth(Detector[ContextGrowthConfig]):
         ratio = fmean(recent) / fmean(first)
         if ratio < cfg.ratio:
             return None
-        early, late = _per_step(first), _per_step(recent)
+        early, late = _per_step(first), _typical_step(recent)
         baseline = max(early, float(cfg.increment_floor_tokens), 1.0)
         if late >= cfg.bulky_increment_tokens:
             how = f"each step adds about {late:,.0f} tokens (bulky at {cfg.bulky_increment_tokens:,})"

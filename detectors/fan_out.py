@@ -7,9 +7,12 @@ of one response); the same one, turn after turn, is. A response's batch (at
 least `min_width` calls, handoffs to another agent aside) is compared with the
 previous turn's: the same set of tools, and each call's arguments near those
 of the previous call of its tool (Jaccard of argument words, as `spiral`
-reads them, at least `similarity` on average; a call by ids and names only,
-without words, is near only when its arguments are the same, and a task
-naming other files, numbers or names is not near). `turns` such batches in a row
+reads them, at least `similarity` on average, and none under half of it; a
+call by ids and names only, without words, is near only when its arguments
+are the same, and a task naming other files, numbers or names is not near).
+A batch with one call that does other work is other work: a coding-agent CLI
+editing one function after another with its to-do list beside each edit sends
+the same list (near) beside a different edit (far) every turn. `turns` such batches in a row
 stop the run, on the response itself, before the tools run again.
 
 Defaults. A reworded task keeps its subject's words: "find the cheapest
@@ -71,7 +74,9 @@ class FanOutConfig(DetectorConfig):
         gt=0,
         le=1,
         description="Mean Jaccard similarity of each call's argument words with the previous turn's call of "
-        "its tool at which a batch repeats it: a reworded task keeps 0.5-0.7 of its words, a new task 0-0.3.",
+        "its tool at which a batch repeats it, no call under half of it: a reworded task keeps 0.5-0.7 of its "
+        "words, a new task 0-0.3. A coding-agent CLI's to-do list beside a new edit every turn means 0.5, with "
+        "the list at 0: other work.",
         json_schema_extra={"tighten": "lower"},
     )
     turns: int = Field(
@@ -147,7 +152,9 @@ class FanOut(Detector[FanOutConfig]):
             if best is not None:
                 similarities.append(best)
         similarity = sum(similarities) / len(similarities) if similarities else 0.0
-        return (streak + 1 if similarity >= cfg.similarity else 1), similarity, len(prev)
+        # A call far from its tool's last one (under half the line) is other work: the batch moved on.
+        again = similarity >= cfg.similarity and min(similarities) >= cfg.similarity / 2
+        return (streak + 1 if again else 1), similarity, len(prev)
 
     def inspect_response(self, seen: ResponseSeen, cfg: FanOutConfig) -> Verdict | None:
         streak, similarity, width = self._streak(seen, cfg)

@@ -14,8 +14,9 @@ whose text names other files, numbers, names or quoted literals (`pytest
 tests/test_a.py -x`, then `test_b.py`; a query for 2021, then for 2022; the
 weather for Paris, then for Lyon; `df.groupby('region')`, then `'product'`),
 unless one names all that the other does (a rephrasing that adds a year still
-asks the same). A command tool's call (`commands.command_of`: bash, shell, ...)
-is judged by what comes back too: its words are not its meaning (`grep -n "def
+asks the same). A command tool's call (`commands.command_of`: bash, shell, ...),
+and a calculation (arguments that are arithmetic: "158 + 141", then "158 + 141
++ 75"), is judged by what comes back too: its words are not its meaning (`grep -n "def
 a" f.py`, then `grep -A20 "def b" f.py`), so two similar commands are a pair
 only when they got the same answer (volatile text aside), and the call just
 made only when the tool's last answer repeated the one before; commands that
@@ -28,6 +29,7 @@ and the same task handed over again is `handoff_cycle`'s.
 
 from __future__ import annotations
 
+import re
 from functools import cached_property
 from itertools import combinations
 
@@ -48,6 +50,7 @@ from runguard.detectors.support.base import (
 from runguard.detectors.support.commands import is_command_tool
 from runguard.detectors.support.normalize import (
     call_args_digest,
+    call_json,
     call_keyed_digest,
     call_tag,
     lowered,
@@ -64,6 +67,8 @@ from runguard.detectors.support.turns import paired_results, tool_work
 from runguard.proxy.core.events import ToolCall
 from runguard.proxy.core.ops import Get, Op, OpResult, Push, Scope
 
+_ARITHMETIC = re.compile(r"[\d\s.,()]*\d[\d\s.,()]*(?:[-+*/%^][\d\s.,()]+)+")  # "(158 + 161) * 3"
+MAX_EXPRESSION = 200  # characters of an argument read as a calculation
 ANY = "?"  # a command's answer that is not known yet, and no answer of its tool says it differs
 MAX_TOOLS = 6  # tools tracked per run (the first ones called): each keeps up to `window` token sets
 PAGINATION_KEYS = (
@@ -135,14 +140,14 @@ class Spiral(Detector[SpiralConfig]):
         packed argument sketch>": calls on other pages, or naming other files or numbers, are never a pair,
         nor calls of one turn."""
         pages = call_keyed_digest(call, cfg.pagination)
-        asked = f"^{call_args_digest(call)[:8]}" if is_command_tool(call) else ""
+        asked = f"^{call_args_digest(call)[:8]}" if _answer_tells(call) else ""
         return f"{turn}~{pages}/{call_targets(call)}{asked}|{call_sketch_packed(call)}"
 
     def _answers(self, seen: ResponseSeen) -> dict[str, list[str]]:
         """Per command tool, the answers this request brings back: "<its call's args digest>=<result digest>"."""
         answers: dict[str, list[str]] = {}
         for call, result in paired_results(seen.request):
-            if call is not None and is_command_tool(call):
+            if call is not None and _answer_tells(call):
                 item = f"{call_args_digest(call)[:8]}={result_digest_of(result)[:8]}"
                 answers.setdefault(call_tag(call), []).append(item)
         return answers
@@ -152,12 +157,19 @@ class Spiral(Detector[SpiralConfig]):
         turn = str(seen.facts.request_index)  # each request of a run has its own
         for call in tool_work(seen.response):  # a leader's similar tasks for its members are a fan-out
             entries.setdefault(call_tag(call), []).append(self._entry(turn, call, cfg))
-        if not entries:
-            return {}
-        admitted, new = tally.admit(seen.before.get("tools"), entries, MAX_TOOLS)
-        # A batch stays whole beside the window's earlier calls (up to twice the window): pairs are of turns.
-        plan: dict[str, Op] = {}
         answers = self._answers(seen)
+        roster = seen.before.get("tools")
+        known = set(roster) if isinstance(roster, tuple) else set()
+        # What a tool this response does not call got back is kept too: a calculation between other calls.
+        plan: dict[str, Op] = {
+            f"r.{t}": Push(Scope.RUN, f"r.{t}", tuple(heard), keep=4 * cfg.window)
+            for t, heard in answers.items()
+            if t in known and t not in entries
+        }
+        if not entries:
+            return plan
+        admitted, new = tally.admit(roster, entries, MAX_TOOLS)
+        # A batch stays whole beside the window's earlier calls (up to twice the window): pairs are of turns.
         for t in admitted:
             batch = tuple(entries[t])
             plan[f"w.{t}"] = Push(Scope.RUN, f"w.{t}", batch, keep=min(cfg.window + len(batch) - 1, 2 * cfg.window))
@@ -227,6 +239,18 @@ class Spiral(Detector[SpiralConfig]):
                 paired.add((turn_a, turn_b))
                 found.append((i, j, round(similarity, 3)))
         return found
+
+
+def _answer_tells(call: ToolCall) -> bool:
+    """Whether a call is judged by what comes back: a command tool's, or a calculation (every argument an
+    arithmetic expression: a sum with one more term is another sum, whatever words it shares)."""
+    if is_command_tool(call):
+        return True
+    args = call_json(call)
+    values = list(args.values()) if isinstance(args, dict) else [args]
+    return bool(values) and all(
+        isinstance(v, str) and len(v) <= MAX_EXPRESSION and _ARITHMETIC.fullmatch(v.strip()) for v in values
+    )
 
 
 def _heard(window: OpResult) -> tuple[dict[str, str], str | None]:

@@ -2,42 +2,93 @@
 
 Several agent designs keep their tool protocol out of the API's tool fields:
 ReAct agents write "Action: ..." and get "Observation: ..." back as a user
-message, code agents write code that calls the tools, group chats pass the
-task between agents whose turns arrive as user messages. None declares a tool,
-so the tool detectors see nothing. This judges what each turn adds: the user
-texts the request brings after the model's last turn (an observation, an
-error, the other agents' messages) with the answer the model gave to them,
-read as word shingles (`shingles`) and compared with the turns before in the
+message, code agents write code that calls the tools, coding agents write one
+shell command per answer, group chats pass the task between agents whose turns
+arrive as user messages. None declares a tool, so the tool detectors see
+nothing. This judges what each turn adds: the user texts the request brings
+after the model's last turn (an observation, an error, the other agents'
+messages) with the answer the model gave to them, read as word shingles
+(`shingles`; the texts and the answer each read in full, so a long output
+leaves room for the answer) and compared with the turns before in the
 conversation. A turn at least 80% made of shingles already seen is stale;
-`turns` stale turns in a row stop the run, from its next request. Judged only
-where no tool is declared and no tool result sent; a short answer (a selector
-naming the next speaker, "ok") is neither judged nor kept, and a request sent
-again unchanged (a retry) is not judged twice.
+`turns` stale turns in a row stop the run, from its next request.
+
+Progress is judged as the agent sees it. What a turn was told is also read
+alone, without the lines the harness frames every output with (a status
+footer, a prompt, an exit-code header: `observation`) and with long numbers
+(line counters, sizes) as "#": a turn told something at least half new
+(`fresh_share`) learned something and is not stale, however formulaic its
+answer. So did a turn that was told something else than the turn before
+while its action works on places no earlier action of the window named: the
+numbers, paths and file names of the first line of the answer's last fenced
+block ("edit 46:46", "open src/Parser.java"): a rename done occurrence by
+occurrence, each view the same window with one more line changed, is work; an
+edit aimed at another line that is refused the same way is not (what came back
+did not change). A turn under `min_chars` (a bare command and its short output: a
+folder listing, "ok") is too short to judge: it is kept, and it ends a run of
+stale turns when its output, or its command, is new; a short turn that brings
+nothing new does not (a fix-and-test loop whose test runs are short is still
+a loop). Judged only where no tool is declared and no tool result sent; a
+short answer (a selector naming the next speaker, "ok") is neither judged nor
+kept, and a request sent again unchanged (a retry) is not judged twice.
 
 Defaults. The same as `novelty`'s, so a text agent is stopped about as early as
 its structured twin: one turn later, because a turn is judged with its answer.
 A stuck ReAct step ("Thought: let me search again. Action: search[lowest fare
 LIS BER]" and the same results) is 5-15% new; a step that learns something, or
-a group-chat turn that drafts, reviews or decides something new, 40-100%.
+a group-chat turn that drafts, reviews or decides something new, 40-100%. On
+real coding agents (docs/corpus.md), stuck turns are 0-19% new and what a
+stuck turn is told at most 25% new; a folder listing, a test run whose result
+changed, a new file are told 50-100% new.
 
 False positives. What comes close: a chat whose user pastes the same error
 again (the model's new answer keeps the turn over 20% new unless it repeats
 itself too); a group chat's agents quoting each other (only the quote is old:
 each reply's own words are new); a selector re-sending the whole transcript to
-pick a speaker (its answer is a name: not judged).
+pick a speaker (its answer is a name: not judged). Still stopped on real
+sessions: a coding agent that repeats its own earlier sequence (forgets to
+write its script, gets the harness's format error, verifies) for the next
+version of a fix, whose only new text is a few changed lines of a long script.
 """
 
 from __future__ import annotations
 
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+
 from pydantic import Field
 
-from runguard.detectors.support.base import Detector, DetectorConfig, Evidence, Plan, ResponseSeen, Results, Verdict
+from runguard.detectors.support import observation
+from runguard.detectors.support.base import (
+    Detector,
+    DetectorConfig,
+    Evidence,
+    Plan,
+    RequestSeen,
+    ResponseSeen,
+    Results,
+    Verdict,
+)
 from runguard.detectors.support.normalize import clip
 from runguard.detectors.support.shingles import MAX_CHARS, pack, sample, shingles, stale_shares, unpack
 from runguard.proxy.core.events import digest
-from runguard.proxy.core.ops import Push, Scope
+from runguard.proxy.core.ops import Get, Push, Put, Scope
 
 LABEL_CHARS = 24  # speaker labels kept in state
+NOTHING: frozenset[bytes] = frozenset()
+MAX_TARGETS = 8  # places an action names, kept per turn
+_BLOCK = re.compile(r"```[\w+-]*\n(.*?)```", re.DOTALL)  # a fenced block: how text agents write their action
+_PLACE = re.compile(r"\d+|[\w.-]*/[\w./-]+|[\w-]+\.[a-z]{1,5}\b")  # a number, a path, a file name
+
+
+def places(answer: str) -> frozenset[str]:
+    """Where the answer's action works: the numbers, paths and file names of the first line of its last fenced
+    block ("edit 46:46", "open src/Parser.java"), hashed; none when it writes no block."""
+    blocks = _BLOCK.findall(answer[:MAX_CHARS])
+    lines = blocks[-1].strip().split("\n", 1) if blocks else []
+    found = _PLACE.findall(lines[0]) if lines else []
+    return frozenset(digest(place, 2) for place in found[:MAX_TARGETS])
 
 
 class TextLoopConfig(DetectorConfig):
@@ -46,7 +97,16 @@ class TextLoopConfig(DetectorConfig):
         ge=0,
         lt=1,
         description="Share of a turn's shingles (the texts it was sent and its answer) not seen before in the "
-        "conversation at or under which the turn is stale.",
+        "conversation at or under which the turn is stale. Real coding agents' stuck turns are 0-19% new.",
+        json_schema_extra={"tighten": "higher"},
+    )
+    fresh_share: float = Field(
+        0.5,
+        gt=0,
+        le=1,
+        description="Share of what a turn was told (the harness's own lines left out) that is new in the "
+        "conversation at or above which the turn learned something and is not stale, whatever its answer "
+        "says; for a turn too short to judge, the same share of its answer. Real stuck turns reach 25%.",
         json_schema_extra={"tighten": "higher"},
     )
     turns: int = Field(
@@ -59,7 +119,8 @@ class TextLoopConfig(DetectorConfig):
     min_chars: int = Field(
         200,
         ge=0,
-        description="Characters a turn (texts sent and answer) needs to be judged.",
+        description="Characters a turn (texts sent and answer) needs to be judged stale; a shorter one (a "
+        "bare command and its short output) is kept, and ends a run of stale turns when it is fresh.",
     )
     min_answer_chars: int = Field(
         40,
@@ -77,12 +138,61 @@ class TextLoopConfig(DetectorConfig):
     )
 
 
+@dataclass(frozen=True, slots=True)
+class _Turn:
+    """One remembered turn: who spoke, whether it was too short to judge, samples of its shingles (all of
+    them; what it was told, the harness's lines left out; a short turn's answer), a digest of what it was
+    told, and the places its action works on."""
+
+    speaker: str
+    short: bool
+    kept: frozenset[int]
+    told: frozenset[int]
+    said: frozenset[int]
+    heard: str = ""
+    places: frozenset[str] = frozenset()
+
+    @classmethod
+    def parse(cls, item: str) -> _Turn:
+        parts = item.split("~")
+        if len(parts) < 8:  # stored before observations were kept: a full turn
+            return cls(parts[1] if len(parts) > 1 else "", False, unpack(parts[-1]), frozenset(), frozenset())
+        spots = frozenset(filter(None, parts[7].split(",")))
+        return cls(parts[1], parts[2] == "s", unpack(parts[3]), unpack(parts[4]), unpack(parts[5]), parts[6], spots)
+
+
+def _fresh(turns: Sequence[_Turn], at: int, share: float) -> bool:
+    """Whether turn `at` brought something new: what it was told (or, too short to judge, what it said) is at
+    least `share` new in the turns before it; or it was told something else than the turn before, and its
+    action works on places no earlier action named (an edit at another line, another file)."""
+    turn = turns[at]
+    seen: set[int] = set()
+    worked: set[str] = set()
+    for before in turns[:at]:
+        seen |= before.kept | before.told
+        worked |= before.places
+    if at and turn.places and turn.heard != turns[at - 1].heard and worked.isdisjoint(turn.places):
+        return True
+    for part in (turn.told, turn.said if turn.short else frozenset()):
+        new = len(part - seen)
+        if new and new >= share * len(part):
+            return True
+    return False
+
+
 class TextLoop(Detector[TextLoopConfig]):
-    """After each answer: the turn joins the conversation's window and is judged against the turns before it."""
+    """Before a request: the edges of the run's last observations. After each answer: the turn joins the
+    conversation's window, and the last full turns are judged against the turns before them."""
 
     name = "text_loop"
     per_thread = True
     Config = TextLoopConfig
+
+    def plan_request(self, seen: RequestSeen, cfg: TextLoopConfig) -> Plan:
+        request = seen.request
+        if request.tool_names or request.new_results or not request.new_user_texts:
+            return {}
+        return {"edges": Get(Scope.RUN, "edges")}
 
     def plan_response(self, seen: ResponseSeen, cfg: TextLoopConfig) -> Plan:
         request, response = seen.request, seen.response
@@ -90,23 +200,35 @@ class TextLoop(Detector[TextLoopConfig]):
             return {}  # tools in the API's fields: the tool detectors judge them
         if seen.upstream_failed or seen.facts.duplicate or len(response.text.strip()) < cfg.min_answer_chars:
             return {}
-        texts = [*request.new_user_texts, response.text]
-        if sum(map(len, texts)) < cfg.min_chars:
-            return {}
-        kept = pack(sample(shingles([text[:MAX_CHARS] for text in texts], frozenset())))
+        texts = request.new_user_texts
+        short = sum(map(len, texts)) + len(response.text) < cfg.min_chars
+        said = shingles([response.text[:MAX_CHARS]], NOTHING)  # the answer and the texts each read in full
+        heard = shingles([text[:MAX_CHARS] for text in texts], NOTHING)
+        news, changed, edges = observation.read(texts, seen.before.get("edges"), heard)
+        kept = pack(sample(said | heard))
+        told = pack(news)
+        own = pack(sample(said)) if short else ""
         speaker = clip(request.agent.steady, LABEL_CHARS).replace("~", "-")
         turn = digest(f"{seen.facts.request_index}:{request.message_count}", 4)
-        return {"turns": Push(Scope.RUN, "turns", (f"{turn}~{speaker}~{kept}",), keep=cfg.window, unique=True)}
+        spots = ",".join(sorted(places(response.text)))
+        item = f"{turn}~{speaker}~{'s' if short else 'f'}~{kept}~{told}~{own}~{changed}~{spots}"
+        plan: dict[str, Push | Put] = {"turns": Push(Scope.RUN, "turns", (item,), keep=cfg.window, unique=True)}
+        if texts:
+            plan["edges"] = Put(Scope.RUN, "edges", edges)
+        return plan
 
     def check_response(self, seen: ResponseSeen, got: Results, cfg: TextLoopConfig) -> Verdict | None:
         window = got.get("turns")
-        if not isinstance(window, tuple) or len(window) <= cfg.turns:
-            return None  # the first turn is never stale: `turns` stale ones need one more
-        parsed = [(speaker, unpack(packed)) for _, speaker, packed in (item.split("~", 2) for item in window)]
-        shares = stale_shares([hashes for _, hashes in parsed], cfg.turns, cfg.min_shingles, cfg.max_new_share)
-        if shares is None:
+        if not isinstance(window, tuple) or not window:
             return None
-        speakers = [speaker for speaker, _ in parsed[-cfg.turns :]]
+        turns = [_Turn.parse(item) for item in window]
+        full = [at for at, turn in enumerate(turns) if not turn.short]
+        if turns[-1].short or len(full) <= cfg.turns:
+            return None  # judged after a full turn; the first is never stale: `turns` stale ones need one more
+        shares = stale_shares([turns[at].kept for at in full], cfg.turns, cfg.min_shingles, cfg.max_new_share)
+        if shares is None or any(_fresh(turns, at, cfg.fresh_share) for at in range(full[-cfg.turns], len(turns))):
+            return None
+        speakers = [turns[at].speaker for at in full[-cfg.turns :]]
         return self.verdict(
             f"the conversation added almost nothing new {cfg.turns} turns in a row "
             f"(new shares {', '.join(f'{s:.0%}' for s in shares)}, at most {cfg.max_new_share:.0%}; "
@@ -114,5 +236,5 @@ class TextLoop(Detector[TextLoopConfig]):
             shows=Evidence(agents=tuple(speakers)),
             new_shares=shares,
             turns=cfg.turns,
-            compared_turns=len(parsed) - 1,
+            compared_turns=len(full) - 1,
         )

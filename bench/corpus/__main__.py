@@ -1,10 +1,12 @@
-"""`python -m bench.corpus build [--mirrors DIR] [--out DIR] [--only SOURCE ...]` (see README.md)."""
+"""`python -m bench.corpus build [--mirrors DIR] [--out DIR] [--only SOURCE ...]` and
+`python -m bench.corpus judge REPLAY.json [--markdown] [--before OLD.json] [--verdicts DIR]` (see README.md)."""
 
 from __future__ import annotations
 
 import argparse
 from pathlib import Path
 
+from bench.corpus import judge
 from bench.corpus.build import MIRRORS, OUT, build, load_manifest
 
 
@@ -15,7 +17,15 @@ def main() -> None:
     build_cmd.add_argument("--mirrors", type=Path, default=MIRRORS, help="where the repositories were fetched")
     build_cmd.add_argument("--out", type=Path, default=OUT, help="where the sessions are written")
     build_cmd.add_argument("--only", nargs="*", help="only these source ids")
+    judge_cmd = commands.add_parser("judge", help="join a `replay --json` report with the verdicts of its stops")
+    judge_cmd.add_argument("report", type=Path, help="the output of `runguard-proxy replay DIR --json`")
+    judge_cmd.add_argument("--verdicts", type=Path, default=judge.VERDICTS, help="folder of verdict *.jsonl files")
+    judge_cmd.add_argument("--markdown", action="store_true", help="the table docs/detectors.md shows")
+    judge_cmd.add_argument("--before", type=Path, help="an earlier report, for the table's before column")
     args = parser.parse_args()
+    if args.command == "judge":
+        print(judge.run(args.report, args.verdicts, args.markdown, args.before))
+        return
     sources = [s for s in load_manifest() if not args.only or s["id"] in args.only]
     built = build(sources, args.mirrors, args.out)
     sessions, calls = sum(b.sessions for b in built), sum(b.calls for b in built)

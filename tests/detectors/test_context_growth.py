@@ -47,3 +47,10 @@ async def test_small_planning_steps_then_steady_work_passes() -> None:
 async def test_responses_without_usage_are_skipped() -> None:
     steps = [Step(request(), None, status=None) for _ in range(12)]
     assert first_trip(await RunSimulator([ContextGrowth()]).run(steps)) is None
+
+
+async def test_a_file_read_in_chunks_then_printed_whole_once_passes() -> None:
+    """Each chunk read adds a few thousand tokens, growing with the chunks' lines; then the agent prints the
+    whole file it patched, once: one big step, not a trend."""
+    inputs = [1700, 2450, 5150, 8600, 14250, 20400, 52600, 55000, 57500, 60000]
+    assert first_trip(await RunSimulator([ContextGrowth()]).run(with_inputs(inputs))) is None

@@ -78,3 +78,22 @@ async def test_an_unreadable_stored_batch_reads_as_none() -> None:
         await sim.state.execute(sim.ids(), [Put(Scope.RUN, "fan_out.prev", stored)])
         steps: list[Step] = agent_loop([fan_out(task) for task in TASKS[:2]])
         assert first_trip(await sim.run(steps)) is None  # and no detector fault (the harness checks every step)
+
+
+def todo_beside(edit: int, functions: list[str]) -> list[tuple[str, Any, Any]]:
+    """A coding-agent CLI's turn: its to-do list (one more item done) beside an edit of the next function."""
+    todos = [
+        {"content": f"Fix {name}", "status": "completed" if i < edit else "pending"} for i, name in enumerate(functions)
+    ]
+    name = functions[edit]
+    change = {"file_path": "/app/queue.py", "old_string": f"def {name}(job):\n    # BUG: never done\n    pass"}
+    change["new_string"] = f"def {name}(job):\n    job.status = '{name}'\n    return job"
+    return [("TodoWrite", {"todos": todos}, "Todos updated"), ("Edit", change, "The file was updated")]
+
+
+async def test_editing_one_function_after_another_with_the_to_do_list_beside_passes() -> None:
+    """Each edit's code has no words (texts of three lines), so every edit of the one file looks like the last;
+    the to-do list names other items done: the batch does other work each turn, not the same fan-out."""
+    functions = ["submit_job", "worker", "start_workers", "get_status", "cancel_job"]
+    turns = [todo_beside(i, functions) for i in range(len(functions))]
+    assert first_trip(await RunSimulator([FanOut()]).run(agent_loop(turns))) is None

@@ -260,3 +260,28 @@ async def test_tests_run_four_ways_failing_four_ways_are_not_a_spiral() -> None:
         for f, out in zip(FLAGS, failures, strict=True)
     ]
     assert first_trip(await RunSimulator([Spiral()]).run(agent_loop(runs))) is None
+
+
+def booking_attempts(sums: list[tuple[str, str]]) -> list[Turn]:
+    """A customer-service agent totting up a fare between failed bookings: each calculation, then a booking."""
+    turns: list[Turn] = []
+    for expression, total in sums:
+        turns.append([("calculate", {"expression": expression}, total)])
+        turns.append([("book_reservation", {"amount": total}, f"Error: the total is 375, not {total}")])
+    return turns
+
+
+async def test_a_sum_corrected_with_a_new_answer_each_time_is_not_a_spiral() -> None:
+    """The agent adds the fee it missed, then corrects it by one: the expressions share their numbers, but a
+    calculation's answer is what it means, and every answer is new (a booking between each)."""
+    sums = [("500 - (158 + 141)", "201.0"), ("158 + 141", "299.0"), ("158 + 141 + 75", "374.0")]
+    sums.append(("158 + 141 + 76", "375.0"))
+    assert first_trip(await RunSimulator([Spiral()]).run(agent_loop(booking_attempts(sums)))) is None
+
+
+async def test_a_sum_reworded_for_the_same_answer_still_trips() -> None:
+    """The same sum padded a new way each time gets the same answer: asking again after the same answer trips
+    where the words alone tripped (the fourth calculation makes the third near pair)."""
+    sums = [("158 + 141 + 75", "374.0"), ("158 + 141 + 75 + 0", "374.0"), ("158 + 141 + 75 * 1", "374.0")]
+    sums += [("158 + 141 + 75 - 0", "374.0")]
+    assert first_trip(await RunSimulator([Spiral()]).run(agent_loop(booking_attempts(sums)))) == 7

@@ -119,3 +119,117 @@ async def test_a_retried_request_is_not_judged_twice() -> None:
 async def test_turns_is_tightenable() -> None:
     results = await RunSimulator([(TextLoop(), TextLoopConfig(turns=2))]).run(react([RESULTS] * 6, ACTIONS))
     assert first_trip(results) == 4
+
+
+FOOTER = "(Open file: n/a)\n(Current directory: {where})\nshell-$"
+
+
+def shell(turns: list[tuple[str, str]]) -> list[Step]:
+    """A text-protocol coding agent: request i carries the output of command i-1 (with the harness's footer
+    naming the directory) as user text; response i is the model's discussion and its next command."""
+    steps = []
+    for i, (output, answer) in enumerate(turns):
+        said = "Fix the failing parser test in this repository." if i == 0 else output
+        steps.append(Step(request(user_text=said, message_count=2 * i + 2, assistant_turns=i), response(text=answer)))
+    return steps
+
+
+async def test_walking_a_folder_tree_one_listing_at_a_time_passes() -> None:
+    """Each `cd` prints nothing (a full turn that adds little: the footer and a formulaic answer) and each
+    listing is a short turn whose output is new: the walk is not a loop."""
+    folders = ["src", "main", "java", "org", "acme", "parser", "core", "impl"]
+    turns, where = [], "/workspace/acme-parser-service"
+    for i, folder in enumerate(folders):
+        listing = folders[i + 1] + "/" if i + 1 < len(folders) else "Parser.java"
+        nothing = f"Your command ran successfully and did not produce any output.\n{FOOTER.format(where=where)}"
+        turns.append((nothing, f"DISCUSSION\nLet's enter the `{folder}` directory.\n```\ncd {folder}\n```"))
+        where += f"/{folder}"
+        listed = f"{listing}\n{FOOTER.format(where=where)}"
+        turns.append((listed, "DISCUSSION\nLet's list what it holds.\n```\nls -F\n```"))
+    assert first_trip(await RunSimulator([TextLoop()]).run(shell(turns))) is None
+
+
+async def test_going_into_a_folder_that_is_not_there_again_and_again_is_stopped() -> None:
+    """The same failing command with the shell's line counter ticking and the answer apologising in a few
+    words of its own: the counter is no news and neither is the apology."""
+    apologies = ["Apologies for the typo.", "I apologise for the confusion.", "I apologise for the repeated mistake."]
+    apologies += ["I apologise for the confusion."] * 3
+    turns = [
+        (
+            f"bash: line {17871 + 15 * i}: cd: parsr/: No such file or directory\n{FOOTER.format(where='/repo')}",
+            f"DISCUSSION\n{apology} The folder we need is called `parser`, so let's change into it and then list "
+            "the files it holds.\n```\ncd parsr/\n```",
+        )
+        for i, apology in enumerate(apologies)
+    ]
+    assert first_trip(await RunSimulator([TextLoop()]).run(shell(turns))) == 5
+
+
+async def test_a_long_output_leaves_room_for_the_answer() -> None:
+    """A test run prints pages that mostly repeat the last run's; the model's long new analysis of the one
+    failure that changed is read whole, not cut off by the output's length."""
+    suite = "\n".join(f"tests/test_parser.py::test_case_{n} PASSED and took no time at all" for n in range(400))
+    turns = [("", "DISCUSSION\nLet's run the tests first.\n```\npytest\n```")]
+    for i in range(6):
+        analysis = " ".join(f"finding{i}x{n} shows why branch {i} of the tokenizer drops token {n}" for n in range(40))
+        turns.append((f"{suite}\nFAILED tests/test_parser.py::test_edge_{i}", f"THOUGHT: {analysis}\n```\npytest\n```"))
+    assert first_trip(await RunSimulator([TextLoop()]).run(shell(turns))) is None
+
+
+async def test_a_fix_and_test_loop_with_short_test_runs_between_is_stopped() -> None:
+    """The same edit, then the same short test run with the same failure, over and over: a short turn that
+    brings nothing new does not break the loop."""
+    failure = "\n".join(f"tests/test_depth.py:{12 + n}: in test_depth: assert tokenize(t) == want" for n in range(6))
+    edit = (
+        "DISCUSSION\nThe comparison in `tokenize` must be strict; let's flip it back and run the test again.\n"
+        "```\nedit 41:41\n    if depth >= limit:\nend_of_edit\n```"
+    )
+    turns = []
+    for _ in range(6):
+        turns.append((f"FAILED tests/test_depth.py\n{failure}\n{FOOTER.format(where='/repo')}", edit))
+        run_it = "Now the test.\n```\npytest tests/test_depth.py\n```"
+        turns.append((f"File updated.\n{FOOTER.format(where='/repo')}", run_it))
+    results = await RunSimulator([TextLoop()]).run(shell(turns))
+    assert first_trip(results) == 9
+
+
+def file_view(done: set[int]) -> str:
+    """A file viewer's window onto lines 1-40, the lines in `done` already renamed."""
+    rows = [
+        f"{n}:        throw {'ParseFailure' if n in done else 'LegacyParseError'}.wrap(cause, null);"
+        if n % 10 == 5
+        else f"{n}:        // step {n} of the tokenizer reads the next token"
+        for n in range(1, 41)
+    ]
+    return (
+        "[File: /repo/src/Tokenizer.java (120 lines total)]\n" + "\n".join(rows) + "\n" + FOOTER.format(where="/repo")
+    )
+
+
+def rename_at(line: int) -> str:
+    return (
+        "DISCUSSION\nThe next occurrence needs the new exception name as well; let's replace it.\n"
+        f"```\nedit {line}:{line}\n        throw ParseFailure.wrap(cause, null);\nend_of_edit\n```"
+    )
+
+
+async def test_applying_one_change_at_one_line_after_another_passes() -> None:
+    """A rename done occurrence by occurrence: every view is the same window with one more line changed (nothing
+    new to read) and every answer is alike, but each edit works at a line no edit named before and the view
+    changed: the agent is working through the file."""
+    lines = [5, 15, 25, 35]
+    turns = [("", "DISCUSSION\nLet's open the tokenizer.\n```\nopen src/Tokenizer.java\n```")]
+    turns.append((file_view(set()), rename_at(lines[0])))
+    for i in range(1, len(lines)):
+        turns.append((file_view(set(lines[:i])), rename_at(lines[i])))
+    turns.append((file_view(set(lines)), "DISCUSSION\nAll occurrences are renamed; let's submit.\n```\nsubmit\n```"))
+    assert first_trip(await RunSimulator([TextLoop()]).run(shell(turns))) is None
+
+
+async def test_edits_at_new_lines_rejected_the_same_way_are_stopped() -> None:
+    """Edits aimed at other lines each time, each refused with the same error: the places are new, what comes
+    back is not."""
+    refused = f"Your edit was not applied: the file is read-only in this environment.\n{FOOTER.format(where='/repo')}"
+    turns = [("", "DISCUSSION\nLet's open the tokenizer.\n```\nopen src/Tokenizer.java\n```")]
+    turns += [(refused, rename_at(line)) for line in (5, 15, 25, 35, 45, 55)]
+    assert first_trip(await RunSimulator([TextLoop()]).run(shell(turns))) == 5  # as early as without places
