@@ -253,6 +253,7 @@ def _asked(seen: ResponseSeen, cfg: NoveltyConfig) -> Asked | None:
     kinds = sorted({kind_of(call.name, cfg) for call in calls})
     text = tail_text(request)
     return Asked(
+        agent=request.agent.fingerprint[:8],
         turn=request.assistant_turns,
         tail=len(text),
         tail_digest=tail_digest(text),

@@ -7,10 +7,11 @@ message, and its error ("Error:\\n... Now let's retry") is appended to the user 
 request after a call carries no tool result, only user text. Which user text answers the calls is told by
 what came before it: the conversation's previous response called tools, and the request that follows
 holds either one more assistant turn (the calls, as text) and user text after it, or the same turns with
-the user text it ended with grown by the answer.
+the user text it ended with grown by the answer, and comes from the same agent (another agent's request
+after a transfer quotes the calls as text too: Google ADK's "For context:").
 
-- `Asked`: what a response's calls were, kept in state for the request that answers them (the assistant
-  turns and the digest of the user text the calling request ended with, the calls' kind, their
+- `Asked`: what a response's calls were, kept in state for the request that answers them (the calling
+  agent, the assistant turns and the digest of the user text the calling request ended with, the calls' kind, their
   arguments' digest and tools, whether each runs a command);
 - `may_replay` / `may_answer`: whether a request's user text may answer such calls (tools declared, no
   tool result and no native call in its last assistant turn), and `answers`: its text that does;
@@ -49,6 +50,7 @@ def _word_hash(word: bytes) -> int:
 class Asked:
     """A response's tool calls, as the request answering them in text is judged."""
 
+    agent: str  # the calling agent's fingerprint (its first 8 characters): the same agent answers
     turn: int  # the assistant turns the calling request held
     tail: int  # the characters of the user text it ended with (`tail_text`)
     tail_digest: str  # and that text's digest
@@ -61,18 +63,27 @@ class Asked:
     def dumps(self) -> str:
         tools = ",".join(clip(tool, TOOL_CHARS).replace(",", "_") for tool in self.tools[:MAX_TOOLS])
         command = "1" if self.command else "0"
-        head = (str(self.turn), str(self.tail), self.tail_digest, command, self.args, pack(self.echo), tools)
+        head = (
+            self.agent,
+            str(self.turn),
+            str(self.tail),
+            self.tail_digest,
+            command,
+            self.args,
+            pack(self.echo),
+            tools,
+        )
         return "|".join((*head, self.kind))
 
     @classmethod
     def loads(cls, raw: OpResult) -> Asked | None:
         """The calls `dumps` wrote; None for anything else."""
-        parts = raw.split("|", 7) if isinstance(raw, str) else []
-        if len(parts) != 8 or not parts[0].isdigit() or not parts[1].isdigit():
+        parts = raw.split("|", 8) if isinstance(raw, str) else []
+        if len(parts) != 9 or not parts[1].isdigit() or not parts[2].isdigit():
             return None
-        turn, tail, tail_digest, command, args, echo, tools, kind = parts
+        agent, turn, tail, tail_digest, command, args, echo, tools, kind = parts
         named = tuple(tools.split(",")) if tools else ()
-        return cls(int(turn), int(tail), tail_digest, command == "1", args, kind, named, unpack(echo))
+        return cls(agent, int(turn), int(tail), tail_digest, command == "1", args, kind, named, unpack(echo))
 
 
 def tail_text(request: RequestInfo) -> str:
@@ -121,7 +132,9 @@ def may_answer(request: RequestInfo, min_chars: int) -> bool:
 def answers(request: RequestInfo, asked: Asked) -> list[str] | None:
     """The user texts of `request` that answer the calls `asked` describes: all of them after one more
     assistant turn, or what grew the user text the calling request ended with; None when the request
-    answers no such calls (a user's new message, another conversation's)."""
+    answers no such calls (a user's new message, another agent's request)."""
+    if request.agent.fingerprint[: len(asked.agent)] != asked.agent:
+        return None
     if request.assistant_turns == asked.turn + 1:
         return list(request.new_user_texts)
     if request.assistant_turns != asked.turn:

@@ -24,8 +24,8 @@ def with_tools(assistant_turns: int, user_text: str) -> RequestInfo:
     return dataclasses.replace(request(assistant_turns=assistant_turns, user_text=user_text), tool_names=("search",))
 
 
-def asked(turn: int, tail: str) -> Asked:
-    return Asked(turn, len(tail), tail_digest(tail), False, "a1b2", "search", ("search",), frozenset({1, 2}))
+def asked(turn: int, tail: str, agent: str = "ffffffff") -> Asked:
+    return Asked(agent, turn, len(tail), tail_digest(tail), False, "a1b2", "search", ("search",), frozenset({1, 2}))
 
 
 def test_asked_is_read_back_as_written() -> None:
@@ -50,6 +50,7 @@ def test_the_text_answering_calls_follows_their_turn_or_grows_the_text_before() 
     assert answers(grown, asked(0, TASK)) == ["Error:\nfailed"]
     assert answers(grown, asked(0, "Another task.")) is None
     assert answers(after, asked(3, TASK)) is None
+    assert answers(after, asked(1, TASK, agent="0123abcd")) is None  # another agent's calls
 
 
 def test_a_labelled_json_answer_is_read_as_json() -> None:
