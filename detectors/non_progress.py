@@ -116,11 +116,11 @@ class NonProgress(Detector[NonProgressConfig]):
             extra = cfg.volatile_keys_by_tool.get(result.name)
             volatile = common | lowered(extra) if extra else common
             key = f"{tag(result.name)}:{result_digest_of(result, volatile)}"
+            if call is not None and empty_answer(result):
+                key += f".{asked_values(call)}"  # nothing found for another code, id or date: another question
             if call is not None and call.name in request.agent_tools:
                 # An agent tool's answers are counted among its own, with what it was asked (`DELEGATED`).
                 key = f"{DELEGATED}{key}{ASKED}{asked_entry(call)}"
-            if call is not None and empty_answer(result):
-                key += f".{asked_values(call)}"  # nothing found for another code, id or date: another question
             keys.setdefault(key, result_uniq(request, result, position))
         return [f"{key}:{uniq}" for key, uniq in keys.items()]
 
