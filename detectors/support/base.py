@@ -245,9 +245,8 @@ class Detector(Generic[C]):
     # handoffs), not an upstream's health or a client's retries.
     nudges: ClassVar[bool] = True
     # Its request hooks read only the tool results the request sends back (`RequestInfo.new_results`, or user
-    # text that may replay them: `replayed.may_replay`): for a request with neither (a question without tools,
-    # a tool agent's next step), its plan would be empty and its check would find nothing, so the engine skips
-    # both (`engine.Lineup`).
+    # text that may replay them: `replayed.may_replay`): for a request with neither (a question without tools),
+    # its plan would be empty and its check would find nothing, so the engine skips both (`engine.Lineup`).
     reads_results: ClassVar[bool] = False
     # Its request hooks read only the calls of the conversation's last assistant turn (`RequestInfo.prior_calls`):
     # for a request with none, its plan would be empty and its check would find nothing (skipped likewise).
