@@ -44,7 +44,12 @@ printed before is progress); a writer/editor loop whose
 feedback shares its template (each draft's feedback names new passages, and
 the draft it echoes is left out); a listing whose pages share their keys (the
 key is part of each unit, the values differ); several parallel searches of
-one turn overlapping each other (a turn counts once, its results merged).
+one turn overlapping each other (a turn counts once, its results merged); a
+coding agent's probes whose short answers sit beside text every result carries
+(an interpreter's warning printed on every start, an editor's confirmation
+template): a turn is stale only if it is still stale without that text
+(`constant`: what two different answers share), and a command's output is
+never taken for an echo of its script (a probe prints its script's labels).
 """
 
 from __future__ import annotations
@@ -68,6 +73,7 @@ from runguard.detectors.support.base import (
     Verdict,
 )
 from runguard.detectors.support.commands import is_command_tool
+from runguard.detectors.support.constant import without_constant
 from runguard.detectors.support.normalize import DEFAULT_VOLATILE_KEYS, call_args_digest, lowered, tag
 from runguard.detectors.support.printed import printed_digest
 from runguard.detectors.support.replayed import (
@@ -185,13 +191,12 @@ class Turn:
     tools: list[str] = field(default_factory=list)
     commands: bool = True
     printed: list[str] = field(default_factory=list)
-    echo: set[bytes] = field(default_factory=set)
 
     def item(self) -> str:
         """The turn as its window keeps it: kind, uniq, arguments' digest, shingle sample, and what its
         commands printed (empty unless every call of the turn runs a shell command)."""
         args = digest("\x00".join(sorted(self.args)), 4)
-        lines = printed_digest(self.printed, frozenset(self.echo)) if self.commands else ""
+        lines = printed_digest(self.printed) if self.commands else ""
         return f"{tag(self.kind)}~{self.uniq}~{args}~{pack(sample(self.hashes))}~{lines}"
 
     def add(
@@ -203,15 +208,15 @@ class Turn:
         replayed: Asked | None = None,
     ) -> None:
         """Adds a result (of `call`; or replayed in text, its calls' words `replayed.echo`)."""
-        echo = echo_words(call)
+        # A command's output that repeats its script's words (the labels a probe prints) is its answer, not an echo.
+        echo = frozenset() if command else echo_words(call)
         units = units_of(result, cfg.volatile)
-        if replayed is not None:
+        if replayed is not None and not command:
             units = without_echo(units, replayed.echo)
         self.hashes |= shingles(units, echo)
         self.commands = self.commands and command
         if self.commands:
             self.printed.extend(units)
-            self.echo |= echo
         self.args.append(call_args_digest(call) if call is not None else "-")
         self.tools.append(result.name or "-")
 
@@ -350,6 +355,9 @@ class Novelty(Detector[NoveltyConfig]):
         shares = stale_shares(parsed, cfg.turns, cfg.min_shingles, cfg.max_new_share)
         if shares is None:
             return None  # too little to judge, or a turn that brought enough new
+        beside = without_constant(parsed, cfg.min_shingles)
+        if stale_shares(beside, cfg.turns, cfg.min_shingles, cfg.max_new_share) is None:
+            return None  # stale only by the text every result carries (`constant`): what changes beside it is new
         if _printed_anew([lines for _, _, lines in packs], cfg.turns):
             return None  # a command printed a line it never printed before: a count, a traceback line moved
         tools = sorted(set(turn.tools))

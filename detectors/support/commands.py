@@ -111,6 +111,7 @@ _WRAPPING = re.compile(
     r"|\b(?:output|stdout|stderr):"
     r"|your command ran successfully and did not produce any output\.?"
     r"|\(no (?:output|content)\)|\bno output\.?"
+    r"|\bshell cwd was reset to [^\n]*"  # Claude Code moved the shell back to the project: a notice, no output
     r"|\btokens? (?:left|remaining)\b"  # a countdown the client appends (its number is volatile)
     r"|[\s#.:,\[\]()\"'{}]+",
     re.IGNORECASE,

@@ -8,9 +8,9 @@ printed before (the same failure again, or the two failures a flipped line alter
 nothing new.
 
 `printed_digest` reads a command's output as the set of its lines: each line's lowercase [a-z0-9] words,
-its volatile parts (durations, timestamps, ids: `normalize.strip_volatile`) left out, and a line that only
-echoes the command (`$ cd /repo && python reproduce.py`) left out, so the same output of a command written
-another way is the same set. Two outputs with the same digest printed the same lines, in any order.
+its volatile parts (durations, timestamps, ids: `normalize.strip_volatile`) left out. Two outputs with the
+same digest printed the same lines, in any order, whatever the command looked like. Nothing is taken for
+an echo of the command: a probe prints its script's own labels, and they are its answer.
 """
 
 from __future__ import annotations
@@ -19,24 +19,19 @@ import re
 from collections.abc import Iterable
 
 from runguard.detectors.support.normalize import strip_volatile
-from runguard.detectors.support.shingles import ECHO_SHARE, MAX_CHARS
+from runguard.detectors.support.shingles import MAX_CHARS
 from runguard.proxy.core.events import digest
 
 _WORD = re.compile(r"[a-z0-9]+")
 
 
-def printed_digest(units: Iterable[str], echo: frozenset[bytes]) -> str:
+def printed_digest(units: Iterable[str]) -> str:
     """A digest of the set of lines `units` hold (their first `MAX_CHARS` characters), each as its words,
-    volatile parts and lines echoing `echo` (the command's words) left out."""
+    volatile parts left out."""
     text = strip_volatile("\n".join(units)[:MAX_CHARS]).lower()
     lines: set[str] = set()
     for line in text.split("\n"):
         words = _WORD.findall(line)
-        if not words:
-            continue
-        if echo:
-            shared = sum(1 for word in set(words) if word.encode() in echo)
-            if shared >= ECHO_SHARE * len(set(words)):
-                continue  # says what was run
-        lines.add(" ".join(words))
+        if words:
+            lines.add(" ".join(words))
     return digest("\n".join(sorted(lines)), 4)

@@ -39,6 +39,7 @@ LABEL_CHARS = 40  # a first line this short, ending in ":", labels what follows 
 MAX_TOOLS = 8  # tool names kept per response
 TOOL_CHARS = 64  # of each
 MAX_ECHO = 48  # argument words kept per response (as 16-bit hashes)
+ECHO_RUN = 3  # words of the calls' in a row that quote their arguments
 _WORD = re.compile(rb"[a-z0-9]+")
 
 
@@ -104,18 +105,37 @@ def echo_of(calls: Iterable[ToolCall]) -> frozenset[int]:
 
 
 def without_echo(units: Iterable[str], echo: frozenset[int]) -> list[str]:
-    """The lines of `units` less those whose words mostly are the calls' (`echo`): what a result says of what
-    was asked ("query lowest fare LIS BER"), not what was found."""
+    """The lines of `units` less what only echoes the calls' words (`echo`): a line mostly of them ("query
+    lowest fare LIS BER"), and inside a line, a run of `ECHO_RUN` or more of them in a row (the arguments an
+    error message quotes: "with arguments {'query': 'lowest fare LIS BER May'}"). What was asked, not what
+    was found or what failed."""
     if not echo:
         return list(units)
     kept: list[str] = []
     for unit in units:
         for line in unit.split("\n"):
-            words = set(_WORD.findall(line.lower().encode("utf-8", "surrogatepass")))
-            if words and sum(1 for word in words if _word_hash(word) in echo) >= ECHO_SHARE * len(words):
+            words = _WORD.findall(line.lower().encode("utf-8", "surrogatepass"))
+            asked = [_word_hash(word) in echo for word in words]
+            if words and sum(asked) >= ECHO_SHARE * len(words):
                 continue
-            kept.append(line)
+            kept.append(_without_runs(line, words, asked) if sum(asked) >= ECHO_RUN else line)
     return kept
+
+
+def _without_runs(line: str, words: list[bytes], asked: list[bool]) -> str:
+    """`line` as its words, less each run of `ECHO_RUN` or more words of the calls' in a row."""
+    out: list[bytes] = []
+    start = 0
+    while start < len(words):
+        end = start
+        while end < len(words) and asked[end]:
+            end += 1
+        if end - start >= ECHO_RUN:
+            start = end
+            continue
+        out.extend(words[start : max(end, start + 1)])
+        start = max(end, start + 1)
+    return b" ".join(out).decode("utf-8", "surrogatepass")
 
 
 def may_replay(request: RequestInfo) -> bool:

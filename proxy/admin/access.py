@@ -39,7 +39,7 @@ import orjson
 from aiohttp import web
 from aiohttp.typedefs import Handler
 
-from runguard.config.settings import ServerSettings
+from runguard.config import ServerSettings
 
 READS = frozenset({"GET", "HEAD", "OPTIONS"})
 _DEFAULT_PORTS = {"http": 80, "https": 443, "ws": 80, "wss": 443}

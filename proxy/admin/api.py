@@ -36,18 +36,16 @@ from typing import Any, Protocol, TypeVar
 import orjson
 from aiohttp import web
 
-from runguard.config.settings import ServerSettings
+from runguard.config import ServerSettings
 from runguard.proxy.admin import run_state
 from runguard.proxy.admin.access import admin_denial, admin_refusal, checked, is_loopback
 from runguard.proxy.core.errors import RunGuardError, StateUnavailable
 from runguard.proxy.core.ops import Scope
 from runguard.proxy.core.safe_text import printable
-from runguard.proxy.guard import breaker
-from runguard.proxy.guard.breaker import BreakerRecord
-from runguard.proxy.guard.ticket import scope_ids
-from runguard.proxy.observe.metrics import Metrics
+from runguard.proxy.guard import BreakerRecord, breaker, scope_ids
+from runguard.proxy.observe import Metrics
 from runguard.proxy.runs import tenants
-from runguard.proxy.state.base import StateBackend
+from runguard.proxy.state import StateBackend
 
 log = logging.getLogger("runguard.admin")
 
@@ -58,16 +56,31 @@ MAX_LIMIT = 1000
 T = TypeVar("T")
 
 
+class RunRecords(Protocol):
+    """The runs the admin API reads (`runguard.proxy.store.runs.RunReader`)."""
+
+    async def recent(self, limit: int) -> Sequence[Mapping[str, Any]]: ...
+
+    async def one(self, run_id: str) -> Mapping[str, Any] | None: ...
+
+    async def timeline(self, run_id: str) -> Sequence[Mapping[str, Any]] | None: ...
+
+
+class TripRecords(Protocol):
+    """The trips the admin API reads (`runguard.proxy.store.trips.TripReader`)."""
+
+    async def recent(self, limit: int, run_id: str | None = None) -> Sequence[Mapping[str, Any]]: ...
+
+
 class StoreReader(Protocol):
-    """What the admin API reads from the record store (installed under `STORE_READER`)."""
+    """What the admin API reads from the record store (installed under `STORE_READER`:
+    `runguard.proxy.store.StoreReader`)."""
 
-    async def recent_runs(self, limit: int) -> Sequence[Mapping[str, Any]]: ...
+    @property
+    def runs(self) -> RunRecords: ...
 
-    async def recent_trips(self, limit: int, run_id: str | None) -> Sequence[Mapping[str, Any]]: ...
-
-    async def run_timeline(self, run_id: str) -> Sequence[Mapping[str, Any]] | None: ...
-
-    async def run(self, run_id: str) -> Mapping[str, Any] | None: ...
+    @property
+    def trips(self) -> TripRecords: ...
 
 
 STORE_READER: web.AppKey[StoreReader] = web.AppKey("runguard_store_reader")
@@ -175,13 +188,13 @@ class AdminApi:
         reader = self._reader(request)
         if reader is None:
             return _no_store("runs")
-        return _json({"runs": await _read(reader.recent_runs(_limit(request)))})
+        return _json({"runs": await _read(reader.runs.recent(_limit(request)))})
 
     async def trips(self, request: web.Request) -> web.StreamResponse:
         reader = self._reader(request)
         if reader is None:
             return _no_store("trips")
-        return _json({"trips": await _read(reader.recent_trips(_limit(request), request.query.get("run_id")))})
+        return _json({"trips": await _read(reader.trips.recent(_limit(request), request.query.get("run_id")))})
 
     async def _tenant_of(self, request: web.Request, run_id: str) -> str | web.Response | None:
         """The tenant whose run `run_id` the request means: `?tenant=`, else the one with state for it (None:
@@ -212,9 +225,9 @@ class AdminApi:
         timeline = summary = None
         trips: Sequence[Mapping[str, Any]] = ()
         if reader is not None:
-            timeline = await _read(reader.run_timeline(run_id))
-            summary = await _read(reader.run(run_id))
-            trips = await _read(reader.recent_trips(MAX_LIMIT, run_id))
+            timeline = await _read(reader.runs.timeline(run_id))
+            summary = await _read(reader.runs.one(run_id))
+            trips = await _read(reader.trips.recent(MAX_LIMIT, run_id))
         live = run_state.live_view(fields)
         if live is None and record is None and not timeline and summary is None:
             return _error(404, f"no live state or records for run {run_id!r}")

@@ -13,8 +13,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from runguard.proxy.core.ops import OpResult
-from runguard.proxy.guard import breaker
-from runguard.proxy.guard.breaker import BreakerRecord
+from runguard.proxy.guard import BreakerRecord, breaker
 
 # internal field -> (documented name, type)
 _NAMED: dict[str, tuple[str, type]] = {

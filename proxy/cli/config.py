@@ -11,7 +11,7 @@ import orjson
 import typer
 from pydantic import BaseModel, SecretStr
 
-from runguard.config.settings import Settings
+from runguard.config import Settings
 from runguard.proxy.cli.loading import load
 from runguard.proxy.cli.render import Column, console, echo_json, print_fitted
 
@@ -30,7 +30,7 @@ def _shown(value: Any, key: str = "") -> Any:
     if isinstance(value, BaseModel):
         return {name: _shown(item, f"{key}.{name}") for name, item in value.model_dump(exclude_defaults=True).items()}
     if key == "alerts.webhooks":
-        from runguard.proxy.observe.alerts import where
+        from runguard.proxy.observe import where
 
         return tuple(f"{where(url)}/{HIDDEN}" for url in value)
     if isinstance(value, str) and "://" in value:
@@ -58,7 +58,7 @@ def _detector_rows(settings: Settings) -> list[tuple[str, Any, str]]:
     """Every detector's effective settings (`guard.detectors.<name>.<field>`, defaults included), then
     each override's settings as written (`guard.overrides.<i>.detectors.<name>.<field>`)."""
     from runguard.detectors.registry import default_detectors
-    from runguard.proxy.guard.lineup.policy import Policy
+    from runguard.proxy.guard import Policy
 
     effective = Policy(default_detectors(), settings.guard).effective("", "")
     rows: list[tuple[str, Any, str]] = []

@@ -1,6 +1,6 @@
 """`runguard-proxy detectors [NAME]`: the detector catalogue, or one detector, as terminal text.
 
-The text comes from the registry (`runguard.detectors.catalogue`): what each
+The text comes from the registry (`runguard.detectors.registry.catalogue`): what each
 detector catches and its settings with defaults. `--markdown` prints the
 catalogue as Markdown (it is `docs/detectors.md`), `--json` as data.
 """
@@ -16,7 +16,7 @@ from rich.console import Console, Group
 from rich.padding import Padding
 from rich.text import Text
 
-from runguard.detectors.catalogue import Entry, entries, render
+from runguard.detectors.registry import Entry, entries, render
 from runguard.proxy.cli.render import Column, console, echo_json, fail, fitted
 
 

@@ -14,7 +14,7 @@ from typing import Annotated
 import typer
 
 from runguard.proxy.cli.loading import load
-from runguard.proxy.runs.keys import KeyHasher, load_salt
+from runguard.proxy.runs import KeyHasher, load_salt
 
 
 def register(app: typer.Typer) -> None:

@@ -13,7 +13,7 @@ from typing import Annotated, Any
 
 import typer
 
-from runguard.config.loader import ConfigError, LoadedSettings, load_settings
+from runguard.config import ConfigError, LoadedSettings, load_settings
 
 ConfigOption = Annotated[
     Path | None, typer.Option("--config", "-c", help="YAML config file (also RUNGUARD_CONFIG).", exists=True)
@@ -23,7 +23,7 @@ ConfigOption = Annotated[
 def load(config: Path | None, cli: dict[str, Any] | None = None) -> LoadedSettings:
     """Settings from every layer, detector settings validated; exits with the key on error."""
     from runguard.detectors.registry import validate_config
-    from runguard.proxy.guard.costs.pricing import ModelTables
+    from runguard.proxy.guard import ModelTables
 
     try:
         loaded = load_settings(config_file=config, cli=cli, validate_detectors=validate_config)

@@ -19,8 +19,7 @@ from typing import Annotated, Any
 
 import typer
 
-from runguard.config.loader import ConfigError
-from runguard.config.settings import Settings
+from runguard.config import ConfigError, Settings
 from runguard.proxy.cli import commands
 from runguard.proxy.cli.loading import ConfigOption, load
 
@@ -44,7 +43,7 @@ def configure_logging(level: str) -> None:
     httpx (the webhook client) logs every request's full URL at info, and an
     incoming-webhook URL carries its secret in the path: it logs only warnings, whatever `level`.
     """
-    from runguard.proxy.runs.keys import RedactingFormatter
+    from runguard.proxy.runs import RedactingFormatter
 
     handler = logging.StreamHandler()  # stderr
     handler.setFormatter(RedactingFormatter("%(message)s"))  # a key quoted by any library is masked

@@ -16,17 +16,20 @@ import contextlib
 import sys
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 from rich.console import Console
 from rich.progress import BarColumn, Progress, TaskProgressColumn, TextColumn, TimeRemainingColumn
 from rich.text import Text
 
-from runguard.config.settings import Settings
+from runguard.config import Settings
 from runguard.proxy.cli.loading import ConfigOption, load
 from runguard.proxy.cli.render import Column, console, echo_json, fail, print_fitted, since, usd
 from runguard.proxy.cli.store import JsonOption, SinceOption, read_store
+
+if TYPE_CHECKING:
+    from runguard.proxy.store import StoreReader
 
 NO_BODIES = "turn on store.record_bodies (RUNGUARD_RECORD_BODIES=1) to record request and response bodies"
 
@@ -42,7 +45,7 @@ def _progress() -> Iterator[Progress]:
 
 def _from_file(settings: Settings, file: Path, run: str | None) -> Any:
     from runguard.detectors.registry import default_detectors
-    from runguard.proxy.guard.offline.replay import read_file, replay
+    from runguard.proxy.guard import read_file, replay
 
     with _progress() as progress:
         size = file.stat().st_size
@@ -62,8 +65,7 @@ def _from_folder(settings: Settings, folder: Path, run: str | None) -> tuple[Any
     """Every `*.jsonl` under `folder` (sorted), each replayed over fresh state: one report of all their
     runs, and the summary of them."""
     from runguard.detectors.registry import default_detectors
-    from runguard.proxy.guard.offline.replay import ReplayReport, read_file, replay
-    from runguard.proxy.guard.offline.replay_summary import Summary
+    from runguard.proxy.guard import ReplayReport, Summary, read_file, replay
 
     files = sorted(folder.rglob("*.jsonl"))
     if not files:
@@ -89,19 +91,19 @@ def _from_folder(settings: Settings, folder: Path, run: str | None) -> tuple[Any
 
 def _from_store(settings: Settings, run: str | None) -> Any:
     from runguard.detectors.registry import default_detectors
-    from runguard.proxy.guard.offline.replay import ReplayReport, from_rows, replay
+    from runguard.proxy.guard import ReplayReport, from_rows, replay
 
-    async def query(reader: Any) -> ReplayReport:
-        total = await reader.recorded_count(run)
+    async def query(reader: StoreReader) -> ReplayReport:
+        total = await reader.recorded.count(run)
         if total == 0:
             if run is None:
                 raise fail(f"the store holds no recorded traffic ({NO_BODIES})")
-            if await reader.run(run) is None:
+            if await reader.runs.one(run) is None:
                 raise fail(f"no run {run!r} in the record store")
             raise fail(f"run {run!r} is in the store but its traffic was not recorded ({NO_BODIES})")
         with _progress() as progress:
             feeding = progress.add_task("replaying", total=total)
-            exchanges = from_rows(reader.recorded(run))
+            exchanges = from_rows(reader.recorded.exchanges(run))
             return await replay(exchanges, settings, default_detectors(), lambda: progress.advance(feeding))
 
     return read_store(settings, query)
@@ -188,7 +190,7 @@ def register(app: typer.Typer) -> None:
     ) -> None:
         """Run the detectors (settings from --config) over recorded traffic: what would have tripped where,
         and per detector the sessions it would stop and the share of responses it warned on."""
-        from runguard.proxy.guard.offline.replay_summary import Summary
+        from runguard.proxy.guard import Summary
 
         if (file is None) == (not from_db):
             raise fail("name either a FILE or --from-db", 2)
@@ -223,11 +225,11 @@ def register(app: typer.Typer) -> None:
         start = since(since_text, time.time())
         settings = load(config).settings
 
-        async def query(reader: Any) -> tuple[int, set[str]]:
+        async def query(reader: StoreReader) -> tuple[int, set[str]]:
             if output is None:
-                return await write(reader.recorded(run, start), sys.stdout.buffer)
+                return await write(reader.recorded.exchanges(run, start), sys.stdout.buffer)
             with output.open("wb") as out:
-                return await write(reader.recorded(run, start), out)
+                return await write(reader.recorded.exchanges(run, start), out)
 
         sys.stdout.flush()
         written, runs = read_store(settings, query)

@@ -11,7 +11,7 @@ what is missing and how to record it. Trips follow, with their evidence.
 from __future__ import annotations
 
 import time
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import orjson
 import typer
@@ -23,7 +23,10 @@ from rich.text import Text
 from runguard.proxy.cli.loading import ConfigOption, load
 from runguard.proxy.cli.render import Column, ago, console, echo_json, fail, print_fitted, usd, when
 from runguard.proxy.cli.store import JsonOption, read_store
-from runguard.proxy.guard.costs.upstream_prices import shipped_prices, spend
+from runguard.proxy.guard import spend
+
+if TYPE_CHECKING:
+    from runguard.proxy.store import StoreReader
 
 PER_PAGE = 200
 NOT_RECORDED = (
@@ -43,14 +46,13 @@ _STYLES = {
 }
 
 
-async def _detail(reader: Any, run_id: str) -> dict[str, Any] | None:
+async def _detail(reader: StoreReader, run_id: str) -> dict[str, Any] | None:
     """The run with every request (page after page) and, where recorded, what each said."""
     from runguard.proxy.admin.ui.content import request_entries, response_entries
-    from runguard.proxy.store import pages
 
     detail, number, position = None, 1, 0
     while True:
-        page = await pages.run(reader, run_id, number, PER_PAGE)
+        page = await reader.runs.detail(run_id, number, PER_PAGE)
         if page is None:
             return detail
         if detail is None:
@@ -80,7 +82,7 @@ def _summary(out: Console, run: dict[str, Any], now: float) -> None:
         ("agents", ", ".join(run["agents"]) or "-"),
         (
             "spend",
-            f"{spend(run['usd'], run.get('unpriced', False))} over {run['requests']} requests, "
+            f"{spend(run['usd'], run['unpriced'])} over {run['requests']} requests, "
             f"tokens {run['input_tokens']} in / {run['output_tokens']} out",
         ),
         ("started", f"{when(run['first_seen'])}, last request {ago(run['last_seen'], now)}"),
@@ -90,7 +92,7 @@ def _summary(out: Console, run: dict[str, Any], now: float) -> None:
             (
                 "trips",
                 f"{run['trips']} blocking, {run['warnings']} warnings, "
-                f"avoided (est.) {spend(run['usd_avoided'], run.get('unpriced', False))}",
+                f"avoided (est.) {spend(run['usd_avoided'], run['unpriced'])}",
             )
         )
     for label, value in lines:
@@ -105,7 +107,7 @@ def _step_heading(step: dict[str, Any], start: float) -> Text:
         step["agent"] or "?",
         f"{step['model']} ({step['provider']})",
         f"{step['input_tokens']}/{step['output_tokens']} tokens",
-        spend(step["usd"], step.get("unpriced", False)),
+        spend(step["usd"]),
         status,
     ]
     return Text(" · ".join(fact for fact in facts if fact))
@@ -153,7 +155,7 @@ def _timeline(out: Console, detail: dict[str, Any]) -> None:
         Column(
             "verdicts", lambda s: ", ".join(f"{v['detector']}:{v['action']}" for v in s["verdicts"] or []), priority=88
         ),
-        Column("USD", lambda s: spend(s["usd"], s.get("unpriced", False)), priority=70, right=True, one_line=True),
+        Column("USD", lambda s: spend(s["usd"]), priority=70, right=True, one_line=True),
         Column("tokens in/out", lambda s: f"{s['input_tokens']}/{s['output_tokens']}", priority=60, right=True),
         Column("model", lambda s: s["model"], priority=50),
         Column("provider", lambda s: s["provider"], priority=45),
@@ -188,10 +190,6 @@ def register(app: typer.Typer) -> None:
         detail = read_store(settings, lambda reader: _detail(reader, run_id))
         if detail is None:
             raise fail(f"no run {run_id!r} in the record store")
-        prices = shipped_prices(settings)  # a model its upstream has no price for: unpriced
-        for step in detail["requests"]:
-            step["unpriced"] = not prices.priced(step["provider"], step["model"])
-        detail["run"]["unpriced"] = any(step["unpriced"] for step in detail["requests"])
         if as_json:
             echo_json(detail)
             return

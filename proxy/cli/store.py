@@ -12,14 +12,17 @@ from __future__ import annotations
 import asyncio
 import enum
 from collections.abc import Awaitable, Callable
-from typing import Annotated, Any, TypeVar
+from typing import TYPE_CHECKING, Annotated, Any, TypeVar
 
 import typer
 
-from runguard.config.settings import Settings
+from runguard.config import Settings
 from runguard.proxy.cli.loading import ConfigOption, load
 from runguard.proxy.cli.render import Column, ago, console, echo_json, fail, print_fitted, since, usd, when
-from runguard.proxy.guard.costs.upstream_prices import UpstreamPrices, any_unpriced, shipped_prices, spend
+from runguard.proxy.guard import spend
+
+if TYPE_CHECKING:
+    from runguard.proxy.store import StoreReader
 
 T = TypeVar("T")
 
@@ -41,7 +44,7 @@ SinceOption = Annotated[
 ]
 
 
-def read_store(settings: Settings, query: Callable[[Any], Awaitable[T]]) -> T:
+def read_store(settings: Settings, query: Callable[[StoreReader], Awaitable[T]]) -> T:
     """Run `query(reader)` against the configured store; exits with a message when it cannot."""
     from runguard.proxy.store import StoreMissing, StoreReader
 
@@ -71,13 +74,12 @@ def _status(run: dict[str, Any]) -> str:
     return str(run["status"]).replace(":", ": ")  # `tripped: spiral` may wrap after the colon
 
 
-def run_columns(now: float, prices: UpstreamPrices | None = None) -> list[Column]:
+def run_columns(now: float) -> list[Column]:
     """The runs list's columns, most important first; the run id is never cut. A run with requests to a model
-    its upstream has no price for (`prices`) shows its spend as unpriced, never as $0."""
-    known = prices or UpstreamPrices({})
+    that has no price shows its spend as unpriced, never as $0."""
 
     def spent(r: dict[str, Any]) -> str:
-        return spend(r["usd"], any_unpriced(known, r.get("served", ())))
+        return spend(r["usd"], r["unpriced"])
 
     return [
         Column("run", lambda r: r["run_id"], whole=True),
@@ -98,7 +100,7 @@ def run_columns(now: float, prices: UpstreamPrices | None = None) -> list[Column
         ),
         Column(
             "avoided",
-            lambda r: spend(r["usd_avoided"], any_unpriced(known, r.get("served", ()))) if r["trips"] else "",
+            lambda r: spend(r["usd_avoided"], r["unpriced"]) if r["trips"] else "",
             priority=20,
             right=True,
             one_line=True,
@@ -124,29 +126,25 @@ def register(app: typer.Typer) -> None:
         """Recent runs, newest first: status, spend, key, requests, agents, model. Run ids are never cut."""
         import time
 
-        from runguard.proxy.store import pages
+        from runguard.proxy.store import RunFilter
 
         now = time.time()
-        found = pages.RunFilter(
+        found = RunFilter(
             status=status.value if status else None, key=key, detector=detector, since=since(since_text, now)
         )
 
-        async def query(reader: Any) -> list[dict[str, Any]]:
-            return (await pages.runs(reader, found, per_page=limit)).rows
+        async def query(reader: StoreReader) -> list[dict[str, Any]]:
+            return (await reader.runs.page(found, per_page=limit)).rows
 
-        settings = load(config).settings
-        rows = read_store(settings, query)
-        prices = shipped_prices(settings)
-        for row in rows:
-            row["unpriced"] = any_unpriced(prices, row.get("served", ()))
+        rows = read_store(load(config).settings, query)
         if as_json:
             echo_json(rows)
             return
         if not rows:
-            typer.echo("no runs match" if found != pages.RunFilter() else "no runs recorded yet")
+            typer.echo("no runs match" if found != RunFilter() else "no runs recorded yet")
             return
         out = console()
-        print_fitted(out, run_columns(now, prices), rows)
+        print_fitted(out, run_columns(now), rows)
 
     @app.command()
     def trips(
@@ -164,7 +162,7 @@ def register(app: typer.Typer) -> None:
         start = (
             since(since_text, now) if since_text else (now - since_hours * 3600 if since_hours is not None else None)
         )
-        rows = read_store(load(config).settings, lambda reader: reader.trips_by_detector(start))
+        rows = read_store(load(config).settings, lambda reader: reader.trips.by_detector(start))
         if as_json:
             echo_json(rows)
             return

@@ -79,8 +79,7 @@ class Guard:
         self._observer = observer
         self._clock = clock
         self._engine = Engine(self._on_fault, shadow=settings.guard.shadow)
-        self.prices = UpstreamPrices(settings.upstreams.compatible, tables)  # what the views call unpriced
-        self._reader = ResponseReader(tables, TokenEstimator(), clock, self.prices)
+        self._reader = ResponseReader(tables, TokenEstimator(), clock, UpstreamPrices(settings.upstreams.compatible))
         self._batches = Batches(
             state, fail_closed=settings.state.fail_closed, clock=clock, on_error=observer.state_error
         )
@@ -389,7 +388,8 @@ class Guard:
         error: str | None,
         body: RecordedBody | None,
     ) -> None:
-        record = reporting.request_record(ticket, seen, status, error, body)
+        unpriced = seen is not None and self._reader.unpriced(ticket, seen)
+        record = reporting.request_record(ticket, seen, status, error, body, unpriced=unpriced)
         self._sink.submit(record)
         try:
             self._observer.request_done(record)

@@ -55,17 +55,22 @@ class ResponseReader:
             info,
             ticket.facts or accounting.UNKNOWN_FACTS,
             status,
-            self._cost(ticket, usage),
+            self.cost(ticket, usage) or 0.0,
             latency,
         )
 
-    def _cost(self, ticket: Ticket, usage: Usage | None) -> float:
-        """The cost of a response: by its named upstream's own table (unpriced there: 0, never another
-        table's row), else by the shipped tables."""
+    def cost(self, ticket: Ticket, usage: Usage | None) -> float | None:
+        """The cost of a response: by its named upstream's own table (never another table's row), else by the
+        shipped tables; None when the model is unpriced there (what it adds to a spend is 0: `seen`)."""
         upstream = str(ticket.provider)
         if self._upstreams.covers(upstream):
-            return self._upstreams.cost(upstream, ticket.request.model, usage) or 0.0
-        return self._tables.cost(ticket.request.model, usage)
+            return self._upstreams.cost(upstream, ticket.request.model, usage)
+        return self._tables.bill(ticket.request.model, usage)
+
+    def unpriced(self, ticket: Ticket, seen: ResponseSeen) -> bool:
+        """Whether `seen`'s model has no price (for its record). Only a response that cost nothing can be
+        unpriced: the price is looked up again for those alone."""
+        return not seen.usd and self.cost(ticket, seen.response.usage) is None
 
     def _usage(self, ticket: Ticket, info: ResponseInfo, status: int | None) -> Usage | None:
         if info.usage is not None:

@@ -16,33 +16,21 @@ from typing import Any
 
 from aiohttp import web
 
-from runguard.config.settings import Settings
-from runguard.detectors.support.base import Detector
+from runguard.config import Settings
+from runguard.detectors.support import Detector
 from runguard.proxy.admin.api import RESET_LOG, STORE_READER, AdminApi
 from runguard.proxy.admin.ui.routes import Dashboard
 from runguard.proxy.core.safe_text import proxy_url
-from runguard.proxy.guard import accounting
-from runguard.proxy.guard.costs.pricing import ModelTables
-from runguard.proxy.guard.guard import Guard
-from runguard.proxy.guard.lineup.policy import Policy
-from runguard.proxy.guard.observer import FanOut, Observer
+from runguard.proxy.guard import FanOut, Guard, ModelTables, Observer, Policy, accounting
 from runguard.proxy.http.handlers import handle
-from runguard.proxy.observe import state_metrics
-from runguard.proxy.observe.access_log import AccessLog
-from runguard.proxy.observe.alerts import Alerts
-from runguard.proxy.observe.metrics import Metrics
-from runguard.proxy.observe.spend_metrics import SpendMetrics
+from runguard.proxy.observe import AccessLog, Alerts, Metrics, SpendMetrics, state_metrics
 from runguard.proxy.observe.telemetry import setup as telemetry
 from runguard.proxy.providers.common.history import HistoryCache
-from runguard.proxy.relay.context import CONTEXT, ProxyContext
-from runguard.proxy.relay.shutdown import Shutdown
-from runguard.proxy.relay.upstream import Upstreams
-from runguard.proxy.runs.accounts import Accounts
-from runguard.proxy.runs.keys import KeyHasher, load_salt
+from runguard.proxy.relay import CONTEXT, ProxyContext, Shutdown, Upstreams
+from runguard.proxy.runs import Accounts, KeyHasher, load_salt
 from runguard.proxy.serve.restore import ReadLive, Restore
 from runguard.proxy.serve.watch import Watch
-from runguard.proxy.state.base import ScopeTtls, StateBackend
-from runguard.proxy.state.memory import MemoryState
+from runguard.proxy.state import MemoryState, ScopeTtls, StateBackend
 from runguard.proxy.store.records import Record, RecordSink
 
 log = logging.getLogger("runguard.app")
@@ -64,7 +52,7 @@ def build_state(settings: Settings) -> StateBackend:
     if settings.state.sentinels:
         return _sentinel_state(settings, ttls)
     if settings.state.url:
-        from runguard.proxy.state.redis import RedisState
+        from runguard.proxy.state import RedisState
 
         return RedisState.from_url(
             settings.state.url,
@@ -84,7 +72,7 @@ def build_state(settings: Settings) -> StateBackend:
 def _sentinel_state(settings: Settings, ttls: ScopeTtls) -> StateBackend:
     from redis.asyncio.connection import parse_url
 
-    from runguard.proxy.state.redis import RedisState
+    from runguard.proxy.state import RedisState
 
     cfg = settings.state
     given = parse_url(cfg.url) if cfg.url else {}
@@ -112,7 +100,7 @@ def install_store(
     what is left of the grace period (`shutdown`).
     SQLAlchemy is imported only here, when a store is configured.
     """
-    from runguard.config.loader import ConfigError
+    from runguard.config import ConfigError
     from runguard.proxy.store import QueueSink, StoreReader
     from runguard.proxy.store.live import read_live
     from runguard.proxy.store.resets import ResetLog
@@ -123,7 +111,7 @@ def install_store(
         raise ConfigError(f"store.database_url: {exc}") from exc
     budget = shutdown.remaining if shutdown is not None else None
     app.cleanup_ctx.append(functools.partial(store.lifetime, budget=budget))
-    reader = StoreReader(store.engine, idle_seconds=settings.runs.idle_seconds)
+    reader = StoreReader.on(store.engine, idle_seconds=settings.runs.idle_seconds)
     app[STORE_READER] = reader
 
     async def close_reader(_app: web.Application) -> None:
@@ -258,6 +246,6 @@ def create_app(
     app.router.add_get("/runguard/health", health)
     admin = AdminApi(settings.server, backend, metrics)
     admin.add_routes(app)
-    Dashboard(settings, backend, policy, guard.prices).add_routes(app, admin.guarded)
+    Dashboard(settings, backend, policy).add_routes(app, admin.guarded)
     app.router.add_route("*", "/{tail:.*}", metrics.counted(handle, own_paths=admin.refusal))
     return app

@@ -15,12 +15,11 @@ from collections.abc import Awaitable, Callable
 
 from aiohttp import web
 
-from runguard.config.settings import Settings
-from runguard.proxy.guard.lineup.policy import Policy
-from runguard.proxy.guard.records.rebuild import Rebuilt, rebuild
-from runguard.proxy.runs.tenants import Tenants
-from runguard.proxy.state.base import StateBackend
-from runguard.proxy.store.live import Live, RecordsUnavailable
+from runguard.config import Settings
+from runguard.proxy.guard import Policy, Rebuilt, rebuild
+from runguard.proxy.runs import Tenants
+from runguard.proxy.state import StateBackend
+from runguard.proxy.store.live_facts import Live, RecordsUnavailable
 
 log = logging.getLogger("runguard.restore")
 

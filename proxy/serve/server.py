@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from aiohttp import web
 
 from runguard.proxy.http.errors import ProxyRunner
-from runguard.proxy.relay.shutdown import handlers_wait
+from runguard.proxy.relay import handlers_wait
 from runguard.proxy.serve.timeouts import ClientTimeouts, WatchedSite
 
 

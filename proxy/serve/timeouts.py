@@ -37,7 +37,7 @@ from typing import cast
 from aiohttp import StreamReader, web
 from aiohttp.web_protocol import RequestHandler
 
-from runguard.config.settings import ServerSettings
+from runguard.config import ServerSettings
 from runguard.proxy.core.frozen import frozen
 
 log = logging.getLogger("runguard.server")

@@ -29,8 +29,7 @@ from aiohttp import web
 
 from runguard.proxy.core.errors import StateUnavailable
 from runguard.proxy.serve.restore import Restore
-from runguard.proxy.state.base import StateBackend
-from runguard.proxy.state.generation import Generation, Look
+from runguard.proxy.state import Generation, Look, StateBackend
 
 log = logging.getLogger("runguard.restore")
 

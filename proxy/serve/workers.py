@@ -36,7 +36,7 @@ from multiprocessing.connection import wait
 from multiprocessing.process import BaseProcess
 from types import FrameType
 
-from runguard.config.settings import Settings
+from runguard.config import Settings
 
 STOP_MARGIN_SECONDS = 10.0  # past the shutdown grace period, a worker that has not exited is killed
 

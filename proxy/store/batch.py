@@ -129,7 +129,7 @@ def request_row(row_id: str, r: RequestRecord) -> Row:
         "cached_tokens": _int(r.cached_tokens),
         "reasoning_tokens": _int(r.reasoning_tokens),
         "usage_estimated": r.usage_estimated,
-        "usd": _num(r.usd),
+        "usd": None if r.unpriced else _num(r.usd),
         "upstream_ms": _num(r.upstream_ms),
         "overhead_ms": _num(r.overhead_ms),
         "tool_calls": [_text(name, 256) for name in r.tool_calls],
@@ -190,6 +190,7 @@ class RunDelta:
     output_tokens: int = 0
     cached_tokens: int = 0
     usd: float = 0.0
+    unpriced: int = 0
     trips: int = 0
     warnings: int = 0
     usd_avoided: float = 0.0
@@ -286,7 +287,10 @@ def deltas_of(batch: Batch, new_requests: Collection[str], new_trips: Collection
             d.input_tokens += row["input_tokens"]
             d.output_tokens += row["output_tokens"]
             d.cached_tokens += row["cached_tokens"]
-            d.usd += row["usd"]
+            if row["usd"] is None:
+                d.unpriced += 1
+            else:
+                d.usd += row["usd"]
             d.ends(row["at"], outcome(r))
     for row, t in batch.trips:
         if row["id"] in new_trips:

@@ -42,7 +42,7 @@ def _body(raw: bytes) -> Any:
 
 
 def line(row: dict[str, Any]) -> bytes:
-    """One `StoreReader.recorded()` row as a record line (with its newline)."""
+    """One `RecordedReader.exchanges()` row as a record line (with its newline)."""
     record = {
         "run_id": row["run_id"],
         "at": row["at"],

@@ -12,7 +12,8 @@ still matters:
 - the resets since `since` (`resets` by time): what a reset released stays released, and a reset
   run's counters start again from its reset (its requests after it).
 
-Every query is a range read of one index; nothing scans a whole table.
+Every query is a range read of one index; nothing scans a whole table. What it reads comes back as plain
+values (`live_facts`: a rebuild needs no SQLAlchemy).
 """
 
 from __future__ import annotations
@@ -20,59 +21,15 @@ from __future__ import annotations
 import calendar
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass, field
 
 from sqlalchemy import and_, func, select, tuple_
 from sqlalchemy.exc import SQLAlchemyError
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
-from runguard.proxy.core.errors import RunGuardError
+from runguard.proxy.store.live_facts import Live, LiveRun, LiveTrip, RecordsUnavailable
 from runguard.proxy.store.models import Request, Reset, Run, Trip
 
 CHUNK = 500  # ids per IN (...) of a follow-up query
-
-
-class RecordsUnavailable(RunGuardError):
-    """The record store did not answer (down, unreachable, or its schema not there yet)."""
-
-
-@dataclass(slots=True)
-class LiveRun:
-    """A run seen within the idle time, with its counters (since its last reset, if it had one)."""
-
-    run_id: str
-    key_hash: str
-    first_seen: float
-    last_seen: float
-    requests: int
-    usd: float
-    input_tokens: int
-    output_tokens: int
-
-
-@dataclass(frozen=True, slots=True)
-class LiveTrip:
-    """A blocking trip after the last reset of what it tripped: `target` is the run id, the key hash or
-    key hash|model (`scope`: run, thread, key, key_day, key_model); `count`: such trips in the window."""
-
-    scope: str
-    target: str
-    run_id: str
-    key_hash: str
-    detector: str
-    reason: str
-    request_index: int
-    at: float
-    count: int = 1
-
-
-@dataclass(slots=True)
-class Live:
-    day: str  # the UTC day of `key_day_usd`, YYYY-MM-DD
-    key_day_usd: dict[str, float] = field(default_factory=dict)
-    runs: list[LiveRun] = field(default_factory=list)
-    trips: list[LiveTrip] = field(default_factory=list)
-    resets: int = 0
 
 
 def day_start(now: float) -> tuple[str, float]:
@@ -121,7 +78,7 @@ async def _runs(conn: AsyncConnection, since: float, resets: dict[tuple[str, str
                 run = since_reset[run_id] = LiveRun(run_id, kept.key_hash, at, kept.last_seen, 0, 0.0, 0, 0)
             run.first_seen = min(run.first_seen, at)
             run.requests += 1
-            run.usd += usd
+            run.usd += usd or 0.0  # NULL: unpriced
             run.input_tokens += tokens_in
             run.output_tokens += tokens_out
     return [since_reset.get(run.run_id, run) for run in found if run.run_id not in reset or run.run_id in since_reset]

@@ -31,8 +31,18 @@ class Base(DeclarativeBase):
 
 
 # The amounts of a run that add up over its records: each batch's upsert adds them (`batch.ADDED_UP`, with
-# the agents' count), and the pages read them as the run's totals (`reader`).
-RUN_TOTALS = ("requests", "input_tokens", "output_tokens", "cached_tokens", "usd", "trips", "warnings", "usd_avoided")
+# the agents' count), and the readers read them as the run's totals (`runs`).
+RUN_TOTALS = (
+    "requests",
+    "input_tokens",
+    "output_tokens",
+    "cached_tokens",
+    "usd",
+    "unpriced",
+    "trips",
+    "warnings",
+    "usd_avoided",
+)
 
 
 class Run(Base):
@@ -51,7 +61,8 @@ class Run(Base):
     input_tokens: Mapped[int] = mapped_column(BigInteger, default=0)
     output_tokens: Mapped[int] = mapped_column(BigInteger, default=0)
     cached_tokens: Mapped[int] = mapped_column(BigInteger, default=0)
-    usd: Mapped[float] = mapped_column(Float, default=0.0)
+    usd: Mapped[float] = mapped_column(Float, default=0.0)  # of its priced requests
+    unpriced: Mapped[int] = mapped_column(Integer, default=0, server_default="0")  # requests with no price
     trips: Mapped[int] = mapped_column(Integer, default=0)  # blocking verdicts
     warnings: Mapped[int] = mapped_column(Integer, default=0)
     usd_avoided: Mapped[float] = mapped_column(Float, default=0.0)
@@ -92,7 +103,7 @@ class Request(Base):
     cached_tokens: Mapped[int] = mapped_column(Integer)
     reasoning_tokens: Mapped[int] = mapped_column(Integer)
     usage_estimated: Mapped[bool] = mapped_column(Boolean)
-    usd: Mapped[float] = mapped_column(Float)
+    usd: Mapped[float | None] = mapped_column(Float)  # NULL: the model has no price (unpriced)
     upstream_ms: Mapped[float | None] = mapped_column(Float)
     overhead_ms: Mapped[float] = mapped_column(Float)
     tool_calls: Mapped[list[str]] = mapped_column(JSON)

@@ -53,6 +53,9 @@ class RequestRecord:
     reasoning_tokens: int = 0
     usage_estimated: bool = False
     usd: float = 0.0
+    # The model has no price (`pricing`): its cost is unknown. `usd` is 0.0 (it adds nothing to a spend), the
+    # store keeps NULL, and the views say unpriced, never $0.
+    unpriced: bool = False
     upstream_ms: float | None = None  # None when nothing went upstream
     overhead_ms: float = 0.0  # time spent in the proxy itself
     tool_calls: tuple[str, ...] = ()  # tool names the response called

@@ -158,6 +158,7 @@ EMPTY_OUTPUTS = [
     '{"output": "", "metadata": {"exit_code": 0, "duration_seconds": 0.2}}',
     "[Command finished with exit code 0]",
     "(no output)",
+    "Shell cwd was reset to /home/dev/project",  # Claude Code's notice after a command that moved the shell
 ]
 
 

@@ -225,3 +225,70 @@ async def test_a_run_printing_a_line_it_never_printed_is_progress() -> None:
 async def test_runs_printing_only_what_they_printed_before_trip() -> None:
     assert first_trip(await RunSimulator([Novelty()]).run(runs([0] * 6))) == 5
     assert first_trip(await RunSimulator([Novelty()]).run(runs([0, 1] * 3))) == 6  # a flipped line
+
+
+# A machine whose interpreter warns about a broken plugin file on every start, whatever the script.
+WARNING_BLOCK = """Warning: could not load plugin registry /usr/local/share/toolkit/plugins.d/legacy-hooks.cfg
+  Traceback (most recent call last):
+    File "/usr/local/lib/toolkit/registry.py", line 88, in load_hooks
+      module = importer.find_spec(entry).loader
+  AttributeError: 'NoneType' object has no attribute 'loader'
+Continuing without the legacy hooks"""
+
+
+def probe(labels: list[str], values: list[str]) -> tuple[str, dict[str, str], str]:
+    """A coding agent's probe: a script printing labelled values; its output, then the warning block."""
+    script = "python3 - <<'EOF'\n" + "\n".join(f"print('{label}:', check('{label}'))" for label in labels) + "\nEOF"
+    printed = "\n".join(f"{label}: {value}" for label, value in zip(labels, values, strict=True))
+    return ("bash", {"command": script}, f"{printed}\n{WARNING_BLOCK}")
+
+
+PROBES = [
+    (
+        ["parse_date('2024-02-30') raises", "parse_date('2024-02-29') returns"],
+        ["ValueError day out of range", "Feb 29"],
+    ),
+    (["strict mode default", "locale fallback order"], ["False", "en_US then C then POSIX"]),
+    (["timezone of naive input", "dst shift applied"], ["UTC assumed silently", "no, offset stays +01:00"]),
+    (["cache hit after reload", "cache size limit"], ["miss, key includes mtime", "128 entries LRU"]),
+    (["fixed parse_date('2024-02-30')", "fixed strict default"], ["raises InvalidDate", "True after the patch"]),
+]
+
+
+async def test_probes_printing_new_values_beside_a_constant_warning_pass() -> None:
+    # Each probe answers another question; the block every run of the interpreter prints is not the answer.
+    tests = ("bash", {"command": "pytest tests/test_dates.py -q"}, f"41 passed, 1 failed in dates\n{WARNING_BLOCK}")
+    turns = [[tests], *[[probe(labels, values)] for labels, values in PROBES]]
+    turns += [[probe(labels, list(reversed(values)))] for labels, values in PROBES]
+    assert first_trip(await RunSimulator([Novelty()]).run(agent_loop(turns))) is None
+
+
+async def test_the_same_answer_beside_a_constant_warning_still_trips() -> None:
+    answer = "\n".join(f"row {i}: invoice batch {i * 7} was exported to the ledger at step {i}" for i in range(8))
+    learned = [[probe(labels, values)] for labels, values in PROBES[:2]]
+    stuck = [
+        [("bash", {"command": f"python3 tools/export_report.py --since {day}"}, f"{answer}\n{WARNING_BLOCK}")]
+        for day in ("monday", "2024-05-06", "yesterday", "last-week")
+    ]
+    assert first_trip(await RunSimulator([Novelty()]).run(agent_loop([*learned, *stuck]))) == 7
+
+
+async def test_a_probes_printed_labels_are_its_answer_not_an_echo() -> None:
+    # The labels come from the script and the values are single words: the lines are still what it found.
+    asked = [
+        ["im(a).is_zero", "im(a) != 0", "bool(im(a))", "im(a).is_real", "Point2D(1, 2).is_zero"],
+        ["re(b).is_extended_nonnegative", "abs(e) < 2", "e == 1", "b.is_commutative", "sin(x).is_finite"],
+        ["Intersection(*[])", "not other_sets", "other_sets == S.UniversalSet", "len(res)", "len(unk)"],
+        [
+            "inspect.isbuiltin(int)",
+            "int.__module__",
+            "inspect.isclass(struct.Struct)",
+            "hints[ret]",
+            "typing.get_origin(hint)",
+        ],
+        ["sqf_list(x**5).degree", "gcd of the factors", "factor count", "leading coefficient", "is squarefree"],
+        ["_half(other)", "b.is_extended_real", "Pow(b, e).is_zero", "e.is_integer", "other.is_Rational"],
+    ]
+    values = ["None", "True", "False", "2", "None"]
+    turns = [[probe(labels, values[n % 5 :] + values[: n % 5])] for n, labels in enumerate(asked)]
+    assert first_trip(await RunSimulator([Novelty()]).run(agent_loop(turns))) is None

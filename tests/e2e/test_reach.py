@@ -106,7 +106,7 @@ async def _stored(store_url: str, run_ids: set[str]) -> None:
     reader = StoreReader.open(store_url)
     try:
         for _ in range(200):
-            runs = {run["run_id"]: run for run in await reader.recent_runs(10)}
+            runs = {run["run_id"]: run for run in await reader.runs.recent(10)}
             if run_ids <= set(runs) and runs[GEMINI_RUN]["trips"] and runs[COMPAT_RUN]["trips"]:
                 return
             await asyncio.sleep(0.05)

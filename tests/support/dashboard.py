@@ -57,7 +57,7 @@ async def serve_traffic(running: Running, upstream: FakeUpstream, store_url: str
     reader = StoreReader.open(store_url)
     try:
         for _ in range(200):
-            runs = {run["run_id"]: run for run in await reader.recent_runs(10)}
+            runs = {run["run_id"]: run for run in await reader.runs.recent(10)}
             if len(runs) == 3 and runs[RUNAWAY]["trips"] and runs[HEALTHY]["status"] == "completed":
                 return
             await asyncio.sleep(0.05)

@@ -19,10 +19,8 @@ from runguard.proxy.admin.ui.routes import UiContext, no_store, reader_of
 from runguard.proxy.admin.ui.run_page import reset_control
 from runguard.proxy.core.ops import Scope
 from runguard.proxy.core.safe_text import reset_command
-from runguard.proxy.guard import breaker
-from runguard.proxy.guard.breaker import BreakerRecord
+from runguard.proxy.guard import BreakerRecord, breaker, spend
 from runguard.proxy.store import StoreReader
-from runguard.proxy.store import pages as queries
 
 DAYS = 7
 MAX_KEYS = 200
@@ -47,8 +45,8 @@ async def page(request: web.Request, ctx: UiContext) -> Html:
     if not isinstance(reader, StoreReader):
         return layout("Keys", "keys", no_store())
     now = reader.now()
-    found = (await queries.keys(reader, DAYS, ctx.past))[:MAX_KEYS]
-    stored_today = await queries.spend_today(reader, [key["key_hash"] for key in found])
+    found = (await reader.spend.keys(DAYS, ctx.past))[:MAX_KEYS]
+    stored_today = await reader.spend.today([key["key_hash"] for key in found])
     labels = ctx.settings.guard.key_labels
     rows = []
     for key in found:
@@ -75,7 +73,7 @@ async def page(request: web.Request, ctx: UiContext) -> Html:
                 _meter(spent if spent is not None else stored_today.get(key_hash, 0.0), budget),
                 Html(esc(state) + (esc(f" ({record.detector})") if record else "") + reset),
                 join(open_models, "; ") or "all closed",
-                usd(key["usd"]),
+                spend(key["usd"], key["unpriced"]),
                 key["requests"],
                 join(key["models"], ", "),
             ]

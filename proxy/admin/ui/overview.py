@@ -25,9 +25,8 @@ from runguard.proxy.admin.ui.html import (
 )
 from runguard.proxy.admin.ui.routes import UiContext, no_store, reader_of
 from runguard.proxy.admin.ui.trips_page import detector_table
-from runguard.proxy.store import StoreReader
-from runguard.proxy.store import pages as queries
-from runguard.proxy.store.reader import Row
+from runguard.proxy.guard import spend
+from runguard.proxy.store import Row, RunFilter, StoreReader
 
 DAYS = 7
 TOP = 5  # series shown per chart; the rest are summed as "other"
@@ -77,18 +76,19 @@ async def page(request: web.Request, ctx: UiContext) -> Html:
         return layout("Overview", "", no_store())
     labels = {hash_: name for hash_, name in ctx.settings.guard.key_labels.items()}
     now = reader.now()
-    starts, by_key = await queries.spend_by_day(reader, DAYS, "key_hash", ctx.past)
-    _, by_model = await queries.spend_by_day(reader, DAYS, "model", ctx.past)
-    live = await queries.count_live(reader)
-    recent = await queries.runs(reader, queries.RunFilter(status="running"), per_page=10)
-    day_trips = await reader.trips_by_detector(now - 86400)
-    week_trips = await reader.trips_by_detector(now - 7 * 86400)
-    today = sum(row["usd"] for row in by_key if row["day"] == len(starts) - 1)
-    week = sum(row["usd"] for row in by_key)
+    starts, by_key = await reader.spend.by_day(DAYS, "key_hash", ctx.past)
+    _, by_model = await reader.spend.by_day(DAYS, "model", ctx.past)
+    live = await reader.runs.count_live()
+    recent = await reader.runs.page(RunFilter(status="running"), per_page=10)
+    day_trips = await reader.trips.by_detector(now - 86400)
+    week_trips = await reader.trips.by_detector(now - 7 * 86400)
+    today = [row for row in by_key if row["day"] == len(starts) - 1]
+    spent_today = spend(sum(row["usd"] for row in today), sum(row["unpriced"] for row in today))
+    spent_week = spend(sum(row["usd"] for row in by_key), sum(row["unpriced"] for row in by_key))
     cards = _cards(
         [
-            ("Spend today (UTC)", usd(today), None),
-            (f"Spend, last {DAYS} days", usd(week), None),
+            ("Spend today (UTC)", spent_today, None),
+            (f"Spend, last {DAYS} days", spent_week, None),
             ("Runs live now", str(live), href("runs", status="running")),
             ("Trips, last 24 h", str(sum(r["trips"] for r in day_trips)), href("trips")),
             ("Warnings, last 24 h", str(sum(r["warnings"] for r in day_trips)), href("trips")),
@@ -109,7 +109,7 @@ async def page(request: web.Request, ctx: UiContext) -> Html:
             short(r["key_hash"]),
             join(r["agents"], ", "),
             r["requests"],
-            usd(r["usd"]),
+            spend(r["usd"], r["unpriced"]),
             when(r["last_seen"]),
         ]
         for r in recent.rows

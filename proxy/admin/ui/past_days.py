@@ -8,7 +8,7 @@ DAY = 86400.0
 
 
 class PastDays:
-    """Per-day sums of days that have ended (`store.pages.DayCache`), kept by one dashboard, so only
+    """Per-day sums of days that have ended (`store.spend.DayCache`), kept by one dashboard, so only
     today's requests are read again on every page (at 100,000 runs the whole week is most of a page's cost).
     Days older than `KEEP_DAYS` before the newest one put are forgotten, so it stays small.
     """

@@ -22,14 +22,13 @@ from dataclasses import dataclass, field
 
 from aiohttp import web
 
-from runguard.config.settings import Settings
+from runguard.config import Settings
 from runguard.proxy.admin.api import STORE_READER
 from runguard.proxy.admin.ui.html import BASE, Html, layout, tag
 from runguard.proxy.admin.ui.past_days import PastDays
 from runguard.proxy.core.errors import StateUnavailable
-from runguard.proxy.guard.costs.upstream_prices import UpstreamPrices
-from runguard.proxy.guard.lineup.policy import Policy
-from runguard.proxy.state.base import StateBackend
+from runguard.proxy.guard import Policy
+from runguard.proxy.state import StateBackend
 
 log = logging.getLogger("runguard.ui")
 
@@ -52,7 +51,6 @@ class UiContext:
     settings: Settings
     state: StateBackend
     policy: Policy
-    prices: UpstreamPrices  # what the pages call unpriced (`upstream_prices`)
     past: PastDays = field(default_factory=PastDays)  # spend of ended days, read once
 
 
@@ -84,8 +82,8 @@ def no_store() -> Html:
 class Dashboard:
     """The dashboard of one app."""
 
-    def __init__(self, settings: Settings, state: StateBackend, policy: Policy, prices: UpstreamPrices) -> None:
-        self._ctx = UiContext(settings, state, policy, prices)
+    def __init__(self, settings: Settings, state: StateBackend, policy: Policy) -> None:
+        self._ctx = UiContext(settings, state, policy)
         files = importlib.resources.files("runguard.proxy.admin.ui") / "static"
         self._static = {name: (files / name).read_bytes() for name in STATIC_TYPES}
 

@@ -23,12 +23,9 @@ from runguard.proxy.admin.ui.routes import NotFound, UiContext, no_store, reader
 from runguard.proxy.admin.ui.runs_page import page_number
 from runguard.proxy.core.ops import Scope
 from runguard.proxy.core.safe_text import reset_command
-from runguard.proxy.guard import breaker
-from runguard.proxy.guard.breaker import BreakerRecord
-from runguard.proxy.guard.costs.upstream_prices import UpstreamPrices, any_unpriced, spend
+from runguard.proxy.guard import BreakerRecord, breaker, spend
 from runguard.proxy.runs import tenants
 from runguard.proxy.store import StoreReader
-from runguard.proxy.store import pages as queries
 
 RECORD_HINT = (
     "Message content was not recorded for this run, so only tool names are shown. To keep request and response "
@@ -75,7 +72,7 @@ def _entries(entries: list[Entry]) -> Html:
     return Html("".join(items))
 
 
-def _step_rows(detail: dict[str, Any], start: float, prices: UpstreamPrices) -> list[list[Any]]:
+def _step_rows(detail: dict[str, Any], start: float) -> list[list[Any]]:
     rows: list[list[Any]] = []
     previous_agent = None
     for step in detail["requests"]:
@@ -97,7 +94,7 @@ def _step_rows(detail: dict[str, Any], start: float, prices: UpstreamPrices) -> 
                 agent,
                 Html(esc(step["model"]) + tag("span", f" ({step['provider']})", class_="muted")),
                 f"{tokens(step['input_tokens'])} / {tokens(step['output_tokens'])}{cached}",
-                spend(step["usd"], not prices.priced(step["provider"], step["model"])),
+                spend(step["usd"]),
                 latency,
                 status,
                 calls,
@@ -150,7 +147,7 @@ async def page(request: web.Request, ctx: UiContext) -> Html:
     run_id = request.match_info["run_id"]
     number = page_number(request.query.get("page"))
     reader = reader_of(request)
-    detail = await queries.run(reader, run_id, number) if isinstance(reader, StoreReader) else None
+    detail = await reader.runs.detail(run_id, number) if isinstance(reader, StoreReader) else None
     tenant = await _tenant(request, ctx, run_id, detail)
     fields = await ctx.state.read_scope(Scope.RUN, tenants.state_id(tenant, run_id)) if tenant else {}
     record = BreakerRecord.loads(fields.get(breaker.FIELD))
@@ -166,8 +163,7 @@ async def page(request: web.Request, ctx: UiContext) -> Html:
             parts.append(dl({name.replace("_", " "): value for name, value in live.items()}))
         return layout(f"Run {run_id}", "runs", Html("".join(parts)))
     run = detail["run"]
-    prices = ctx.prices
-    served = {(step["provider"], step["model"]) for step in detail["requests"]}
+    providers = {step["provider"] for step in detail["requests"]}
     summary = dl(
         {
             "status": badge(run["status"]),
@@ -175,9 +171,9 @@ async def page(request: web.Request, ctx: UiContext) -> Html:
             "agents": join(run["agents"], ", "),
             "requests": run["requests"],
             "tokens in / out": f"{tokens(run['input_tokens'])} / {tokens(run['output_tokens'])}",
-            "providers": join(sorted({provider for provider, _ in served}), ", "),
-            "spend": spend(run["usd"], any_unpriced(prices, served)),
-            "cost avoided (est.)": spend(run["usd_avoided"], any_unpriced(prices, served)),
+            "providers": join(sorted(providers), ", "),
+            "spend": spend(run["usd"], run["unpriced"]),
+            "cost avoided (est.)": spend(run["usd_avoided"], run["unpriced"]),
             "started": when(run["first_seen"]),
             "last activity": when(run["last_seen"]),
             "duration": f"{run['duration_s']:.1f} s",
@@ -207,7 +203,7 @@ async def page(request: web.Request, ctx: UiContext) -> Html:
         )
     headers = ["#", "at", "agent", "model", "tokens in / out", "cost", "latency", "status", "tool calls", "verdicts"]
     parts.append(tag("h2", "Timeline"))
-    parts.append(table(headers, _step_rows(detail, run["first_seen"], prices), class_="timeline"))
+    parts.append(table(headers, _step_rows(detail, run["first_seen"]), class_="timeline"))
     parts.append(pager(number, detail["more"], f"runs/{quote(run_id, safe='')}", {}))
     parts.append(tag("h2", "Conversation"))
     parts.append(_conversation(detail))

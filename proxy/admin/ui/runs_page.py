@@ -28,9 +28,8 @@ from runguard.proxy.admin.ui.html import (
     when,
 )
 from runguard.proxy.admin.ui.routes import UiContext, no_store, reader_of
-from runguard.proxy.guard.costs.upstream_prices import any_unpriced, spend
-from runguard.proxy.store import StoreReader
-from runguard.proxy.store import pages as queries
+from runguard.proxy.guard import spend
+from runguard.proxy.store import STATUSES, RunFilter, StoreReader
 
 REFRESH_SECONDS = 5
 SINCE = {"": "any time", "1h": "last hour", "24h": "last 24 hours", "7d": "last 7 days", "30d": "last 30 days"}
@@ -72,7 +71,7 @@ def _select(name: str, label: str, options: dict[str, str], chosen: str) -> Html
 
 
 def filters(ctx: UiContext, status: str, key: str, detector: str, since: str) -> Html:
-    statuses = {"": "any", **{s: s for s in queries.STATUSES}}
+    statuses = {"": "any", **{s: s for s in STATUSES}}
     detectors = {"": "any", **{d.name: d.name for d in ctx.policy.detectors}}
     if detector and detector not in detectors:
         detectors[detector] = detector
@@ -99,13 +98,12 @@ async def page(request: web.Request, ctx: UiContext) -> Html:
         window = seconds(since)
     except BadFilter as exc:
         return layout("Runs", "runs", Html(form + tag("p", str(exc), class_="notice")))
-    if status and status not in queries.STATUSES:
+    if status and status not in STATUSES:
         return layout("Runs", "runs", Html(form + tag("p", f"unknown status {status!r}", class_="notice")))
-    found = queries.RunFilter(
+    found = RunFilter(
         status or None, key or None, detector or None, reader.now() - window if window is not None else None
     )
-    result = await queries.runs(reader, found, number)
-    prices = ctx.prices
+    result = await reader.runs.page(found, number)
     rows = [
         [
             link(run_href(r["run_id"]), r["run_id"], class_="run-id"),
@@ -116,8 +114,8 @@ async def page(request: web.Request, ctx: UiContext) -> Html:
             join(r["providers"], ", "),
             r["requests"],
             f"{tokens(r['input_tokens'])} / {tokens(r['output_tokens'])}",
-            spend(r["usd"], any_unpriced(prices, r["served"])),
-            spend(r["usd_avoided"], any_unpriced(prices, r["served"])) if r["trips"] else "",
+            spend(r["usd"], r["unpriced"]),
+            spend(r["usd_avoided"], r["unpriced"]) if r["trips"] else "",
             when(r["first_seen"]),
             when(r["last_seen"]),
         ]

@@ -23,13 +23,11 @@ from runguard.proxy.admin.ui.html import (
 )
 from runguard.proxy.admin.ui.routes import UiContext, no_store, reader_of
 from runguard.proxy.admin.ui.runs_page import page_number
-from runguard.proxy.store import StoreReader
-from runguard.proxy.store import pages as queries
-from runguard.proxy.store.reader import Row
+from runguard.proxy.store import Row, StoreReader
 
 
 def detector_table(summary: Sequence[Row], target: str) -> Html:
-    """`StoreReader.trips_by_detector`'s rows as a table: each detector's trips, warnings, runs, estimated cost
+    """`TripReader.by_detector`'s rows as a table: each detector's trips, warnings, runs, estimated cost
     avoided and last trip, its name linking to the `target` page filtered to it."""
     rows = [
         [
@@ -51,8 +49,8 @@ async def page(request: web.Request, ctx: UiContext) -> Html:
         return layout("Trips", "trips", no_store())
     detector = request.query.get("detector", "")
     number = page_number(request.query.get("page"))
-    summary = await reader.trips_by_detector(reader.now() - 86400)
-    found = await queries.trips(reader, detector or None, number)
+    summary = await reader.trips.by_detector(reader.now() - 86400)
+    found = await reader.trips.page(detector or None, number)
     rows = [
         [
             when(t["at"]),

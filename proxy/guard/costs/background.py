@@ -119,8 +119,8 @@ class BackgroundCosts:
             return  # another poll (here or on another replica) accounts for it
         run_id, pending = found
         now = self._clock()
-        usd = self._tables.cost(pending.model, info.usage)
-        ops = accounting.usage_ops(info.usage, usd)
+        usd = self._tables.bill(pending.model, info.usage)  # None: unpriced, it adds nothing to a spend
+        ops = accounting.usage_ops(info.usage, usd or 0.0)
         finished = continuation.dumps(run_id, info.tool_calls)  # no longer pending: later polls stop at `recall`
         # One after the other: a gather's tasks would hand the loop over, and with a state that never
         # waits nothing here is shielded from the handler's cancellation (`ProxyContext.settle`).

@@ -5,21 +5,20 @@ or knows at other prices, so each is priced by its own table only: a model its t
 there (the exact name, case aside, or that name followed by version tokens, `-2024-08-06`, `@001`); any
 other model is **unpriced**: its cost is unknown, never taken from another upstream's row nor counted as a
 price of zero. An unpriced response adds nothing to a run's or a key's spend, so budget caps cannot stop on
-it; token and step caps hold as for any request. The records, `runguard-proxy runs` and the dashboard show
-such a run as unpriced (`priced`), never as $0.
+it; token and step caps hold as for any request. Its record keeps no cost (NULL in the store, `unpriced`), so
+`runguard-proxy runs`, `show`, the admin API and the dashboard show it as unpriced (`spend`), never as $0.
 
 Requests to the built-in providers are priced by the shipped tables (`pricing.ModelTables`): a model they
-do not know is unpriced too, shown so when the views are given the tables (`shipped`).
+do not know is unpriced the same way.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping
 
 from runguard.config.compatible import CompatibleUpstream, ModelPrice
-from runguard.config.settings import Settings
 from runguard.proxy.core.events import Usage
-from runguard.proxy.guard.costs.pricing import ModelTables, Price, resolve
+from runguard.proxy.guard.costs.pricing import Price, resolve
 
 
 def _price(row: ModelPrice) -> Price:
@@ -35,8 +34,7 @@ def _find(table: Mapping[str, Price], model: str) -> Price | None:
 class UpstreamPrices:
     """Each named upstream's price table (see the module docstring); empty when none is configured."""
 
-    def __init__(self, upstreams: Mapping[str, CompatibleUpstream], shipped: ModelTables | None = None) -> None:
-        self._shipped = shipped  # the built-in providers' tables: None, every model of theirs counts as priced
+    def __init__(self, upstreams: Mapping[str, CompatibleUpstream]) -> None:
         self._tables = {
             name: {model.lower(): _price(row) for model, row in upstream.prices.items()}
             for name, upstream in upstreams.items()
@@ -46,35 +44,21 @@ class UpstreamPrices:
         """Whether `upstream` is a named upstream, priced by its own table only."""
         return upstream in self._tables
 
-    def priced(self, upstream: str, model: str) -> bool:
-        """Whether `model` has a price on `upstream`: its own table for a named upstream, else the shipped
-        tables (when given)."""
-        table = self._tables.get(upstream)
-        if table is not None:
-            return _find(table, model) is not None
-        return self._shipped is None or self._shipped.price(model) is not None
-
     def cost(self, upstream: str, model: str, usage: Usage | None) -> float | None:
-        """The USD cost of `usage` of `model` on the named `upstream`; None when unpriced."""
+        """The USD cost of `usage` of `model` on the named `upstream`; None when unpriced (and it used tokens:
+        nothing used costs nothing, as `pricing.ModelTables.bill` says)."""
+        if usage is None or not (usage.input_tokens or usage.output_tokens):
+            return 0.0
         price = _find(self._tables.get(upstream, {}), model)
-        if price is None:
-            return None
-        return price.cost(usage) if usage is not None else 0.0
+        return price.cost(usage) if price is not None else None
 
 
-def shipped_prices(settings: Settings) -> UpstreamPrices:
-    """The prices the views judge by: each named upstream's table, and the shipped tables as configured."""
-    return UpstreamPrices(settings.upstreams.compatible, ModelTables(settings.pricing_file, settings.models_file))
-
-
-def spend(usd: float, unpriced: bool) -> str:
-    """A spend as the views write it: `$0.0123`, `$0.0123 + unpriced` when some requests have no price, and
-    `unpriced` (never `$0.0000`) when none of them has one."""
+def spend(usd: float | None, unpriced: int | bool = 0) -> str:
+    """A spend as the views write it: `$0.0123`; `$0.0123 + unpriced` when `unpriced` (a count, or a flag) of
+    its requests have no price; `unpriced` (never `$0.0000`) for one request whose cost is NULL (`usd` None) or
+    a sum of unpriced requests alone."""
+    if usd is None:
+        return "unpriced"
     if not unpriced:
         return f"${usd:,.4f}"
     return f"${usd:,.4f} + unpriced" if usd > 0 else "unpriced"
-
-
-def any_unpriced(prices: UpstreamPrices, served: Iterable[Sequence[str]]) -> bool:
-    """Whether any (provider, model) a run's requests went to has no price (`UpstreamPrices.priced`)."""
-    return any(not prices.priced(provider, model) for provider, model in served)

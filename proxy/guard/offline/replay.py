@@ -154,7 +154,7 @@ def read_file(path: Path, run_id: str | None = None, read: Callable[[int], None]
 
 
 async def from_rows(rows: AsyncIterable[dict[str, Any]]) -> AsyncIterator[Exchange]:
-    """Exchanges from `StoreReader.recorded()` rows."""
+    """Exchanges from `RecordedReader.exchanges()` rows."""
     async for row in rows:
         yield Exchange(
             run_id=row["run_id"],

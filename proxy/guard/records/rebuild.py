@@ -31,7 +31,7 @@ from runguard.proxy.core.ops import Add, Op, PutNX, Raise, Scope
 from runguard.proxy.guard import breaker
 from runguard.proxy.runs.tenants import Tenants, state_id
 from runguard.proxy.state.base import ScopeIds, StateBackend
-from runguard.proxy.store.live import Live, LiveRun, LiveTrip
+from runguard.proxy.store.live_facts import Live, LiveRun, LiveTrip
 
 CONCURRENCY = 64  # batches in flight at once (Redis: round trips overlapped; memory: no await anyway)
 

@@ -59,8 +59,15 @@ def trip_record(
 
 
 def request_record(
-    ticket: Ticket, seen: ResponseSeen | None, status: int | None, error: str | None, body: RecordedBody | None
+    ticket: Ticket,
+    seen: ResponseSeen | None,
+    status: int | None,
+    error: str | None,
+    body: RecordedBody | None,
+    *,
+    unpriced: bool = False,
 ) -> RequestRecord:
+    """The record of `ticket`'s request; `unpriced`: its model has no price (`ResponseReader.cost` is None)."""
     request = ticket.request
     response = seen.response if seen is not None else None
     usage = response.usage if response is not None else None
@@ -85,6 +92,7 @@ def request_record(
         reasoning_tokens=usage.reasoning_tokens if usage else 0,
         usage_estimated=usage.estimated if usage else False,
         usd=seen.usd if seen else 0.0,
+        unpriced=unpriced,
         upstream_ms=latency * 1000 if seen else None,
         overhead_ms=max(0.0, (time.perf_counter() - ticket.started - latency) * 1000),
         tool_calls=tuple(c.name for c in response.tool_calls) if response else (),
@@ -103,14 +111,15 @@ def polled_record(
     response: ResponseInfo,
     *,
     at: float,
-    usd: float,
+    usd: float | None,
     streamed: bool,
     status: int,
     latency: float,
     began: float,
 ) -> RequestRecord:
     """The record of the poll that found a background response finished: its usage, cost and tool calls,
-    under the index of the request that started it (`polled`: no request of its own in the run's totals)."""
+    under the index of the request that started it (`polled`: no request of its own in the run's totals);
+    `usd` None: the model has no price."""
     usage = response.usage
     return RequestRecord(
         run_id=run_id,
@@ -127,7 +136,8 @@ def polled_record(
         output_tokens=usage.output_tokens if usage else 0,
         cached_tokens=usage.cached_tokens if usage else 0,
         reasoning_tokens=usage.reasoning_tokens if usage else 0,
-        usd=usd,
+        usd=usd or 0.0,
+        unpriced=usd is None,
         upstream_ms=latency * 1000,
         overhead_ms=max(0.0, (time.perf_counter() - began - latency) * 1000),
         tool_calls=tuple(c.name for c in response.tool_calls),

@@ -37,6 +37,7 @@ def test_command_of_reads_the_command_a_call_runs(name: str, arguments: str, com
         "[Command finished with exit code 1]",
         "Exit code: 0\nOutput:\n",
         "(no output)\n\n12,400 tokens left",
+        "Shell cwd was reset to /home/dev/project",
     ],
 )
 def test_an_output_that_only_says_the_command_ran_is_trivial(content: str) -> None:
@@ -54,6 +55,7 @@ def test_an_output_that_only_says_the_command_ran_is_trivial(content: str) -> No
         '{"results": []}',
         "[Command finished with exit code 137]",
         "x" * 400,
+        "2 passed\nShell cwd was reset to /home/dev/project",
     ],
 )
 def test_an_output_that_says_something_is_not(content: str) -> None:

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import re
 
-from runguard.detectors.catalogue import render
 from runguard.detectors.registry import DETECTOR_CLASSES
+from runguard.detectors.registry.catalogue import render
 from runguard.detectors.support import guide
 
 

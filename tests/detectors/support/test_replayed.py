@@ -60,5 +60,7 @@ def test_a_labelled_json_answer_is_read_as_json() -> None:
 
 def test_lines_echoing_the_calls_are_left_out() -> None:
     echo = echo_of([call("search", {"query": "lowest fare LIS BER May"})])
-    units = ["query lowest fare lis ber may", "TAP TP552 89 EUR\nquery: LIS BER"]
-    assert without_echo(units, echo) == ["TAP TP552 89 EUR"]
+    units = ["query lowest fare lis ber may", "TAP TP552 89 EUR LIS to BER\nquery: LIS BER"]
+    assert without_echo(units, echo) == ["TAP TP552 89 EUR LIS to BER"]
+    quoted = "Error executing tool 'search' with arguments {'query': 'lowest fare LIS BER May'}: timed out"
+    assert without_echo([quoted], echo) == ["error executing tool search with arguments timed out"]

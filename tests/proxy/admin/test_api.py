@@ -179,18 +179,25 @@ async def test_key_reset_clears_key_and_key_model_breakers(blocking: tuple[str, 
     assert await state.read_scope(Scope.KEY_MODEL, f"{key_hash}|gpt-4o-mini") == {}
 
 
-class FakeReader:
-    async def recent_runs(self, limit: int) -> Sequence[Mapping[str, Any]]:
+class FakeRuns:
+    async def recent(self, limit: int) -> Sequence[Mapping[str, Any]]:
         return [{"run_id": f"run-{i}"} for i in range(limit)]
 
-    async def recent_trips(self, limit: int, run_id: str | None) -> Sequence[Mapping[str, Any]]:
-        return [{"run_id": run_id or "any", "detector": "spiral"}]
-
-    async def run_timeline(self, run_id: str) -> Sequence[Mapping[str, Any]] | None:
+    async def timeline(self, run_id: str) -> Sequence[Mapping[str, Any]] | None:
         return [{"index": 1, "agent": "planner"}] if run_id == "stored" else None
 
-    async def run(self, run_id: str) -> Mapping[str, Any] | None:
+    async def one(self, run_id: str) -> Mapping[str, Any] | None:
         return {"run_id": run_id, "status": "completed"} if run_id == "stored" else None
+
+
+class FakeTrips:
+    async def recent(self, limit: int, run_id: str | None = None) -> Sequence[Mapping[str, Any]]:
+        return [{"run_id": run_id or "any", "detector": "spiral"}]
+
+
+class FakeReader:
+    runs = FakeRuns()
+    trips = FakeTrips()
 
 
 async def test_listings_and_timeline_come_from_an_installed_store_reader(upstream: FakeUpstream) -> None:
@@ -217,18 +224,17 @@ async def test_listings_and_timeline_come_from_an_installed_store_reader(upstrea
         await running.stop()
 
 
+class _Down:
+    """Every read fails as a database that is down fails."""
+
+    async def _down(self, *args: object) -> None:
+        raise ConnectionRefusedError("database down")
+
+    recent = one = timeline = _down
+
+
 class _DownReader:
-    async def recent_runs(self, limit: int) -> list[dict[str, object]]:
-        raise ConnectionRefusedError("database down")
-
-    async def recent_trips(self, limit: int, run_id: str | None) -> list[dict[str, object]]:
-        raise ConnectionRefusedError("database down")
-
-    async def run_timeline(self, run_id: str) -> list[dict[str, object]] | None:
-        raise ConnectionRefusedError("database down")
-
-    async def run(self, run_id: str) -> dict[str, object] | None:
-        raise ConnectionRefusedError("database down")
+    runs = trips = _Down()
 
 
 async def test_admin_answers_503_while_the_store_is_down(upstream: FakeUpstream) -> None:

@@ -105,3 +105,16 @@ async def test_a_stream_let_through_while_the_state_failed_records_its_estimated
     assert record.usd > 0
     run = await state.read_scope(Scope.RUN, RUN_STATE)
     assert run["core.out"] == float(record.output_tokens) and run["core.usd"] == pytest.approx(record.usd)
+
+
+async def test_a_model_no_table_knows_is_recorded_unpriced_never_at_zero_or_another_price(
+    upstream: FakeUpstream, sink: ListSink, client: openai.AsyncOpenAI
+) -> None:
+    served = payloads.chat_completion(usage=(1000, 200), model="acme-coder-9")  # the model it was asked for
+    upstream.script = lambda _: Reply.json(served)
+    await client.chat.completions.create(**{**ASK, "model": "acme-coder-9"})
+    upstream.script = lambda _: Reply.json(payloads.chat_completion(usage=(1000, 200)))
+    await client.chat.completions.create(**ASK)
+    unknown, known = await _records(sink, 2)
+    assert unknown.model == "acme-coder-9" and unknown.unpriced and unknown.usd == 0.0
+    assert not known.unpriced and known.usd == pytest.approx(USD)

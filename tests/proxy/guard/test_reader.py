@@ -60,3 +60,14 @@ def test_an_upstream_error_echoing_the_request_s_key_is_masked(reader: ResponseR
     t.credentials = lambda: ("sk-live-secret-123",)
     seen = reader.seen(t, ResponseInfo(error="Incorrect API key provided: sk-live-secret-123"), 401, 0.1)
     assert seen.response.error is not None and "sk-live-secret-123" not in seen.response.error
+
+
+def test_a_model_no_table_knows_is_unpriced_and_adds_nothing(reader: ResponseReader) -> None:
+    unknown = ticket(model="acme-coder-9")
+    seen = reader.seen(unknown, ResponseInfo(text="hi", usage=Usage(1000, 200)), 200, 0.5)
+    assert seen.usd == 0.0 and reader.cost(unknown, Usage(1000, 200)) is None
+    assert reader.cost(unknown, None) == 0.0 and reader.cost(unknown, Usage(0, 0)) == 0.0  # nothing used, nothing owed
+    assert reader.cost(ticket(), Usage(1000, 200)) == pytest.approx(1000 * 0.15e-6 + 200 * 0.6e-6)
+    assert reader.unpriced(unknown, seen) and not reader.unpriced(
+        ticket(), reader.seen(ticket(), seen.response, 200, 0.5)
+    )

@@ -62,7 +62,7 @@ async def test_proxied_runs_land_in_the_store_and_the_admin_api(store_url: str, 
         await running.stop()
     reader = StoreReader.open(store_url)
     try:
-        detail = await factory.run_detail(reader, "run-app-loop")
+        detail = await factory.run_detail(reader.runs, "run-app-loop")
         assert detail is not None and "sk-test" not in str(detail)
         assert detail["run"]["input_tokens"] > 0 and detail["run"]["usd"] > 0
     finally:
@@ -80,7 +80,7 @@ async def test_every_record_is_flushed_when_the_app_stops(tmp_path: Path, upstre
     await running.stop()  # nothing was written yet (60 s interval): the shutdown must flush it
     reader = StoreReader.open(url)
     try:
-        run = await reader.run("run-app-flush")
+        run = await reader.runs.one("run-app-flush")
         assert run is not None and run["requests"] == 4 and run["status"] == "completed"
     finally:
         await reader.close()

@@ -13,7 +13,7 @@ from runguard.proxy.guard.lineup.policy import Policy
 from runguard.proxy.serve import restore
 from runguard.proxy.serve.restore import Restore
 from runguard.proxy.state.memory import MemoryState
-from runguard.proxy.store.live import Live, LiveRun, RecordsUnavailable
+from runguard.proxy.store.live_facts import Live, LiveRun, RecordsUnavailable
 
 NOW = 1_800_000_000.0
 

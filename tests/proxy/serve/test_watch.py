@@ -13,7 +13,7 @@ from runguard.proxy.serve.restore import Restore
 from runguard.proxy.serve.watch import Watch
 from runguard.proxy.state.generation import MARK_ID, Look
 from runguard.proxy.state.memory import MemoryState
-from runguard.proxy.store.live import Live, LiveRun
+from runguard.proxy.store.live_facts import Live, LiveRun
 
 NOW = 1_800_000_000.0
 

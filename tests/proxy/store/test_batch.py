@@ -168,7 +168,7 @@ async def test_a_retried_batch_adds_nothing_twice_and_batches_add_up(store_url: 
         )
         for prepared in (first, first, second, second):  # each retried after a lost answer
             await writer.write(prepared)
-        run = await StoreReader(engine).run("run")
+        run = await StoreReader.on(engine).runs.one("run")
     finally:
         await engine.dispose()
     assert run is not None

@@ -39,7 +39,7 @@ async def test_every_recorded_exchange_is_one_line_with_the_documented_fields(
     reader = await _filled(make_sink, store_url)
     out = io.BytesIO()
     try:
-        written, runs = await export(reader.recorded(), out)
+        written, runs = await export(reader.recorded.exchanges(), out)
     finally:
         await reader.close()
     assert (written, runs) == (4, {"run-x", "run-y"})
@@ -61,8 +61,8 @@ async def test_the_file_reads_back_to_the_exchanges_a_replay_from_the_store_sees
     path = tmp_path / "traffic.jsonl"
     try:
         with path.open("wb") as out:
-            await export(reader.recorded(), out)
-        from_store = [exchange async for exchange in from_rows(reader.recorded())]
+            await export(reader.recorded.exchanges(), out)
+        from_store = [exchange async for exchange in from_rows(reader.recorded.exchanges())]
     finally:
         await reader.close()
     from_file = read_file(path)

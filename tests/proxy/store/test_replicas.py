@@ -38,11 +38,11 @@ async def test_two_writers_share_runs_without_duplicates(pg_url: str) -> None:
     assert await count(pg_url, "run_agents") == 10 * 3
     reader = StoreReader.open(pg_url)
     try:
-        for run in await reader.recent_runs(100):
+        for run in await reader.runs.recent(100):
             assert run["requests"] == 80 and run["input_tokens"] == 8000
             assert sorted(run["agents"]) == ["agent-0", "agent-1", "agent-2"]
             assert run["first_seen"] == pytest.approx(factory.T0 + 1, abs=0.1)
-        detail = await factory.run_detail(reader, runs[0])
+        detail = await factory.run_detail(reader.runs, runs[0])
         assert detail is not None and detail["run"]["status"] == "tripped:non_progress"
         assert len(detail["requests"]) == 80
     finally:

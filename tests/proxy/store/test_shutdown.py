@@ -67,7 +67,7 @@ async def test_sigterm_under_load_flushes_every_answered_request(
 
     reader = StoreReader.open(store_url)
     try:
-        runs = {run["run_id"]: run for run in await reader.recent_runs(100)}
+        runs = {run["run_id"]: run for run in await reader.runs.recent(100)}
     finally:
         await reader.close()
     for run_id, count in answered.items():

@@ -116,7 +116,7 @@ async def test_what_it_writes_reads_back(two_stores: tuple[Path, Path]) -> None:
         await writer.close()
     engine = make_engine(parse(f"sqlite+aiosqlite:///{path}"))
     try:
-        run = await StoreReader(engine).run("run-a")
+        run = await StoreReader.on(engine).runs.one("run-a")
     finally:
         await engine.dispose()
     assert run is not None

@@ -36,8 +36,8 @@ async def test_batches_add_up_to_the_records(make_sink: SinkFactory, store_url: 
     assert sink.busy_seconds > 0  # the writer's time, runguard_stage_seconds_total{stage="records"}
     assert await count(store_url, "requests") == 30
     assert await count(store_url, "trips") == 2
-    reader = StoreReader(sink.engine)
-    runs = {run["run_id"]: run for run in await reader.recent_runs()}
+    reader = StoreReader.on(sink.engine)
+    runs = {run["run_id"]: run for run in await reader.runs.recent()}
     assert set(runs) == {"run-0", "run-1", "run-2"}
     run0 = runs["run-0"]
     assert run0["requests"] == 10 and run0["input_tokens"] == 1000 and run0["output_tokens"] == 200
@@ -56,16 +56,16 @@ async def test_a_polled_background_response_adds_its_cost_to_its_run_not_a_reque
     queued = {"api": "responses", "tool_calls": (), "finish_reason": "queued", "usd": 0.0}
     sink.submit(factory.request("bg", 1, at=factory.T0 + 1, input_tokens=0, output_tokens=0, cached_tokens=0, **queued))
     await sink.flush()
-    reader = StoreReader(sink.engine, clock=lambda: factory.T0 + 2)
-    assert (await reader.run("bg") or {})["status"] == "running"  # queued: not completed
+    reader = StoreReader.on(sink.engine, clock=lambda: factory.T0 + 2)
+    assert (await reader.runs.one("bg") or {})["status"] == "running"  # queued: not completed
     done = {"api": "responses", "tool_calls": (), "finish_reason": "completed", "usd": 0.45, "polled": True}
     sink.submit(factory.request("bg", 1, at=factory.T0 + 9, input_tokens=5000, output_tokens=700, **done))
     await sink.flush()
-    run = await reader.run("bg")
+    run = await reader.runs.one("bg")
     assert run is not None and run["requests"] == 1 and run["status"] == "completed"
     assert (run["input_tokens"], run["output_tokens"], run["usd"]) == (5000, 700, pytest.approx(0.45))
     assert await count(store_url, "requests") == 2
-    timeline = await reader.run_timeline("bg") or []
+    timeline = await reader.runs.timeline("bg") or []
     rows = [(r["index"], r["finish_reason"], r["usd"]) for r in timeline]
     assert rows == [(1, "queued", 0.0), (1, "completed", 0.45)]
 
@@ -118,7 +118,7 @@ async def test_a_retried_batch_adds_nothing_twice(make_sink: SinkFactory, store_
     prepared = batch.build(records, iter(f"id-{n}" for n in range(100)), record_bodies=False)
     for _ in range(2):
         await sink.writer.write(prepared)
-    run = await StoreReader(sink.engine).run("run-twice")
+    run = await StoreReader.on(sink.engine).runs.one("run-twice")
     assert run is not None and run["requests"] == 5 and run["trips"] == 1 and run["agents"] == ["planner"]
     assert await count(store_url, "requests") == 5 and await count(store_url, "trips") == 1
 
@@ -177,7 +177,7 @@ async def test_strange_values_are_stored_not_retried_forever(make_sink: SinkFact
     sink.submit(factory.trip("run-\x00odd", evidence={"set": {1}, 2: b"x", "nul": "a\x00b"}))
     await sink.flush()
     assert (sink.written, sink.dropped, sink.failures) == (2, 0, 0)
-    run = await StoreReader(sink.engine).run("run-odd")
+    run = await StoreReader.on(sink.engine).runs.one("run-odd")
     assert run is not None and run["usd"] == 0.0 and run["agents"] == []
 
 
@@ -190,14 +190,14 @@ async def test_run_ids_too_long_to_keep_whole_stay_apart(make_sink: SinkFactory,
             sink.submit(factory.request(alike + suffix, index, at=factory.T0 + index))
     sink.submit(factory.trip(alike + "b"))
     await sink.flush()
-    reader = StoreReader(sink.engine)
-    a, b = await factory.run_detail(reader, alike + "a"), await factory.run_detail(reader, alike + "b")
+    reader = StoreReader.on(sink.engine)
+    a, b = await factory.run_detail(reader.runs, alike + "a"), await factory.run_detail(reader.runs, alike + "b")
     assert a is not None and b is not None
     assert (a["run"]["requests"], len(a["requests"]), a["run"]["trips"]) == (2, 2, 0)
     assert (b["run"]["requests"], len(b["requests"]), len(b["trips"])) == (1, 1, 1)
     assert a["run"]["run_id"] != b["run"]["run_id"] and len(a["run"]["run_id"]) == batch.TEXT_LIMIT
     assert a["run"]["run_id"].startswith(alike[:4000])
-    assert await reader.run(alike) is None and await reader.run(alike + "a" * 2) is None
+    assert await reader.runs.one(alike) is None and await reader.runs.one(alike + "a" * 2) is None
 
 
 async def test_lone_surrogates_are_stored_escaped_and_an_unwritable_record_is_dropped_alone(
@@ -212,9 +212,9 @@ async def test_lone_surrogates_are_stored_escaped_and_an_unwritable_record_is_dr
     await sink.flush()
     assert (sink.written, sink.dropped, sink.failures) == (2, 1, 0)
     assert "dropped 1 records no row can hold" in caplog.text
-    run = await StoreReader(sink.engine).run("run-\\udcff")
+    run = await StoreReader.on(sink.engine).runs.one("run-\\udcff")
     assert run is not None and run["agents"] == ["run-\\udcff"]
-    assert await StoreReader(sink.engine).run("run-after") is not None
+    assert await StoreReader.on(sink.engine).runs.one("run-after") is not None
 
 
 async def test_sqlite_unavailable_at_first_loses_nothing(tmp_path: Path) -> None:
@@ -261,7 +261,7 @@ async def stored_requests(url: str, run_id: str) -> int:
     """The run's request count as the store's reader gives it."""
     reader = StoreReader.open(url)
     try:
-        run = await reader.run(run_id)
+        run = await reader.runs.one(run_id)
     finally:
         await reader.close()
     assert run is not None

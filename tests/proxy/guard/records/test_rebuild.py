@@ -11,7 +11,7 @@ from runguard.proxy.guard.records.rebuild import rebuild
 from runguard.proxy.runs.tenants import Tenants
 from runguard.proxy.state.base import ScopeIds
 from runguard.proxy.state.memory import MemoryState
-from runguard.proxy.store.live import Live, LiveRun, LiveTrip
+from runguard.proxy.store.live_facts import Live, LiveRun, LiveTrip
 
 NOW = 1_800_000_000.0
 CFG = BreakerSettings(cooldown_seconds=60.0, max_cooldown_seconds=900.0)

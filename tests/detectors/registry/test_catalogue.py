@@ -2,10 +2,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from runguard.detectors.catalogue import render
 from runguard.detectors.registry import DETECTOR_CLASSES
+from runguard.detectors.registry.catalogue import render
 
-DOC = Path(__file__).resolve().parents[2] / "docs" / "detectors.md"
+DOC = Path(__file__).resolve().parents[3] / "docs" / "detectors.md"
 
 
 def test_docs_match_the_code() -> None:

@@ -1,4 +1,4 @@
-"""The registry lists every detector once, documents every setting, and validates settings by name."""
+"""The registry's listing names every detector once, documents every setting, and validates settings by name."""
 
 from __future__ import annotations
 
@@ -17,19 +17,23 @@ from runguard.detectors.support.base import Action, Detector
 from runguard.proxy.core.events import HandoffKind, ToolCall
 from tests.detectors.harness import RunSimulator, Step, Turn, agent_loop, call, handoff, request, response, result
 
-# what detectors/ holds besides the detectors: the list of them, its Markdown, and what they stand on
-HELPERS = {"registry", "catalogue", "support"}
+# what detectors/ holds besides the detectors: the list of them with its Markdown, and what they stand on
+PACKAGES = {"registry", "support"}
 
 
 def _modules() -> list[str]:
-    return sorted(m.name for m in pkgutil.iter_modules(runguard.detectors.__path__))
+    """The modules of detectors/ (its packages aside): each one a detector."""
+    return sorted(m.name for m in pkgutil.iter_modules(runguard.detectors.__path__) if not m.ispkg)
+
+
+def test_the_folder_holds_detectors_and_two_packages() -> None:
+    found = {m.name for m in pkgutil.iter_modules(runguard.detectors.__path__) if m.ispkg}
+    assert found == PACKAGES, "a helper of the detectors goes in support/, beside them only detectors"
 
 
 def test_every_detector_module_is_registered_once_under_its_own_name() -> None:
     registered = {cls: cls.name for cls in DETECTOR_CLASSES}
     for module_name in _modules():
-        if module_name in HELPERS:
-            continue
         module = importlib.import_module(f"runguard.detectors.{module_name}")
         found = [
             obj
