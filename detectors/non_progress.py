@@ -15,6 +15,13 @@ is the same result three times in a row (a fix-test loop, stopped at its 6th req
 (`[]`, `{"results": []}`) to calls that ask about other codes, ids or dates (flights on other routes,
 other orders) is a new answer each time; to a query only reworded, it is the same. Text the client adds to every result
 and changes each time ("N tokens left", a chunk id, a timestamp) is not compared (`normalize.strip_volatile`).
+
+A coordinator asks its sub-agents in turn (agents exposed as tools: openai-agents' `Agent.as_tool`, ADK's
+`AgentTool`), so another sub-agent's answer always comes between two of one sub-agent's: an agent tool's
+results are counted in a row among its own, while it is asked the same thing (`asking.asked_alike`: in
+other words, or again). One asked again and again in new words, answering the same, is stopped at its
+third identical answer, as a single tool is, whichever other agents were asked in between; one handed
+new tasks is not, whatever it answers.
 """
 
 from __future__ import annotations
@@ -23,6 +30,7 @@ from functools import cached_property
 
 from pydantic import Field
 
+from runguard.detectors.support.asking import asked_alike, asked_entry
 from runguard.detectors.support.base import (
     Detector,
     DetectorConfig,
@@ -41,6 +49,8 @@ from runguard.proxy.core.events import RequestInfo, ToolResult, is_transfer
 from runguard.proxy.core.ops import Push, Scope
 
 SLACK = 16  # extra window room: a re-sent batch must still find its items to be skipped
+DELEGATED = "@"  # marks the results of a tool that runs another agent
+ASKED = "~"  # in such a result's key, before what the agent was asked (`asking.asked_entry`)
 
 
 class NonProgressConfig(DetectorConfig):
@@ -49,7 +59,8 @@ class NonProgressConfig(DetectorConfig):
         ge=2,
         le=32,
         description="Identical results in a row from the same tool (across the run's tool results, "
-        "a parallel batch's identical answers counting once) that stop the run.",
+        "a parallel batch's identical answers counting once; an agent tool's among its own answers, while it "
+        "is asked the same thing) that stop the run.",
         json_schema_extra={"tighten": "lower"},
     )
     volatile_keys: list[str] = Field(
@@ -107,6 +118,9 @@ class NonProgress(Detector[NonProgressConfig]):
             key = f"{tag(result.name)}:{result_digest_of(result, volatile)}"
             if call is not None and empty_answer(result):
                 key += f".{asked_values(call)}"  # nothing found for another code, id or date: another question
+            if call is not None and call.name in request.agent_tools:
+                # An agent tool's answers are counted among its own, with what it was asked (`DELEGATED`).
+                key = f"{DELEGATED}{key}{ASKED}{asked_entry(call)}"
             keys.setdefault(key, result_uniq(request, result, position))
         return [f"{key}:{uniq}" for key, uniq in keys.items()]
 
@@ -127,27 +141,48 @@ class NonProgress(Detector[NonProgressConfig]):
             result = mine.get(window[end].rpartition(":")[2])
             if result is None:
                 continue
-            run = 1
-            while end - run >= 0 and keys[end - run] == keys[end]:
-                run += 1
+            run = _streak(keys, end)
             # The same acknowledgement each time (judged only here, where it would trip: a result of the
             # same key says the same) is a tool doing what it was asked, each time.
             if run >= cfg.threshold and not (cfg.acknowledgements_progress and _says_done(request, result)):
-                return self._verdict(request, keys[end], run, facts.request_index)
+                return self._verdict(request, keys[end].partition(ASKED)[0], run, facts.request_index)
         return None
 
     def _verdict(self, request: RequestInfo, key: str, run: int, seq: int) -> Verdict:
-        tool_tag, _, result_hash = key.partition(":")
+        tool_tag, _, result_hash = key.removeprefix(DELEGATED).partition(":")
         result_hash = result_hash.partition(".")[0]  # without what an empty answer's call asked
         tool = next((r.name for r in request.new_results if r.name and tag(r.name) == tool_tag), tool_tag)
         call = next((c for c, r in paired_results(request) if c is not None and r.name == tool), None)
         # The streak's earlier results are known by their digest only (the state keeps no more).
         earlier = [ShownCall(tool, result_digest=result_hash) for _ in range(run - 1)]
         last = ShownCall(tool, call_args_digest(call) if call else None, result_hash, seq)
+        among = " (among its own answers: an agent asked in turn with others)" if key.startswith(DELEGATED) else ""
         return self.verdict(
-            f"tool '{tool}' returned the same result {run} times in a row",
+            f"tool '{tool}' returned the same result {run} times in a row{among}",
             shows=Evidence(calls=(*earlier, last)),
             tool=tool,
             result_hash=result_hash,
             repeats=run,
         )
+
+
+def _streak(keys: list[str], end: int) -> int:
+    """How many results in a row, ending at `end`, are the same as it: in the run's sequence, or for an agent
+    tool's (`DELEGATED`), among its own answers while it was asked the same thing."""
+    key = keys[end]
+    if not key.startswith(DELEGATED):
+        run = 1
+        while end - run >= 0 and keys[end - run] == key:
+            run += 1
+        return run
+    answer, _, asked = key.partition(ASKED)
+    tool = answer.partition(":")[0]
+    run = 1
+    for earlier in reversed(keys[:end]):
+        if earlier.partition(":")[0] != tool:
+            continue  # another tool's answer: the agents a coordinator asks in turn
+        earlier_answer, _, earlier_asked = earlier.partition(ASKED)
+        if earlier_answer != answer or not asked_alike(earlier_asked, asked):
+            break
+        run, asked = run + 1, earlier_asked
+    return run

@@ -14,6 +14,19 @@ results of a kind are at least 80% shingles already received from it is stale;
 call with the same arguments as the kind's previous one (a poll: its answer is
 `non_progress`'s).
 
+What a shell command prints is read as the agent reads it: an agent editing its
+code and running its reproduction script again gets output that shares its
+template with the last run, and the few lines that changed (a count of passing
+tests, one traceback line) are its progress. A turn of commands is stale only
+when it printed no set of lines it had not printed before (`printed`): the
+same output again, or the two outputs a flipped line alternates between.
+
+An agent that calls its tools in the API's tool fields but replays its history
+as text (smolagents' `ToolCallingAgent`: "Calling tools: [...]" as an assistant
+message, "Observation: ..." or "Error: ... Now let's retry" as user text) sends
+no tool result back: the user text that answers a response's calls is read as
+their results (`replayed`), and judged as early as results in the tool fields.
+
 Defaults. A search for something new shares its layout with the last one
 (keys, the echo, a footer) but little else: paging a listing, a narrowed query
 or another document bring 60-100% new shingles, a rephrased search over the
@@ -25,7 +38,9 @@ last `window` turns with results (each a bottom-48 sample of its shingles, about
 rephrasing a question is circling in, in at most 3 KB of state.
 
 False positives. What comes close: a poll of a large status object whose
-counter moves (same arguments: not judged); a writer/editor loop whose
+counter moves (same arguments: not judged); an agent re-running its own test
+script after each edit, a few lines of its output changing (a line never
+printed before is progress); a writer/editor loop whose
 feedback shares its template (each draft's feedback names new passages, and
 the draft it echoes is left out); a listing whose pages share their keys (the
 key is part of each unit, the values differ); several parallel searches of
@@ -51,6 +66,7 @@ from runguard.detectors.support.base import (
     Evidence,
     Plan,
     RequestSeen,
+    ResponseSeen,
     Results,
     RunFacts,
     ShownCall,
@@ -59,10 +75,21 @@ from runguard.detectors.support.base import (
 from runguard.detectors.support.commands import is_command_tool
 from runguard.detectors.support.constant import without_constant
 from runguard.detectors.support.normalize import DEFAULT_VOLATILE_KEYS, call_args_digest, lowered, tag
+from runguard.detectors.support.printed import printed_digest
+from runguard.detectors.support.replayed import (
+    Asked,
+    answers,
+    echo_of,
+    may_answer,
+    replayed_result,
+    tail_digest,
+    tail_text,
+    without_echo,
+)
 from runguard.detectors.support.shingles import echo_words, pack, sample, shingles, stale_shares, units_of, unpack
-from runguard.detectors.support.turns import paired_results, result_uniq
+from runguard.detectors.support.turns import paired_results, result_uniq, tool_work
 from runguard.proxy.core.events import RequestInfo, ToolCall, ToolResult, digest, is_transfer
-from runguard.proxy.core.ops import Push, Scope
+from runguard.proxy.core.ops import Get, Push, Put, Scope
 
 KINDS = {
     "search": ["search", "find", "lookup", "query", "retrieve"],
@@ -154,13 +181,44 @@ def kind_of(tool: str, cfg: NoveltyConfig) -> str:
 
 @dataclass
 class Turn:
-    """One turn's results of one kind: their merged shingles, their calls' arguments, and who they were."""
+    """One turn's results of one kind: their merged shingles, their calls' arguments, and who they were;
+    for a turn of shell commands, what they printed (`printed`, one unit list per result)."""
 
     kind: str
     uniq: str
     hashes: set[int] = field(default_factory=set)
     args: list[str] = field(default_factory=list)
     tools: list[str] = field(default_factory=list)
+    commands: bool = True
+    printed: list[str] = field(default_factory=list)
+
+    def item(self) -> str:
+        """The turn as its window keeps it: kind, uniq, arguments' digest, shingle sample, and what its
+        commands printed (empty unless every call of the turn runs a shell command)."""
+        args = digest("\x00".join(sorted(self.args)), 4)
+        lines = printed_digest(self.printed) if self.commands else ""
+        return f"{tag(self.kind)}~{self.uniq}~{args}~{pack(sample(self.hashes))}~{lines}"
+
+    def add(
+        self,
+        result: ToolResult,
+        call: ToolCall | None,
+        cfg: NoveltyConfig,
+        command: bool,
+        replayed: Asked | None = None,
+    ) -> None:
+        """Adds a result (of `call`; or replayed in text, its calls' words `replayed.echo`)."""
+        # A command's output that repeats its script's words (the labels a probe prints) is its answer, not an echo.
+        echo = frozenset() if command else echo_words(call)
+        units = units_of(result, cfg.volatile)
+        if replayed is not None and not command:
+            units = without_echo(units, replayed.echo)
+        self.hashes |= shingles(units, echo)
+        self.commands = self.commands and command
+        if self.commands:
+            self.printed.extend(units)
+        self.args.append(call_args_digest(call) if call is not None else "-")
+        self.tools.append(result.name or "-")
 
 
 def _turns(request: RequestInfo, cfg: NoveltyConfig) -> dict[str, Turn]:
@@ -174,16 +232,42 @@ def _turns(request: RequestInfo, cfg: NoveltyConfig) -> dict[str, Turn]:
         turn = found.get(key)
         if turn is None:
             turn = found[key] = Turn(kind, result_uniq(request, result, position))
-        turn.hashes |= _read(result, call, cfg)
-        turn.args.append(call_args_digest(call) if call is not None else "-")
-        turn.tools.append(result.name)
+        turn.add(result, call, cfg, is_command_tool(call))
     return found
 
 
-def _read(result: ToolResult, call: ToolCall | None, cfg: NoveltyConfig) -> set[int]:
-    # A command's output that repeats its script's words (the labels a probe prints) is its answer, not an echo.
-    echo = frozenset() if is_command_tool(call) else echo_words(call)
-    return shingles(units_of(result, cfg.volatile), echo)
+def _replayed_turn(request: RequestInfo, asked: Asked, texts: list[str], cfg: NoveltyConfig) -> Turn:
+    """The request's user texts that answer the calls `asked` describes (`replayed.answers`), as their results."""
+    turn = Turn(asked.kind, tag(f"{request.message_count}.{sum(map(len, request.new_user_texts))}.text"))
+    for text in texts:
+        turn.add(replayed_result(text, asked.tools[0] if asked.tools else None), None, cfg, asked.command, asked)
+    turn.tools = list(asked.tools) or ["-"]
+    turn.args = [asked.args] * len(turn.tools)
+    return turn
+
+
+def _asked(seen: ResponseSeen, cfg: NoveltyConfig) -> Asked | None:
+    """The response's calls, kept for a request that may answer them in text: only after a request whose last
+    assistant turn made no call in the tool fields (an agent's first step, or one replaying its calls as text)."""
+    request = seen.request
+    if request.prior_calls or not request.tool_names or seen.upstream_failed:
+        return None
+    calls = tool_work(seen.response)
+    if not calls:
+        return None
+    kinds = sorted({kind_of(call.name, cfg) for call in calls})
+    text = tail_text(request)
+    return Asked(
+        agent=request.agent.fingerprint[:8],
+        turn=request.assistant_turns,
+        tail=len(text),
+        tail_digest=tail_digest(text),
+        command=all(is_command_tool(call) for call in calls),
+        args=digest("\x00".join(sorted(call_args_digest(call) for call in calls)), 4),
+        kind="+".join(kinds),
+        tools=tuple(sorted({call.name for call in calls})),
+        echo=echo_of(calls),
+    )
 
 
 class Novelty(Detector[NoveltyConfig]):
@@ -195,20 +279,24 @@ class Novelty(Detector[NoveltyConfig]):
     reads_results = True
 
     def plan_request(self, seen: RequestSeen, cfg: NoveltyConfig) -> Plan:
+        if may_answer(seen.request, cfg.min_chars):
+            # Maybe the results of the previous response's calls, in text: judged if that response called tools.
+            return {"asked": Get(Scope.RUN, "asked"), "window": Get(Scope.RUN, "turns")}
         turns = _turns(seen.request, cfg)
         if not turns:
             return {}
         plan = {}
         mine: dict[str, tuple[str, Turn]] = {}
         for kind, turn in turns.items():
-            args = digest("\x00".join(sorted(turn.args)), 4)
-            item = f"{kind}~{turn.uniq}~{args}~{pack(sample(turn.hashes))}"
+            item = turn.item()
             mine[kind] = (item, turn)
             plan[f"turns.{kind}"] = Push(Scope.RUN, "turns", (item,), keep=cfg.window, unique=True)
         seen.request.derived[f"novelty.{id(cfg)}"] = mine
         return plan
 
     def check_request(self, seen: RequestSeen, facts: RunFacts, got: Results, cfg: NoveltyConfig) -> Verdict | None:
+        if "asked" in got:
+            return self._check_replayed(seen, facts, got, cfg)
         mine: dict[str, tuple[str, Turn]] = seen.request.derived.get(f"novelty.{id(cfg)}", {})
         for local, window in got.items():
             kind = local.rpartition(".")[2]
@@ -220,6 +308,33 @@ class Novelty(Detector[NoveltyConfig]):
                 return verdict
         return None
 
+    def _check_replayed(self, seen: RequestSeen, facts: RunFacts, got: Results, cfg: NoveltyConfig) -> Verdict | None:
+        """The request's user texts, judged as the results of the previous response's calls when it holds
+        those calls' assistant turn (as text) and nothing more; the turn joins the window after the response."""
+        request = seen.request
+        asked = Asked.loads(got.get("asked"))
+        texts = answers(request, asked) if asked is not None else None
+        if asked is None or texts is None or sum(map(len, texts)) < cfg.min_chars:
+            return None  # a user's message, not the answer to calls (or too short to judge)
+        turn = _replayed_turn(request, asked, texts, cfg)
+        item = turn.item()
+        request.derived[f"novelty.replayed.{id(cfg)}"] = item
+        window = got.get("window")
+        window = window if isinstance(window, tuple) else ()
+        if item not in window:
+            window = (*window, item)[-cfg.window :]
+        return self._judge(tag(asked.kind), item, turn, window, cfg, facts.request_index)
+
+    def plan_response(self, seen: ResponseSeen, cfg: NoveltyConfig) -> Plan:
+        plan: dict[str, Push | Put] = {}
+        item = seen.request.derived.get(f"novelty.replayed.{id(cfg)}")
+        if isinstance(item, str):
+            plan["window"] = Push(Scope.RUN, "turns", (item,), keep=cfg.window, unique=True)
+        asked = _asked(seen, cfg)
+        if asked is not None:
+            plan["asked"] = Put(Scope.RUN, "asked", asked.dumps())
+        return plan
+
     def _judge(
         self, kind: str, item: str, turn: Turn, window: tuple[str, ...], cfg: NoveltyConfig, seq: int
     ) -> Verdict | None:
@@ -228,22 +343,23 @@ class Novelty(Detector[NoveltyConfig]):
         # The kind's turns up to this one (a re-sent request finds its turn where it was first pushed).
         end = len(window) - 1 - window[::-1].index(item)
         packs = [
-            (args, packed)
-            for entry in window[: end + 1]
-            for kind_of_entry, _, args, packed in [entry.split("~", 3)]
-            if kind_of_entry == kind
+            (parts[2], parts[3], parts[4] if len(parts) > 4 else "")
+            for parts in (entry.split("~", 4) for entry in window[: end + 1])
+            if parts[0] == kind and len(parts) > 3
         ]
         if len(packs) <= cfg.turns:
             return None  # the first turn of a kind is never stale: `turns` stale ones need one more
         if any(packs[index][0] == packs[index - 1][0] for index in range(len(packs) - cfg.turns, len(packs))):
             return None  # the same call again (a poll)
-        parsed = [(args, unpack(packed)) for args, packed in packs]  # only now: most turns end above
-        shares = stale_shares([hashes for _, hashes in parsed], cfg.turns, cfg.min_shingles, cfg.max_new_share)
+        parsed = [unpack(packed) for _, packed, _ in packs]  # only now: most turns end above
+        shares = stale_shares(parsed, cfg.turns, cfg.min_shingles, cfg.max_new_share)
         if shares is None:
             return None  # too little to judge, or a turn that brought enough new
-        beside = without_constant([hashes for _, hashes in parsed], cfg.min_shingles)
+        beside = without_constant(parsed, cfg.min_shingles)
         if stale_shares(beside, cfg.turns, cfg.min_shingles, cfg.max_new_share) is None:
             return None  # stale only by the text every result carries (`constant`): what changes beside it is new
+        if _printed_anew([lines for _, _, lines in packs], cfg.turns):
+            return None  # a command printed a line it never printed before: a count, a traceback line moved
         tools = sorted(set(turn.tools))
         shown = tuple(
             ShownCall(tool, args if args != "-" else None, request_seq=seq)
@@ -259,3 +375,11 @@ class Novelty(Detector[NoveltyConfig]):
             turns=cfg.turns,
             compared_turns=len(parsed) - 1,
         )
+
+
+def _printed_anew(printed: list[str], turns: int) -> bool:
+    """Whether one of the last `turns` turns of shell commands printed a set of lines no turn before it
+    printed (`printed.printed_digest`; a turn of other tools has none)."""
+    return any(
+        printed[index] and printed[index] not in printed[:index] for index in range(len(printed) - turns, len(printed))
+    )

@@ -244,9 +244,9 @@ class Detector(Generic[C]):
     # Whether `action: nudge` makes sense: the model can change what the detector sees (its calls, its
     # handoffs), not an upstream's health or a client's retries.
     nudges: ClassVar[bool] = True
-    # Its request hooks read only the tool results the request sends back (`RequestInfo.new_results`): for a
-    # request with none (a run's first request, a user's new question), its plan would be empty and its check
-    # would find nothing, so the engine skips both (`engine.Lineup`).
+    # Its request hooks read only the tool results the request sends back (`RequestInfo.new_results`, or user
+    # text that may replay them: `replayed.may_replay`): for a request with neither (a question without tools),
+    # its plan would be empty and its check would find nothing, so the engine skips both (`engine.Lineup`).
     reads_results: ClassVar[bool] = False
     # Its request hooks read only the calls of the conversation's last assistant turn (`RequestInfo.prior_calls`):
     # for a request with none, its plan would be empty and its check would find nothing (skipped likewise).

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import dataclasses
+from collections.abc import Callable
+
 import pytest
 
 from runguard.detectors.non_progress import NonProgress, NonProgressConfig
@@ -241,3 +244,55 @@ async def test_a_fix_test_loop_whose_failures_change_is_work() -> None:
         "1 passed in 0.27s",
     ]
     assert first_trip(await RunSimulator([NonProgress()]).run(agent_loop(fix_test_turns(outputs)))) is None
+
+
+DESKS = ("ask_flights", "ask_hotels", "ask_trains", "ask_visas", "ask_weather")
+REWORDED = [
+    "find the cheapest options from Lisbon to Berlin in May and report prices",
+    "search again for the cheapest Lisbon to Berlin options in May and list prices",
+    "look once more for the cheapest May options Lisbon to Berlin and report the prices",
+    "try again: cheapest Lisbon to Berlin options in May, report prices",
+]
+NEW_TASKS = [
+    "list the options from Lisbon to Berlin in May",
+    "book the option the traveller picked: reference TP552",
+    "send the confirmation to the traveller's calendar and email",
+    "check for changes to the booking a week before departure",
+]
+
+
+def coordinator(answer: Callable[[str, int], str], tasks: list[str] = REWORDED, agent_tools: bool = True) -> list[Step]:
+    """A coordinator asking its five desks (agent tools, or plain tools) in turn, `tasks[r]` in round r."""
+    turns = [[(desk, {"input": task}, answer(desk, r))] for r, task in enumerate(tasks) for desk in DESKS]
+    steps = agent_loop(turns, agent_name="coordinator")
+    if not agent_tools:
+        return steps
+    return [dataclasses.replace(s, request=dataclasses.replace(s.request, agent_tools=frozenset(DESKS))) for s in steps]
+
+
+async def test_an_agent_tool_answering_the_same_among_the_others_trips_at_its_third_answer() -> None:
+    results = await RunSimulator([NonProgress()]).run(coordinator(lambda desk, r: f"{desk}: 41 to 132 EUR"))
+    # The flights desk answers with requests 2, 7 and 12.
+    assert first_trip(results) == 12
+    finding = results[11].one("non_progress")
+    assert finding.evidence["tool"] == "ask_flights" and finding.evidence["repeats"] == 3
+    assert "among its own answers" in finding.reason
+
+
+async def test_agent_tools_giving_new_answers_pass() -> None:
+    results = await RunSimulator([NonProgress()]).run(coordinator(lambda desk, r: f"{desk}: option {r}"))
+    assert first_trip(results) is None
+
+
+async def test_agent_tools_handed_new_tasks_answering_the_same_pass() -> None:
+    """Each task asks something new: the same answer to it is not the same question answered again."""
+    same = await RunSimulator([NonProgress()]).run(
+        coordinator(lambda desk, r: f"{desk}: three options found, 41 to 132 EUR", NEW_TASKS)
+    )
+    assert first_trip(same) is None
+
+
+async def test_plain_tools_answering_the_same_between_others_do_not_count_together() -> None:
+    """A test run failing the same way between edits that answer differently is judged in a row, as ever."""
+    results = await RunSimulator([NonProgress()]).run(coordinator(lambda d, r: f"{d}: 41 EUR", agent_tools=False))
+    assert first_trip(results) is None

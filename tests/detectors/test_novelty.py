@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import dataclasses
+import json
 from typing import Any
 
 from runguard.detectors.novelty import Novelty, NoveltyConfig, kind_of
-from tests.detectors.harness import RunSimulator, Step, agent_loop, first_trip, shows
+from tests.detectors.harness import RunSimulator, Step, agent_loop, call, first_trip, request, response, shows
 
 FLIGHTS = [
     {"airline": a, "flight": f"{code}{n}", "from": "Lisbon (LIS)", "to": "Berlin (BER)", "price_eur": p, "stops": s}
@@ -138,6 +140,91 @@ def test_kinds() -> None:
     assert kind_of("web_search", cfg) == kind_of("searchFlights", cfg) == kind_of("tavily-search", cfg) == "search"
     assert kind_of("fetch_url", cfg) == kind_of("read_document", cfg) == "fetch"
     assert kind_of("ask_leader", cfg) == "ask_leader"
+
+
+# -- results replayed as text (an agent calling tools natively, keeping its history as text) --------------
+
+TASK = "New task:\nFind a flight from Lisbon to Berlin in May under 30 EUR."
+
+
+def replayed(texts: list[str], *, merged: bool = False, calls: bool = True) -> list[Step]:
+    """Step i's response calls search i (when `calls`); request i+1 sends its answer `texts[i]` back as user
+    text after the calls written as an assistant turn, or (`merged`: a failed step leaves no assistant turn)
+    appended to the user text before it."""
+    steps = []
+    for i in range(len(texts) + 1):
+        if merged:
+            text, turns = "\n".join([TASK, *texts[:i]]), 0
+        else:
+            text, turns = (texts[i - 1] if i else TASK), i
+        info = dataclasses.replace(
+            request(message_count=2 + (0 if merged else 2 * i), assistant_turns=turns, user_text=text),
+            tool_names=("search_flights", "final_answer"),
+        )
+        made = [call("search_flights", {"query": QUERIES[i % len(QUERIES)]}, f"c{i}")] if calls else []
+        steps.append(Step(info, response(tool_calls=made, text="" if calls else "Here is what I found so far.")))
+    return steps
+
+
+def observation(i: int) -> str:
+    return "Observation:\n" + json.dumps(search(QUERIES[i], i))
+
+
+async def test_rephrased_searches_replayed_as_text_trip_at_the_fourth() -> None:
+    results = await RunSimulator([Novelty()]).run(replayed([observation(i) for i in range(5)]))
+    assert first_trip(results) == 5  # as results in the tool fields
+    assert shows(results[4].one("novelty"), "calls")["tools"] == ["search_flights"]
+
+
+async def test_errors_appended_to_the_user_text_trip_at_the_fourth() -> None:
+    errors = [
+        f"Error:\nError executing tool 'search_flights' with arguments {{'query': '{QUERIES[i]}'}}: RuntimeError: "
+        "flight search backend unavailable for route LIS-BER (upstream status 503)\nPlease try again or use another "
+        "tool\nNow let's retry: take care not to repeat previous errors! If you have retried several times, try a "
+        "completely different approach."
+        for i in range(5)
+    ]
+    assert first_trip(await RunSimulator([Novelty()]).run(replayed(errors, merged=True))) == 5
+
+
+async def test_replayed_searches_finding_new_flights_pass() -> None:
+    def fresh(i: int) -> str:
+        found = [{**f, "flight": f"{f['flight']}-{i}", "price_eur": f["price_eur"] + 7 * i} for f in FLIGHTS]
+        return "Observation:\n" + json.dumps({"query": QUERIES[i], "results": found})
+
+    assert first_trip(await RunSimulator([Novelty()]).run(replayed([fresh(i) for i in range(5)]))) is None
+
+
+async def test_a_user_saying_the_same_again_after_text_answers_is_not_judged() -> None:
+    """No call came before: the user text answers none (tools declared, as in a chat with tools)."""
+    again = "Still wrong. " + json.dumps(search(QUERIES[0]))
+    assert first_trip(await RunSimulator([Novelty()]).run(replayed([again] * 5, calls=False))) is None
+
+
+# -- what a command printed --------------------------------------------------------------------------
+
+RUN_WAYS = ["python repro.py", "cd /repo && python repro.py", "python /repo/repro.py 2>&1", "python repro.py | tail"]
+
+
+def repro(passing: int) -> str:
+    rows = [f"row {i:03}: invoice INV-{4000 + i} amount {i * 13 % 500}.00 EUR" for i in range(20)]
+    frames = ['  File "/repo/repro.py", line 41, in <module>', "    totals = reconcile(rows)"]
+    failed = f"MismatchError: row {7 + 3 * passing}: expected 1{passing}3.00, got 0.00"
+    return "\n".join([f"$ {RUN_WAYS[passing % 4]}", *rows, *frames, failed, f"{passing} passed in 0.{passing}4s"])
+
+
+def runs(printed: list[int]) -> list[Step]:
+    turns = [[("bash", {"command": RUN_WAYS[n % 4]}, repro(p))] for n, p in enumerate(printed)]
+    return agent_loop(turns)
+
+
+async def test_a_run_printing_a_line_it_never_printed_is_progress() -> None:
+    assert first_trip(await RunSimulator([Novelty()]).run(runs(list(range(6))))) is None
+
+
+async def test_runs_printing_only_what_they_printed_before_trip() -> None:
+    assert first_trip(await RunSimulator([Novelty()]).run(runs([0] * 6))) == 5
+    assert first_trip(await RunSimulator([Novelty()]).run(runs([0, 1] * 3))) == 6  # a flipped line
 
 
 # A machine whose interpreter warns about a broken plugin file on every start, whatever the script.

@@ -249,3 +249,66 @@ async def test_a_search_narrowing_its_query_with_new_results_passes(
 async def test_short_acknowledgements_pass(proxy_url: str, upstream: FakeUpstream, sink: ListSink) -> None:
     plan = [[("save_note", {"text": f"note {i}: {q}"})] for i, q in enumerate(QUERIES)]
     await runs_clean("chat", proxy_url, upstream, sink, plan, lambda name, args: "ok")
+
+
+# -- an agent running its own reproduction script after each edit ------------------------------------------
+
+RUNS = [
+    "python reproduce.py",
+    "cd /repo && python reproduce.py",
+    "python /repo/reproduce.py 2>&1",
+    "python reproduce.py | tail -40",
+]
+
+
+def reproduction(passing: int) -> str:
+    """What the agent's script prints: the same fixtures and traceback frames every run; the count of passing
+    checks and the failing row (one traceback line) move as the fix goes on."""
+    rows = [f"row {i:03}: invoice INV-{4000 + i} customer C{i % 17:02} amount {i * 13 % 500}.00 EUR" for i in range(24)]
+    trace = [
+        "Traceback (most recent call last):",
+        '  File "/repo/reproduce.py", line 41, in <module>',
+        "    totals = reconcile(rows, ledger)",
+        '  File "/repo/src/ledger.py", line 88, in reconcile',
+        "    raise MismatchError(row, expected, got)",
+        f"ledger.MismatchError: row {7 + passing * 3}: expected 1{passing}3.00, got 0.00",
+    ]
+    return "\n".join(["Loading fixtures from tests/fixtures/invoices.csv", *rows, "", *trace, f"{passing} passed"])
+
+
+def edit_and_run(passing: Callable[[int], int]) -> tuple[list[list[healthy.Call]], healthy.Tools]:
+    """Eight rounds of an edit (an editor tool, whose answer shows the edited lines) and a run of the script,
+    written in one of a few ways; the n-th run prints `reproduction(passing(n))`."""
+    plan: list[list[healthy.Call]] = []
+    for n in range(8):
+        edit = {"command": "str_replace", "path": "/repo/src/ledger.py", "old_str": f"v{n}", "new_str": f"v{n + 1}"}
+        plan += [[("str_replace_editor", edit)], [("bash", {"command": RUNS[n % len(RUNS)]})]]
+    runs = iter(range(8))
+
+    def tools(name: str, args: dict[str, Any]) -> str:
+        if name == "bash":
+            return reproduction(passing(next(runs)))
+        return f"The file {args['path']} has been edited. Here's the result of running `cat -n` on a snippet:\n" + (
+            f"    88\t        total = {args['new_str']}(rows)\n    89\t        return total\nReview the changes."
+        )
+
+    return plan, tools
+
+
+async def test_an_edit_and_run_loop_whose_count_and_traceback_line_move_runs_to_its_end(
+    proxy_url: str, upstream: FakeUpstream, sink: ListSink
+) -> None:
+    """Each run shares its template with the last (a few percent of new shingles): the lines it never
+    printed before are the progress."""
+    plan, tools = edit_and_run(lambda n: n)
+    await runs_clean("chat", proxy_url, upstream, sink, plan, tools)
+
+
+@pytest.mark.parametrize(("printed", "reached"), [(lambda n: 0, 8), (lambda n: n % 2, 10)], ids=["same", "flipping"])
+async def test_an_edit_and_run_loop_whose_output_does_not_move_is_stopped(
+    proxy_url: str, upstream: FakeUpstream, sink: ListSink, printed: Callable[[int], int], reached: int
+) -> None:
+    """The same output after every edit (the 4th run's is the 3rd bringing nothing new), or the two outputs a
+    flipped line alternates between (from the 3rd run on, each printed before)."""
+    plan, tools = edit_and_run(printed)
+    assert await stopped("chat", proxy_url, upstream, plan, tools) == reached

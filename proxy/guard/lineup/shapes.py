@@ -8,7 +8,8 @@ so a request runs only the hooks that can plan or find something for it.
 
 A request's shape is three bits:
 
-- `RESULTS`: it sends tool results back (`RequestInfo.new_results`);
+- `RESULTS`: it sends tool results back (`RequestInfo.new_results`), or user text that may replay them
+  (`replayed.may_replay`: an agent that calls tools natively and keeps its history as text);
 - `CALLS`: its conversation's last assistant turn called tools (`prior_calls`);
 - `TOOLS`: its response may call a tool (`may_call_tools`).
 
@@ -22,6 +23,7 @@ from __future__ import annotations
 from typing import Any
 
 from runguard.detectors.support.base import Detector
+from runguard.detectors.support.replayed import may_replay
 from runguard.proxy.core.events import RequestInfo
 
 RESULTS = 1
@@ -56,7 +58,7 @@ def may_call_tools(request: RequestInfo) -> bool:
 def request_shape(request: RequestInfo) -> int:
     """The request's shape bits (see the module docstring)."""
     shape = TOOLS if may_call_tools(request) else 0
-    if request.new_results:
+    if request.new_results or may_replay(request):
         shape |= RESULTS
     if request.prior_calls:
         shape |= CALLS

@@ -121,6 +121,13 @@ def test_a_request_s_shape_says_what_it_carries() -> None:
     assert request_shape(request(prior_calls=searched, new_results=[result("search", "r", "c1")])) == EVERY
 
 
+def test_user_text_that_may_replay_results_is_read_as_results() -> None:
+    """An agent calling tools natively and sending their results back as user text (`replayed`)."""
+    observed = dataclasses.replace(request(assistant_turns=1, user_text="Observation: found"), tool_names=("search",))
+    assert request_shape(observed) == RESULTS | TOOLS
+    assert request_shape(dataclasses.replace(observed, tool_names=())) == 0
+
+
 # -- each detector's flags --------------------------------------------------------------------------
 
 

@@ -1,0 +1,23 @@
+"""`printed`: a command's output as the set of its lines."""
+
+from __future__ import annotations
+
+from runguard.detectors.support.printed import printed_digest
+
+OUTPUT = (
+    "Loading fixtures\nrow 1: INV-4001 12.00 EUR\nrow 2: INV-4002 25.00 EUR\nFAILED: row 2 expected 13.00\n1 passed"
+)
+
+
+def test_the_same_lines_in_another_order_or_spacing_are_the_same_output() -> None:
+    lines = OUTPUT.split("\n")
+    shuffled = "\n".join([lines[2].replace(" ", "  "), "", *lines[:2], *lines[3:]])
+    assert printed_digest([OUTPUT]) == printed_digest([shuffled])
+
+
+def test_one_changed_line_is_another_output() -> None:
+    assert printed_digest([OUTPUT]) != printed_digest([OUTPUT.replace("1 passed", "2 passed")])
+
+
+def test_durations_are_left_out() -> None:
+    assert printed_digest([f"{OUTPUT} in 0.12s"]) == printed_digest([f"{OUTPUT} in 0.31s"])
