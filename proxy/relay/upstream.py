@@ -80,18 +80,19 @@ class Upstream:
         """
         deadlines = self._first_byte
         task = deadlines.start()
+        cancelled = False
         try:
             response = await self.session.request(
                 method, self.url(raw_target), headers=headers, data=_data(body), allow_redirects=False
             )
-        except asyncio.CancelledError as exc:
-            if deadlines.stop(task, cancelled=True):
-                raise self._failed(TimeoutError(), "response") from exc
+        except asyncio.CancelledError:
+            cancelled = True
             raise
         except (aiohttp.ClientError, TimeoutError) as exc:
-            deadlines.stop(task, cancelled=False)
             raise self._failed(exc, "response") from exc
-        deadlines.stop(task, cancelled=False)
+        finally:  # however the wait ended; a cancellation by its deadline is a timeout
+            if deadlines.stop(task, cancelled=cancelled):
+                raise self._failed(TimeoutError(), "response")
         _time_silence(response, self._settings.idle_timeout)
         return response
 
