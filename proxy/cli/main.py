@@ -23,6 +23,12 @@ from runguard.config import ConfigError, Settings
 from runguard.proxy.cli import commands
 from runguard.proxy.cli.loading import ConfigOption, load
 
+# The collector's generation thresholds while serving. At CPython's default (a young collection every 700
+# allocations) a proxy under load at 32 clients spent 4.7% of its CPU collecting (the frame; 4.7% with every
+# detector too: perf, cpu-clock), walking the in-flight requests' objects again and again; at 10,000, 0.2%
+# (0.7%). Cycles wait at most that many allocations longer to be freed.
+GC_THRESHOLDS = (10_000, 10, 10)
+
 
 def bind_warning(settings: Settings) -> str | None:
     """The warning `serve` prints when it binds beyond loopback without an admin token (admin API off)."""
@@ -84,6 +90,7 @@ async def _serve(settings: Settings, reuse_port: bool = False) -> None:
     # collector, full collections only walk what requests and runs add.
     gc.collect()
     gc.freeze()
+    gc.set_threshold(*GC_THRESHOLDS)
     typer.echo(_banner(settings, running.url), err=True)  # stdout carries the JSON access log alone
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()

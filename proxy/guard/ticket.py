@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -111,9 +112,15 @@ def _label(finding: Finding) -> str:
     return f"{finding.detector} (nudge)" if finding.nudge else finding.detector
 
 
+@functools.lru_cache(maxsize=4)
+def _utc_day(day: int) -> str:
+    """The date of the `day`-th UTC day since the epoch, as `YYYY-MM-DD`: formatted once a day, not per request."""
+    return time.strftime("%Y-%m-%d", time.gmtime(day * 86400))
+
+
 def scope_ids(run_id: str, key_hash: str, model: str, now: float, thread: str = "") -> ScopeIds:
     """`thread`: the id of the conversation nested in the run that the request belongs to, if any."""
-    day = time.strftime("%Y-%m-%d", time.gmtime(now))
+    day = _utc_day(int(now // 86400))
     return ScopeIds(
         run=run_id,
         key=key_hash,

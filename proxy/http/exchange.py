@@ -45,7 +45,8 @@ async def exchange(
     """Send `body` with `headers` to the route's upstream (the path and query `raw_target` builds) and hand
     its answer to `on_stream` or `on_whole`, or its failure to `failed` (see the module docstring).
     `answered` is told the upstream's status as soon as its headers are in, before the client sees a byte."""
-    overhead.sending(request)
+    watch = overhead.of(request) or overhead.Stopwatch()  # (a request the app's metrics did not time: none)
+    watch.sending()
     try:
         upstream = await ctx.upstreams[route.provider].send(
             request.method, raw_target(route, request.raw_path), headers, body
@@ -54,15 +55,15 @@ async def exchange(
         return failed(exc)
     async with upstream:
         sent = time.perf_counter()
-        overhead.answered(request)
+        watch.answered()
         if answered is not None:
             await answered(upstream.status)
         if is_stream(upstream, route.stream):
             return await on_stream(upstream, sent)
-        overhead.sending(request)
+        watch.sending()
         try:
             raw = await read_whole(upstream)
         except UpstreamError as exc:
             return failed(exc)
-        overhead.answered(request)
+        watch.answered()
         return await on_whole(upstream, raw, sent)

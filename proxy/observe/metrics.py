@@ -258,8 +258,8 @@ class Metrics:
             try:
                 response = await handler(request)
                 status = str(response.status)
-                if not response.prepared:
-                    overhead.stamp(request, response.headers)  # answered locally: sent once this returns
+                if watch is not None and not response.prepared:
+                    watch.stamp(response.headers)  # answered locally: sent once this returns
                 return response
             except web.HTTPException as exc:
                 status = str(exc.status)

@@ -10,6 +10,7 @@ are, are with each provider: `openai/provider.py` (OpenAI, Azure OpenAI), `gemin
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Collection, Mapping
 from dataclasses import field
 
@@ -61,8 +62,14 @@ def resolve(
     `gemini_key`: the request carries a Gemini API key (`x-goog-api-key` or `?key=`);
     `api_version`: its query names an `api-version` (Azure OpenAI's); `facts`: any other fact a door needs.
     """
-    known = _facts(gemini_key, api_version, facts)
-    table = registry.REGISTRY
+    return _routed(registry.REGISTRY, path, _facts(gemini_key, api_version, facts))
+
+
+@functools.lru_cache(maxsize=1024)
+def _routed(table: registry.Registry, path: str, known: frozenset[str]) -> Route | None:
+    """`resolve`, memoised per table, path and facts (a `Route` is immutable): a client sends the same few
+    paths with the same facts every request, and the doors' and rules' searches cost more than the rest of
+    the routing. Bounded: the 1024 paths last routed."""
     for lead, (door, provider) in zip(table.leads, table.doors, strict=True):
         if not path.startswith(lead) or not door.needs <= known or not door.unless.isdisjoint(known):
             continue

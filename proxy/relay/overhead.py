@@ -11,8 +11,9 @@ for a whole response, parsing and inspecting it; it does not count the relay of
 a stream's events nor the accounting after the answer (`Guard.complete`): they
 happen after the headers are sent (`runguard_proxy_overhead_ms` has them).
 
-The handler marks the waits (`sending`, `answered`) and stamps the headers
-(`stamp`); each is a dictionary lookup and a clock read, about a microsecond.
+The handler marks the waits (`sending`, `answered`: the exchange looks its
+stopwatch up once, `of`, and marks them on it) and stamps the headers (`stamp`);
+each is a clock read.
 A response answered locally (a block, an error) is stamped by `Metrics.counted`
 when the handler returns it unsent. The app's metrics read `Stopwatch.stamped`
 for the `runguard_overhead_ms{provider,api}` histogram (the header's value).
@@ -54,6 +55,14 @@ class Stopwatch:
         self.answered()
         return max(0.0, (time.perf_counter() - self.started - self.waited) * 1000)
 
+    def stamp(self, headers: H) -> H:
+        """Write the overhead so far into `headers` (a response's, before it is prepared) and keep it for the
+        metric; a response is stamped once. Returns `headers`."""
+        if self.stamped is None:
+            self.stamped = self.ms()
+            headers[HEADER] = f"{self.stamped:.3f}"
+        return headers
+
 
 _KEY: web.RequestKey[Stopwatch] = web.RequestKey("runguard_overhead", Stopwatch)  # a request's stopwatch
 
@@ -81,10 +90,6 @@ def answered(request: web.Request) -> None:
 
 
 def stamp(request: web.Request, headers: H) -> H:
-    """Write the overhead so far into `headers` (a response's, before it is prepared) and keep it for the
-    metric; a response is stamped once. Returns `headers`."""
+    """`Stopwatch.stamp` of the request's stopwatch, if it has one. Returns `headers`."""
     watch = of(request)
-    if watch is not None and watch.stamped is None:
-        watch.stamped = watch.ms()
-        headers[HEADER] = f"{watch.stamped:.3f}"
-    return headers
+    return watch.stamp(headers) if watch is not None else headers

@@ -23,6 +23,7 @@ from runguard.proxy.core.errors import UpstreamError, UpstreamRefused, UpstreamT
 from runguard.proxy.core.events import Provider
 from runguard.proxy.core.safe_text import printable
 from runguard.proxy.providers import registry
+from runguard.proxy.relay.deadlines import Deadlines
 from runguard.proxy.runs.keys import redact
 
 _NO_AUTO_HEADERS = ("Accept-Encoding", "Accept", "User-Agent", "Content-Type")
@@ -40,6 +41,8 @@ class Upstream:
         self._under_openai = self.base_url.endswith("/openai")
         self._settings = settings
         self._session: aiohttp.ClientSession | None = None
+        # Each request's wait for its response headers, bounded by one timer for them all (`deadlines`).
+        self._first_byte = Deadlines(settings.first_byte_timeout)
 
     @property
     def session(self) -> aiohttp.ClientSession:
@@ -75,13 +78,21 @@ class Upstream:
         waiting for the headers is bounded by `first_byte_timeout`; from then on the response body
         may stay silent `idle_timeout` seconds at most.
         """
+        deadlines = self._first_byte
+        task = deadlines.start()
+        cancelled = False
         try:
-            async with asyncio.timeout(self._settings.first_byte_timeout):
-                response = await self.session.request(
-                    method, self.url(raw_target), headers=headers, data=_data(body), allow_redirects=False
-                )
+            response = await self.session.request(
+                method, self.url(raw_target), headers=headers, data=_data(body), allow_redirects=False
+            )
+        except asyncio.CancelledError:
+            cancelled = True
+            raise
         except (aiohttp.ClientError, TimeoutError) as exc:
             raise self._failed(exc, "response") from exc
+        finally:  # however the wait ended; a cancellation by its deadline is a timeout
+            if deadlines.stop(task, cancelled=cancelled):
+                raise self._failed(TimeoutError(), "response")
         _time_silence(response, self._settings.idle_timeout)
         return response
 

@@ -235,21 +235,35 @@ class MemoryState:
     async def execute(self, ids: ScopeIds, ops: Sequence[Op]) -> list[OpResult]:
         now = self._clock()
         scopes: dict[Scope, Fields] = {}  # each scope looked up once per batch, not once per op
-        results = []
+        results: list[OpResult] = [None] * len(ops)
         apply_of = _APPLY
         last: Scope | None = None  # most ops name the scope of the op before them: no lookup then
         fields: Fields = {}
-        for op in ops:
+        # Every request's batches are mostly `Get` and `Add` (the guard's counters): those two are applied
+        # here, as `_get` and `_add` do, with no call of their own; the others by their function. Results
+        # are written in place, not appended: a Python call less per op.
+        for index, op in enumerate(ops):
             scope = op.scope
             if scope is not last:
-                found = scopes.get(scope)
-                if found is None:
-                    found = scopes[scope] = self._fields(scope, ids.of(scope), now)
-                fields, last = found, scope
-            apply = apply_of.get(op.__class__)
-            if apply is None:
-                raise TypeError(f"unknown state op {op!r}")
-            results.append(apply(fields, op))
+                if scope in scopes:
+                    fields = scopes[scope]
+                else:
+                    fields = scopes[scope] = self._fields(scope, ids.of(scope), now)
+                last = scope
+            kind = op.__class__
+            if kind is Get:
+                results[index] = fields.get(op.field)
+            elif kind is Add:
+                field = op.field
+                current = fields.get(field)
+                value = (current if current.__class__ is float else 0.0) + op.amount  # type: ignore[union-attr]
+                fields[field] = results[index] = value
+            else:
+                try:
+                    apply = apply_of[kind]
+                except KeyError:
+                    raise TypeError(f"unknown state op {op!r}") from None
+                results[index] = apply(fields, op)
         self._evict(now)
         return results
 
