@@ -10,7 +10,7 @@ import dataclasses
 
 from pydantic import Field
 
-from runguard.detectors.support.base import Detector, DetectorConfig, Evidence, RequestSeen, Results, RunFacts, Verdict
+from runguard.detectors.support import Detector, DetectorConfig, Evidence, RequestSeen, Results, RunFacts, Verdict
 
 
 class ContextWindowConfig(DetectorConfig):

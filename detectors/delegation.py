@@ -17,7 +17,7 @@ from __future__ import annotations
 import orjson
 from pydantic import Field
 
-from runguard.detectors.support.base import (
+from runguard.detectors.support import (
     Detector,
     DetectorConfig,
     Evidence,

@@ -13,16 +13,7 @@ from __future__ import annotations
 
 from pydantic import Field
 
-from runguard.detectors.support.base import (
-    Detector,
-    DetectorConfig,
-    Evidence,
-    Plan,
-    RequestSeen,
-    Results,
-    RunFacts,
-    Verdict,
-)
+from runguard.detectors.support import Detector, DetectorConfig, Evidence, Plan, RequestSeen, Results, RunFacts, Verdict
 from runguard.proxy.core.ops import Push, Scope
 
 

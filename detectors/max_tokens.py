@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from pydantic import Field
 
-from runguard.detectors.support.base import (
+from runguard.detectors.support import (
     Detector,
     DetectorConfig,
     Evidence,

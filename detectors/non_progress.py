@@ -30,8 +30,7 @@ from functools import cached_property
 
 from pydantic import Field
 
-from runguard.detectors.support.asking import asked_alike, asked_entry
-from runguard.detectors.support.base import (
+from runguard.detectors.support import (
     Detector,
     DetectorConfig,
     Evidence,
@@ -42,6 +41,7 @@ from runguard.detectors.support.base import (
     ShownCall,
     Verdict,
 )
+from runguard.detectors.support.asking import asked_alike, asked_entry
 from runguard.detectors.support.commands import asked_values, empty_answer, is_command_tool, trivial_output
 from runguard.detectors.support.normalize import DEFAULT_VOLATILE_KEYS, call_args_digest, lowered, result_digest_of, tag
 from runguard.detectors.support.turns import acknowledges, paired_results, result_uniq

@@ -60,7 +60,7 @@ from functools import cached_property
 
 from pydantic import Field
 
-from runguard.detectors.support.base import (
+from runguard.detectors.support import (
     Detector,
     DetectorConfig,
     Evidence,

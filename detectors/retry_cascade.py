@@ -10,15 +10,7 @@ from __future__ import annotations
 
 from pydantic import Field
 
-from runguard.detectors.support.base import (
-    Detector,
-    DetectorConfig,
-    Evidence,
-    Plan,
-    ResponseSeen,
-    Results,
-    Verdict,
-)
+from runguard.detectors.support import Detector, DetectorConfig, Evidence, Plan, ResponseSeen, Results, Verdict
 from runguard.proxy.core.ops import Add, Put, Scope
 
 

@@ -16,16 +16,7 @@ from __future__ import annotations
 
 from pydantic import Field
 
-from runguard.detectors.support.base import (
-    Detector,
-    DetectorConfig,
-    Evidence,
-    Plan,
-    RequestSeen,
-    Results,
-    RunFacts,
-    Verdict,
-)
+from runguard.detectors.support import Detector, DetectorConfig, Evidence, Plan, RequestSeen, Results, RunFacts, Verdict
 from runguard.proxy.core.ops import Put, Scope
 
 TRACED_FROM = 4  # a conversation over this fraction of the limit leaves a trace (it may come back over it)

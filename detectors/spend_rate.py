@@ -34,7 +34,7 @@ from __future__ import annotations
 
 from pydantic import Field
 
-from runguard.detectors.support.base import Detector, DetectorConfig, Evidence, Plan, ResponseSeen, Results, Verdict
+from runguard.detectors.support import Detector, DetectorConfig, Evidence, Plan, ResponseSeen, Results, Verdict
 from runguard.proxy.core.ops import Op, Push, Scope
 
 KEEP = 64  # responses kept per run (and key): bounds state at about 1 KB

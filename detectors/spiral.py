@@ -35,8 +35,7 @@ from itertools import combinations
 
 from pydantic import Field
 
-from runguard.detectors.support import tally
-from runguard.detectors.support.base import (
+from runguard.detectors.support import (
     Detector,
     DetectorConfig,
     Evidence,
@@ -46,6 +45,7 @@ from runguard.detectors.support.base import (
     Results,
     ShownCall,
     Verdict,
+    tally,
 )
 from runguard.detectors.support.commands import is_command_tool
 from runguard.detectors.support.normalize import (

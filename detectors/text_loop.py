@@ -59,8 +59,7 @@ from dataclasses import dataclass
 
 from pydantic import Field
 
-from runguard.detectors.support import observation
-from runguard.detectors.support.base import (
+from runguard.detectors.support import (
     Detector,
     DetectorConfig,
     Evidence,
@@ -69,6 +68,7 @@ from runguard.detectors.support.base import (
     ResponseSeen,
     Results,
     Verdict,
+    observation,
 )
 from runguard.detectors.support.normalize import clip
 from runguard.detectors.support.shingles import MAX_CHARS, pack, sample, shingles, stale_shares, unpack

@@ -1,12 +1,13 @@
 """`python -m bench.corpus build [--mirrors DIR] [--out DIR] [--only SOURCE ...]` and
-`python -m bench.corpus judge REPLAY.json [--markdown] [--before OLD.json] [--verdicts DIR]` (see README.md)."""
+`python -m bench.corpus judge REPLAY.json [--markdown] [--before OLD.json] [--verdicts DIR]` and
+`python -m bench.corpus sources REPLAY.json [--build DIR]` (see README.md)."""
 
 from __future__ import annotations
 
 import argparse
 from pathlib import Path
 
-from bench.corpus import judge
+from bench.corpus import judge, sources_table
 from bench.corpus.build import MIRRORS, OUT, build, load_manifest
 
 
@@ -22,7 +23,14 @@ def main() -> None:
     judge_cmd.add_argument("--verdicts", type=Path, default=judge.VERDICTS, help="folder of verdict *.jsonl files")
     judge_cmd.add_argument("--markdown", action="store_true", help="the table docs/detectors.md shows")
     judge_cmd.add_argument("--before", type=Path, help="an earlier report, for the table's before column")
+    sources_cmd = commands.add_parser("sources", help="docs/corpus.md's table: each source's sessions, stops, warnings")
+    sources_cmd.add_argument("report", type=Path, help="the output of `runguard-proxy replay DIR --json`")
+    sources_cmd.add_argument("--build", type=Path, default=OUT, help="the build the report replayed")
+    sources_cmd.add_argument("--verdicts", type=Path, default=judge.VERDICTS, help="folder of verdict *.jsonl files")
     args = parser.parse_args()
+    if args.command == "sources":
+        print(sources_table.run(args.report, args.build, judge.load_verdicts(args.verdicts)))
+        return
     if args.command == "judge":
         print(judge.run(args.report, args.verdicts, args.markdown, args.before))
         return

@@ -17,8 +17,7 @@ from typing import Any
 from pydantic.fields import FieldInfo
 
 from runguard.detectors.registry.listing import DETECTOR_CLASSES
-from runguard.detectors.support import guide, measured
-from runguard.detectors.support.base import Detector
+from runguard.detectors.support import Detector, guide, measured
 
 HEADER = """# Detectors
 

@@ -36,7 +36,7 @@ from runguard.detectors.spend_rate import SpendRate
 from runguard.detectors.spiral import Spiral
 from runguard.detectors.stagnation import Stagnation
 from runguard.detectors.structured_output import StructuredOutput
-from runguard.detectors.support.base import Detector, DetectorConfig
+from runguard.detectors.support import Detector, DetectorConfig
 from runguard.detectors.text_loop import TextLoop
 from runguard.detectors.timeout import Timeout
 from runguard.detectors.tool_storm import ToolStorm

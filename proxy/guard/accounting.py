@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from runguard.detectors.support.base import RunFacts
+from runguard.detectors.support import RunFacts
 from runguard.proxy.core.events import Usage
 from runguard.proxy.core.frozen import frozen
 from runguard.proxy.core.ops import Add, Get, Op, OpResult, Push, Put, PutNX, Scope

@@ -18,7 +18,7 @@ from typing import Any, TypeVar
 from runguard.proxy.core.errors import StateFull, StateUnavailable
 from runguard.proxy.core.ops import Op, OpResult
 from runguard.proxy.core.tasks import hold
-from runguard.proxy.state.base import ScopeIds, StateBackend
+from runguard.proxy.state import ScopeIds, StateBackend
 
 log = logging.getLogger("runguard.guard")
 T = TypeVar("T")

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from runguard.detectors.support.base import ResponseKind
+from runguard.detectors.support import ResponseKind
 from runguard.proxy.providers.common.clients import ClientFamily
 
 DEFAULTS: Mapping[str, ResponseKind] = {

@@ -15,9 +15,9 @@ import logging
 import math
 from collections.abc import Callable
 
-from runguard.config.settings import Settings
+from runguard.config import Settings
 from runguard.detectors.max_requests import MaxRequestsConfig
-from runguard.detectors.support.base import ResponseKind, ResponseSeen
+from runguard.detectors.support import ResponseKind, ResponseSeen
 from runguard.proxy.core.ops import CompareAndSet, Get, Put, Scope
 from runguard.proxy.guard import accounting, breaker, client_answers, nudge
 from runguard.proxy.guard.batches import Batches

@@ -27,7 +27,7 @@ from collections.abc import Callable
 
 from runguard.proxy.core.ops import Add, Get, Op, OpResult, Put, Scope
 from runguard.proxy.guard.batches import Batches
-from runguard.proxy.state.base import ScopeIds
+from runguard.proxy.state import ScopeIds
 
 WAIT = 2.0  # seconds a mark holds at most (its end normally takes milliseconds)
 POLL = 0.002  # seconds between looks at a mark while waiting

@@ -20,8 +20,8 @@ import logging
 import time
 from collections.abc import Callable
 
-from runguard.config.settings import Settings
-from runguard.detectors.support.base import RequestSeen, ResponseKind, ResponseSeen
+from runguard.config import Settings
+from runguard.detectors.support import RequestSeen, ResponseKind, ResponseSeen
 from runguard.proxy.core.errors import StateFull
 from runguard.proxy.core.events import RequestInfo, ResponseInfo, digest
 from runguard.proxy.core.ops import Op, OpResult, Put
@@ -46,9 +46,8 @@ from runguard.proxy.guard.stages import Stages
 from runguard.proxy.guard.ticket import Ticket, scope_ids
 from runguard.proxy.providers.answers import StopNotice, Synthetic
 from runguard.proxy.providers.base import Adapter
-from runguard.proxy.runs import nesting
-from runguard.proxy.runs.identity import Found, RunIdentity
-from runguard.proxy.state.base import StateBackend
+from runguard.proxy.runs import Found, RunIdentity, nesting
+from runguard.proxy.state import StateBackend
 from runguard.proxy.store.records import RecordedBody, RecordSink, RequestRecord
 
 log = logging.getLogger("runguard.guard")

@@ -39,7 +39,7 @@ from collections.abc import Awaitable, Callable
 from types import TracebackType
 from typing import Protocol
 
-from runguard.detectors.support.base import ResponseSeen
+from runguard.detectors.support import ResponseSeen
 from runguard.proxy.core.events import ResponseInfo
 from runguard.proxy.core.tasks import hold
 from runguard.proxy.guard.ending import Ends

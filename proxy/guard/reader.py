@@ -11,7 +11,7 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Callable
 
-from runguard.detectors.support.base import ResponseSeen
+from runguard.detectors.support import ResponseSeen
 from runguard.proxy.core.events import ResponseInfo, Usage
 from runguard.proxy.guard import accounting
 from runguard.proxy.guard.costs.pricing import ModelTables
@@ -19,7 +19,7 @@ from runguard.proxy.guard.costs.tokens import TokenEstimator
 from runguard.proxy.guard.costs.upstream_prices import UpstreamPrices
 from runguard.proxy.guard.ticket import Ticket
 from runguard.proxy.providers.common import handoffs
-from runguard.proxy.runs.keys import redact
+from runguard.proxy.runs import redact
 
 
 class ResponseReader:

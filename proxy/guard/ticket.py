@@ -7,14 +7,14 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from runguard.detectors.support.base import RequestSeen, ResponseSeen, Results, RunFacts
+from runguard.detectors.support import RequestSeen, ResponseSeen, Results, RunFacts
 from runguard.proxy.core.events import Provider, RequestInfo
 from runguard.proxy.core.ops import CompareAndSet, Scope
 from runguard.proxy.core.safe_text import reset_command
 from runguard.proxy.guard.lineup.engine import NO_DETECTORS, Finding, Lineup, Views
 from runguard.proxy.providers.answers import Synthetic
 from runguard.proxy.providers.base import Adapter
-from runguard.proxy.state.base import ScopeIds
+from runguard.proxy.state import ScopeIds
 from runguard.proxy.store.records import TripRecord
 
 CARRIED_CHARS = 500  # characters of warnings kept for the run's next answer

@@ -11,8 +11,8 @@ from __future__ import annotations
 from runguard.proxy.core.frozen import frozen
 from runguard.proxy.providers import registry
 from runguard.proxy.providers.routes import Route
-from runguard.proxy.relay.context import ProxyContext
-from runguard.proxy.runs.accounts import Accounts
+from runguard.proxy.relay import ProxyContext
+from runguard.proxy.runs import Accounts
 
 _REFUSED = frozenset({401, 403})
 

@@ -21,7 +21,7 @@ from aiohttp.http_exceptions import HttpProcessingError
 from aiohttp.web_protocol import RequestHandler
 from aiohttp.web_request import BaseRequest
 
-from runguard.proxy.relay.replies import error_body
+from runguard.proxy.relay import error_body
 
 log = logging.getLogger("runguard.http")
 

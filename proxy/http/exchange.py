@@ -19,10 +19,7 @@ from multidict import CIMultiDict
 
 from runguard.proxy.core.errors import UpstreamError
 from runguard.proxy.providers.routes import Route, raw_target
-from runguard.proxy.relay import overhead
-from runguard.proxy.relay.context import ProxyContext
-from runguard.proxy.relay.streams import is_stream
-from runguard.proxy.relay.upstream import read_whole
+from runguard.proxy.relay import ProxyContext, is_stream, overhead, read_whole
 
 Failed = Callable[[UpstreamError], web.StreamResponse]
 OnStream = Callable[[aiohttp.ClientResponse, float], Awaitable[web.StreamResponse]]

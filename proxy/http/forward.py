@@ -19,19 +19,21 @@ from multidict import CIMultiDict
 from runguard.proxy.core.errors import UpstreamError
 from runguard.proxy.core.events import ResponseInfo
 from runguard.proxy.core.frozen import frozen
-from runguard.proxy.guard.passage import Passage
-from runguard.proxy.guard.ticket import Ticket
+from runguard.proxy.guard import Passage, Ticket
 from runguard.proxy.http.exchange import exchange
 from runguard.proxy.http.recorded import recorded
 from runguard.proxy.providers.answers import Synthetic
 from runguard.proxy.providers.framing import SSE, Framing
 from runguard.proxy.providers.routes import Route
-from runguard.proxy.relay import overhead
-from runguard.proxy.relay.codec import decode_body
-from runguard.proxy.relay.context import ProxyContext
-from runguard.proxy.relay.replies import upstream_failed
-from runguard.proxy.relay.stream_usage import UsageChunkFilter
-from runguard.proxy.relay.streams import relay_stream, whole_response
+from runguard.proxy.relay import (
+    ProxyContext,
+    UsageChunkFilter,
+    decode_body,
+    overhead,
+    relay_stream,
+    upstream_failed,
+    whole_response,
+)
 
 
 @frozen

@@ -17,12 +17,9 @@ import logging
 from aiohttp import web
 from multidict import CIMultiDict
 
-from runguard.config.settings import Settings
+from runguard.config import Settings
 from runguard.proxy.core.events import Provider, RequestInfo
-from runguard.proxy.guard import unreadable
-from runguard.proxy.guard.costs.spending import costs_money
-from runguard.proxy.guard.lineup.policy import tightening_from
-from runguard.proxy.guard.nudge import with_note
+from runguard.proxy.guard import costs_money, tightening_from, unreadable, with_note
 from runguard.proxy.http import accounts
 from runguard.proxy.http.forward import Outgoing, forward, synthetic
 from runguard.proxy.http.recorded import credentials_of, recorded
@@ -34,11 +31,17 @@ from runguard.proxy.providers.framing import Framing
 from runguard.proxy.providers.paths import REFUSED, canonical
 from runguard.proxy.providers.registry import adapter_for, header_facts, usage_on_request
 from runguard.proxy.providers.routes import Route, resolve
-from runguard.proxy.relay.codec import BodyTooLarge, inflate
-from runguard.proxy.relay.context import CONTEXT, ProxyContext
-from runguard.proxy.relay.headers import is_upgrade, upstream_request_headers
-from runguard.proxy.relay.replies import provider_error
-from runguard.proxy.relay.stream_usage import UsageChunkFilter, with_usage_requested
+from runguard.proxy.relay import (
+    CONTEXT,
+    BodyTooLarge,
+    ProxyContext,
+    UsageChunkFilter,
+    inflate,
+    is_upgrade,
+    provider_error,
+    upstream_request_headers,
+    with_usage_requested,
+)
 from runguard.proxy.sockets import websocket
 
 log = logging.getLogger("runguard.proxy")

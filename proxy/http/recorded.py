@@ -16,7 +16,7 @@ from multidict import CIMultiDict
 from runguard.proxy.core.events import ResponseInfo
 from runguard.proxy.providers import credentials
 from runguard.proxy.providers.paths import canonical
-from runguard.proxy.runs.keys import redact
+from runguard.proxy.runs import redact
 from runguard.proxy.store.records import RecordedBody
 
 

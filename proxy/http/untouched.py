@@ -26,11 +26,15 @@ from runguard.proxy.providers.base import Adapter
 from runguard.proxy.providers.registry import poller
 from runguard.proxy.providers.routes import Route
 from runguard.proxy.providers.spec import ProviderApi
-from runguard.proxy.relay import overhead
-from runguard.proxy.relay.codec import BodyTooLarge, decode_body
-from runguard.proxy.relay.context import ProxyContext
-from runguard.proxy.relay.replies import upstream_failed
-from runguard.proxy.relay.streams import relay_stream, whole_response
+from runguard.proxy.relay import (
+    BodyTooLarge,
+    ProxyContext,
+    decode_body,
+    overhead,
+    relay_stream,
+    upstream_failed,
+    whole_response,
+)
 
 
 def polled(request: web.Request, route: Route) -> ProviderApi | None:

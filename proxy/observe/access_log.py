@@ -17,7 +17,7 @@ from typing import BinaryIO
 
 import orjson
 
-from runguard.proxy.guard.observer import NullObserver
+from runguard.proxy.guard import NullObserver
 from runguard.proxy.store.records import RequestRecord
 
 

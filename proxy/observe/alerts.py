@@ -33,10 +33,10 @@ import httpx
 import orjson
 from aiohttp import web
 
-from runguard.config.settings import AlertSettings
+from runguard.config import AlertSettings
 from runguard.proxy.core.safe_text import printable, reset_command
 from runguard.proxy.core.tasks import hold
-from runguard.proxy.guard.observer import NullObserver
+from runguard.proxy.guard import NullObserver
 from runguard.proxy.store.records import TripRecord
 
 log = logging.getLogger("runguard.alerts")

@@ -56,8 +56,7 @@ from runguard.proxy.core.safe_text import printable
 from runguard.proxy.observe.live import Live, counter
 from runguard.proxy.providers.common.history import HistoryCache
 from runguard.proxy.providers.routes import resolve
-from runguard.proxy.relay import overhead
-from runguard.proxy.relay.headers import is_upgrade
+from runguard.proxy.relay import is_upgrade, overhead
 from runguard.proxy.store.costs import counted_avoided
 from runguard.proxy.store.records import RequestRecord, TripRecord
 

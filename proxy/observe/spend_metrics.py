@@ -17,7 +17,7 @@ from collections.abc import Iterable, Mapping
 
 from prometheus_client.metrics_core import CounterMetricFamily, Metric
 
-from runguard.proxy.guard.observer import NullObserver
+from runguard.proxy.guard import NullObserver
 from runguard.proxy.store.records import RequestRecord
 
 UNLABELLED = "unlabelled"

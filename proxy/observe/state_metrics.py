@@ -19,8 +19,7 @@ from collections.abc import Iterable
 
 from prometheus_client.metrics_core import CounterMetricFamily, GaugeMetricFamily, Metric
 
-from runguard.proxy.state.base import StateBackend
-from runguard.proxy.state.memory import MemoryState
+from runguard.proxy.state import MemoryState, StateBackend
 
 
 def figures(state: StateBackend) -> dict[str, int] | None:

@@ -14,7 +14,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Mapping
 
-from runguard.config.settings import GuardSettings
+from runguard.config import GuardSettings
 from runguard.proxy.core.events import Api, Provider
 from runguard.proxy.providers import (
     anthropic,

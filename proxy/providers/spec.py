@@ -23,7 +23,7 @@ from collections.abc import Callable, Mapping
 from enum import IntEnum
 from typing import Any
 
-from runguard.config.settings import GuardSettings
+from runguard.config import GuardSettings
 from runguard.proxy.core.events import Api, Provider
 from runguard.proxy.core.frozen import frozen
 from runguard.proxy.providers.base import Adapter

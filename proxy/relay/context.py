@@ -10,18 +10,15 @@ from typing import Any
 from aiohttp import web
 from multidict import CIMultiDictProxy
 
-from runguard.config.settings import Settings
+from runguard.config import Settings
 from runguard.proxy.core.frozen import frozen
 from runguard.proxy.core.tasks import hold
-from runguard.proxy.guard.guard import Guard
-from runguard.proxy.guard.lineup.policy import SHORT_HEADERS
-from runguard.proxy.guard.observer import Observer
+from runguard.proxy.guard import SHORT_HEADERS, Guard, Observer
 from runguard.proxy.providers.common.history import HistoryCache, HistorySlot
 from runguard.proxy.relay.headers import header_text
 from runguard.proxy.relay.shutdown import Shutdown
 from runguard.proxy.relay.upstream import Upstreams
-from runguard.proxy.runs.accounts import Accounts
-from runguard.proxy.runs.keys import KeyHasher
+from runguard.proxy.runs import Accounts, KeyHasher
 
 
 @frozen

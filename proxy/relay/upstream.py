@@ -17,14 +17,13 @@ import aiohttp
 from multidict import CIMultiDict
 from yarl import URL
 
-from runguard.config.loader import ConfigError
-from runguard.config.settings import UpstreamSettings
+from runguard.config import ConfigError, UpstreamSettings
 from runguard.proxy.core.errors import UpstreamError, UpstreamRefused, UpstreamTimeout
 from runguard.proxy.core.events import Provider
 from runguard.proxy.core.safe_text import printable
 from runguard.proxy.providers import registry
 from runguard.proxy.relay.deadlines import Deadlines
-from runguard.proxy.runs.keys import redact
+from runguard.proxy.runs import redact
 
 _NO_AUTO_HEADERS = ("Accept-Encoding", "Accept", "User-Agent", "Content-Type")
 _URL = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*://[^\s'\",]*")  # a URL in an exception's text, to its end

@@ -20,7 +20,7 @@ import logging
 
 from runguard.proxy.core.errors import StateUnavailable
 from runguard.proxy.runs.keys import KeyHasher
-from runguard.proxy.state.base import StateBackend
+from runguard.proxy.state import StateBackend
 
 PROOF_SECONDS = 3600.0
 ACCOUNT_PREFIX = "account:"  # what an account's identity hashes: `runguard-proxy key-hash account:<project>`

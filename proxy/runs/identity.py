@@ -35,7 +35,7 @@ from runguard.proxy.core.frozen import frozen
 from runguard.proxy.core.ops import Op, OpResult
 from runguard.proxy.runs import agent_names, continuation, nesting, roots, tenants
 from runguard.proxy.runs.roots import Owner
-from runguard.proxy.state.base import StateBackend
+from runguard.proxy.state import StateBackend
 
 log = logging.getLogger("runguard.guard")
 

@@ -39,11 +39,11 @@ from collections.abc import Sequence
 
 import orjson
 
-from runguard.detectors.support.sketch import is_free_text
+from runguard.detectors.support import is_free_text
 from runguard.proxy.core.events import RequestInfo, ToolCall, digest, is_transfer
 from runguard.proxy.core.ops import Get, OpResult, Push, Scope
 from runguard.proxy.runs import roots
-from runguard.proxy.state.base import StateBackend
+from runguard.proxy.state import StateBackend
 
 MAX_TASKS = 16  # texts remembered per response (a batch of parallel delegations, or of tasks created)
 TASKS = "core.tasks"  # a header run's field: digests of the tasks its delegations handed out, latest last

@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING
 from runguard.proxy.core.ops import Scope
 
 if TYPE_CHECKING:
-    from runguard.proxy.state.base import StateBackend
+    from runguard.proxy.state import StateBackend
 
 SEPARATOR = "/"  # tenant names and key hashes hold none: the first one ends the tenant
 

@@ -20,12 +20,11 @@ import secrets
 from typing import TYPE_CHECKING
 
 from runguard.proxy.core.events import AgentIdentity, RequestInfo, ResponseInfo, ToolCall, ToolResult, digest
-from runguard.proxy.guard.lineup.policy import Tightening
-from runguard.proxy.guard.passage import Passage
+from runguard.proxy.guard import Passage, Tightening
 from runguard.proxy.providers.sockets import SessionEvent, Sessions
 
 if TYPE_CHECKING:
-    from runguard.proxy.relay.context import ProxyContext
+    from runguard.proxy.relay import ProxyContext
 
 MAX_RESULTS = 64  # results kept for one response: a client sending more is not read further
 

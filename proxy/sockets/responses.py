@@ -15,14 +15,13 @@ import dataclasses
 from collections import deque
 from typing import TYPE_CHECKING
 
-from runguard.proxy.guard.lineup.policy import Tightening
-from runguard.proxy.guard.passage import Passage
+from runguard.proxy.guard import Passage, Tightening
 from runguard.proxy.providers.base import RequestContext
 from runguard.proxy.providers.sockets import EventParser, RequestMessages
 from runguard.proxy.providers.spec import ProviderApi
 
 if TYPE_CHECKING:
-    from runguard.proxy.relay.context import ProxyContext
+    from runguard.proxy.relay import ProxyContext
 
 
 @dataclasses.dataclass

@@ -31,16 +31,16 @@ from aiohttp import WSCloseCode, WSMsgType, web
 from multidict import CIMultiDict
 
 from runguard.proxy.core.errors import UpstreamError, UpstreamRefused
-from runguard.proxy.guard.lineup.policy import tightening_from
+from runguard.proxy.guard import tightening_from
 from runguard.proxy.providers import registry
 from runguard.proxy.providers.common import sessions as client_sessions
 from runguard.proxy.providers.routes import Route, raw_target
-from runguard.proxy.relay.replies import provider_error, upstream_failed
+from runguard.proxy.relay import provider_error, upstream_failed
 from runguard.proxy.sockets.realtime import RealtimeSocket
 from runguard.proxy.sockets.responses import ResponsesSocket
 
 if TYPE_CHECKING:
-    from runguard.proxy.relay.context import ProxyContext
+    from runguard.proxy.relay import ProxyContext
 
 log = logging.getLogger("runguard.proxy")
 

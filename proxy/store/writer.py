@@ -37,7 +37,7 @@ from typing import Protocol
 from sqlalchemy.exc import DataError, IntegrityError
 from sqlalchemy.ext.asyncio import AsyncEngine
 
-from runguard.config.backends import StoreSettings
+from runguard.config import StoreSettings
 from runguard.proxy.store import batch as batches
 from runguard.proxy.store.database import Target, make_engine, parse
 from runguard.proxy.store.migrate import upgrade

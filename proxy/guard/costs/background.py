@@ -34,7 +34,7 @@ from runguard.proxy.guard.observer import Observer
 from runguard.proxy.guard.records import reporting
 from runguard.proxy.guard.ticket import scope_ids
 from runguard.proxy.runs import continuation, nesting, roots, tenants
-from runguard.proxy.state.base import StateBackend
+from runguard.proxy.state import StateBackend
 from runguard.proxy.store.records import RecordSink
 
 log = logging.getLogger("runguard.background")

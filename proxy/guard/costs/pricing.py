@@ -16,7 +16,7 @@ from typing import Any, TypeVar
 
 import yaml
 
-from runguard.config.loader import ConfigError, load_yaml, read_text
+from runguard.config import ConfigError, load_yaml, read_text
 from runguard.proxy.core.events import Usage
 from runguard.proxy.core.frozen import frozen
 

@@ -20,8 +20,8 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 
-from runguard.config.settings import BreakerSettings
-from runguard.detectors.support.base import Action
+from runguard.config import BreakerSettings
+from runguard.detectors.support import Action
 from runguard.proxy.core.ops import Get, Scope
 from runguard.proxy.core.safe_text import reset_command
 from runguard.proxy.guard import breaker

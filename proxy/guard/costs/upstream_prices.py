@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from runguard.config.compatible import CompatibleUpstream, ModelPrice
+from runguard.config import CompatibleUpstream, ModelPrice
 from runguard.proxy.core.events import Usage
 from runguard.proxy.guard.costs.pricing import Price, resolve
 

@@ -26,7 +26,7 @@ from dataclasses import field
 from types import MappingProxyType
 from typing import Any
 
-from runguard.detectors.support.base import (
+from runguard.detectors.support import (
     Action,
     Detector,
     DetectorConfig,

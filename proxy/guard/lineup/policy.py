@@ -15,8 +15,8 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from runguard.config.settings import GuardSettings, Override
-from runguard.detectors.support.base import Action, Detector, DetectorConfig
+from runguard.config import GuardSettings, Override
+from runguard.detectors.support import Action, Detector, DetectorConfig
 from runguard.proxy.guard.lineup.engine import Armed, Lineup
 
 LIMIT_HEADER = "X-RunGuard-Limit"

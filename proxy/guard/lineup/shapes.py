@@ -22,7 +22,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from runguard.detectors.support.base import Detector
+from runguard.detectors.support import Detector
 from runguard.detectors.support.replayed import may_replay
 from runguard.proxy.core.events import RequestInfo
 

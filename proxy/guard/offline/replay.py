@@ -32,8 +32,8 @@ from typing import Any
 
 import orjson
 
-from runguard.config.settings import Settings
-from runguard.detectors.support.base import Detector
+from runguard.config import Settings
+from runguard.detectors.support import Detector
 from runguard.proxy.core.events import ResponseInfo
 from runguard.proxy.guard.costs.pricing import ModelTables
 from runguard.proxy.guard.guard import Guard
@@ -42,8 +42,7 @@ from runguard.proxy.guard.observer import NullObserver
 from runguard.proxy.providers.base import Adapter, RequestContext
 from runguard.proxy.providers.registry import REGISTRY, adapter_for
 from runguard.proxy.providers.routes import Route, resolve
-from runguard.proxy.state.base import ScopeTtls
-from runguard.proxy.state.memory import MemoryState
+from runguard.proxy.state import MemoryState, ScopeTtls
 from runguard.proxy.store.records import Record, TripRecord
 
 

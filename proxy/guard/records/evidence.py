@@ -12,8 +12,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from runguard.detectors.support.normalize import call_args_digest
-from runguard.detectors.support.turns import paired_results
+from runguard.detectors.support import call_args_digest, paired_results
 from runguard.proxy.core.events import RequestInfo, ResponseInfo, ToolCall, ToolResult
 
 ABRIDGED = 500  # characters of a call's arguments, or of its result, kept in a trip's evidence

@@ -10,11 +10,10 @@ follow-up is judged in the right run however long the rest of the end takes
 
 from __future__ import annotations
 
-from runguard.detectors.support.base import ResponseSeen
+from runguard.detectors.support import ResponseSeen
 from runguard.proxy.guard.ticket import Ticket
 from runguard.proxy.providers import registry
-from runguard.proxy.runs import continuation
-from runguard.proxy.runs.identity import RunIdentity
+from runguard.proxy.runs import RunIdentity, continuation
 
 
 async def remember(runs: RunIdentity, ticket: Ticket, seen: ResponseSeen) -> None:

@@ -26,11 +26,11 @@ import gc
 from collections.abc import Awaitable, Callable, Iterator, Sequence
 from typing import Any
 
-from runguard.config.settings import BreakerSettings
+from runguard.config import BreakerSettings
 from runguard.proxy.core.ops import Add, Op, PutNX, Raise, Scope
 from runguard.proxy.guard import breaker
-from runguard.proxy.runs.tenants import Tenants, state_id
-from runguard.proxy.state.base import ScopeIds, StateBackend
+from runguard.proxy.runs import Tenants, state_id
+from runguard.proxy.state import ScopeIds, StateBackend
 from runguard.proxy.store.live_facts import Live, LiveRun, LiveTrip
 
 CONCURRENCY = 64  # batches in flight at once (Redis: round trips overlapped; memory: no await anyway)

@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import time
 
-from runguard.detectors.support.base import ResponseSeen
+from runguard.detectors.support import ResponseSeen
 from runguard.proxy.core.events import ResponseInfo
 from runguard.proxy.guard import unreadable
 from runguard.proxy.guard.lineup.engine import Finding
 from runguard.proxy.guard.records import evidence
 from runguard.proxy.guard.ticket import Ticket
-from runguard.proxy.runs.continuation import Pending
+from runguard.proxy.runs import Pending
 from runguard.proxy.store import costs
 from runguard.proxy.store.records import RecordedBody, RequestRecord, TripRecord, VerdictRecord
 

@@ -13,9 +13,9 @@ import orjson
 from opentelemetry.semconv._incubating.attributes import gen_ai_attributes as gen_ai
 from opentelemetry.util.types import AttributeValue
 
-from runguard.detectors.support.base import ResponseSeen
+from runguard.detectors.support import ResponseSeen
 from runguard.proxy.core.events import Api, RequestInfo, ResponseInfo
-from runguard.proxy.guard.ticket import Ticket
+from runguard.proxy.guard import Ticket
 from runguard.proxy.observe.telemetry.bounds import bounded
 from runguard.proxy.providers import registry
 from runguard.proxy.store.records import RequestRecord, TripRecord

@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from urllib.parse import unquote
 
-from runguard.config.settings import TelemetrySettings
+from runguard.config import TelemetrySettings
 from runguard.proxy.core.frozen import frozen
 
 HTTP = "http/protobuf"

@@ -18,7 +18,7 @@ from opentelemetry.sdk.trace.id_generator import RandomIdGenerator
 from opentelemetry.trace import get_current_span
 from opentelemetry.trace.propagation.tracecontext import TraceContextTextMapPropagator
 
-from runguard.proxy.runs.tenants import state_id
+from runguard.proxy.runs import state_id
 
 _PROPAGATOR = TraceContextTextMapPropagator()  # stateless: it only parses and writes headers
 

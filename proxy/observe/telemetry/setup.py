@@ -22,7 +22,7 @@ from urllib.parse import urlsplit
 from aiohttp import web
 from prometheus_client import CollectorRegistry
 
-from runguard.config.settings import Settings
+from runguard.config import Settings
 from runguard.proxy.observe.telemetry.config import GRPC, ExportConfig, resolve
 from runguard.proxy.providers import registry as provider_specs
 
@@ -30,8 +30,8 @@ if TYPE_CHECKING:
     from opentelemetry.sdk.metrics.export import MetricExporter
     from opentelemetry.sdk.trace.export import SpanExporter
 
-    from runguard.detectors.support.base import ResponseSeen
-    from runguard.proxy.guard.ticket import Ticket
+    from runguard.detectors.support import ResponseSeen
+    from runguard.proxy.guard import Ticket
     from runguard.proxy.store.records import RequestRecord
 
     RequestHook = Callable[[Ticket, ResponseSeen | None, RequestRecord], None]
@@ -179,7 +179,7 @@ def install(
 ) -> RequestHook | None:
     """Export for `app` if the settings or `OTEL_*` variables turn it on: what the guard reports each finished
     request to. The OpenTelemetry SDK is imported only then."""
-    from runguard.config.loader import ConfigError
+    from runguard.config import ConfigError
     from runguard.proxy.observe.telemetry.config import TelemetryConfigError
 
     try:

@@ -27,14 +27,14 @@ from opentelemetry.semconv._incubating.attributes import gen_ai_attributes as ge
 from opentelemetry.trace import Span, SpanKind, Status, StatusCode, Tracer, set_span_in_context
 from opentelemetry.util.types import AttributeValue
 
-from runguard.detectors.support.base import ResponseSeen
-from runguard.proxy.guard.ticket import Ticket
+from runguard.detectors.support import ResponseSeen
+from runguard.proxy.guard import Ticket
 from runguard.proxy.observe.telemetry import attributes
 from runguard.proxy.observe.telemetry.bounds import BoundedValues, bounded
 from runguard.proxy.observe.telemetry.ids import RunTraceIds, agent_context, run_trace_id
 from runguard.proxy.observe.telemetry.meters import GenAiMeters
 from runguard.proxy.observe.telemetry.turns import AgentTurns, Call, PendingCalls
-from runguard.proxy.runs.tenants import state_id
+from runguard.proxy.runs import state_id
 from runguard.proxy.store.records import RequestRecord
 
 

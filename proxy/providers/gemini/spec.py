@@ -14,7 +14,7 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-from runguard.config.settings import GuardSettings
+from runguard.config import GuardSettings
 from runguard.proxy.core.events import Api, Provider
 from runguard.proxy.providers.gemini import json_array, nudge, transcript
 from runguard.proxy.providers.gemini.adapter import GeminiAdapter
