@@ -24,7 +24,12 @@ numbers, paths and file names of the first line of the answer's last fenced
 block ("edit 46:46", "open src/Parser.java"): a rename done occurrence by
 occurrence, each view the same window with one more line changed, is work; an
 edit aimed at another line that is refused the same way is not (what came back
-did not change). A turn under `min_chars` (a bare command and its short output: a
+did not change). A turn told only that its last command printed nothing (`commands.trivial_output`: a
+`grep` that matched nothing, the harness's fixed "ran successfully and did not produce any output") whose
+action (its last `<function=...>` call or fenced block, whole) no earlier turn of the window wrote is a
+probe: an empty result of a command that worked says nothing either way, so stale turns that are mostly
+probes (a search through names that are not there) do not stop the run, while a search replayed (its
+commands again, in any order) does. A turn under `min_chars` (a bare command and its short output: a
 folder listing, "ok") is too short to judge: it is kept, and it ends a run of
 stale turns when its output, or its command, is new; a short turn that brings
 nothing new does not (a fix-and-test loop whose test runs are short is still
@@ -48,7 +53,9 @@ each reply's own words are new); a selector re-sending the whole transcript to
 pick a speaker (its answer is a name: not judged). Still stopped on real
 sessions: a coding agent that repeats its own earlier sequence (forgets to
 write its script, gets the harness's format error, verifies) for the next
-version of a fix, whose only new text is a few changed lines of a long script.
+version of a fix, whose only new text is a few changed lines of a long script;
+an agent going back over code it was shown earlier in the window (a whole file
+viewed once, then its functions window by window), whose windows are old text.
 """
 
 from __future__ import annotations
@@ -70,9 +77,10 @@ from runguard.detectors.support.base import (
     Results,
     Verdict,
 )
+from runguard.detectors.support.commands import trivial_output
 from runguard.detectors.support.normalize import clip
 from runguard.detectors.support.shingles import MAX_CHARS, pack, sample, shingles, stale_shares, unpack
-from runguard.proxy.core.events import digest
+from runguard.proxy.core.events import ToolResult, digest
 from runguard.proxy.core.ops import Get, Push, Put, Scope
 
 LABEL_CHARS = 24  # speaker labels kept in state
@@ -80,6 +88,8 @@ NOTHING: frozenset[bytes] = frozenset()
 MAX_TARGETS = 8  # places an action names, kept per turn
 _BLOCK = re.compile(r"```[\w+-]*\n(.*?)```", re.DOTALL)  # a fenced block: how text agents write their action
 _PLACE = re.compile(r"\d+|[\w.-]*/[\w./-]+|[\w-]+\.[a-z]{1,5}\b")  # a number, a path, a file name
+_CALL = re.compile(r"<function=[^>\n]{1,64}>.*?</function>", re.DOTALL)  # a call written as XML-style text
+_SPACES = re.compile(r"\s+")
 
 
 def places(answer: str) -> frozenset[str]:
@@ -89,6 +99,20 @@ def places(answer: str) -> frozenset[str]:
     lines = blocks[-1].strip().split("\n", 1) if blocks else []
     found = _PLACE.findall(lines[0]) if lines else []
     return frozenset(digest(place, 2) for place in found[:MAX_TARGETS])
+
+
+def action(answer: str) -> str:
+    """A digest of the action the answer writes: its last `<function=...>` call, else its last fenced block,
+    spaces collapsed; "" when it writes neither."""
+    text = answer[:MAX_CHARS]
+    found = _CALL.findall(text) or _BLOCK.findall(text)
+    return digest(_SPACES.sub(" ", found[-1]).strip(), 4) if found else ""
+
+
+def quiet(texts: Sequence[str]) -> bool:
+    """Whether what the turn was told only says the last command ran (it printed nothing): a `grep` that
+    matched nothing, a file written (`commands.trivial_output`)."""
+    return bool(texts) and trivial_output(ToolResult(None, None, "\n".join(texts)))
 
 
 class TextLoopConfig(DetectorConfig):
@@ -151,6 +175,8 @@ class _Turn:
     said: frozenset[int]
     heard: str = ""
     places: frozenset[str] = frozenset()
+    action: str = ""
+    quiet: bool = False
 
     @classmethod
     def parse(cls, item: str) -> _Turn:
@@ -158,7 +184,9 @@ class _Turn:
         if len(parts) < 8:  # stored before observations were kept: a full turn
             return cls(parts[1] if len(parts) > 1 else "", False, unpack(parts[-1]), frozenset(), frozenset())
         spots = frozenset(filter(None, parts[7].split(",")))
-        return cls(parts[1], parts[2] == "s", unpack(parts[3]), unpack(parts[4]), unpack(parts[5]), parts[6], spots)
+        told = (unpack(parts[3]), unpack(parts[4]), unpack(parts[5]), parts[6], spots)
+        acted = (parts[8], parts[9] == "q") if len(parts) >= 10 else ("", False)
+        return cls(parts[1], parts[2] == "s", *told, *acted)
 
 
 def _fresh(turns: Sequence[_Turn], at: int, share: float) -> bool:
@@ -178,6 +206,14 @@ def _fresh(turns: Sequence[_Turn], at: int, share: float) -> bool:
         if new and new >= share * len(part):
             return True
     return False
+
+
+def _probe(turns: Sequence[_Turn], at: int) -> bool:
+    """Whether turn `at` was told only that its last command printed nothing and does something no turn before
+    it in the window did (another `grep` after one that matched nothing): it says nothing either way, so it is
+    not judged and does not end a run of stale turns."""
+    turn = turns[at]
+    return turn.quiet and bool(turn.action) and all(before.action != turn.action for before in turns[:at])
 
 
 class TextLoop(Detector[TextLoopConfig]):
@@ -211,7 +247,8 @@ class TextLoop(Detector[TextLoopConfig]):
         speaker = clip(request.agent.steady, LABEL_CHARS).replace("~", "-")
         turn = digest(f"{seen.facts.request_index}:{request.message_count}", 4)
         spots = ",".join(sorted(places(response.text)))
-        item = f"{turn}~{speaker}~{'s' if short else 'f'}~{kept}~{told}~{own}~{changed}~{spots}"
+        acted = f"{action(response.text)}~{'q' if quiet(texts) else '-'}"
+        item = f"{turn}~{speaker}~{'s' if short else 'f'}~{kept}~{told}~{own}~{changed}~{spots}~{acted}"
         plan: dict[str, Push | Put] = {"turns": Push(Scope.RUN, "turns", (item,), keep=cfg.window, unique=True)}
         if texts:
             plan["edges"] = Put(Scope.RUN, "edges", edges)
@@ -228,6 +265,8 @@ class TextLoop(Detector[TextLoopConfig]):
         shares = stale_shares([turns[at].kept for at in full], cfg.turns, cfg.min_shingles, cfg.max_new_share)
         if shares is None or any(_fresh(turns, at, cfg.fresh_share) for at in range(full[-cfg.turns], len(turns))):
             return None
+        if 2 * sum(_probe(turns, at) for at in full[-cfg.turns :]) > cfg.turns:
+            return None  # mostly new commands that each printed nothing: a search, not a loop
         speakers = [turns[at].speaker for at in full[-cfg.turns :]]
         return self.verdict(
             f"the conversation added almost nothing new {cfg.turns} turns in a row "

@@ -233,3 +233,47 @@ async def test_edits_at_new_lines_rejected_the_same_way_are_stopped() -> None:
     turns = [("", "DISCUSSION\nLet's open the tokenizer.\n```\nopen src/Tokenizer.java\n```")]
     turns += [(refused, rename_at(line)) for line in (5, 15, 25, 35, 45, 55)]
     assert first_trip(await RunSimulator([TextLoop()]).run(shell(turns))) == 5  # as early as without places
+
+
+NOTHING = "Your command ran successfully and did not produce any output."
+
+
+def xml_call(name: str, **parameters: str) -> str:
+    """A call written as text the way SWE-agent 1.x's text protocol writes it."""
+    body = "".join(f"<parameter={key}>{value}</parameter>\n" for key, value in parameters.items())
+    return f"<function={name}>\n{body}</function>"
+
+
+def grep_for(symbol: str, path: str = "/repo/pkg/render/printer.py") -> str:
+    """One turn of a search: the same opening sentence every time, another symbol grepped."""
+    call = xml_call("bash", command=f"grep -n {symbol} {path}")
+    return f"Let me look for the code that prints this kind of node:\n\n{call}"
+
+
+SYMBOLS = ["_emit_Tuple", "_emit_Container", "_emit_List", "_emit_Iterable", "_emit_Sequence", "_emit_Basic"]
+
+
+async def test_new_greps_that_each_match_nothing_pass() -> None:
+    """A search through names that are not there: every answer opens with the same sentence and every output
+    is the harness's fixed "no output" line, but each command is one the agent had not run: a search, not a
+    loop (an empty result of a command that worked says nothing either way)."""
+    turns = [("", grep_for(SYMBOLS[0]))] + [(NOTHING, grep_for(symbol)) for symbol in SYMBOLS[1:]]
+    turns.append(("OBSERVATION:\n41:    def _emit_Function(self, node):", grep_for("_emit_Function")))
+    assert first_trip(await RunSimulator([TextLoop()]).run(shell(turns))) is None
+
+
+async def test_the_same_empty_greps_run_again_are_stopped() -> None:
+    """The search above, then the same greps again in the same order with the same empty output: a sequence
+    replayed, stopped as soon as most of the last three turns repeat an earlier command (the new ones alone
+    never stop it)."""
+    symbols = SYMBOLS[:4]
+    turns = [("", grep_for(symbols[0]))] + [(NOTHING, grep_for(symbol)) for symbol in symbols[1:] + symbols * 2]
+    assert first_trip(await RunSimulator([TextLoop()]).run(shell(turns))) == 6  # the second repeat
+
+
+async def test_alternating_two_empty_greps_is_stopped() -> None:
+    """Two greps for a method that does not exist, taken in turn: the second round repeats the first."""
+    paths = ["/repo/pkg/render/printer.py", "/repo/pkg/render/base.py"]
+    turns = [("", grep_for("_emit_Series", paths[0]))]
+    turns += [(NOTHING, grep_for("_emit_Series", paths[i % 2])) for i in range(1, 7)]
+    assert first_trip(await RunSimulator([TextLoop()]).run(shell(turns))) == 5
