@@ -29,7 +29,10 @@ did not change). A turn told only that its last command printed nothing (`comman
 action (its last `<function=...>` call or fenced block, whole) no earlier turn of the window wrote is a
 probe: an empty result of a command that worked says nothing either way, so stale turns that are mostly
 probes (a search through names that are not there) do not stop the run, while a search replayed (its
-commands again, in any order) does. A turn under `min_chars` (a bare command and its short output: a
+commands again, in any order) does. Reading new text is no progress when the
+agent does not read it: `same_answers` answers in a row that say the same word
+for word, numbers aside (one sentence and one view call whose window moves
+each time), stop the run whatever they are told. A turn under `min_chars` (a bare command and its short output: a
 folder listing, "ok") is too short to judge: it is kept, and it ends a run of
 stale turns when its output, or its command, is new; a short turn that brings
 nothing new does not (a fix-and-test loop whose test runs are short is still
@@ -44,7 +47,9 @@ LIS BER]" and the same results) is 5-15% new; a step that learns something, or
 a group-chat turn that drafts, reviews or decides something new, 40-100%. On
 real coding agents (docs/corpus.md), stuck turns are 0-19% new and what a
 stuck turn is told at most 25% new; a folder listing, a test run whose result
-changed, a new file are told 50-100% new.
+changed, a new file are told 50-100% new. An agent paging through a file under
+one sentence repeats its answer 20-65 times in a row; a healthy one up to 5
+times, 12 to read a 1,000-line file a page at a time.
 
 False positives. What comes close: a chat whose user pastes the same error
 again (the model's new answer keeps the turn over 20% new unless it repeats
@@ -56,6 +61,8 @@ write its script, gets the harness's format error, verifies) for the next
 version of a fix, whose only new text is a few changed lines of a long script;
 an agent going back over code it was shown earlier in the window (a whole file
 viewed once, then its functions window by window), whose windows are old text.
+An agent that polls (the same command and the same sentence, a build's log
+growing) `same_answers` times in a row is stopped as paging is.
 """
 
 from __future__ import annotations
@@ -90,6 +97,7 @@ _BLOCK = re.compile(r"```[\w+-]*\n(.*?)```", re.DOTALL)  # a fenced block: how t
 _PLACE = re.compile(r"\d+|[\w.-]*/[\w./-]+|[\w-]+\.[a-z]{1,5}\b")  # a number, a path, a file name
 _CALL = re.compile(r"<function=[^>\n]{1,64}>.*?</function>", re.DOTALL)  # a call written as XML-style text
 _SPACES = re.compile(r"\s+")
+_DIGITS = re.compile(r"\d+")
 
 
 def places(answer: str) -> frozenset[str]:
@@ -107,6 +115,12 @@ def action(answer: str) -> str:
     text = answer[:MAX_CHARS]
     found = _CALL.findall(text) or _BLOCK.findall(text)
     return digest(_SPACES.sub(" ", found[-1]).strip(), 4) if found else ""
+
+
+def wording(answer: str) -> str:
+    """A digest of the answer's words, its numbers and spacing aside: one answer for "view lines 620-630" and
+    then "view lines 610-620" under the same sentence."""
+    return digest(_DIGITS.sub("#", _SPACES.sub(" ", answer[:MAX_CHARS])).strip(), 4)
 
 
 def quiet(texts: Sequence[str]) -> bool:
@@ -153,6 +167,17 @@ class TextLoopConfig(DetectorConfig):
         "next speaker, an acknowledgement) is neither judged nor kept.",
     )
     min_shingles: int = Field(8, ge=1, description="3-word shingles (up to 48 are kept) a turn needs to be judged.")
+    same_answers: int = Field(
+        14,
+        ge=2,
+        le=32,
+        description="Answers in a row that say the same word for word, numbers aside, that stop the run (from its "
+        "next request), whatever they are told: the same sentence and the same call with another window each "
+        "time is paging through a file without looking for anything. More than `window` never stops. Real "
+        "sessions: a healthy one repeats an answer up to 5 times in a row, 12 to read a 1,000-line file a page "
+        "at a time; paging runaways 20-65 times.",
+        json_schema_extra={"tighten": "lower"},
+    )
     window: int = Field(
         16,
         ge=2,
@@ -177,6 +202,7 @@ class _Turn:
     places: frozenset[str] = frozenset()
     action: str = ""
     quiet: bool = False
+    wording: str = ""
 
     @classmethod
     def parse(cls, item: str) -> _Turn:
@@ -185,7 +211,7 @@ class _Turn:
             return cls(parts[1] if len(parts) > 1 else "", False, unpack(parts[-1]), frozenset(), frozenset())
         spots = frozenset(filter(None, parts[7].split(",")))
         told = (unpack(parts[3]), unpack(parts[4]), unpack(parts[5]), parts[6], spots)
-        acted = (parts[8], parts[9] == "q") if len(parts) >= 10 else ("", False)
+        acted = (parts[8], parts[9] == "q", parts[10]) if len(parts) >= 11 else ("", False, "")
         return cls(parts[1], parts[2] == "s", *told, *acted)
 
 
@@ -214,6 +240,17 @@ def _probe(turns: Sequence[_Turn], at: int) -> bool:
     not judged and does not end a run of stale turns."""
     turn = turns[at]
     return turn.quiet and bool(turn.action) and all(before.action != turn.action for before in turns[:at])
+
+
+def _same_answers(turns: Sequence[_Turn]) -> int:
+    """How many of the last turns gave the last one's answer, numbers aside (turns stored without it: none)."""
+    last = turns[-1].wording
+    count = 0
+    for turn in reversed(turns):
+        if not last or turn.wording != last:
+            break
+        count += 1
+    return count
 
 
 class TextLoop(Detector[TextLoopConfig]):
@@ -247,7 +284,7 @@ class TextLoop(Detector[TextLoopConfig]):
         speaker = clip(request.agent.steady, LABEL_CHARS).replace("~", "-")
         turn = digest(f"{seen.facts.request_index}:{request.message_count}", 4)
         spots = ",".join(sorted(places(response.text)))
-        acted = f"{action(response.text)}~{'q' if quiet(texts) else '-'}"
+        acted = f"{action(response.text)}~{'q' if quiet(texts) else '-'}~{wording(response.text)}"
         item = f"{turn}~{speaker}~{'s' if short else 'f'}~{kept}~{told}~{own}~{changed}~{spots}~{acted}"
         plan: dict[str, Push | Put] = {"turns": Push(Scope.RUN, "turns", (item,), keep=cfg.window, unique=True)}
         if texts:
@@ -259,6 +296,16 @@ class TextLoop(Detector[TextLoopConfig]):
         if not isinstance(window, tuple) or not window:
             return None
         turns = [_Turn.parse(item) for item in window]
+        if (same := _same_answers(turns)) >= cfg.same_answers:
+            speakers = [turn.speaker for turn in turns[-same:]]
+            return self.verdict(
+                f"the model gave the same answer {same} times in a row, numbers aside "
+                f"(at most {cfg.same_answers - 1}; speakers {', '.join(dict.fromkeys(speakers))})",
+                shows=Evidence(agents=tuple(speakers)),
+                same_answers=same,
+                turns=cfg.turns,
+                compared_turns=len(turns) - 1,
+            )
         full = [at for at, turn in enumerate(turns) if not turn.short]
         if turns[-1].short or len(full) <= cfg.turns:
             return None  # judged after a full turn; the first is never stale: `turns` stale ones need one more

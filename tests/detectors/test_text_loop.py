@@ -277,3 +277,35 @@ async def test_alternating_two_empty_greps_is_stopped() -> None:
     turns = [("", grep_for("_emit_Series", paths[0]))]
     turns += [(NOTHING, grep_for("_emit_Series", paths[i % 2])) for i in range(1, 7)]
     assert first_trip(await RunSimulator([TextLoop()]).run(shell(turns))) == 5
+
+
+def page(start: int, size: int, sentence: str) -> tuple[str, str]:
+    """One view of a 2,000-line module: new lines every time, under the same sentence and the same call."""
+    code = "\n".join(
+        f"{n:6}\t    step_{n} = combine(step_{n - 1}, table[{n % 17}])  # pass {n // 40}"
+        for n in range(start, start + size)
+    )
+    view = xml_call(
+        "str_replace_editor", command="view", path="/repo/pkg/sets.py", view_range=f"[{start}, {start + size}]"
+    )
+    return f"OBSERVATION:\nHere's the result of running `cat -n` on /repo/pkg/sets.py:\n{code}", f"{sentence}\n\n{view}"
+
+
+async def test_paging_through_a_file_under_one_sentence_is_stopped() -> None:
+    """Every window is new code, but the answer is the same sentence and the same call each time, numbers
+    aside: the agent is not reading what it pages through."""
+    sentence = "Let's look at the `contains` method of `Interval`:"
+    turns = [("", f"{sentence}\n\n{xml_call('bash', command='wc -l /repo/pkg/sets.py')}")]
+    turns += [page(100 * i + 1, 50, sentence) for i in range(20)]
+    results = await RunSimulator([TextLoop()]).run(shell(turns))
+    assert first_trip(results) == 15  # the 14th view: the first answer (`wc -l`) is another
+    assert results[14].one("text_loop").evidence["same_answers"] == 14
+
+
+async def test_reading_a_file_a_page_at_a_time_then_acting_passes() -> None:
+    """Twelve pages of one file under the same sentence, then a reproduction script: reading, not paging."""
+    sentence = "Let me read the imports checker for the unused-import logic:"
+    turns = [page(100 * i + 1, 100, sentence) for i in range(12)]
+    script = xml_call("str_replace_editor", command="create", path="/repo/reproduce.py", file_text="import abc")
+    turns.append(("OBSERVATION:\nInvalid `view_range`: [1201, 1300].", f"Now a reproduction script:\n\n{script}"))
+    assert first_trip(await RunSimulator([TextLoop()]).run(shell(turns))) is None
