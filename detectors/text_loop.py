@@ -18,27 +18,31 @@ alone, without the lines the harness frames every output with (a status
 footer, a prompt, an exit-code header: `observation`) and with long numbers
 (line counters, sizes) as "#": a turn told something at least half new
 (`fresh_share`) learned something and is not stale, however formulaic its
-answer. So did a turn that was told something else than the turn before
-while its action works on places no earlier action of the window named: the
-numbers, paths and file names of the first line of the answer's last fenced
-block ("edit 46:46", "open src/Parser.java"): a rename done occurrence by
+answer. So did a turn that was told something else than the turn before while
+its action works on places no earlier action of the window named: the numbers,
+paths and file names of the first line of the answer's last fenced block
+("edit 46:46", "open src/Parser.java"): a rename done occurrence by
 occurrence, each view the same window with one more line changed, is work; an
 edit aimed at another line that is refused the same way is not (what came back
-did not change). A turn told only that its last command printed nothing (`commands.trivial_output`: a
-`grep` that matched nothing, the harness's fixed "ran successfully and did not produce any output") whose
-action (its last `<function=...>` call or fenced block, whole) no earlier turn of the window wrote is a
-probe: an empty result of a command that worked says nothing either way, so stale turns that are mostly
-probes (a search through names that are not there) do not stop the run, while a search replayed (its
-commands again, in any order) does. Reading new text is no progress when the
-agent does not read it: `same_answers` answers in a row that say the same word
-for word, numbers aside (one sentence and one view call whose window moves
-each time), stop the run whatever they are told. A turn under `min_chars` (a bare command and its short output: a
-folder listing, "ok") is too short to judge: it is kept, and it ends a run of
-stale turns when its output, or its command, is new; a short turn that brings
-nothing new does not (a fix-and-test loop whose test runs are short is still
-a loop). Judged only where no tool is declared and no tool result sent; a
-short answer (a selector naming the next speaker, "ok") is neither judged nor
-kept, and a request sent again unchanged (a retry) is not judged twice.
+did not change). A turn told only that its last command printed nothing
+(`commands.trivial_output`: a `grep` that matched nothing, the harness's fixed
+"ran successfully and did not produce any output") whose action (its last
+`<function=...>` call or fenced block, whole) no earlier turn of the window
+wrote is a probe: an empty result of a command that worked says nothing either
+way, so stale turns that are mostly probes (a search through names that are
+not there) do not stop the run, while a search replayed (its commands again,
+in any order) does. Reading new text is no progress when the agent does not
+read it: `same_answers` answers in a row that say the same word for word,
+numbers aside, each moving its call's numbers (one sentence and one view call
+whose window moves each time), stop the run whatever they are told; the same
+call again (a poll) is judged by what it is told. A turn under `min_chars` (a
+bare command and its short output: a folder listing, "ok") is too short to
+judge: it is kept, and it ends a run of stale turns when its output, or its
+command, is new; a short turn that brings nothing new does not (a fix-and-test
+loop whose test runs are short is still a loop). Judged only where no tool is
+declared and no tool result sent; a short answer (a selector naming the next
+speaker, "ok") is neither judged nor kept, and a request sent again unchanged
+(a retry) is not judged twice.
 
 Defaults. The same as `novelty`'s, so a text agent is stopped about as early as
 its structured twin: one turn later, because a turn is judged with its answer.
@@ -61,8 +65,9 @@ write its script, gets the harness's format error, verifies) for the next
 version of a fix, whose only new text is a few changed lines of a long script;
 an agent going back over code it was shown earlier in the window (a whole file
 viewed once, then its functions window by window), whose windows are old text.
-An agent that polls (the same command and the same sentence, a build's log
-growing) `same_answers` times in a row is stopped as paging is.
+What comes close to paging: an agent stepping through a list
+by its numbers (job 1, job 2, ...) under one sentence, `same_answers` times in a
+row; an agent polling (the same call again) is not counted.
 """
 
 from __future__ import annotations
@@ -171,9 +176,10 @@ class TextLoopConfig(DetectorConfig):
         14,
         ge=2,
         le=32,
-        description="Answers in a row that say the same word for word, numbers aside, that stop the run (from its "
-        "next request), whatever they are told: the same sentence and the same call with another window each "
-        "time is paging through a file without looking for anything. More than `window` never stops. Real "
+        description="Answers in a row that say the same word for word, numbers aside, each moving its call's numbers, "
+        "that stop the run (from its next request), whatever they are told: the same sentence and the same call "
+        "with another window each time is paging through a file without looking for anything (the same call "
+        "again, a poll, is not counted). More than `window` never stops. Real "
         "sessions: a healthy one repeats an answer up to 5 times in a row, 12 to read a 1,000-line file a page "
         "at a time; paging runaways 20-65 times.",
         json_schema_extra={"tighten": "lower"},
@@ -243,11 +249,13 @@ def _probe(turns: Sequence[_Turn], at: int) -> bool:
 
 
 def _same_answers(turns: Sequence[_Turn]) -> int:
-    """How many of the last turns gave the last one's answer, numbers aside (turns stored without it: none)."""
+    """How many of the last turns gave the last one's answer, numbers aside, each moving its call's numbers
+    (turns stored without it: none). The same call again is a poll, judged by what it is told."""
     last = turns[-1].wording
     count = 0
-    for turn in reversed(turns):
-        if not last or turn.wording != last:
+    for at in range(len(turns) - 1, -1, -1):
+        turn = turns[at]
+        if not last or turn.wording != last or (count and turn.action == turns[at + 1].action):
             break
         count += 1
     return count

@@ -309,3 +309,18 @@ async def test_reading_a_file_a_page_at_a_time_then_acting_passes() -> None:
     script = xml_call("str_replace_editor", command="create", path="/repo/reproduce.py", file_text="import abc")
     turns.append(("OBSERVATION:\nInvalid `view_range`: [1201, 1300].", f"Now a reproduction script:\n\n{script}"))
     assert first_trip(await RunSimulator([TextLoop()]).run(shell(turns))) is None
+
+
+async def test_polling_a_growing_log_with_the_same_call_passes() -> None:
+    """The same sentence and the same command twenty times while a build runs: every answer alike, but the
+    call does not move (a poll), and every output brings new lines of the log."""
+    poll = (
+        f"The build is still running; let me check its log again.\n\n{xml_call('bash', command='tail -n 30 build.log')}"
+    )
+    turns = [("", poll)]
+    for i in range(20):
+        lines = "\n".join(
+            f"[{i * 30 + n}/900] Compiling module_{i}_{n}.cc into obj/stage_{i}/part_{n}.o" for n in range(30)
+        )
+        turns.append((f"OBSERVATION:\n{lines}", poll))
+    assert first_trip(await RunSimulator([TextLoop()]).run(shell(turns))) is None
