@@ -18,19 +18,31 @@ alone, without the lines the harness frames every output with (a status
 footer, a prompt, an exit-code header: `observation`) and with long numbers
 (line counters, sizes) as "#": a turn told something at least half new
 (`fresh_share`) learned something and is not stale, however formulaic its
-answer. So did a turn that was told something else than the turn before
-while its action works on places no earlier action of the window named: the
-numbers, paths and file names of the first line of the answer's last fenced
-block ("edit 46:46", "open src/Parser.java"): a rename done occurrence by
+answer. So did a turn that was told something else than the turn before while
+its action works on places no earlier action of the window named: the numbers,
+paths and file names of the first line of the answer's last fenced block
+("edit 46:46", "open src/Parser.java"): a rename done occurrence by
 occurrence, each view the same window with one more line changed, is work; an
 edit aimed at another line that is refused the same way is not (what came back
-did not change). A turn under `min_chars` (a bare command and its short output: a
-folder listing, "ok") is too short to judge: it is kept, and it ends a run of
-stale turns when its output, or its command, is new; a short turn that brings
-nothing new does not (a fix-and-test loop whose test runs are short is still
-a loop). Judged only where no tool is declared and no tool result sent; a
-short answer (a selector naming the next speaker, "ok") is neither judged nor
-kept, and a request sent again unchanged (a retry) is not judged twice.
+did not change). A turn told only that its last command printed nothing
+(`commands.trivial_output`: a `grep` that matched nothing, the harness's fixed
+"ran successfully and did not produce any output") whose action (its last
+`<function=...>` call or fenced block, whole) no earlier turn of the window
+wrote is a probe: an empty result of a command that worked says nothing either
+way, so stale turns that are mostly probes (a search through names that are
+not there) do not stop the run, while a search replayed (its commands again,
+in any order) does. Reading new text is no progress when the agent does not
+read it: `same_answers` answers in a row that say the same word for word,
+numbers aside, each moving its call's numbers (one sentence and one view call
+whose window moves each time), stop the run whatever they are told; the same
+call again (a poll) is judged by what it is told. A turn under `min_chars` (a
+bare command and its short output: a folder listing, "ok") is too short to
+judge: it is kept, and it ends a run of stale turns when its output, or its
+command, is new; a short turn that brings nothing new does not (a fix-and-test
+loop whose test runs are short is still a loop). Judged only where no tool is
+declared and no tool result sent; a short answer (a selector naming the next
+speaker, "ok") is neither judged nor kept, and a request sent again unchanged
+(a retry) is not judged twice.
 
 Defaults. The same as `novelty`'s, so a text agent is stopped about as early as
 its structured twin: one turn later, because a turn is judged with its answer.
@@ -39,7 +51,9 @@ LIS BER]" and the same results) is 5-15% new; a step that learns something, or
 a group-chat turn that drafts, reviews or decides something new, 40-100%. On
 real coding agents (docs/corpus.md), stuck turns are 0-19% new and what a
 stuck turn is told at most 25% new; a folder listing, a test run whose result
-changed, a new file are told 50-100% new.
+changed, a new file are told 50-100% new. An agent paging through a file under
+one sentence repeats its answer 20-65 times in a row; a healthy one up to 5
+times, 12 to read a 1,000-line file a page at a time.
 
 False positives. What comes close: a chat whose user pastes the same error
 again (the model's new answer keeps the turn over 20% new unless it repeats
@@ -48,7 +62,12 @@ each reply's own words are new); a selector re-sending the whole transcript to
 pick a speaker (its answer is a name: not judged). Still stopped on real
 sessions: a coding agent that repeats its own earlier sequence (forgets to
 write its script, gets the harness's format error, verifies) for the next
-version of a fix, whose only new text is a few changed lines of a long script.
+version of a fix, whose only new text is a few changed lines of a long script;
+an agent going back over code it was shown earlier in the window (a whole file
+viewed once, then its functions window by window), whose windows are old text.
+What comes close to paging: an agent stepping through a list
+by its numbers (job 1, job 2, ...) under one sentence, `same_answers` times in a
+row; an agent polling (the same call again) is not counted.
 """
 
 from __future__ import annotations
@@ -70,9 +89,10 @@ from runguard.detectors.support import (
     Verdict,
     observation,
 )
+from runguard.detectors.support.commands import trivial_output
 from runguard.detectors.support.normalize import clip
 from runguard.detectors.support.shingles import MAX_CHARS, pack, sample, shingles, stale_shares, unpack
-from runguard.proxy.core.events import digest
+from runguard.proxy.core.events import ToolResult, digest
 from runguard.proxy.core.ops import Get, Push, Put, Scope
 
 LABEL_CHARS = 24  # speaker labels kept in state
@@ -80,6 +100,9 @@ NOTHING: frozenset[bytes] = frozenset()
 MAX_TARGETS = 8  # places an action names, kept per turn
 _BLOCK = re.compile(r"```[\w+-]*\n(.*?)```", re.DOTALL)  # a fenced block: how text agents write their action
 _PLACE = re.compile(r"\d+|[\w.-]*/[\w./-]+|[\w-]+\.[a-z]{1,5}\b")  # a number, a path, a file name
+_CALL = re.compile(r"<function=[^>\n]{1,64}>.*?</function>", re.DOTALL)  # a call written as XML-style text
+_SPACES = re.compile(r"\s+")
+_DIGITS = re.compile(r"\d+")
 
 
 def places(answer: str) -> frozenset[str]:
@@ -89,6 +112,26 @@ def places(answer: str) -> frozenset[str]:
     lines = blocks[-1].strip().split("\n", 1) if blocks else []
     found = _PLACE.findall(lines[0]) if lines else []
     return frozenset(digest(place, 2) for place in found[:MAX_TARGETS])
+
+
+def action(answer: str) -> str:
+    """A digest of the action the answer writes: its last `<function=...>` call, else its last fenced block,
+    spaces collapsed; "" when it writes neither."""
+    text = answer[:MAX_CHARS]
+    found = _CALL.findall(text) or _BLOCK.findall(text)
+    return digest(_SPACES.sub(" ", found[-1]).strip(), 4) if found else ""
+
+
+def wording(answer: str) -> str:
+    """A digest of the answer's words, its numbers and spacing aside: one answer for "view lines 620-630" and
+    then "view lines 610-620" under the same sentence."""
+    return digest(_DIGITS.sub("#", _SPACES.sub(" ", answer[:MAX_CHARS])).strip(), 4)
+
+
+def quiet(texts: Sequence[str]) -> bool:
+    """Whether what the turn was told only says the last command ran (it printed nothing): a `grep` that
+    matched nothing, a file written (`commands.trivial_output`)."""
+    return bool(texts) and trivial_output(ToolResult(None, None, "\n".join(texts)))
 
 
 class TextLoopConfig(DetectorConfig):
@@ -129,6 +172,18 @@ class TextLoopConfig(DetectorConfig):
         "next speaker, an acknowledgement) is neither judged nor kept.",
     )
     min_shingles: int = Field(8, ge=1, description="3-word shingles (up to 48 are kept) a turn needs to be judged.")
+    same_answers: int = Field(
+        14,
+        ge=2,
+        le=32,
+        description="Answers in a row that say the same word for word, numbers aside, each moving its call's numbers, "
+        "that stop the run (from its next request), whatever they are told: the same sentence and the same call "
+        "with another window each time is paging through a file without looking for anything (the same call "
+        "again, a poll, is not counted). More than `window` never stops. Real "
+        "sessions: a healthy one repeats an answer up to 5 times in a row, 12 to read a 1,000-line file a page "
+        "at a time; paging runaways 20-65 times.",
+        json_schema_extra={"tighten": "lower"},
+    )
     window: int = Field(
         16,
         ge=2,
@@ -151,6 +206,9 @@ class _Turn:
     said: frozenset[int]
     heard: str = ""
     places: frozenset[str] = frozenset()
+    action: str = ""
+    quiet: bool = False
+    wording: str = ""
 
     @classmethod
     def parse(cls, item: str) -> _Turn:
@@ -158,7 +216,9 @@ class _Turn:
         if len(parts) < 8:  # stored before observations were kept: a full turn
             return cls(parts[1] if len(parts) > 1 else "", False, unpack(parts[-1]), frozenset(), frozenset())
         spots = frozenset(filter(None, parts[7].split(",")))
-        return cls(parts[1], parts[2] == "s", unpack(parts[3]), unpack(parts[4]), unpack(parts[5]), parts[6], spots)
+        told = (unpack(parts[3]), unpack(parts[4]), unpack(parts[5]), parts[6], spots)
+        acted = (parts[8], parts[9] == "q", parts[10]) if len(parts) >= 11 else ("", False, "")
+        return cls(parts[1], parts[2] == "s", *told, *acted)
 
 
 def _fresh(turns: Sequence[_Turn], at: int, share: float) -> bool:
@@ -178,6 +238,27 @@ def _fresh(turns: Sequence[_Turn], at: int, share: float) -> bool:
         if new and new >= share * len(part):
             return True
     return False
+
+
+def _probe(turns: Sequence[_Turn], at: int) -> bool:
+    """Whether turn `at` was told only that its last command printed nothing and does something no turn before
+    it in the window did (another `grep` after one that matched nothing): it says nothing either way, so it is
+    not judged and does not end a run of stale turns."""
+    turn = turns[at]
+    return turn.quiet and bool(turn.action) and all(before.action != turn.action for before in turns[:at])
+
+
+def _same_answers(turns: Sequence[_Turn]) -> int:
+    """How many of the last turns gave the last one's answer, numbers aside, each moving its call's numbers
+    (turns stored without it: none). The same call again is a poll, judged by what it is told."""
+    last = turns[-1].wording
+    count = 0
+    for at in range(len(turns) - 1, -1, -1):
+        turn = turns[at]
+        if not last or turn.wording != last or (count and turn.action == turns[at + 1].action):
+            break
+        count += 1
+    return count
 
 
 class TextLoop(Detector[TextLoopConfig]):
@@ -211,7 +292,8 @@ class TextLoop(Detector[TextLoopConfig]):
         speaker = clip(request.agent.steady, LABEL_CHARS).replace("~", "-")
         turn = digest(f"{seen.facts.request_index}:{request.message_count}", 4)
         spots = ",".join(sorted(places(response.text)))
-        item = f"{turn}~{speaker}~{'s' if short else 'f'}~{kept}~{told}~{own}~{changed}~{spots}"
+        acted = f"{action(response.text)}~{'q' if quiet(texts) else '-'}~{wording(response.text)}"
+        item = f"{turn}~{speaker}~{'s' if short else 'f'}~{kept}~{told}~{own}~{changed}~{spots}~{acted}"
         plan: dict[str, Push | Put] = {"turns": Push(Scope.RUN, "turns", (item,), keep=cfg.window, unique=True)}
         if texts:
             plan["edges"] = Put(Scope.RUN, "edges", edges)
@@ -222,12 +304,24 @@ class TextLoop(Detector[TextLoopConfig]):
         if not isinstance(window, tuple) or not window:
             return None
         turns = [_Turn.parse(item) for item in window]
+        if (same := _same_answers(turns)) >= cfg.same_answers:
+            speakers = [turn.speaker for turn in turns[-same:]]
+            return self.verdict(
+                f"the model gave the same answer {same} times in a row, numbers aside "
+                f"(at most {cfg.same_answers - 1}; speakers {', '.join(dict.fromkeys(speakers))})",
+                shows=Evidence(agents=tuple(speakers)),
+                same_answers=same,
+                turns=cfg.turns,
+                compared_turns=len(turns) - 1,
+            )
         full = [at for at, turn in enumerate(turns) if not turn.short]
         if turns[-1].short or len(full) <= cfg.turns:
             return None  # judged after a full turn; the first is never stale: `turns` stale ones need one more
         shares = stale_shares([turns[at].kept for at in full], cfg.turns, cfg.min_shingles, cfg.max_new_share)
         if shares is None or any(_fresh(turns, at, cfg.fresh_share) for at in range(full[-cfg.turns], len(turns))):
             return None
+        if 2 * sum(_probe(turns, at) for at in full[-cfg.turns :]) > cfg.turns:
+            return None  # mostly new commands that each printed nothing: a search, not a loop
         speakers = [turns[at].speaker for at in full[-cfg.turns :]]
         return self.verdict(
             f"the conversation added almost nothing new {cfg.turns} turns in a row "

@@ -109,7 +109,11 @@ BY_DETECTOR = (
         "`calls` (the stale turn's calls of that kind of tool, with their request)",
         "`tools`, `kind`, `new_shares`, `turns`, `compared_turns`",
     ),
-    ("`text_loop`", "`agents` (the speakers of the stale turns, in order)", "`new_shares`, `turns`, `compared_turns`"),
+    (
+        "`text_loop`",
+        "`agents` (the speakers of the stale or repeated turns, in order)",
+        "`new_shares` (or `same_answers`), `turns`, `compared_turns`",
+    ),
     (
         "`fan_out`",
         "`batch` (the repeated fan-out's calls, with their request)",

@@ -233,3 +233,94 @@ async def test_edits_at_new_lines_rejected_the_same_way_are_stopped() -> None:
     turns = [("", "DISCUSSION\nLet's open the tokenizer.\n```\nopen src/Tokenizer.java\n```")]
     turns += [(refused, rename_at(line)) for line in (5, 15, 25, 35, 45, 55)]
     assert first_trip(await RunSimulator([TextLoop()]).run(shell(turns))) == 5  # as early as without places
+
+
+NOTHING = "Your command ran successfully and did not produce any output."
+
+
+def xml_call(name: str, **parameters: str) -> str:
+    """A call written as text the way SWE-agent 1.x's text protocol writes it."""
+    body = "".join(f"<parameter={key}>{value}</parameter>\n" for key, value in parameters.items())
+    return f"<function={name}>\n{body}</function>"
+
+
+def grep_for(symbol: str, path: str = "/repo/pkg/render/printer.py") -> str:
+    """One turn of a search: the same opening sentence every time, another symbol grepped."""
+    call = xml_call("bash", command=f"grep -n {symbol} {path}")
+    return f"Let me look for the code that prints this kind of node:\n\n{call}"
+
+
+SYMBOLS = ["_emit_Tuple", "_emit_Container", "_emit_List", "_emit_Iterable", "_emit_Sequence", "_emit_Basic"]
+
+
+async def test_new_greps_that_each_match_nothing_pass() -> None:
+    """A search through names that are not there: every answer opens with the same sentence and every output
+    is the harness's fixed "no output" line, but each command is one the agent had not run: a search, not a
+    loop (an empty result of a command that worked says nothing either way)."""
+    turns = [("", grep_for(SYMBOLS[0]))] + [(NOTHING, grep_for(symbol)) for symbol in SYMBOLS[1:]]
+    turns.append(("OBSERVATION:\n41:    def _emit_Function(self, node):", grep_for("_emit_Function")))
+    assert first_trip(await RunSimulator([TextLoop()]).run(shell(turns))) is None
+
+
+async def test_the_same_empty_greps_run_again_are_stopped() -> None:
+    """The search above, then the same greps again in the same order with the same empty output: a sequence
+    replayed, stopped as soon as most of the last three turns repeat an earlier command (the new ones alone
+    never stop it)."""
+    symbols = SYMBOLS[:4]
+    turns = [("", grep_for(symbols[0]))] + [(NOTHING, grep_for(symbol)) for symbol in symbols[1:] + symbols * 2]
+    assert first_trip(await RunSimulator([TextLoop()]).run(shell(turns))) == 6  # the second repeat
+
+
+async def test_alternating_two_empty_greps_is_stopped() -> None:
+    """Two greps for a method that does not exist, taken in turn: the second round repeats the first."""
+    paths = ["/repo/pkg/render/printer.py", "/repo/pkg/render/base.py"]
+    turns = [("", grep_for("_emit_Series", paths[0]))]
+    turns += [(NOTHING, grep_for("_emit_Series", paths[i % 2])) for i in range(1, 7)]
+    assert first_trip(await RunSimulator([TextLoop()]).run(shell(turns))) == 5
+
+
+def page(start: int, size: int, sentence: str) -> tuple[str, str]:
+    """One view of a 2,000-line module: new lines every time, under the same sentence and the same call."""
+    code = "\n".join(
+        f"{n:6}\t    step_{n} = combine(step_{n - 1}, table[{n % 17}])  # pass {n // 40}"
+        for n in range(start, start + size)
+    )
+    view = xml_call(
+        "str_replace_editor", command="view", path="/repo/pkg/sets.py", view_range=f"[{start}, {start + size}]"
+    )
+    return f"OBSERVATION:\nHere's the result of running `cat -n` on /repo/pkg/sets.py:\n{code}", f"{sentence}\n\n{view}"
+
+
+async def test_paging_through_a_file_under_one_sentence_is_stopped() -> None:
+    """Every window is new code, but the answer is the same sentence and the same call each time, numbers
+    aside: the agent is not reading what it pages through."""
+    sentence = "Let's look at the `contains` method of `Interval`:"
+    turns = [("", f"{sentence}\n\n{xml_call('bash', command='wc -l /repo/pkg/sets.py')}")]
+    turns += [page(100 * i + 1, 50, sentence) for i in range(20)]
+    results = await RunSimulator([TextLoop()]).run(shell(turns))
+    assert first_trip(results) == 15  # the 14th view: the first answer (`wc -l`) is another
+    assert results[14].one("text_loop").evidence["same_answers"] == 14
+
+
+async def test_reading_a_file_a_page_at_a_time_then_acting_passes() -> None:
+    """Twelve pages of one file under the same sentence, then a reproduction script: reading, not paging."""
+    sentence = "Let me read the imports checker for the unused-import logic:"
+    turns = [page(100 * i + 1, 100, sentence) for i in range(12)]
+    script = xml_call("str_replace_editor", command="create", path="/repo/reproduce.py", file_text="import abc")
+    turns.append(("OBSERVATION:\nInvalid `view_range`: [1201, 1300].", f"Now a reproduction script:\n\n{script}"))
+    assert first_trip(await RunSimulator([TextLoop()]).run(shell(turns))) is None
+
+
+async def test_polling_a_growing_log_with_the_same_call_passes() -> None:
+    """The same sentence and the same command twenty times while a build runs: every answer alike, but the
+    call does not move (a poll), and every output brings new lines of the log."""
+    poll = (
+        f"The build is still running; let me check its log again.\n\n{xml_call('bash', command='tail -n 30 build.log')}"
+    )
+    turns = [("", poll)]
+    for i in range(20):
+        lines = "\n".join(
+            f"[{i * 30 + n}/900] Compiling module_{i}_{n}.cc into obj/stage_{i}/part_{n}.o" for n in range(30)
+        )
+        turns.append((f"OBSERVATION:\n{lines}", poll))
+    assert first_trip(await RunSimulator([TextLoop()]).run(shell(turns))) is None
