@@ -13,7 +13,7 @@ class MaxRequestsConfig(DetectorConfig):
         ge=1,
         description="Model requests one run may make; the request after the last allowed one is stopped. "
         "Real coding agents fixing one repository issue make 50 to 150 calls (a fifth of the recorded coding "
-        "sessions make 100 or more; the longest of 611 recorded sessions made 145), and their own step limits "
+        "sessions make 100 or more; the longest of 690 recorded sessions made 145), and their own step limits "
         "are 150-250: the default is past them. Set it to about twice the steps your hardest legitimate task "
         "needs.",
         json_schema_extra={"tighten": "lower"},

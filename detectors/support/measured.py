@@ -23,30 +23,38 @@ class Measured:
     progress: int
     stuck: int
     other: int  # borderline, or a real repeat the agent recovered from
-    before: tuple[int, int]  # (stopped, of which progress) with the previous defaults
+    before: tuple[int, int, int]  # (stopped, of which progress, of which nobody read) at the round's start
 
 
-SESSIONS = 617
-CALLS = 17_132
-STUCK = 38  # sessions judged stuck among all the corpus sessions any detector stopped
-RESPONSES = 15_866
-WARNED = 244
-WARNED_BEFORE = (1_000, 15_352)
+SESSIONS = 690
+CALLS = 21_334
+LONG = 11  # sessions over 100 calls
+STUCK = 69  # sessions judged stuck (bench/corpus/verdicts), stopped or not
+RESPONSES = 19_217
+WARNED = 410
+WARNED_BEFORE = (1_714, 18_008)
 ROWS = (
-    Measured("text_loop", 64, 25, 35, 4, (62, 23)),
-    Measured("non_progress", 3, 0, 2, 1, (4, 1)),
-    Measured("spiral", 3, 1, 1, 1, (3, 1)),
-    Measured("context_growth", 1, 1, 0, 0, (1, 1)),
-    Measured("fan_out", 1, 1, 0, 0, (1, 1)),
-    Measured("max_tokens", 0, 0, 0, 0, (19, 19)),
-    Measured("max_requests", 0, 0, 0, 0, (2, 2)),
-    Measured("timeout", 0, 0, 0, 0, (1, 1)),
+    Measured("text_loop", 80, 4, 66, 10, (84, 12, 0)),
+    Measured("non_progress", 3, 0, 2, 1, (5, 1, 1)),
+    Measured("spiral", 2, 0, 1, 1, (4, 1, 1)),
+    Measured("novelty", 0, 0, 0, 0, (4, 4, 0)),
+    Measured("context_growth", 0, 0, 0, 0, (1, 1, 0)),
+    Measured("fan_out", 0, 0, 0, 0, (1, 1, 0)),
+    Measured("max_tokens", 0, 0, 0, 0, (36, 0, 36)),
+    Measured("max_requests", 0, 0, 0, 0, (2, 0, 2)),
+    Measured("budget", 0, 0, 0, 0, (1, 0, 0)),
+    Measured("timeout", 0, 0, 0, 0, (1, 0, 1)),
 )
-WARNINGS = (("consecutive_same_tool", 229, 715), ("tool_storm", 47, 625))
+WARNINGS = (("consecutive_same_tool", 274, 1_077), ("tool_storm", 185, 1_248))
 
 
 def _share(part: int, whole: int) -> str:
     return f"{100 * part / whole:.1f}%"
+
+
+def _before(figures: tuple[int, int, int]) -> str:
+    stopped, progress, unread = figures
+    return f"{stopped} ({progress}; {unread} unread)" if unread else f"{stopped} ({progress})"
 
 
 def render() -> str:
@@ -58,33 +66,35 @@ def render() -> str:
         "## On real sessions",
         "",
         f"Replayed at the defaults: {SESSIONS} recorded sessions ({CALLS:,} model calls) of six agent "
-        "families (mini-swe-agent and Live-SWE-agent on SWE-bench, SWE-agent on Java issues, OpenHands, "
-        "Claude Code, tau-bench airline), 8 of them over 100 calls. Each stop was judged by reading the "
-        "session. The false-stop rate is the share of all sessions stopped while making progress; the catch "
-        f"rate, the share of the {STUCK} stuck sessions the detector stopped. Reproduce: "
-        "`python -m bench.corpus build`, then "
-        "`runguard-proxy replay bench/corpus/build --json`.",
+        "families (mini-swe-agent and Live-SWE-agent on SWE-bench, SWE-agent on Java issues and SWE-agent "
+        f"1.x on SWE-bench, OpenHands, Claude Code, tau-bench airline), {LONG} of them over 100 calls "
+        "([corpus.md](corpus.md)). Each stop was judged by reading the session (stuck, making progress or "
+        "borderline; the verdicts are in `bench/corpus/verdicts/`). The false-stop rate is the share of all "
+        f"sessions stopped while making progress; the catch rate, the share of the {STUCK} sessions judged "
+        "stuck that the detector stopped. Before: the defaults of the release before, over the same "
+        "sessions (unread: stops nobody judged). Reproduce: `python -m bench.corpus build`, "
+        "`runguard-proxy replay bench/corpus/build --json > r.json`, `python -m bench.corpus judge r.json`.",
         "",
         "| detector | sessions stopped | false stops (making progress) | false-stop rate | stuck caught | "
-        "catch rate | other | before: stopped (false) |",
+        "catch rate | borderline | before: stopped (false) |",
         "|---|---:|---:|---:|---:|---:|---:|---:|",
     ]
     for row in ROWS:
         lines.append(
             f"| `{row.detector}` | {row.stopped} | {row.progress} | {_share(row.progress, SESSIONS)} | {row.stuck} | "
-            f"{_share(row.stuck, STUCK)} | {row.other} | {row.before[0]} ({row.before[1]}) |"
+            f"{_share(row.stuck, STUCK)} | {row.other} | {_before(row.before)} |"
         )
-    before = sum(row.before[0] for row in ROWS), sum(row.before[1] for row in ROWS)
+    before = tuple(sum(row.before[i] for row in ROWS) for i in range(3))
     lines += [
         f"| all | {stopped} | {progress} | {_share(progress, SESSIONS)} | {caught} | {_share(caught, STUCK)} | "
-        f"{stopped - progress - caught} | {before[0]} ({before[1]}) |",
+        f"{stopped - progress - caught} | {_before((before[0], before[1], before[2]))} |",
         "",
         f"Warnings: {WARNED} of {RESPONSES:,} responses ({_share(WARNED, RESPONSES)}; before, "
         f"{_share(*WARNED_BEFORE)}): "
         + ", ".join(f"`{name}` {now} (before {then})" for name, now, then in WARNINGS)
-        + ". What is left of `text_loop`'s false stops is code reading by text-protocol agents whose every "
-        "observation ends with the same footer and whose file windows overlap; `context_growth`'s one is an "
-        "agent reading a file 440 lines a step; `fan_out`'s, Claude Code editing one function after another "
-        "with its to-do list beside each edit. What real sessions reach beside each cap is in its settings.",
+        + ". The false stops left are `text_loop`'s, all in text-protocol coding sessions: an agent "
+        "re-running its edited script whose output changes only after the stopped call, a re-read of a file "
+        "already shown whole, and a long script rewritten with a few changed lines. What real sessions reach "
+        "beside each cap is in its settings.",
     ]
     return "\n".join(lines)
