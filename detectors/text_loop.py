@@ -39,7 +39,15 @@ call again (a poll) is judged by what it is told. A turn under `min_chars` (a
 bare command and its short output: a folder listing, "ok") is too short to
 judge: it is kept, and it ends a run of stale turns when its output, or its
 command, is new; a short turn that brings nothing new does not (a fix-and-test
-loop whose test runs are short is still a loop). Judged only where no tool is
+loop whose test runs are short is still a loop). An edit's result shows only
+in the output of the command run after it: when the last two turns hold an
+edit no earlier turn wrote (an editor's `str_replace`, `edit 46:46`, `sed -i`, a
+heredoc written to a file) and the agent's checks (a command run again right
+after an edit) printed two different things in the window, the stale turns in
+a row that stop the run are `turns` + 2, so the new edit is judged with what
+its check prints (on real fix-and-test loops, a stop two calls later); a check
+that prints the same whatever is edited, and edits refused one after another,
+stop after `turns`. Judged only where no tool is
 declared and no tool result sent; a short answer (a selector naming the next
 speaker, "ok") is neither judged nor kept, and a request sent again unchanged
 (a retry) is not judged twice.
@@ -101,6 +109,11 @@ MAX_TARGETS = 8  # places an action names, kept per turn
 _BLOCK = re.compile(r"```[\w+-]*\n(.*?)```", re.DOTALL)  # a fenced block: how text agents write their action
 _PLACE = re.compile(r"\d+|[\w.-]*/[\w./-]+|[\w-]+\.[a-z]{1,5}\b")  # a number, a path, a file name
 _CALL = re.compile(r"<function=[^>\n]{1,64}>.*?</function>", re.DOTALL)  # a call written as XML-style text
+_EDIT = re.compile(  # an action that writes a file: an editor's write, `edit N:M`, `sed -i`, a patch, a heredoc
+    r"<parameter=command>\s*(?:str_replace|create|insert)\b|^\s*edit\s+\d+(?::\d+)?\s*$|\bsed\s+-i|\btee\s"
+    r"|\b(?:git\s+apply|patch\s+-p|apply_patch)\b|<<-?\s*['\"]?\w+['\"]?\s*>\s*\S|\bcat\s*>\s*\S",
+    re.MULTILINE,
+)
 _SPACES = re.compile(r"\s+")
 _DIGITS = re.compile(r"\d+")
 
@@ -114,12 +127,23 @@ def places(answer: str) -> frozenset[str]:
     return frozenset(digest(place, 2) for place in found[:MAX_TARGETS])
 
 
-def action(answer: str) -> str:
-    """A digest of the action the answer writes: its last `<function=...>` call, else its last fenced block,
-    spaces collapsed; "" when it writes neither."""
+def written(answer: str) -> str:
+    """The action the answer writes: its last `<function=...>` call, else its last fenced block; "" for none."""
     text = answer[:MAX_CHARS]
     found = _CALL.findall(text) or _BLOCK.findall(text)
-    return digest(_SPACES.sub(" ", found[-1]).strip(), 4) if found else ""
+    return found[-1] if found else ""
+
+
+def action(answer: str) -> str:
+    """A digest of the action the answer writes, spaces collapsed; "" when it writes none."""
+    found = written(answer)
+    return digest(_SPACES.sub(" ", found).strip(), 4) if found else ""
+
+
+def edits(answer: str) -> bool:
+    """Whether the answer's action writes a file: an editor's `str_replace`/`create`/`insert`, `edit 46:46`,
+    `sed -i`, a patch applied, a heredoc written to a file."""
+    return bool(_EDIT.search(written(answer)))
 
 
 def wording(answer: str) -> str:
@@ -156,7 +180,8 @@ class TextLoopConfig(DetectorConfig):
         3,
         ge=1,
         le=8,
-        description="Stale turns in a row that stop the run (from its next request).",
+        description="Stale turns in a row that stop the run (from its next request); two more while a new edit "
+        "waits for its check, in a run whose checks print something else after its edits.",
         json_schema_extra={"tighten": "lower"},
     )
     min_chars: int = Field(
@@ -209,6 +234,7 @@ class _Turn:
     action: str = ""
     quiet: bool = False
     wording: str = ""
+    edits: bool = False
 
     @classmethod
     def parse(cls, item: str) -> _Turn:
@@ -218,7 +244,7 @@ class _Turn:
         spots = frozenset(filter(None, parts[7].split(",")))
         told = (unpack(parts[3]), unpack(parts[4]), unpack(parts[5]), parts[6], spots)
         acted = (parts[8], parts[9] == "q", parts[10]) if len(parts) >= 11 else ("", False, "")
-        return cls(parts[1], parts[2] == "s", *told, *acted)
+        return cls(parts[1], parts[2] == "s", *told, *acted, len(parts) >= 12 and parts[11] == "e")
 
 
 def _fresh(turns: Sequence[_Turn], at: int, share: float) -> bool:
@@ -246,6 +272,22 @@ def _probe(turns: Sequence[_Turn], at: int) -> bool:
     not judged and does not end a run of stale turns."""
     turn = turns[at]
     return turn.quiet and bool(turn.action) and all(before.action != turn.action for before in turns[:at])
+
+
+def _rerun(turns: Sequence[_Turn], at: int) -> bool:
+    """Whether turn `at` runs again an action of a turn before it (a test run after an edit)."""
+    return bool(turns[at].action) and any(before.action == turns[at].action for before in turns[:at])
+
+
+def _awaited(turns: Sequence[_Turn]) -> bool:
+    """Whether one of the last two turns wrote an edit no turn before it wrote, in a run whose edits change
+    what its check prints (the command run again after an edit printed two different things in the window):
+    the new edit's result is the output of its check, which no turn has been told yet. A check that prints the
+    same whatever is edited, or edits without a check (refused, retried), are judged by what each turn is told."""
+    checks = range(1, len(turns) - 1)
+    printed = {turns[n + 1].heard for n in checks if turns[n - 1].edits and not turns[n].edits and _rerun(turns, n)}
+    recent = range(max(len(turns) - 2, 0), len(turns))
+    return len(printed) > 1 and any(turns[at].edits and not _rerun(turns, at) for at in recent)
 
 
 def _same_answers(turns: Sequence[_Turn]) -> int:
@@ -293,6 +335,7 @@ class TextLoop(Detector[TextLoopConfig]):
         turn = digest(f"{seen.facts.request_index}:{request.message_count}", 4)
         spots = ",".join(sorted(places(response.text)))
         acted = f"{action(response.text)}~{'q' if quiet(texts) else '-'}~{wording(response.text)}"
+        acted += f"~{'e' if edits(response.text) else '-'}"
         item = f"{turn}~{speaker}~{'s' if short else 'f'}~{kept}~{told}~{own}~{changed}~{spots}~{acted}"
         plan: dict[str, Push | Put] = {"turns": Push(Scope.RUN, "turns", (item,), keep=cfg.window, unique=True)}
         if texts:
@@ -315,16 +358,17 @@ class TextLoop(Detector[TextLoopConfig]):
                 compared_turns=len(turns) - 1,
             )
         full = [at for at, turn in enumerate(turns) if not turn.short]
-        if turns[-1].short or len(full) <= cfg.turns:
+        count = cfg.turns + 2 * _awaited(turns)  # a new edit: its result is judged before the run is stopped
+        if turns[-1].short or len(full) <= count:
             return None  # judged after a full turn; the first is never stale: `turns` stale ones need one more
-        shares = stale_shares([turns[at].kept for at in full], cfg.turns, cfg.min_shingles, cfg.max_new_share)
-        if shares is None or any(_fresh(turns, at, cfg.fresh_share) for at in range(full[-cfg.turns], len(turns))):
+        shares = stale_shares([turns[at].kept for at in full], count, cfg.min_shingles, cfg.max_new_share)
+        if shares is None or any(_fresh(turns, at, cfg.fresh_share) for at in range(full[-count], len(turns))):
             return None
-        if 2 * sum(_probe(turns, at) for at in full[-cfg.turns :]) > cfg.turns:
+        if 2 * sum(_probe(turns, at) for at in full[-count:]) > count:
             return None  # mostly new commands that each printed nothing: a search, not a loop
-        speakers = [turns[at].speaker for at in full[-cfg.turns :]]
+        speakers = [turns[at].speaker for at in full[-count:]]
         return self.verdict(
-            f"the conversation added almost nothing new {cfg.turns} turns in a row "
+            f"the conversation added almost nothing new {count} turns in a row "
             f"(new shares {', '.join(f'{s:.0%}' for s in shares)}, at most {cfg.max_new_share:.0%}; "
             f"speakers {', '.join(dict.fromkeys(speakers))})",
             shows=Evidence(agents=tuple(speakers)),

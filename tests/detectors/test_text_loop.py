@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import dataclasses
 
-from runguard.detectors.text_loop import TextLoop, TextLoopConfig
+import pytest
+
+from runguard.detectors.text_loop import TextLoop, TextLoopConfig, edits
 from tests.detectors.harness import RunSimulator, Step, call, first_trip, request, response, result, shows
 
 FLIGHTS = [
@@ -324,3 +326,83 @@ async def test_polling_a_growing_log_with_the_same_call_passes() -> None:
         )
         turns.append((f"OBSERVATION:\n{lines}", poll))
     assert first_trip(await RunSimulator([TextLoop()]).run(shell(turns))) is None
+
+
+WARNINGS = "\n".join(
+    f"/repo/pkg/core/module_{n}.py:{n + 3}: DeprecationWarning: importing ABCs from 'collections' is deprecated"
+    for n in range(6)
+)
+
+
+def run_output(error: str) -> str:
+    """A reproduction script's output: the same warnings on every run, then the error of the moment."""
+    return f"OBSERVATION:\n{WARNINGS}\nTesting scale(x).evalf():\nTraceback (most recent call last):\n{error}"
+
+
+def fix(old: str, new: str) -> str:
+    edit = xml_call(
+        "str_replace_editor", command="str_replace", path="/repo/pkg/core/scale.py", old_str=old, new_str=new
+    )
+    return f"I see the issue now: the branch for `{old}` misses a case. Let's fix it:\n\n{edit}"
+
+
+def fixing(errors: list[str]) -> list[tuple[str, str]]:
+    """A fix-and-test loop: the script written and run, then per error an edit, its confirmation and the
+    script run again; between the last two fixes a re-read of the same lines. `errors`: what each run prints."""
+    rerun = f"Let's run the reproduce script again:\n\n{xml_call('bash', command='python /repo/reproduce.py')}"
+    view = xml_call("str_replace_editor", command="view", path="/repo/pkg/core/scale.py", view_range="[40, 60]")
+    lines = "\n".join(f"    {n}\t        if part_{n} is None: factor_{n} = combine(lhs, rhs)" for n in range(40, 60))
+    shown = f"OBSERVATION:\nHere's the result of running `cat -n` on /repo/pkg/core/scale.py:\n{lines}"
+    script = xml_call("str_replace_editor", command="create", path="/repo/reproduce.py", file_text="scale(x).evalf()")
+    turns = [("", f"Let me write a script that reproduces the failure:\n\n{script}")]
+    turns.append(("OBSERVATION:\nFile created successfully at: /repo/reproduce.py", rerun))
+    for i, error in enumerate(errors):
+        if i >= 2:  # the error did not tell where: look at the code again before the next fix
+            turns.append((run_output(error), f"We still have an issue. Let's look at `scale` again:\n\n{view}"))
+            turns.append((shown, fix(f"elif part_{i}", f"else: part_{i} = None")))
+        else:
+            turns.append((run_output(error), fix(f"elif part_{i}", f"else: part_{i} = None")))
+        confirmed = f"OBSERVATION:\nThe file /repo/pkg/core/scale.py has been edited: `else: part_{i} = None`."
+        turns.append((confirmed, rerun))
+    return turns
+
+
+def error(line: int, name: str) -> str:
+    """A traceback through frames of its own: what a changed error brings."""
+    frames = "\n".join(
+        f'  File "/repo/pkg/core/{name}_{n}.py", line {line + n}, in {name}_step_{n}\n    {name}_{n} = {name}({n})'
+        for n in range(4)
+    )
+    return f"{frames}\nUnboundLocalError: local variable {name!r} referenced before assignment"
+
+
+async def test_a_fix_whose_check_has_not_run_yet_is_judged_with_its_output() -> None:
+    """Each fix changes what the script prints, but one fix misses and the agent re-reads the lines and edits
+    again: the edit, the unchanged run and the re-read are old text. The agent's checks print something else
+    after its edits, so its new edit is judged with the output of the next run (here another error)."""
+    errors = [error(1287, "rf"), error(1310, "reprec"), error(1313, "imprec"), error(1313, "imprec")]
+    errors += [error(1077, "mpf"), error(88, "norm")]
+    assert first_trip(await RunSimulator([TextLoop()]).run(shell(fixing(errors)))) is None
+
+
+async def test_fixes_whose_check_prints_the_same_whatever_is_edited_are_stopped() -> None:
+    """The same session, every run printing the same error: new edits that change nothing the agent sees."""
+    turns = fixing([error(1310, "reprec")] * 6)
+    assert first_trip(await RunSimulator([TextLoop()]).run(shell(turns))) == 11  # after the re-read and the edit
+
+
+@pytest.mark.parametrize(
+    ("answer", "writes"),
+    [
+        (xml_call("str_replace_editor", command="str_replace", path="a.py", old_str="x", new_str="y"), True),
+        (xml_call("str_replace_editor", command="create", path="a.py", file_text="x"), True),
+        ("```\nedit 41:43\n    return x\nend_of_edit\n```", True),
+        (xml_call("bash", command="sed -i 's/x/y/' a.py"), True),
+        ("```bash\ncat <<'EOF' > a.py\nprint(1)\nEOF\n```", True),
+        (xml_call("str_replace_editor", command="view", path="a.py"), False),
+        ("```bash\npython a.py > out.txt\n```", False),
+        ("Let me think about it first.", False),
+    ],
+)
+def test_what_counts_as_an_edit(answer: str, writes: bool) -> None:
+    assert edits(answer) is writes
