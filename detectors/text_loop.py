@@ -40,15 +40,16 @@ bare command and its short output: a folder listing, "ok") is too short to
 judge: it is kept, and it ends a run of stale turns when its output, or its
 command, is new; a short turn that brings nothing new does not (a fix-and-test
 loop whose test runs are short is still a loop). An edit's result shows only
-in the output of the command run after it: when the last two turns hold an
-edit no earlier turn wrote (an editor's `str_replace`, `edit 46:46`, `sed -i`, a
-heredoc written to a file) and the agent's checks (a command run again right
-after an edit) printed two different things in the window, the stale turns in
-a row that stop the run are `turns` + 2, so the new edit is judged with what
-its check prints (on real fix-and-test loops, a stop two calls later); a check
-that prints the same whatever is edited, and edits refused one after another,
-stop after `turns`. Judged only where no tool is
-declared and no tool result sent; a short answer (a selector naming the next
+in the output of the commands run after it: when one of the last four turns
+wrote an edit no earlier turn wrote (an editor's `str_replace`, `edit 46:46`,
+`sed -i`, a heredoc written to a file), the turns between it and the last run
+checks (commands run again: the script, the tests) and the agent's checks
+printed two different things after its edits in the window, the stale turns
+in a row that stop the run are `turns` + 2, so the new edit is judged with
+what its checks print (on real fix-and-test loops, a stop two calls later);
+a check that prints the same whatever is edited, and edits refused one after
+another, stop after `turns`. Judged only where no tool is declared and no tool
+result sent; a short answer (a selector naming the next
 speaker, "ok") is neither judged nor kept, and a request sent again unchanged
 (a retry) is not judged twice.
 
@@ -68,10 +69,7 @@ again (the model's new answer keeps the turn over 20% new unless it repeats
 itself too); a group chat's agents quoting each other (only the quote is old:
 each reply's own words are new); a selector re-sending the whole transcript to
 pick a speaker (its answer is a name: not judged). Still stopped on real
-sessions: a coding agent that repeats its own earlier sequence (forgets to
-write its script, gets the harness's format error, verifies) for the next
-version of a fix, whose only new text is a few changed lines of a long script;
-an agent going back over code it was shown earlier in the window (a whole file
+sessions: an agent going back over code it was shown earlier in the window (a whole file
 viewed once, then its functions window by window), whose windows are old text.
 What comes close to paging: an agent stepping through a list
 by its numbers (job 1, job 2, ...) under one sentence, `same_answers` times in a
@@ -280,14 +278,19 @@ def _rerun(turns: Sequence[_Turn], at: int) -> bool:
 
 
 def _awaited(turns: Sequence[_Turn]) -> bool:
-    """Whether one of the last two turns wrote an edit no turn before it wrote, in a run whose edits change
-    what its check prints (the command run again after an edit printed two different things in the window):
-    the new edit's result is the output of its check, which no turn has been told yet. A check that prints the
-    same whatever is edited, or edits without a check (refused, retried), are judged by what each turn is told."""
+    """Whether one of the last four turns wrote an edit no turn before it wrote and the turns between it and
+    the last run checks (commands run again: the script, the tests), in a run whose edits change what its
+    checks print (a check run right after an edit printed two different things in the window): the edit's
+    result is in the output of its checks, not all told yet. A check that prints the same whatever is
+    edited, or edits without a check (refused, retried), are judged by what each turn is told."""
     checks = range(1, len(turns) - 1)
     printed = {turns[n + 1].heard for n in checks if turns[n - 1].edits and not turns[n].edits and _rerun(turns, n)}
-    recent = range(max(len(turns) - 2, 0), len(turns))
-    return len(printed) > 1 and any(turns[at].edits and not _rerun(turns, at) for at in recent)
+    for at in range(len(turns) - 1, max(len(turns) - 5, 0) if len(printed) > 1 else len(turns), -1):
+        if turns[at].edits and not _rerun(turns, at):
+            return True
+        if at < len(turns) - 1 and (turns[at].edits or not _rerun(turns, at)):
+            return False
+    return False
 
 
 def _same_answers(turns: Sequence[_Turn]) -> int:

@@ -346,10 +346,12 @@ def fix(old: str, new: str) -> str:
     return f"I see the issue now: the branch for `{old}` misses a case. Let's fix it:\n\n{edit}"
 
 
-def fixing(errors: list[str]) -> list[tuple[str, str]]:
+def fixing(errors: list[str], verify: bool = False, reread: int = 2) -> list[tuple[str, str]]:
     """A fix-and-test loop: the script written and run, then per error an edit, its confirmation and the
-    script run again; between the last two fixes a re-read of the same lines. `errors`: what each run prints."""
+    script run again (`verify`: then a second check); from fix `reread` on, a re-read of the same lines first.
+    `errors`: what each run prints."""
     rerun = f"Let's run the reproduce script again:\n\n{xml_call('bash', command='python /repo/reproduce.py')}"
+    check = f"And the other cases:\n\n{xml_call('bash', command='python /repo/verify_cases.py')}"
     view = xml_call("str_replace_editor", command="view", path="/repo/pkg/core/scale.py", view_range="[40, 60]")
     lines = "\n".join(f"    {n}\t        if part_{n} is None: factor_{n} = combine(lhs, rhs)" for n in range(40, 60))
     shown = f"OBSERVATION:\nHere's the result of running `cat -n` on /repo/pkg/core/scale.py:\n{lines}"
@@ -357,11 +359,15 @@ def fixing(errors: list[str]) -> list[tuple[str, str]]:
     turns = [("", f"Let me write a script that reproduces the failure:\n\n{script}")]
     turns.append(("OBSERVATION:\nFile created successfully at: /repo/reproduce.py", rerun))
     for i, error in enumerate(errors):
-        if i >= 2:  # the error did not tell where: look at the code again before the next fix
-            turns.append((run_output(error), f"We still have an issue. Let's look at `scale` again:\n\n{view}"))
+        told = run_output(error)
+        if verify:
+            turns.append((told, check))
+            told = "OBSERVATION:\ncase 1: ok\ncase 2: ok\ncase 3: ok\nAll 3 verification cases pass."
+        if i >= reread:  # the error did not tell where: look at the code again before the next fix
+            turns.append((told, f"We still have an issue. Let's look at `scale` again:\n\n{view}"))
             turns.append((shown, fix(f"elif part_{i}", f"else: part_{i} = None")))
         else:
-            turns.append((run_output(error), fix(f"elif part_{i}", f"else: part_{i} = None")))
+            turns.append((told, fix(f"elif part_{i}", f"else: part_{i} = None")))
         confirmed = f"OBSERVATION:\nThe file /repo/pkg/core/scale.py has been edited: `else: part_{i} = None`."
         turns.append((confirmed, rerun))
     return turns
@@ -383,6 +389,14 @@ async def test_a_fix_whose_check_has_not_run_yet_is_judged_with_its_output() -> 
     errors = [error(1287, "rf"), error(1310, "reprec"), error(1313, "imprec"), error(1313, "imprec")]
     errors += [error(1077, "mpf"), error(88, "norm")]
     assert first_trip(await RunSimulator([TextLoop()]).run(shell(fixing(errors)))) is None
+
+
+async def test_a_fix_checked_by_two_commands_is_judged_with_the_last_ones_output() -> None:
+    """After each edit the script and then a second check run again; a fix that misses is re-read and edited
+    again: the new edit waits for the outputs of both checks."""
+    errors = [error(1287, "rf"), error(1310, "reprec"), error(1313, "imprec"), error(1313, "imprec")]
+    errors += [error(1077, "mpf"), error(88, "norm")]
+    assert first_trip(await RunSimulator([TextLoop()]).run(shell(fixing(errors, verify=True, reread=3)))) is None
 
 
 async def test_fixes_whose_check_prints_the_same_whatever_is_edited_are_stopped() -> None:
