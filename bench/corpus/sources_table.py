@@ -15,7 +15,7 @@ from typing import Any
 
 import orjson
 
-from bench.corpus.judge import Verdict, stops_of, verdict_for
+from bench.corpus.judge import Verdict, judge
 
 LONG = 100  # calls: a session over this is "long" (issue #44 asks for 30 of them)
 
@@ -34,6 +34,16 @@ class SourceRow:
     warned: Counter[str] = field(default_factory=Counter)  # by detector: responses it warned on
     warned_any: int = 0
 
+    def add(self, other: SourceRow) -> None:
+        """Count `other`'s figures into this row's (the total's)."""
+        self.sessions += other.sessions
+        self.calls += other.calls
+        self.long += other.long
+        self.responses += other.responses
+        self.stopped += other.stopped
+        self.false += other.false
+        self.warned_any += other.warned_any
+
 
 def _source(run_id: str) -> str:
     return run_id.split("/", 1)[0]
@@ -48,17 +58,19 @@ def rows(
         name = str(session["source"])
         row = by_source.setdefault(name, SourceRow(name, str(session["family"]), str(session["protocol"])))
         calls = int(session["calls"])
-        row.sessions, row.calls, row.long = row.sessions + 1, row.calls + calls, row.long + (calls > LONG)
+        row.sessions += 1
+        row.calls += calls
+        row.long += calls > LONG
     for run in report["runs"]:
         if (row := by_source.get(_source(run["run_id"]))) is not None:
             row.responses += int(run["requests"])
-    judged: dict[str, list[Verdict]] = {}
-    for verdict in verdicts:
-        judged.setdefault(verdict.run, []).append(verdict)
-    for stop in stops_of(report):
+    judged = judge(report, verdicts).total  # every stop, and those judged making progress
+    for stop in judged.stopped:
         if (row := by_source.get(_source(stop.run))) is not None:
-            found = verdict_for(stop, judged.get(stop.run, ()))
-            row.stopped, row.false = row.stopped + 1, row.false + (found is not None and found.verdict == "progress")
+            row.stopped += 1
+    for stop in judged.false:
+        if (row := by_source.get(_source(stop.run))) is not None:
+            row.false += 1
     seen: set[tuple[str, int]] = set()
     for trip in report["trips"]:
         if trip["action"] != "warn" or (row := by_source.get(_source(trip["run_id"]))) is None:
@@ -84,17 +96,7 @@ def markdown(found: list[SourceRow]) -> str:
         lines.append("| " + " | ".join(map(str, cells)) + f" | {row.stopped} ({row.false}) | {_warned(row)} |")
     total = SourceRow("all", f"{len({row.family for row in found})} families", "")
     for row in found:
-        total.sessions, total.calls, total.long = (
-            total.sessions + row.sessions,
-            total.calls + row.calls,
-            total.long + row.long,
-        )
-        total.responses, total.stopped, total.false = (
-            total.responses + row.responses,
-            total.stopped + row.stopped,
-            total.false + row.false,
-        )
-        total.warned_any += row.warned_any
+        total.add(row)
     lines.append(
         f"| all | {total.family} | | {total.sessions} | {total.calls} | {total.long} | {total.stopped} ({total.false}) "
         f"| {_warned(total)} |"
