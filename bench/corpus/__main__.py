@@ -1,13 +1,14 @@
 """`python -m bench.corpus build [--mirrors DIR] [--out DIR] [--only SOURCE ...]` and
 `python -m bench.corpus judge REPLAY.json [--markdown] [--before OLD.json] [--verdicts DIR]` and
-`python -m bench.corpus sources REPLAY.json [--build DIR]` (see README.md)."""
+`python -m bench.corpus sources REPLAY.json [--build DIR]` and
+`python -m bench.corpus tail REPLAY.json [--verdicts DIR]` (see README.md)."""
 
 from __future__ import annotations
 
 import argparse
 from pathlib import Path
 
-from bench.corpus import judge, sources_table
+from bench.corpus import judge, sources_table, tail
 from bench.corpus.build import MIRRORS, OUT, build, load_manifest
 
 
@@ -27,7 +28,13 @@ def main() -> None:
     sources_cmd.add_argument("report", type=Path, help="the output of `runguard-proxy replay DIR --json`")
     sources_cmd.add_argument("--build", type=Path, default=OUT, help="the build the report replayed")
     sources_cmd.add_argument("--verdicts", type=Path, default=judge.VERDICTS, help="folder of verdict *.jsonl files")
+    tail_cmd = commands.add_parser("tail", help="the calls stuck sessions had left after their stops (costs.TAIL)")
+    tail_cmd.add_argument("report", type=Path, help="the output of `runguard-proxy replay DIR --json`")
+    tail_cmd.add_argument("--verdicts", type=Path, default=judge.VERDICTS, help="folder of verdict *.jsonl files")
     args = parser.parse_args()
+    if args.command == "tail":
+        print(tail.run(args.report, args.verdicts))
+        return
     if args.command == "sources":
         print(sources_table.run(args.report, args.build, judge.load_verdicts(args.verdicts)))
         return

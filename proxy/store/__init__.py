@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING
 from runguard.proxy.core.faces import lazy_face
 
 if TYPE_CHECKING:
+    from runguard.proxy.store.costs import AVOIDED_BASIS
     from runguard.proxy.store.database import Target, make_engine, parse
     from runguard.proxy.store.migrate import current_revision, head_revision, upgrade
     from runguard.proxy.store.reader import StoreReader
@@ -26,6 +27,7 @@ if TYPE_CHECKING:
     from runguard.proxy.store.writer import QueueSink
 
 HOMES = {
+    "AVOIDED_BASIS": "costs",
     "DayCache": "spend",
     "PER_PAGE": "reading",
     "Page": "reading",
@@ -48,6 +50,7 @@ HOMES = {
     "upgrade": "migrate",
 }
 __all__ = [
+    "AVOIDED_BASIS",
     "PER_PAGE",
     "STATUSES",
     "DayCache",

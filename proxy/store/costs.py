@@ -8,18 +8,21 @@ spend for the day and `runguard_usd_total` are sums of it, never recomputed.
 
 Cost avoided (an estimate): when a detector blocks a run at its request N, the
 run had spent S so far (the response that tripped it included). Left alone it
-would most likely have gone on at the same pace until its own limits stopped
-it: its step cap (`max_requests.limit` as that run had it, a header's
-`X-RunGuard-Max-Requests` included; 250 by default) or its budget
+would most likely have gone on at the same pace for about TAIL = 1.1 times the
+requests it had made (the 70 sessions of the real-session corpus judged stuck,
+stopped at 1,692 calls in all, had 1,789 calls left before their own step
+limits or their end: 1.06; `python -m bench.corpus tail` measures it), never
+past its own limits: its step cap (`max_requests.limit` as that run had it, a
+header's `X-RunGuard-Max-Requests` included; 250 by default) or its budget
 (`budget.run_usd`, a header's `X-RunGuard-Budget-Usd` included), whichever
 comes first, so the estimate is
 
-    avoided = min(S / N * max(cap - N, 0), max(budget - S, 0))
+    avoided = min(S / N * min(TAIL * N, max(cap - N, 0)), max(budget - S, 0))
 
-the run's average cost per request times the requests its cap still allowed,
-never more than its budget still allowed (a run capped at 2 requests avoided
-nothing past its 2nd; a runaway at $0.50 a request with a $5 budget, at most
-$5 less what it spent).
+the run's average cost per request times the requests it would most likely
+still have made (a run capped at 2 requests avoided nothing past its 2nd; a
+runaway at $0.50 a request stopped at its 4th, about $2.20, and never more than
+its budget still allowed).
 A warning stops nothing, so it avoids nothing: its estimate is 0. The figure
 is fixed when the trip is recorded; the CLI (`show`, `trips`, `runs`), the
 admin API, the dashboard, alerts and the `runguard_usd_avoided_total` metric
@@ -30,6 +33,12 @@ recorded by an older version, which stored an estimate for it, as 0).
 from __future__ import annotations
 
 BLOCK = "block"  # the trip action that stops the run, the only one that avoids any cost
+TAIL = 1.1  # requests a stuck run would still have made, per request it made (fitted on the corpus: see above)
+AVOIDED_BASIS = (
+    "Cost avoided is an estimate: a stopped run's cost per request times the requests it would most likely still "
+    f"have made, {TAIL:g} times those it made (what stuck sessions of real agents went on to make), never past its "
+    "own step cap or budget. A warning avoids nothing."
+)
 
 
 def avoided_estimate(action: str, spent: float, index: int, step_cap: int, budget: float | None = None) -> float:
@@ -37,7 +46,8 @@ def avoided_estimate(action: str, spent: float, index: int, step_cap: int, budge
     the run's USD cap (None: it has none)."""
     if action != BLOCK:
         return 0.0
-    projected = spent / max(index, 1) * max(step_cap - index, 0)
+    made = max(index, 1)
+    projected = spent / made * min(TAIL * made, max(step_cap - index, 0))
     if budget is not None:
         projected = min(projected, max(budget - spent, 0.0))
     return round(projected, 6)

@@ -26,7 +26,7 @@ from runguard.proxy.admin.ui.html import (
 from runguard.proxy.admin.ui.routes import UiContext, no_store, reader_of
 from runguard.proxy.admin.ui.trips_page import detector_table
 from runguard.proxy.guard import spend
-from runguard.proxy.store import Row, RunFilter, StoreReader
+from runguard.proxy.store import AVOIDED_BASIS, Row, RunFilter, StoreReader
 
 DAYS = 7
 TOP = 5  # series shown per chart; the rest are summed as "other"
@@ -131,6 +131,6 @@ async def page(request: web.Request, ctx: UiContext) -> Html:
         )
         + trips_part
         + live_part
-        + tag("p", "Cost avoided is an estimate: see docs/dashboard.md#cost-avoided.", class_="muted")
+        + tag("p", AVOIDED_BASIS, class_="muted")
     )
     return layout("Overview", "", body)

@@ -25,7 +25,7 @@ from runguard.proxy.core.ops import Scope
 from runguard.proxy.core.safe_text import reset_command
 from runguard.proxy.guard import BreakerRecord, breaker, spend
 from runguard.proxy.runs import tenants
-from runguard.proxy.store import StoreReader
+from runguard.proxy.store import AVOIDED_BASIS, StoreReader
 
 RECORD_HINT = (
     "Message content was not recorded for this run, so only tool names are shown. To keep request and response "
@@ -201,6 +201,8 @@ async def page(request: web.Request, ctx: UiContext) -> Html:
                 class_=f"trip trip-{trip['action']}",
             )
         )
+    if any(trip["action"] == "block" for trip in detail["trips"]):
+        parts.append(tag("p", AVOIDED_BASIS, class_="muted"))
     headers = ["#", "at", "agent", "model", "tokens in / out", "cost", "latency", "status", "tool calls", "verdicts"]
     parts.append(tag("h2", "Timeline"))
     parts.append(table(headers, _step_rows(detail, run["first_seen"]), class_="timeline"))

@@ -1,8 +1,9 @@
 """One figure, one meaning: a trip's estimated cost avoided is the same in every view (issue 36, item 4).
 
 A warning stops nothing and avoids nothing ($0 everywhere: `show` used to print an estimate for it while
-`trips` printed $0); a blocking trip's estimate is the run's cost per request times the requests its step
-cap still allowed, and `show`, `trips`, the admin API, the dashboard and the metric all print that number.
+`trips` printed $0); a blocking trip's estimate is the run's cost per request times the requests it would most
+likely still have made (TAIL times those it made, within its step cap and budget), and `show`, `trips`,
+the admin API, the dashboard and the metric all print that number.
 """
 
 from __future__ import annotations
@@ -25,18 +26,20 @@ from tests.support.upstream import FakeUpstream
 
 
 def test_the_estimate() -> None:
-    assert costs.avoided_estimate("block", spent=0.4, index=4, step_cap=100) == pytest.approx(0.1 * 96)
+    """A stuck run goes on for about TAIL times the requests it made (fitted on the corpus), not to its cap."""
+    assert costs.avoided_estimate("block", spent=0.4, index=4, step_cap=100) == pytest.approx(0.1 * 4 * costs.TAIL)
+    assert costs.avoided_estimate("block", spent=0.4, index=4, step_cap=6) == pytest.approx(0.1 * 2)  # its cap first
     assert costs.avoided_estimate("warn", spent=0.4, index=4, step_cap=100) == 0.0
     assert costs.avoided_estimate("block", spent=0.4, index=120, step_cap=100) == 0.0  # past the cap
     assert costs.counted_avoided("warn", 0.0021) == 0.0 and costs.counted_avoided("block", 0.0021) == 0.0021
 
 
 def test_the_estimate_never_passes_the_run_s_own_budget() -> None:
-    """A runaway at $0.50 a request, stopped at its 4th with a $5 budget, would have been stopped at $5 anyway."""
-    assert costs.avoided_estimate("block", spent=2.0, index=4, step_cap=250, budget=5.0) == pytest.approx(3.0)
-    assert costs.avoided_estimate("block", spent=0.4, index=4, step_cap=250, budget=5.0) == pytest.approx(4.6)
+    """A runaway at $1 a request, stopped at its 4th with a $5 budget, would have been stopped at $5 anyway."""
+    assert costs.avoided_estimate("block", spent=4.0, index=4, step_cap=250, budget=5.0) == pytest.approx(1.0)
+    assert costs.avoided_estimate("block", spent=2.0, index=4, step_cap=250, budget=5.0) == pytest.approx(2.2)
     assert costs.avoided_estimate("block", spent=6.0, index=4, step_cap=250, budget=5.0) == 0.0
-    assert costs.avoided_estimate("block", spent=0.04, index=4, step_cap=100, budget=5.0) == pytest.approx(0.96)
+    assert costs.avoided_estimate("block", spent=0.04, index=4, step_cap=100, budget=5.0) == pytest.approx(0.044)
 
 
 async def test_every_view_shows_the_same_cost_avoided(upstream: FakeUpstream, tmp_path: Path) -> None:
@@ -76,6 +79,7 @@ async def test_every_view_shows_the_same_cost_avoided(upstream: FakeUpstream, tm
     assert f'runguard_usd_avoided_total{{detector="non_progress"}} {estimate}' in metrics
     assert 'runguard_usd_avoided_total{detector="consecutive_same_tool"}' not in metrics
     assert f"${estimate:,.4f}" in page and "$0.0000" in page
+    assert "1.1 times those it made" in page  # the estimate's basis beside it
 
 
 def shown_avoided(shown: dict[str, list[dict[str, float]]]) -> dict[str, object]:
