@@ -109,6 +109,13 @@ def _from_store(settings: Settings, run: str | None) -> Any:
     return read_store(settings, query)
 
 
+def _spent(value: float, unpriced: int) -> str:
+    """A replayed spend: `$0.0123`, `$0.0123 + 2 unpriced`, or `2 unpriced` alone (never `$0.0000`)."""
+    if not unpriced:
+        return usd(value)
+    return f"{usd(value)} + {unpriced} unpriced" if value > 0 else f"{unpriced} unpriced"
+
+
 def _print_summary(summary: Any) -> None:
     out = console()
     rows = [
@@ -134,6 +141,7 @@ def _print_summary(summary: Any) -> None:
             f"{summary.sessions} sessions, {summary.calls} calls: {stopped} sessions stopped, "
             f"{summary.warned_responses} of {summary.responses} responses warned "
             f"({summary.share(summary.warned_responses):.1%})"
+            + (f", {summary.unpriced} unpriced (no price for their model)" if summary.unpriced else "")
         )
     )
 
@@ -143,12 +151,14 @@ def _print_replay(report: Any, only_stopped: bool = False) -> None:
         {
             "run": run.run_id,
             "requests": f"{run.requests} ({run.unanswered} unanswered)" if run.unanswered else str(run.requests),
-            "usd": usd(run.usd),
+            "usd": _spent(run.usd, run.unpriced),
             "stop": f"request {run.stopped_at}" if run.stopped_at is not None else "-",
             "of": str(run.requests + run.avoided_requests),
             "detector": run.detector or "",
             "reason": run.reason or "",
-            "avoided": f"{run.avoided_requests} req, {usd(run.avoided_usd)}" if run.stopped_at is not None else "",
+            "avoided": f"{run.avoided_requests} req, {_spent(run.avoided_usd, run.avoided_unpriced)}"
+            if run.stopped_at is not None
+            else "",
         }
         for run in report.runs.values()
         if not only_stopped or run.stopped_at is not None

@@ -2,7 +2,7 @@
 
 Written when the guard finishes a request (forwarded or answered locally),
 as an `Observer`; on when `log.access_log` is true. A line holds ids, counts,
-costs, timings and verdicts: the key only as its salted hash, never the API
+costs (`"usd": null` for a model with no price), timings and verdicts: the key only as its salted hash, never the API
 key and never message content. Other log messages go to stderr.
 """
 
@@ -41,7 +41,7 @@ def access_line(record: RequestRecord) -> bytes:
             "reasoning": record.reasoning_tokens,
             "estimated": record.usage_estimated,
         },
-        "usd": round(record.usd, 6),
+        "usd": None if record.unpriced else round(record.usd, 6),  # unpriced: its cost is unknown, never 0
         "upstream_ms": round(record.upstream_ms, 2) if record.upstream_ms is not None else None,
         "overhead_ms": round(record.overhead_ms, 3),
         "blocked_by": record.blocked_by,

@@ -24,7 +24,9 @@ Metric names (values in milliseconds where the name says `_ms`):
   runguard_open_websockets                          WebSockets being relayed now (Realtime, Live, Responses)
   runguard_blocked_requests_total{detector}         requests answered locally
   runguard_trips_total{detector,action}             verdicts that tripped (block) or warned
-  runguard_usd_total{model}                         cost from usage and the pricing table
+  runguard_usd_total{model}                         cost from usage and the pricing table (none for a model
+                                                    never priced: its cost is unknown, not 0)
+  runguard_unpriced_requests_total{model}           requests whose model has no price (their cost is unknown)
   runguard_usd_avoided_total{detector}              estimated cost avoided by blocking trips (store.costs)
   runguard_tokens_total{model,kind}                 input, output, cached, reasoning tokens
   runguard_upstream_latency_ms{provider,api}        send to end of response (streams: last byte)
@@ -63,6 +65,8 @@ from runguard.proxy.store.records import RequestRecord, TripRecord
 UPSTREAM_BUCKETS_MS = (10, 25, 50, 100, 250, 500, 1000, 2500, 5000, 10_000, 30_000, 60_000, 120_000, 300_000)
 OVERHEAD_BUCKETS_MS = (0.1, 0.25, 0.5, 1, 2.5, 5, 10, 25, 50, 100, 250, 1000)
 TOKEN_KINDS = ("input", "output", "cached", "reasoning")
+_PRICED = 1 + len(TOKEN_KINDS)  # a model row: [usd, *tokens, priced (0 or 1), unpriced requests]
+_UNPRICED = _PRICED + 1
 MAX_CACHED_PATHS = 1024  # distinct request paths whose route labels are remembered
 MAX_MODELS = 256  # distinct model labels before the rest count as "other"
 MAX_LABEL_CHARS = 200  # a model label longer than this is cut (client text)
@@ -132,7 +136,8 @@ class Metrics:
         self._unreadable: dict[tuple[str, str], int] = {}  # (provider, action)
         self._state_errors = 0
         self._alerts: dict[str, int] = {}  # outcome
-        # Per model label: [usd, *tokens in TOKEN_KINDS order]; client model names map to their label's row.
+        # Per model label: [usd, *tokens in TOKEN_KINDS order, priced, unpriced requests]; client model names
+        # map to their label's row.
         self._by_label: dict[str, list[float]] = {}
         self._by_model: dict[str, list[float]] = {}
         self._max_models = max_models
@@ -162,8 +167,12 @@ class Metrics:
         if row is None:
             row = self._model_row(record.model)
         # Counters only go up: a negative (or NaN) amount is skipped.
-        if record.usd > 0:
-            row[0] += record.usd
+        if record.unpriced:
+            row[_UNPRICED] += 1
+        elif record.usd > 0 or record.input_tokens > 0 or record.output_tokens > 0:
+            row[_PRICED] = 1.0  # its cost is known (a request that used nothing does not price a model)
+            if record.usd > 0:
+                row[0] += record.usd
         if record.input_tokens > 0:
             row[1] += record.input_tokens
         if record.output_tokens > 0:
@@ -209,7 +218,7 @@ class Metrics:
             label = "other"  # a client inventing model names must not grow the exposition
         row = self._by_label.get(label)
         if row is None:
-            row = self._by_label[label] = [0.0] * (1 + len(TOKEN_KINDS))
+            row = self._by_label[label] = [0.0] * (_UNPRICED + 1)
         if label != "other":
             self._by_model[model] = row
         return row
@@ -295,14 +304,16 @@ class Metrics:
         blocked = (((detector,), n) for detector, n in self._blocked.items())
         yield counter("runguard_blocked_requests_total", "Requests answered locally.", ("detector",), blocked)
         yield counter("runguard_trips_total", "Detector trips.", ("detector", "action"), self._trips.items())
-        usd = (((label,), row[0]) for label, row in self._by_label.items())
+        usd = (((label,), row[0]) for label, row in self._by_label.items() if row[_PRICED])
         yield counter("runguard_usd_total", "Cost in USD.", ("model",), usd)
+        unpriced = (((label,), row[_UNPRICED]) for label, row in self._by_label.items() if row[_UNPRICED])
+        yield counter("runguard_unpriced_requests_total", "Requests whose model has no price.", ("model",), unpriced)
         avoided = (((detector,), usd) for detector, usd in self._avoided.items())
         yield counter("runguard_usd_avoided_total", "Estimated USD avoided by blocking trips.", ("detector",), avoided)
         tokens = (
             ((label, kind), count)
             for label, row in self._by_label.items()
-            for kind, count in zip(TOKEN_KINDS, row[1:], strict=True)
+            for kind, count in zip(TOKEN_KINDS, row[1:_PRICED], strict=True)
         )
         yield counter("runguard_tokens_total", "Tokens.", ("model", "kind"), tokens)
         yield _histogram(

@@ -73,6 +73,8 @@ class RunReplay:
     reason: str | None = None
     avoided_requests: int = 0  # recorded requests after the stop (the agent would have ended)
     avoided_usd: float = 0.0
+    unpriced: int = 0  # requests let through whose model has no price: their cost is unknown, not in `usd`
+    avoided_unpriced: int = 0  # avoided requests whose model has no price (not in `avoided_usd`)
     unanswered: int = 0  # requests let through here that were answered locally live (their answer is unknown)
 
 
@@ -101,14 +103,17 @@ class _Clock:
 
 
 class _Trips:
-    """The guard's sink during a replay: keeps the trips, ignores request records."""
+    """The guard's sink during a replay: keeps the trips; of request records, counts the unpriced ones in
+    their run."""
 
-    def __init__(self, into: list[TripRecord]) -> None:
-        self._into = into
+    def __init__(self, report: ReplayReport) -> None:
+        self._report = report
 
     def submit(self, record: Record) -> None:
         if isinstance(record, TripRecord):
-            self._into.append(record)
+            self._report.trips.append(record)
+        elif record.unpriced and (run := self._report.runs.get(record.run_id)) is not None:
+            run.unpriced += 1
 
 
 def _raw(value: Any) -> bytes:
@@ -200,8 +205,16 @@ class Replayer:
         )
         self._tables = ModelTables(settings.pricing_file, settings.models_file)
         policy = Policy(detectors, settings.guard)
-        sink = _Trips(self.report.trips)
+        sink = _Trips(self.report)
         self._guard = Guard(settings, state, policy, self._tables, sink, NullObserver(), self._clock)
+
+    def _avoid(self, run: RunReplay, model: str, response: ResponseInfo) -> None:
+        run.avoided_requests += 1
+        usd = self._tables.bill(model, response.usage)
+        if usd is None:
+            run.avoided_unpriced += 1
+        else:
+            run.avoided_usd += usd
 
     def _stop(self, run: RunReplay, index: int, detector: str | None) -> None:
         run.stopped_at, run.detector = index, detector
@@ -221,9 +234,7 @@ class Replayer:
         run = self.report.runs.setdefault(exchange.run_id, RunReplay(exchange.run_id))
         stream = info.stream or route.stream
         if run.stopped_at is not None:
-            response = _response(adapter, exchange, stream)
-            run.avoided_requests += 1
-            run.avoided_usd += self._tables.cost(info.model, response.usage)
+            self._avoid(run, info.model, _response(adapter, exchange, stream))
             return
         self._clock.now = exchange.at
         ticket = await self._guard.admit(
@@ -233,9 +244,7 @@ class Replayer:
         if ticket.answer is not None:
             await self._guard.complete(ticket, None, client_status=ticket.answer.status)
             self._stop(run, index, ticket.blocked_by)
-            response = _response(adapter, exchange, stream)
-            run.avoided_requests += 1
-            run.avoided_usd += self._tables.cost(info.model, response.usage)
+            self._avoid(run, info.model, _response(adapter, exchange, stream))
             return
         run.requests += 1
         if exchange.answered_locally:  # let through here, stopped live: what upstream would say is unknown

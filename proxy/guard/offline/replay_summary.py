@@ -44,6 +44,7 @@ class Summary:
     responses: int = 0  # requests let through (their answers reached the agent)
     warned_responses: int = 0
     nudged_responses: int = 0
+    unpriced: int = 0  # responses whose model has no price (their cost is unknown)
     skipped: int = 0
     files: int = 0
     detectors: dict[str, DetectorFigures] = field(default_factory=dict)
@@ -64,6 +65,7 @@ class Summary:
             self.sessions += 1
             self.calls += run.requests + run.avoided_requests
             self.responses += run.requests
+            self.unpriced += run.unpriced
             if run.stopped_at is None:
                 continue
             detector = run.detector or "breaker"
@@ -98,6 +100,7 @@ class Summary:
             "warned_responses": self.warned_responses,
             "warning_share": round(self.share(self.warned_responses), 4),
             "nudged_responses": self.nudged_responses,
+            "unpriced": self.unpriced,
             "skipped": self.skipped,
             "files": self.files,
             "detectors": {

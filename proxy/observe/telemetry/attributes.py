@@ -79,9 +79,12 @@ def chat_attributes(ticket: Ticket, seen: ResponseSeen | None, record: RequestRe
         "runguard.api": str(request.api),
         "runguard.request.index": record.index,
         "runguard.key_hash": ticket.key_hash,
-        "runguard.cost.usd": record.usd,
         "runguard.overhead_ms": round(record.overhead_ms, 3),
     }
+    if record.unpriced:  # its cost is unknown: no cost attribute, never 0
+        found["runguard.cost.unpriced"] = True
+    else:
+        found["runguard.cost.usd"] = record.usd
     if record.status is not None:
         found["http.response.status_code"] = record.status
     response = seen.response if seen is not None else None

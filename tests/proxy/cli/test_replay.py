@@ -10,6 +10,7 @@ import asyncio
 import os
 import subprocess
 from pathlib import Path
+from typing import Any
 
 import openai
 import orjson
@@ -247,3 +248,35 @@ async def test_replay_of_a_folder_reports_per_detector_what_a_config_would_stop(
     (tmp_path / "empty").mkdir()
     done = await cli("replay", str(tmp_path / "empty"), database_url="")
     assert done.returncode == 1 and "no *.jsonl file" in done.stderr
+
+
+def _on_model(lines: list[dict[str, Any]], model: str) -> list[dict[str, Any]]:
+    """The recorded exchanges as asked of, and answered by, `model`."""
+    return [
+        {**line, "request": {**line["request"], "model": model}, "response": {**line["response"], "model": model}}
+        for line in lines
+    ]
+
+
+async def test_replay_counts_requests_with_no_price_apart_and_never_shows_them_as_zero(tmp_path: Path) -> None:
+    mixed = sessions.healthy("mixed", 5)
+    mixed[1:3] = _on_model(mixed[1:3], "acme-coder-9")
+    looping = _on_model(sessions.runaway("unpriced-loop", 12), "acme-coder-9")
+    recorded = tmp_path / "traffic.jsonl"
+    recorded.write_bytes(sessions.jsonl(mixed + looping))
+
+    done = await cli("replay", str(recorded), "--json", database_url="")
+    assert done.returncode == 0, done.stderr
+    report = orjson.loads(done.stdout)
+    runs = {run["run_id"]: run for run in report["runs"]}
+    assert (runs["mixed"]["unpriced"], runs["mixed"]["requests"]) == (2, 5) and runs["mixed"]["usd"] > 0
+    loop = runs["unpriced-loop"]
+    assert loop["stopped_at"] is not None and loop["usd"] == 0 and loop["unpriced"] == loop["requests"]
+    assert loop["avoided_unpriced"] == loop["avoided_requests"] > 0 and loop["avoided_usd"] == 0
+    assert report["summary"]["unpriced"] == 2 + loop["requests"]
+
+    done = await cli("replay", str(recorded), database_url="")
+    shown = " ".join(done.stdout.split())
+    assert "+ 2 unpriced" in shown and f"{loop['requests']} unpriced" in shown
+    assert f"{loop['avoided_requests']} req, {loop['avoided_unpriced']} unpriced" in shown
+    assert "$0.0000" not in shown

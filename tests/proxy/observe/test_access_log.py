@@ -47,8 +47,8 @@ def access_lines(capsys: pytest.CaptureFixture[str]) -> list[str]:
     return [line for line in capsys.readouterr().out.splitlines() if line.startswith("{")]
 
 
-async def run_requests(upstream: FakeUpstream, access_log: bool, count: int) -> None:
-    upstream.script = lambda r: Reply.json(payloads.chat_completion("the answer is 42", usage=(20, 4)))
+async def run_requests(upstream: FakeUpstream, access_log: bool, count: int, model: str = "gpt-4o-mini") -> None:
+    upstream.script = lambda r: Reply.json(payloads.chat_completion("the answer is 42", usage=(20, 4), model=model))
     settings = settings_for(
         upstream.url, log={"access_log": access_log}, guard={"detectors": {"max_requests": {"limit": 2}}}
     )
@@ -59,7 +59,7 @@ async def run_requests(upstream: FakeUpstream, access_log: bool, count: int) -> 
     try:
         for _ in range(count):
             with contextlib.suppress(openai.RateLimitError):
-                await sdk.chat.completions.create(model="gpt-4o-mini", messages=[{"role": "user", "content": PROMPT}])
+                await sdk.chat.completions.create(model=model, messages=[{"role": "user", "content": PROMPT}])
     finally:
         await sdk.close()
         await running.stop()
@@ -86,6 +86,16 @@ async def test_one_json_line_per_request_on_stdout_without_key_or_content(
     for line in lines:
         for secret in (KEY, PROMPT, "attic", "the answer is 42"):
             assert secret not in line
+
+
+async def test_a_model_with_no_price_is_logged_with_a_null_cost_never_zero(
+    upstream: FakeUpstream, capsys: pytest.CaptureFixture[str]
+) -> None:
+    await run_requests(upstream, access_log=True, count=1, model="acme-coder-9")
+    (line,) = access_lines(capsys)
+    entry = orjson.loads(line)
+    assert entry["model"] == "acme-coder-9" and entry["tokens"]["input"] == 20 and entry["usd"] is None
+    assert '"usd":null' in line
 
 
 async def test_access_log_off_writes_nothing(upstream: FakeUpstream, capsys: pytest.CaptureFixture[str]) -> None:

@@ -168,6 +168,25 @@ async def test_an_open_websocket_is_counted_apart_from_the_requests_in_flight(up
     assert (value(after, "runguard_open_websockets"), value(after, "runguard_in_flight_requests")) == (0, 0)
 
 
+async def test_a_model_with_no_price_counts_unpriced_requests_and_gets_no_usd_series(upstream: FakeUpstream) -> None:
+    upstream.script = lambda r: Reply.json(payloads.chat_completion(usage=(12, 5), model=r.json()["model"]))
+    running = await start_proxy(settings_for(upstream.url), detectors=[])
+    sdk = client(running.url)
+    try:
+        for model in ("acme-coder-9", "acme-coder-9", "gpt-4o-mini"):
+            await sdk.chat.completions.create(model=model, messages=[{"role": "user", "content": "hi"}])
+        text = await scrape(running.url)
+    finally:
+        await sdk.close()
+        await running.stop()
+    found = samples(text)
+    assert value(found, "runguard_unpriced_requests_total", model="acme-coder-9") == 2
+    assert ("runguard_usd_total", (("model", "acme-coder-9"),)) not in found  # never $0: no series at all
+    assert value(found, "runguard_tokens_total", model="acme-coder-9", kind="input") == 24
+    assert value(found, "runguard_usd_total", model="gpt-4o-mini") > 0
+    assert ("runguard_unpriced_requests_total", (("model", "gpt-4o-mini"),)) not in found
+
+
 def record(model: str, **fields: Any) -> RequestRecord:
     base: dict[str, Any] = {
         "run_id": "r",

@@ -102,3 +102,21 @@ async def test_error_type_is_the_status_the_failure_s_code_or_nothing(
     assert failed.attributes["http.response.status_code"] == 503
     assert "error.type" not in ok.attributes and ok.status == "UNSET"
     assert ok.attributes["gen_ai.agent.name"] and ok.attributes["runguard.key_hash"].startswith("k_")
+
+
+async def test_a_model_with_no_price_has_no_cost_attribute_but_says_it_is_unpriced(
+    receiver: OtlpReceiver, upstream: FakeUpstream, make_proxy: Callable[..., Any], sdk_client: Any
+) -> None:
+    answers = iter(
+        [Reply.json(payloads.chat_completion("ok", model="acme-coder-9")), Reply.json(payloads.chat_completion("ok"))]
+    )
+    upstream.script = lambda _: next(answers)
+    url = await make_proxy(**telemetry(receiver.http_url))
+    client = sdk_client(url, "sk-otel-unpriced", {"X-Run-Id": "otel-unpriced"})
+    for model in ("acme-coder-9", "gpt-4o-mini"):
+        await client.chat.completions.create(model=model, messages=[{"role": "user", "content": "hi"}])
+    await receiver.wait_for(lambda r: len(r.named("chat ")) == 2)
+    unknown, known = by_start(receiver.named("chat "))
+    assert unknown.attributes["gen_ai.request.model"] == "acme-coder-9"
+    assert unknown.attributes["runguard.cost.unpriced"] is True and "runguard.cost.usd" not in unknown.attributes
+    assert known.attributes["runguard.cost.usd"] > 0 and "runguard.cost.unpriced" not in known.attributes
