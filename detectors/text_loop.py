@@ -31,7 +31,12 @@ did not change). A turn told only that its last command printed nothing
 wrote is a probe: an empty result of a command that worked says nothing either
 way, so stale turns that are mostly probes (a search through names that are
 not there) do not stop the run, while a search replayed (its commands again,
-in any order) does. Reading new text is no progress when the agent does not
+in any order) does. So is the last turn when its action only reads (a
+file viewed, a `grep`, a listing: no write, no program run) and names a word
+(three characters or more, numbers aside) no earlier action of the window
+named: a new search, its answer not told yet, is judged with what it finds
+(after re-reading a window shown before, a `grep` for a name not asked about
+yet). Reading new text is no progress when the agent does not
 read it: `same_answers` answers in a row that say the same word for word,
 numbers aside, each moving its call's numbers (one sentence and one view call
 whose window moves each time), stop the run whatever they are told; the same
@@ -114,6 +119,17 @@ _EDIT = re.compile(  # an action that writes a file: an editor's write, `edit N:
 )
 _SPACES = re.compile(r"\s+")
 _DIGITS = re.compile(r"\d+")
+_TAG = re.compile(r"</?(?:function|parameter)(?:=[^>\n]{0,64})?>")  # an XML-style call's own tags
+_PARAMETER = re.compile(r"<parameter=(\w{1,32})>(.*?)</parameter>", re.DOTALL)
+_WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_]{2,}")  # a name a command asks for: a symbol, a file, a folder
+MAX_WORDS = 24  # words of a command kept per turn
+_STEP = re.compile(r"&&|\|\||[;|\n]")  # where a shell command chains the next one
+_WRITES = re.compile(r"(?<![0-9&])>(?!&|\s*/dev/null)")  # an output written to a file: `> f`, `>> f`
+_READER = re.compile(  # programs (and text agents' own commands) that only read
+    r"cat|head|tail|nl|wc|less|more|e?grep|fgrep|rg|ag|ack|find|ls|tree|file|stat|pwd|cd|echo|which|type|sed|awk"
+    r"|cut|sort|uniq|diff|cmp|open|goto|scroll_(?:up|down)|search_(?:file|dir)|find_file"
+)
+_GIT_READER = re.compile(r"log|show|diff|status|grep|blame|ls-files")  # git's subcommands that only read
 
 
 def places(answer: str) -> frozenset[str]:
@@ -148,6 +164,39 @@ def wording(answer: str) -> str:
     """A digest of the answer's words, its numbers and spacing aside: one answer for "view lines 620-630" and
     then "view lines 610-620" under the same sentence."""
     return digest(_DIGITS.sub("#", _SPACES.sub(" ", answer[:MAX_CHARS])).strip(), 4)
+
+
+def _reads(command: str) -> bool:
+    """Whether a shell command (or a text agent's own command: `open`, `search_dir`) only reads: each of its
+    chained steps runs a reading program (`grep`, `sed -n`, `git log`, ...), none writes to a file (`> f`,
+    `sed -i`, `find -delete`)."""
+    steps = [step for step in map(str.split, _STEP.split(command)) if step]
+    if not steps or _WRITES.search(command):
+        return False
+    for step in steps:
+        program = step[0].rsplit("/", 1)[-1]
+        git = program == "git" and len(step) > 1 and _GIT_READER.fullmatch(step[1])
+        if not (_READER.fullmatch(program) or git):
+            return False
+        if "-delete" in step or ("sed" in step and any(word.startswith(("-i", "--in-place")) for word in step)):
+            return False
+    return True
+
+
+def asked(answer: str) -> tuple[bool, frozenset[str]]:
+    """Whether the answer's action only reads (a file viewed, a `grep`, a listing) and the names it asks
+    about (its words of three characters or more, numbers and an XML-style call's tags aside), hashed."""
+    found = written(answer)
+    if not found:
+        return False, frozenset()
+    if found.startswith("<function="):  # an editor's call names a path, a shell's a command
+        parameters = dict(_PARAMETER.findall(found))
+        command = parameters.get("command", "").strip()
+        reads = command == "view" if "path" in parameters else _reads(command)
+    else:
+        reads = _reads(found)
+    words = dict.fromkeys(word.casefold() for word in _WORD.findall(_TAG.sub(" ", found)))
+    return reads, frozenset(digest(word, 2) for word in list(words)[:MAX_WORDS])
 
 
 def quiet(texts: Sequence[str]) -> bool:
@@ -233,6 +282,8 @@ class _Turn:
     quiet: bool = False
     wording: str = ""
     edits: bool = False
+    reads: bool = False
+    words: frozenset[str] = frozenset()
 
     @classmethod
     def parse(cls, item: str) -> _Turn:
@@ -242,7 +293,13 @@ class _Turn:
         spots = frozenset(filter(None, parts[7].split(",")))
         told = (unpack(parts[3]), unpack(parts[4]), unpack(parts[5]), parts[6], spots)
         acted = (parts[8], parts[9] == "q", parts[10]) if len(parts) >= 11 else ("", False, "")
-        return cls(parts[1], parts[2] == "s", *told, *acted, len(parts) >= 12 and parts[11] == "e")
+        edited = len(parts) >= 12 and parts[11] == "e"
+        reads, words = (
+            (parts[12] == "r", frozenset(filter(None, parts[13].split(","))))
+            if len(parts) >= 14
+            else (False, frozenset())
+        )
+        return cls(parts[1], parts[2] == "s", *told, *acted, edited, reads, words)
 
 
 def _fresh(turns: Sequence[_Turn], at: int, share: float) -> bool:
@@ -293,6 +350,16 @@ def _awaited(turns: Sequence[_Turn]) -> bool:
     return False
 
 
+def _asks(turns: Sequence[_Turn], at: int) -> bool:
+    """Whether turn `at`'s action only reads and names a word no earlier action of the window named (a `grep`
+    for another symbol, a file not opened before): it seeks something new, and what it finds is not told yet."""
+    turn = turns[at]
+    named: set[str] = set()
+    for before in turns[:at]:
+        named |= before.words
+    return turn.reads and not turn.words <= named
+
+
 def _same_answers(turns: Sequence[_Turn]) -> int:
     """How many of the last turns gave the last one's answer, numbers aside, each moving its call's numbers
     (turns stored without it: none). The same call again is a poll, judged by what it is told."""
@@ -338,7 +405,8 @@ class TextLoop(Detector[TextLoopConfig]):
         turn = digest(f"{seen.facts.request_index}:{request.message_count}", 4)
         spots = ",".join(sorted(places(response.text)))
         acted = f"{action(response.text)}~{'q' if quiet(texts) else '-'}~{wording(response.text)}"
-        acted += f"~{'e' if edits(response.text) else '-'}"
+        reads, words = asked(response.text)
+        acted += f"~{'e' if edits(response.text) else '-'}~{'r' if reads else '-'}~{','.join(sorted(words))}"
         item = f"{turn}~{speaker}~{'s' if short else 'f'}~{kept}~{told}~{own}~{changed}~{spots}~{acted}"
         plan: dict[str, Push | Put] = {"turns": Push(Scope.RUN, "turns", (item,), keep=cfg.window, unique=True)}
         if texts:
@@ -367,7 +435,8 @@ class TextLoop(Detector[TextLoopConfig]):
         shares = stale_shares([turns[at].kept for at in full], count, cfg.min_shingles, cfg.max_new_share)
         if shares is None or any(_fresh(turns, at, cfg.fresh_share) for at in range(full[-count], len(turns))):
             return None
-        if 2 * sum(_probe(turns, at) for at in full[-count:]) > count:
+        probes = sum(_probe(turns, at) for at in full[-count:]) + _asks(turns, len(turns) - 1)
+        if 2 * probes > count:
             return None  # mostly new commands that each printed nothing: a search, not a loop
         speakers = [turns[at].speaker for at in full[-count:]]
         return self.verdict(

@@ -6,7 +6,7 @@ import dataclasses
 
 import pytest
 
-from runguard.detectors.text_loop import TextLoop, TextLoopConfig, edits
+from runguard.detectors.text_loop import TextLoop, TextLoopConfig, asked, edits
 from tests.detectors.harness import RunSimulator, Step, call, first_trip, request, response, result, shows
 
 FLIGHTS = [
@@ -420,3 +420,108 @@ async def test_fixes_whose_check_prints_the_same_whatever_is_edited_are_stopped(
 )
 def test_what_counts_as_an_edit(answer: str, writes: bool) -> None:
     assert edits(answer) is writes
+
+
+FIELDS = "/repo/pkg/util/fields.py"
+BASE = "/repo/pkg/domains/base.py"
+
+
+def numbered(lines: range) -> str:
+    """Lines of a module about typed fields, as the editor's `cat -n` shows them."""
+    code = [
+        f"{n:6}\t    def part_{n}(self, role_{n % 7}, domain, target_{n % 5}):  # builds cross reference {n}"
+        if n % 4 == 0
+        else f"{n:6}\t        node_{n} = make_node(kind_{n % 9}, role_{n % 7}, rows[{n}])  # step {n} of the field"
+        for n in lines
+    ]
+    return f"OBSERVATION:\nHere's the result of running `cat -n` on {FIELDS}:\n" + "\n".join(code)
+
+
+def look(sentence: str, **parameters: str) -> str:
+    tool = "bash" if "command" in parameters else "str_replace_editor"
+    call = xml_call(tool, **parameters) if tool == "bash" else xml_call(tool, command="view", **parameters)
+    return f"{sentence}\n\n{call}"
+
+
+def rereading_then_searching() -> list[tuple[str, str]]:
+    """A text agent shown a module whole, then going over the same steps again (the same grep and the same
+    window of it, old text), that greps for a name no command of its named before (`make_xrefs`): what it
+    finds is told after that answer. Then it greps for a name that is not there, in two files by turns."""
+    sentence = "Let's look at how the typed field builds its cross references"
+    klass = (
+        "OBSERVATION:\n40:class Typed(Grouped):",
+        look(f"{sentence}, in the class:", path=FIELDS, view_range="[40, 60]"),
+    )
+    cycle = [
+        (NOTHING, look(f"{sentence}, from its class:", command=f'grep -n "class Typed" {FIELDS}')),
+        klass,
+        (numbered(range(40, 61)), look(f"{sentence}, through its type:", command=f'grep -n "process_type" {FIELDS}')),
+    ]
+    turns = [("", look(f"{sentence}:", path=FIELDS))]
+    turns.append(
+        (numbered(range(1, 120)), look(f"{sentence}, through its type:", command=f'grep -n "process_type" {FIELDS}'))
+    )
+    turns += cycle
+    turns.append((NOTHING, look(f"{sentence}, from its class:", command=f'grep -n "^class Typed" {FIELDS}')))
+    turns.append(klass)
+    turns.append(
+        (numbered(range(40, 61)), look(f"{sentence}, through make_xrefs:", command=f'grep -n "make_xrefs" {FIELDS}'))
+    )
+    found = "OBSERVATION:\n" + "\n".join(
+        f"{n}:    def make_xrefs_{n}(self, rolename, domain, target, innernode):" for n in (44, 48, 52)
+    )
+    turns.append((found, look(f"{sentence}, in make_xrefs:", path=FIELDS, view_range="[44, 52]")))
+    turns.append(
+        (
+            numbered(range(44, 53)),
+            look(f"{sentence}, in the docstring:", command=f'grep -n "def process_docstring" {FIELDS}'),
+        )
+    )
+    for i in range(8):
+        turns.append(
+            (
+                NOTHING,
+                look(
+                    f"{sentence}, in the docstring:", command=f'grep -n "def process_docstring" {(BASE, FIELDS)[i % 2]}'
+                ),
+            )
+        )
+    return turns
+
+
+async def test_a_new_search_after_rereading_is_judged_with_what_it_finds() -> None:
+    """The re-read and the new grep after it add almost nothing (the same window again, a sentence said
+    before): before its answer, three stale turns. The grep names a name no command named, so it is judged
+    with what it finds, new lines here; the greps that follow, in turn for a name that is not there, stop it."""
+    turns = rereading_then_searching()
+    results = await RunSimulator([TextLoop()]).run(shell(turns))
+    assert not results[8].tripped() and results[8].blocked_by is None  # the grep's answer is read
+    assert first_trip(results) == 14  # the third grep run again
+    assert results[13].one("text_loop").evidence["new_shares"] == [0.0, 0.0, 0.0]
+
+
+@pytest.mark.parametrize(
+    ("answer", "reads"),
+    [
+        (xml_call("str_replace_editor", command="view", path="a.py", view_range="[1, 9]"), True),
+        (xml_call("bash", command='grep -rn "make_xrefs" src/ | head -20'), True),
+        (xml_call("bash", command="cd /repo && git log --oneline -5 && sed -n 1,40p a.py"), True),
+        ("```\nfind / -name 'notes*' 2>/dev/null\n```", True),
+        ("```\nsearch_dir make_xrefs src\n```", True),
+        (xml_call("str_replace_editor", command="str_replace", path="a.py", old_str="x", new_str="y"), False),
+        (xml_call("bash", command="grep -n x a.py > hits.txt"), False),
+        (xml_call("bash", command="sed -i 's/x/y/' a.py"), False),
+        (xml_call("bash", command="python reproduce.py"), False),
+        ("```\nfind . -name '*.pyc' -delete\n```", False),
+        ("Let me think about it first.", False),
+    ],
+)
+def test_what_counts_as_only_reading(answer: str, reads: bool) -> None:
+    assert asked(answer)[0] is reads
+
+
+def test_the_names_a_command_asks_about_leave_numbers_and_tags_aside() -> None:
+    one = asked(xml_call("str_replace_editor", command="view", path="/repo/a.py", view_range="[1, 9]"))[1]
+    other = asked(xml_call("str_replace_editor", command="view", path="/repo/a.py", view_range="[40, 90]"))[1]
+    grep = asked(xml_call("bash", command="grep -n make_xrefs /repo/a.py"))[1]
+    assert one == other and len(grep - one) == 2  # `grep` and `make_xrefs`
