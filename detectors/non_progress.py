@@ -21,12 +21,15 @@ A coordinator asks its sub-agents in turn (agents exposed as tools: openai-agent
 results are counted in a row among its own, while it is asked the same thing (`asking.asked_alike`: in
 other words, or again). One asked again and again in new words, answering the same, is stopped at its
 third identical answer, as a single tool is, whichever other agents were asked in between; one handed
-new tasks is not, whatever it answers.
+new tasks is not, whatever it answers. An Agno leader asks all its members through one tool
+(`delegate_task_to_member(member_id, task)`): each member's answers are counted among its own the same way
+(`asking.asked_agent`), never pooled with the other members'.
 """
 
 from __future__ import annotations
 
 from functools import cached_property
+from typing import Any
 
 from pydantic import Field
 
@@ -41,11 +44,11 @@ from runguard.detectors.support import (
     ShownCall,
     Verdict,
 )
-from runguard.detectors.support.asking import asked_alike, asked_entry
+from runguard.detectors.support.asking import asked_agent, asked_alike, asked_entry, member_of
 from runguard.detectors.support.commands import asked_values, empty_answer, is_command_tool, trivial_output
 from runguard.detectors.support.normalize import DEFAULT_VOLATILE_KEYS, call_args_digest, lowered, result_digest_of, tag
 from runguard.detectors.support.turns import acknowledges, paired_results, result_uniq
-from runguard.proxy.core.events import RequestInfo, ToolResult, is_transfer
+from runguard.proxy.core.events import RequestInfo, ToolCall, ToolResult, is_transfer
 from runguard.proxy.core.ops import Push, Scope
 
 SLACK = 16  # extra window room: a re-sent batch must still find its items to be skipped
@@ -59,8 +62,8 @@ class NonProgressConfig(DetectorConfig):
         ge=2,
         le=32,
         description="Identical results in a row from the same tool (across the run's tool results, "
-        "a parallel batch's identical answers counting once; an agent tool's among its own answers, while it "
-        "is asked the same thing) that stop the run.",
+        "a parallel batch's identical answers counting once; an agent tool's or an Agno team member's among its "
+        "own answers, while it is asked the same thing) that stop the run.",
         json_schema_extra={"tighten": "lower"},
     )
     volatile_keys: list[str] = Field(
@@ -115,11 +118,13 @@ class NonProgress(Detector[NonProgressConfig]):
                 continue  # a step that printed nothing says nothing: it neither makes a streak nor breaks one
             extra = cfg.volatile_keys_by_tool.get(result.name)
             volatile = common | lowered(extra) if extra else common
-            key = f"{tag(result.name)}:{result_digest_of(result, volatile)}"
+            agent = asked_agent(call, request.agent_tools) if call is not None else None
+            key = f"{tag(agent or result.name)}:{result_digest_of(result, volatile)}"
             if call is not None and empty_answer(result):
                 key += f".{asked_values(call)}"  # nothing found for another code, id or date: another question
-            if call is not None and call.name in request.agent_tools:
-                # An agent tool's answers are counted among its own, with what it was asked (`DELEGATED`).
+            if call is not None and agent is not None:
+                # An agent's answers (an agent tool's, an Agno member's) are counted among its own, with what it
+                # was asked (`DELEGATED`).
                 key = f"{DELEGATED}{key}{ASKED}{asked_entry(call)}"
             keys.setdefault(key, result_uniq(request, result, position))
         return [f"{key}:{uniq}" for key, uniq in keys.items()]
@@ -151,19 +156,30 @@ class NonProgress(Detector[NonProgressConfig]):
     def _verdict(self, request: RequestInfo, key: str, run: int, seq: int) -> Verdict:
         tool_tag, _, result_hash = key.removeprefix(DELEGATED).partition(":")
         result_hash = result_hash.partition(".")[0]  # without what an empty answer's call asked
-        tool = next((r.name for r in request.new_results if r.name and tag(r.name) == tool_tag), tool_tag)
-        call = next((c for c, r in paired_results(request) if c is not None and r.name == tool), None)
+        tools = request.agent_tools
+        named = ((c, r.name) for c, r in paired_results(request) if r.name)
+        call, tool = next(((c, name) for c, name in named if tag(_keyed(c, name, tools)) == tool_tag), (None, tool_tag))
+        member = member_of(call) if call is not None else None
         # The streak's earlier results are known by their digest only (the state keeps no more).
         earlier = [ShownCall(tool, result_digest=result_hash) for _ in range(run - 1)]
         last = ShownCall(tool, call_args_digest(call) if call else None, result_hash, seq)
         among = " (among its own answers: an agent asked in turn with others)" if key.startswith(DELEGATED) else ""
+        whose = f" (member '{member}')" if member else ""
+        found: dict[str, Any] = {"member": member} if member else {}
         return self.verdict(
-            f"tool '{tool}' returned the same result {run} times in a row{among}",
+            f"tool '{tool}'{whose} returned the same result {run} times in a row{among}",
             shows=Evidence(calls=(*earlier, last)),
             tool=tool,
             result_hash=result_hash,
             repeats=run,
+            **found,
         )
+
+
+def _keyed(call: ToolCall | None, tool: str, agent_tools: frozenset[str]) -> str:
+    """The name a result is counted under: the agent its call asked (`asking.asked_agent`), else its tool."""
+    agent = asked_agent(call, agent_tools) if call is not None else None
+    return agent or tool
 
 
 def _streak(keys: list[str], end: int) -> int:

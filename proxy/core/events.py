@@ -103,6 +103,19 @@ def is_transfer(tool: str | None) -> bool:
     return tool is not None and tool.startswith(TRANSFER_PREFIX) and len(tool) > len(TRANSFER_PREFIX)
 
 
+# Agno's leader delegates to one member by its id (`delegate_task_to_member(member_id, task)`; 1.x's names too).
+DELEGATE_TO_MEMBER = frozenset({"delegate_task_to_member", "transfer_task_to_member", "forward_task_to_member"})
+
+
+def member_delegated_to(tool: str, arguments: object) -> str | None:
+    """The member an Agno leader's call of `tool` hands its task to (its `member_id`), given the call's
+    arguments as parsed JSON; None for any other call, or one that names no member."""
+    if tool not in DELEGATE_TO_MEMBER or not isinstance(arguments, dict):
+        return None
+    member = arguments.get("member_id")
+    return member if isinstance(member, str) and member else None
+
+
 @frozen
 class ToolCall:
     """One function call the model made. `arguments` is the raw JSON text."""

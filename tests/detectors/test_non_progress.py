@@ -296,3 +296,29 @@ async def test_plain_tools_answering_the_same_between_others_do_not_count_togeth
     """A test run failing the same way between edits that answer differently is judged in a row, as ever."""
     results = await RunSimulator([NonProgress()]).run(coordinator(lambda d, r: f"{d}: 41 EUR", agent_tools=False))
     assert first_trip(results) is None
+
+
+def agno_leader(answer: Callable[[str, int], str], tasks: list[str] = REWORDED) -> list[Step]:
+    """An Agno leader delegating to its five desk members in turn through its one tool, `tasks[r]` in round r."""
+    turns = [
+        [("delegate_task_to_member", {"member_id": f"{desk}-desk", "task": task}, answer(desk, r))]
+        for r, task in enumerate(tasks)
+        for desk in DESKS
+    ]
+    return agent_loop(turns, agent_name="leader")
+
+
+async def test_an_agno_member_answering_the_same_among_the_others_trips_at_its_third_answer() -> None:
+    """One tool for all members: each member's answers are counted among its own, not pooled."""
+    results = await RunSimulator([NonProgress()]).run(agno_leader(lambda desk, r: f"{desk}: 41 to 132 EUR"))
+    assert first_trip(results) == 12
+    finding = results[11].one("non_progress")
+    assert finding.evidence["tool"] == "delegate_task_to_member" and finding.evidence["member"] == "ask_flights-desk"
+    assert finding.evidence["repeats"] == 3 and "member 'ask_flights-desk'" in finding.reason
+
+
+async def test_agno_members_handed_new_tasks_or_giving_new_answers_pass() -> None:
+    same = await RunSimulator([NonProgress()]).run(agno_leader(lambda desk, r: f"{desk}: 41 to 132 EUR", NEW_TASKS))
+    assert first_trip(same) is None
+    new = await RunSimulator([NonProgress()]).run(agno_leader(lambda desk, r: f"{desk}: option {r}"))
+    assert first_trip(new) is None

@@ -1,4 +1,4 @@
-"""An Agno team on the wire (wire-formats E.3), sent with the openai SDK.
+"""An Agno team on the wire (wire-formats E.3), sent with the openai SDK, and a real Agno Team (`agno_team`).
 
 The leader calls `delegate_task_to_member(member_id, task)`; the member's
 requests are a conversation of their own whose user message is the task text.
@@ -135,3 +135,24 @@ async def run_analyst_team(
                 member.append(said.model_dump(exclude_none=True))
                 member += [{"role": "tool", "tool_call_id": c.id, "content": tool_result} for c in said.tool_calls]
             leader.append({"role": "tool", "tool_call_id": delegation.id, "content": said.content})
+
+
+def agno_team(url: str, api_key: str, run_id: str, desks: tuple[str, ...]) -> Any:
+    """A real Agno Team (agno >= 3.1) through the proxy at `url`: a leader delegating to one member per desk
+    (`<desk>-desk`, told "You are the <desk> desk.") with `delegate_task_to_member`; no retries, so a stop
+    reaches the caller."""
+    from agno.agent import Agent
+    from agno.models.openai import OpenAIChat
+    from agno.team import Team
+
+    def model() -> OpenAIChat:
+        headers = {"X-Run-Id": run_id}
+        return OpenAIChat(
+            id="gpt-4o-mini", base_url=url + "/v1", api_key=api_key, default_headers=headers, max_retries=0
+        )
+
+    members = [
+        Agent(name=f"{desk} desk", id=f"{desk}-desk", model=model(), instructions=f"You are the {desk} desk.")
+        for desk in desks
+    ]
+    return Team(name="travel", members=members, model=model(), instructions="You coordinate the travel desks.")

@@ -6,7 +6,8 @@ Asked again in new words, each sub-agent answering what it answered before, the 
 (`test_runaway.test_soft_error_loop_trips_non_progress_at_the_third_identical_result`), though the other
 sub-agents' answers come between. (Five asked at once, round after round, are `parallel_calls`' and
 `fan_out`'s: `test_fan_out`.) A coordinator asking its sub-agents new questions each round and getting new
-answers runs to its end.
+answers runs to its end. A real Agno Team's leader, delegating to its five members through its one tool
+(`delegate_task_to_member(member_id, task)`), is judged the same: each member's answers among its own.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from typing import Any
 import openai
 import pytest
 from agents import Runner, set_tracing_disabled
+from agno.run.base import RunStatus
 from google.adk.agents import LlmAgent
 from google.adk.models import Gemini
 from google.adk.runners import Runner as AdkRunner
@@ -30,6 +32,7 @@ from google.genai import types
 from tests.conftest import SdkClient
 from tests.e2e import payloads
 from tests.e2e.faults import eventually, requests_of, trips_of
+from tests.e2e.teams import agno_team
 from tests.e2e.test_fan_out import DESKS, REWORDED, planner
 from tests.support.proxy import ListSink
 from tests.support.upstream import FakeUpstream, Received, Reply
@@ -207,5 +210,56 @@ async def test_adk_coordinator_asking_new_questions_with_new_answers_runs_to_its
 ) -> None:
     upstream.script = adk_coordinator(NEW_TASKS, len(NEW_TASKS), new_answer)
     assert (await adk_run(await make_proxy(), "adk-new"))[-1] == "Trip planned."
+    assert len(requests_of(sink)) == 2 * len(NEW_TASKS) * len(FIVE) + 1
+    assert not [t for t in trips_of(sink) if t.action == "block"]
+
+
+# -- agno -----------------------------------------------------------------------------------------------
+
+
+def agno_leader(tasks: list[str], rounds: int, answer: Answer) -> Callable[[Received], Reply]:
+    """An Agno Team's leader delegates to one desk member per turn (`delegate_task_to_member`, in turn),
+    `rounds` rounds, then reports; each member answers `answer(desk, round)`."""
+
+    def script(received: Received) -> Reply:
+        messages = received.json()["messages"]
+        for desk in FIVE:
+            if messages[0]["content"].startswith(f"You are the {desk} desk."):
+                task = messages[-1]["content"]
+                round_ = next(r for r in range(rounds) if task == asked(tasks, r, desk).partition(": ")[2])
+                return Reply.json(payloads.chat_completion(answer(desk, round_)))
+        done = sum(1 for m in messages if m["role"] == "tool")
+        if done >= rounds * len(FIVE):
+            return Reply.json(payloads.chat_completion("Trip planned."))
+        desk, round_ = FIVE[done % len(FIVE)], done // len(FIVE)
+        args = json.dumps({"member_id": f"{desk}-desk", "task": asked(tasks, round_, desk).partition(": ")[2]})
+        return Reply.json(payloads.chat_completion(tool_calls=[(f"call_{done}", "delegate_task_to_member", args)]))
+
+    return script
+
+
+async def test_agno_leader_delegating_to_its_members_again_in_new_words_is_stopped(
+    upstream: FakeUpstream, make_proxy: Callable[..., Any], sink: ListSink
+) -> None:
+    """One tool for every member: the flights member's answers are counted among its own, not pooled with the
+    other members' (it ran 81 requests to the end so), and its third identical answer stops the leader."""
+    upstream.script = agno_leader(REWORDED, ROUNDS, same_answer)
+    team = agno_team(await make_proxy(), "sk-test-agno", "agno-again", FIVE)
+    stopped = await team.arun("Plan a trip from Lisbon to Berlin in May.")  # Agno answers a failed run, no raise
+    assert stopped.status is RunStatus.error and "non_progress" in str(stopped.content)
+    # As the coordinators above: two rounds and the third's first delegation ran (11 of the leader's requests,
+    # 11 members' answers); the leader's request carrying the flights member's third identical answer was stopped.
+    assert len(upstream.received) == 22
+    trip = next(t for t in trips_of(sink) if t.detector == "non_progress")
+    assert trip.evidence["tool"] == "delegate_task_to_member" and trip.evidence["member"] == "flights-desk"
+    assert trip.evidence["repeats"] == 3
+
+
+async def test_agno_leader_handing_its_members_new_tasks_runs_to_its_end(
+    upstream: FakeUpstream, make_proxy: Callable[..., Any], sink: ListSink
+) -> None:
+    upstream.script = agno_leader(NEW_TASKS, len(NEW_TASKS), new_answer)
+    team = agno_team(await make_proxy(), "sk-test-agno", "agno-new", FIVE)
+    assert (await team.arun("Plan and book a trip.")).content == "Trip planned."
     assert len(requests_of(sink)) == 2 * len(NEW_TASKS) * len(FIVE) + 1
     assert not [t for t in trips_of(sink) if t.action == "block"]

@@ -18,20 +18,32 @@ from collections.abc import Iterable
 
 import orjson
 
-from runguard.proxy.core.events import TRANSFER_PREFIX, Handoff, HandoffKind, ResponseInfo, ToolCall, is_transfer
+from runguard.proxy.core.events import (
+    DELEGATE_TO_MEMBER,
+    TRANSFER_PREFIX,
+    Handoff,
+    HandoffKind,
+    ResponseInfo,
+    ToolCall,
+    is_transfer,
+    member_delegated_to,
+)
 
 ALL_MEMBERS = "*members*"  # the target of a broadcast to every team member
 _ACK = '{"assistant"'  # how openai-agents acknowledges a transfer: `{"assistant": "<agent name>"}`
 
-_DELEGATE_ONE = frozenset({"delegate_task_to_member", "transfer_task_to_member", "forward_task_to_member"})
 _DELEGATE_ALL = frozenset({"delegate_task_to_members", "run_member_agents"})
 
 
-def _argument(arguments: str, name: str) -> str | None:
+def _arguments(arguments: str) -> object:
     try:
-        value = orjson.loads(arguments) if arguments else None
+        return orjson.loads(arguments) if arguments else None
     except orjson.JSONDecodeError:
         return None
+
+
+def _argument(arguments: str, name: str) -> str | None:
+    value = _arguments(arguments)
     found = value.get(name) if isinstance(value, dict) else None
     return found if isinstance(found, str) and found else None
 
@@ -43,8 +55,8 @@ def handoff_of(call: ToolCall) -> Handoff | None:
         return Handoff(name, target, HandoffKind.TRANSFER, call.call_id) if target else None
     if is_transfer(name):
         return Handoff(name, name[len(TRANSFER_PREFIX) :], HandoffKind.TRANSFER, call.call_id)
-    if name in _DELEGATE_ONE:
-        target = _argument(call.arguments, "member_id")
+    if name in DELEGATE_TO_MEMBER:
+        target = member_delegated_to(name, _arguments(call.arguments))
         return Handoff(name, target, HandoffKind.DELEGATE, call.call_id) if target else None
     if name in _DELEGATE_ALL:
         return Handoff(name, ALL_MEMBERS, HandoffKind.DELEGATE, call.call_id)
