@@ -4,9 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 
-import pytest
-
-from runguard.detectors.text_loop import TextLoop, TextLoopConfig, asked, edits
+from runguard.detectors.text_loop import TextLoop, TextLoopConfig
 from tests.detectors.harness import RunSimulator, Step, call, first_trip, request, response, result, shows
 
 FLIGHTS = [
@@ -405,23 +403,6 @@ async def test_fixes_whose_check_prints_the_same_whatever_is_edited_are_stopped(
     assert first_trip(await RunSimulator([TextLoop()]).run(shell(turns))) == 11  # after the re-read and the edit
 
 
-@pytest.mark.parametrize(
-    ("answer", "writes"),
-    [
-        (xml_call("str_replace_editor", command="str_replace", path="a.py", old_str="x", new_str="y"), True),
-        (xml_call("str_replace_editor", command="create", path="a.py", file_text="x"), True),
-        ("```\nedit 41:43\n    return x\nend_of_edit\n```", True),
-        (xml_call("bash", command="sed -i 's/x/y/' a.py"), True),
-        ("```bash\ncat <<'EOF' > a.py\nprint(1)\nEOF\n```", True),
-        (xml_call("str_replace_editor", command="view", path="a.py"), False),
-        ("```bash\npython a.py > out.txt\n```", False),
-        ("Let me think about it first.", False),
-    ],
-)
-def test_what_counts_as_an_edit(answer: str, writes: bool) -> None:
-    assert edits(answer) is writes
-
-
 FIELDS = "/repo/pkg/util/fields.py"
 BASE = "/repo/pkg/domains/base.py"
 
@@ -498,30 +479,3 @@ async def test_a_new_search_after_rereading_is_judged_with_what_it_finds() -> No
     assert not results[8].tripped() and results[8].blocked_by is None  # the grep's answer is read
     assert first_trip(results) == 14  # the third grep run again
     assert results[13].one("text_loop").evidence["new_shares"] == [0.0, 0.0, 0.0]
-
-
-@pytest.mark.parametrize(
-    ("answer", "reads"),
-    [
-        (xml_call("str_replace_editor", command="view", path="a.py", view_range="[1, 9]"), True),
-        (xml_call("bash", command='grep -rn "make_xrefs" src/ | head -20'), True),
-        (xml_call("bash", command="cd /repo && git log --oneline -5 && sed -n 1,40p a.py"), True),
-        ("```\nfind / -name 'notes*' 2>/dev/null\n```", True),
-        ("```\nsearch_dir make_xrefs src\n```", True),
-        (xml_call("str_replace_editor", command="str_replace", path="a.py", old_str="x", new_str="y"), False),
-        (xml_call("bash", command="grep -n x a.py > hits.txt"), False),
-        (xml_call("bash", command="sed -i 's/x/y/' a.py"), False),
-        (xml_call("bash", command="python reproduce.py"), False),
-        ("```\nfind . -name '*.pyc' -delete\n```", False),
-        ("Let me think about it first.", False),
-    ],
-)
-def test_what_counts_as_only_reading(answer: str, reads: bool) -> None:
-    assert asked(answer)[0] is reads
-
-
-def test_the_names_a_command_asks_about_leave_numbers_and_tags_aside() -> None:
-    one = asked(xml_call("str_replace_editor", command="view", path="/repo/a.py", view_range="[1, 9]"))[1]
-    other = asked(xml_call("str_replace_editor", command="view", path="/repo/a.py", view_range="[40, 90]"))[1]
-    grep = asked(xml_call("bash", command="grep -n make_xrefs /repo/a.py"))[1]
-    assert one == other and len(grep - one) == 2  # `grep` and `make_xrefs`
