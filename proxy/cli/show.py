@@ -21,7 +21,7 @@ from rich.rule import Rule
 from rich.text import Text
 
 from runguard.proxy.cli.loading import ConfigOption, load
-from runguard.proxy.cli.render import Column, ago, console, echo_json, fail, print_fitted, usd, when
+from runguard.proxy.cli.render import Column, ago, console, echo_json, fail, print_fitted, when
 from runguard.proxy.cli.store import JsonOption, read_store
 from runguard.proxy.guard import spend
 
@@ -164,7 +164,8 @@ def _timeline(out: Console, detail: dict[str, Any]) -> None:
     out.print(Text(NOT_RECORDED, style="yellow"))
 
 
-def _trips(out: Console, trips: list[dict[str, Any]]) -> None:
+def _trips(out: Console, trips: list[dict[str, Any]], unpriced: int) -> None:
+    """The run's trips; `unpriced`: how many of its requests have no price (spends say so, never $0)."""
     for trip in trips:
         out.print(
             Text.assemble(
@@ -173,7 +174,8 @@ def _trips(out: Console, trips: list[dict[str, Any]]) -> None:
                 f" ({trip['action']}) {trip['reason']}",
             )
         )
-        facts = f"spent so far {usd(trip['usd_so_far'])}, cost avoided (est.) {usd(trip['usd_avoided'])}"
+        spent, avoided = spend(trip["usd_so_far"], unpriced), spend(trip["usd_avoided"], unpriced)
+        facts = f"spent so far {spent}, cost avoided (est.) {avoided}"
         evidence = orjson.dumps(trip["evidence"], default=str).decode()
         out.print(Padding(Text(f"{facts}\nevidence: {evidence[:600]}"), (0, 0, 0, 2)))
 
@@ -201,4 +203,4 @@ def register(app: typer.Typer) -> None:
             _timeline(out, detail)
         if detail["trips"]:
             out.print(Rule("trips", align="left"))
-            _trips(out, detail["trips"])
+            _trips(out, detail["trips"], detail["run"]["unpriced"])

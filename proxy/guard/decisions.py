@@ -47,8 +47,10 @@ class Decisions:
         sink: RecordSink,
         observer: Observer,
         clock: Callable[[], float],
+        priced: Callable[[Ticket], bool] = lambda _: True,
     ) -> None:
         self._settings = settings
+        self._priced = priced  # whether a request's model has a price (its trips' spend says unpriced if not)
         self._policy = policy
         self._batches = batches
         self._sink = sink
@@ -178,7 +180,10 @@ class Decisions:
         budget = configs.get("budget") or self._policy.config_of("budget", ticket.key_hash, ticket.request.model)
         step_cap, texts = int(getattr(cap, "limit", MaxRequestsConfig().limit)), self._settings.store.record_bodies
         usd = getattr(budget, "run_usd", None)
-        return reporting.trip_record(ticket, finding, seen, self._clock(), step_cap, with_texts=texts, budget=usd)
+        unpriced = not self._priced(ticket)
+        return reporting.trip_record(
+            ticket, finding, seen, self._clock(), step_cap, with_texts=texts, budget=usd, unpriced=unpriced
+        )
 
     def _record_trip(self, trip: TripRecord) -> None:
         self._sink.submit(trip)

@@ -82,7 +82,7 @@ class Guard:
         self._batches = Batches(
             state, fail_closed=settings.state.fail_closed, clock=clock, on_error=observer.state_error
         )
-        self._decisions = Decisions(settings, policy, self._batches, sink, observer, clock)
+        self._decisions = Decisions(settings, policy, self._batches, sink, observer, clock, self._reader.priced)
         url = proxy_url(settings.server.host, settings.server.port)
         self.spending = KeySpending(self._batches, policy, settings.guard.breaker, clock, url)  # unread requests
         self.ends = None if self._batches.never_waits else Ends(self._batches, clock, accounting.refresh_ops)

@@ -67,6 +67,13 @@ class ResponseReader:
             return self._upstreams.cost(upstream, ticket.request.model, usage)
         return self._tables.bill(ticket.request.model, usage)
 
+    def priced(self, ticket: Ticket) -> bool:
+        """Whether the request's model has a price (its named upstream's table, else the shipped tables)."""
+        upstream = str(ticket.provider)
+        if self._upstreams.covers(upstream):
+            return self._upstreams.priced(upstream, ticket.request.model)
+        return self._tables.price(ticket.request.model) is not None
+
     def unpriced(self, ticket: Ticket, seen: ResponseSeen) -> bool:
         """Whether `seen`'s model has no price (for its record). Only a response that cost nothing can be
         unpriced: the price is looked up again for those alone."""

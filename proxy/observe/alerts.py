@@ -36,7 +36,7 @@ from aiohttp import web
 from runguard.config import AlertSettings
 from runguard.proxy.core.safe_text import printable, reset_command
 from runguard.proxy.core.tasks import hold
-from runguard.proxy.guard import NullObserver
+from runguard.proxy.guard import NullObserver, spend
 from runguard.proxy.store.records import TripRecord
 
 log = logging.getLogger("runguard.alerts")
@@ -62,10 +62,13 @@ def alert_text(trip: TripRecord, url: str | None = None) -> str:
         reset = reset_command(key=trip.key_hash, model=trip.model, url=url)
     else:
         reset = reset_command(key=trip.key_hash, url=url)
+    if trip.unpriced and not trip.usd_so_far:  # its model has no price: what it spent is unknown, not $0
+        spent = "Spent: unpriced (no price for its model)"
+    else:
+        spent = f"Spent {spend(trip.usd_so_far, trip.unpriced)}, about ${trip.usd_avoided_estimate:.4f} avoided"
     return slack_escaped(
         f"RunGuard blocked run {printable(trip.run_id)} at request {trip.request_index}: {trip.detector} "
-        f"({trip.scope} scope). {printable(trip.reason)}. Spent ${trip.usd_so_far:.4f}, "
-        f"about ${trip.usd_avoided_estimate:.4f} avoided. Reset with: {reset}"
+        f"({trip.scope} scope). {printable(trip.reason)}. {spent}. Reset with: {reset}"
     )
 
 

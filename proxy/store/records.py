@@ -87,6 +87,8 @@ class TripRecord:
     usd_avoided_estimate: float
     evidence: Mapping[str, Any] = field(default_factory=dict)
     model: str = ""  # the request's model (a key_model breaker is reset by key and model)
+    # The request's model has no price: `usd_so_far` leaves its cost out (an alert says unpriced, never $0).
+    unpriced: bool = False
 
 
 Record = RequestRecord | TripRecord

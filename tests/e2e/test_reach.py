@@ -97,9 +97,12 @@ async def test_vertex_and_compatible_runs_show_everywhere_with_provider_cost_and
     assert "unpriced" in line and "local" in line and "$0.0000" not in line
     shown = await invoke("show", COMPAT_RUN, "--config", str(config_file), url=store_url, width=200)
     assert "unpriced" in shown.stdout and "non_progress" in shown.stdout
+    assert "spent so far unpriced, cost avoided (est.) unpriced" in shown.stdout  # the trip's, never $0
 
     assert all(name in listing for name in (GEMINI_RUN, CLAUDE_RUN, COMPAT_RUN, "vertex", "local", "unpriced"))
     assert "unpriced" in page and "non_progress" in page and "(local)" in page
+    trip_facts = page.partition("spend so far")[2].partition("scope")[0]
+    assert "unpriced" in trip_facts and "$" not in trip_facts
 
 
 async def _stored(store_url: str, run_ids: set[str]) -> None:

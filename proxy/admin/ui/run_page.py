@@ -18,7 +18,7 @@ from aiohttp import web
 from runguard.proxy.admin import run_state
 from runguard.proxy.admin.ui.content import Entry, request_entries, response_entries
 from runguard.proxy.admin.ui.evidence import evidence_html
-from runguard.proxy.admin.ui.html import Html, badge, dl, esc, join, layout, pager, short, table, tag, tokens, usd, when
+from runguard.proxy.admin.ui.html import Html, badge, dl, esc, join, layout, pager, short, table, tag, tokens, when
 from runguard.proxy.admin.ui.routes import NotFound, UiContext, no_store, reader_of
 from runguard.proxy.admin.ui.runs_page import page_number
 from runguard.proxy.core.ops import Scope
@@ -188,9 +188,9 @@ async def page(request: web.Request, ctx: UiContext) -> Html:
                 "reason": trip["reason"],
                 "at request": trip["request_index"],
                 "when": when(trip["at"]),
-                "spend so far": usd(trip["usd_so_far"]),
+                "spend so far": spend(trip["usd_so_far"], run["unpriced"]),  # never $0 for unpriced requests
                 "tokens so far": tokens(trip["tokens_so_far"]),
-                "cost avoided (est.)": usd(trip["usd_avoided"]),
+                "cost avoided (est.)": spend(trip["usd_avoided"], run["unpriced"]),
                 "scope": trip["scope"],
             }
         )

@@ -44,6 +44,10 @@ class UpstreamPrices:
         """Whether `upstream` is a named upstream, priced by its own table only."""
         return upstream in self._tables
 
+    def priced(self, upstream: str, model: str) -> bool:
+        """Whether the named `upstream`'s table prices `model`."""
+        return _find(self._tables.get(upstream, {}), model) is not None
+
     def cost(self, upstream: str, model: str, usage: Usage | None) -> float | None:
         """The USD cost of `usage` of `model` on the named `upstream`; None when unpriced (and it used tokens:
         nothing used costs nothing, as `pricing.ModelTables.bill` says)."""

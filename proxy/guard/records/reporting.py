@@ -24,10 +24,11 @@ def trip_record(
     *,
     with_texts: bool = False,
     budget: float | None = None,
+    unpriced: bool = False,
 ) -> TripRecord:
     """A finding as a trip; `usd_avoided_estimate` is `costs.avoided_estimate` (0 unless it blocks).
     `with_texts` (`store.record_bodies`): the evidence's calls that this request or response carries get their
-    text (`evidence.with_content`).
+    text (`evidence.with_content`); `unpriced`: the request's model has no price.
 
     The spend so far (USD and tokens alike) includes the response `seen`, when the finding
     was made after one."""
@@ -55,6 +56,7 @@ def trip_record(
             else dict(finding.verdict.evidence)
         ),
         model=ticket.request.model,
+        unpriced=unpriced,
     )
 
 

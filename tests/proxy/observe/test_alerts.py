@@ -228,3 +228,30 @@ async def test_through_the_proxy_a_run_id_cannot_ping_the_channel_or_disguise_a_
     assert "<" not in text and ">" not in text  # Slack reads <!channel> and <url|label> only between < and >
     assert "&lt;!channel&gt; URGENT &lt;https://evil.example/login|click to reset&gt;" in text
     assert receiver.bodies[0]["run_id"] == EVIL_RUN
+
+
+async def test_through_the_proxy_a_run_on_a_model_with_no_price_is_alerted_unpriced_never_at_zero(
+    upstream: FakeUpstream,
+) -> None:
+    upstream.script = lambda r: Reply.json(payloads.chat_completion(usage=(100_000, 1000), model=r.json()["model"]))
+    async with Receiver() as receiver:
+        settings = settings_for(
+            upstream.url, alerts={"webhooks": [receiver.url]}, guard={"detectors": {"max_requests": {"limit": 1}}}
+        )
+        proxy = await start_proxy(settings, detectors=[MaxRequests()])
+        sdk = openai.AsyncOpenAI(base_url=proxy.url + "/v1", api_key="sk-test-abc", max_retries=0)
+        try:
+            for model, run_id in (("acme-coder-9", "r-unpriced"), ("gpt-4o-mini", "r-priced")):
+                headers = {"X-Run-Id": run_id}
+                ask: dict[str, Any] = {"model": model, "messages": [{"role": "user", "content": "go"}]}
+                await sdk.chat.completions.create(**ask, extra_headers=headers)
+                with pytest.raises(openai.RateLimitError):
+                    await sdk.chat.completions.create(**ask, extra_headers=headers)
+            await until(lambda: len(receiver.bodies) == 2)
+        finally:
+            await sdk.close()
+            await proxy.stop()
+    alerts = {body["run_id"]: body for body in receiver.bodies}
+    unpriced, priced = alerts["r-unpriced"], alerts["r-priced"]
+    assert unpriced["unpriced"] is True and "Spent: unpriced" in unpriced["text"] and "$0.0000" not in unpriced["text"]
+    assert priced["unpriced"] is False and "Spent $0.0156," in priced["text"]
