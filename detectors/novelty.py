@@ -156,6 +156,11 @@ class NoveltyConfig(DetectorConfig):
         return {}
 
     @cached_property
+    def kind_tags(self) -> dict[str, str]:
+        """Kinds' tags already computed (`kind_tag` fills it)."""
+        return {}
+
+    @cached_property
     def word_kinds(self) -> dict[str, str]:
         """Each kind word, and the kind it names (the first kind listing it)."""
         found: dict[str, str] = {}
@@ -179,6 +184,17 @@ def kind_of(tool: str, cfg: NoveltyConfig) -> str:
     return found
 
 
+def kind_tag(kind: str, cfg: NoveltyConfig) -> str:
+    """`tag(kind)`, kept per config for the first `KNOWN_TOOLS` kinds (state keys and window items name it)."""
+    known = cfg.kind_tags
+    found = known.get(kind)
+    if found is None:
+        found = tag(kind)
+        if len(known) < KNOWN_TOOLS:
+            known[kind] = found
+    return found
+
+
 @dataclass
 class Turn:
     """One turn's results of one kind: their merged shingles, their calls' arguments, and who they were;
@@ -191,13 +207,14 @@ class Turn:
     tools: list[str] = field(default_factory=list)
     commands: bool = True
     printed: list[str] = field(default_factory=list)
+    key: str = ""  # the kind's tag, when the caller has it already
 
     def item(self) -> str:
         """The turn as its window keeps it: kind, uniq, arguments' digest, shingle sample, and what its
         commands printed (empty unless every call of the turn runs a shell command)."""
         args = digest("\x00".join(sorted(self.args)), 4)
         lines = printed_digest(self.printed) if self.commands else ""
-        return f"{tag(self.kind)}~{self.uniq}~{args}~{pack(sample(self.hashes))}~{lines}"
+        return f"{self.key or tag(self.kind)}~{self.uniq}~{args}~{pack(sample(self.hashes))}~{lines}"
 
     def add(
         self,
@@ -228,10 +245,10 @@ def _turns(request: RequestInfo, cfg: NoveltyConfig) -> dict[str, Turn]:
         if result.name is None or is_transfer(result.name) or len(result.content) < cfg.min_chars:
             continue
         kind = kind_of(result.name, cfg)
-        key = tag(kind)
+        key = kind_tag(kind, cfg)
         turn = found.get(key)
         if turn is None:
-            turn = found[key] = Turn(kind, result_uniq(request, result, position))
+            turn = found[key] = Turn(kind, result_uniq(request, result, position), key=key)
         turn.add(result, call, cfg, is_command_tool(call))
     return found
 

@@ -61,13 +61,24 @@ def _positions(request: RequestInfo) -> list[int | None]:
     return positions
 
 
-def paired_results(request: RequestInfo) -> list[tuple[ToolCall | None, ToolResult]]:
-    """Each new tool result with the prior call it answers (None when no call matches)."""
-    positions = _call_positions(request)
-    return [
-        (None if i is None else request.prior_calls[i], result)
-        for i, result in zip(positions, request.new_results, strict=True)
-    ]
+Pairs = tuple[tuple[ToolCall | None, ToolResult], ...]
+
+
+def paired_results(request: RequestInfo) -> Pairs:
+    """Each new tool result with the prior call it answers (None when no call matches).
+
+    Paired once per request: five detectors and the records read the pairs of the same request.
+    """
+    found: Pairs | None = request.derived.get("pairs")
+    return found if found is not None else remember(request.derived, "pairs", _pairs(request))
+
+
+def _pairs(request: RequestInfo) -> Pairs:
+    calls = request.prior_calls
+    return tuple(
+        (None if i is None else calls[i], result)
+        for i, result in zip(_call_positions(request), request.new_results, strict=True)
+    )
 
 
 def result_uniq(request: RequestInfo, result: ToolResult, position: int) -> str:
@@ -87,6 +98,7 @@ def result_uniq(request: RequestInfo, result: ToolResult, position: int) -> str:
     return tag(result.call_id or f"{request.message_count}.{position}")
 
 
+_UNSIGNED: tuple[str, str] = ("", "")  # `turn_signature` not computed yet for the request (None is an answer)
 _WAITS = ("wait", "sleep", "pause", "delay")
 
 
@@ -129,10 +141,12 @@ def turn_signature(request: RequestInfo) -> tuple[str, str] | None:
     round of a healthy review loop). Calls are sorted, so a parallel batch in
     another order is the same action. Computed once per request.
     """
+    found: tuple[str, str] | None = request.derived.get("turn", _UNSIGNED)
+    if found is not _UNSIGNED:
+        return found
     if all(is_transfer(call.name) for call in request.prior_calls):
-        return None
-    found: tuple[str, str] | None = request.derived.get("turn")
-    return found if found is not None else remember(request.derived, "turn", _turn_signature(request))
+        return remember(request.derived, "turn", None)
+    return remember(request.derived, "turn", _turn_signature(request))
 
 
 def _turn_signature(request: RequestInfo) -> tuple[str, str]:

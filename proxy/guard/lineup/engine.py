@@ -284,7 +284,7 @@ class Engine:
             start = len(ops)
             name = one.name
             try:
-                plan: Plan = one.call(own.get(name, shared), one.config)
+                plan: Plan = one.call(own.get(name, shared) if own else shared, one.config)
                 if not plan:
                     continue
                 armed = one.armed
