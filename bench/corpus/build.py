@@ -13,7 +13,7 @@ from typing import Any
 
 import orjson
 
-from bench.corpus import claude_code, codex
+from bench.corpus import claude_code, claude_export, codex
 from bench.corpus.git import Mirror
 from bench.corpus.readers import READERS, Context, Reader
 from bench.corpus.redact import scrub
@@ -23,7 +23,12 @@ HERE = Path(__file__).parent
 MANIFEST = HERE / "sources.json"
 MIRRORS = Path("/work/.mirror")
 OUT = HERE / "build"
-FORMATS: dict[str, Reader] = {**READERS, "claude-code": claude_code.read, "codex": codex.read}
+FORMATS: dict[str, Reader] = {
+    **READERS,
+    "claude-code": claude_code.read,
+    "claude-code-export": claude_export.read,
+    "codex": codex.read,
+}
 
 
 @dataclass(frozen=True, slots=True)
