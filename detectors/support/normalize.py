@@ -27,8 +27,9 @@ from collections.abc import Collection, Iterable, MutableMapping
 from typing import Any, TypeVar
 
 import orjson
+import xxhash
 
-from runguard.proxy.core.events import ToolCall, ToolResult, digest
+from runguard.proxy.core.events import DIGEST_SIZE, ToolCall, ToolResult, digest
 
 MAX_DEPTH = 32  # nesting levels walked when dropping volatile keys or reading argument words
 DEFAULT_VOLATILE_KEYS = (
@@ -118,9 +119,12 @@ def call_json(call: ToolCall) -> Any:
 
 
 def call_canonical(call: ToolCall) -> str:
-    """`canonical` of a call's arguments, computed once per call."""
+    """`canonical` of a call's arguments, computed once per call, from their value parsed once (`call_json`)."""
     found: str | None = call.derived.get("canonical")
-    return found if found is not None else remember(call.derived, "canonical", canonical(call.arguments))
+    if found is not None:
+        return found
+    value = call_json(call)
+    return remember(call.derived, "canonical", squash(call.arguments) if value is NOT_JSON else sorted_dump(value))
 
 
 def canonical_json(call: ToolCall) -> Any:
@@ -294,4 +298,20 @@ def _hashed(value: Any, text: str, volatile_keys: Collection[str]) -> str:
             return value_digest(value, volatile_keys)
         except TypeError:  # nested deeper than orjson dumps: hashed as text
             pass
-    return digest(strip_volatile(text.strip()))
+    return volatile_free_digest(text.strip())
+
+
+def volatile_free_digest(text: str) -> str:
+    """`digest(strip_volatile(text))`, without copying a long text's middle twice: its ends are stripped and
+    the three parts hashed in turn (XXH3 fed in parts hashes what it hashes whole). An ASCII text (each
+    character a byte) is encoded once and its middle read in place."""
+    if len(text) <= HEAD_CHARS + TAIL_CHARS:
+        return digest(_VOLATILE.sub("#", text))
+    hasher = xxhash.xxh3_128()
+    hasher.update(_VOLATILE.sub("#", text[:HEAD_CHARS]).encode("utf-8", "surrogatepass"))
+    if text.isascii():
+        hasher.update(memoryview(text.encode("ascii"))[HEAD_CHARS:-TAIL_CHARS])
+    else:
+        hasher.update(text[HEAD_CHARS:-TAIL_CHARS].encode("utf-8", "surrogatepass"))
+    hasher.update(_VOLATILE.sub("#", text[-TAIL_CHARS:]).encode("utf-8", "surrogatepass"))
+    return hasher.hexdigest()[: DIGEST_SIZE * 2]

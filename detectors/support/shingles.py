@@ -49,7 +49,8 @@ def echo_words(call: ToolCall | None) -> frozenset[bytes]:
         return frozenset()
     found: frozenset[bytes] | None = call.derived.get("echo")
     if found is None:
-        found = frozenset(_WORD.findall(call_canonical(call).lower().encode("utf-8", "surrogatepass")))
+        # `_WORD`'s words, found as `shingles` finds them (every other byte a space, then split)
+        found = frozenset(call_canonical(call).lower().encode("utf-8", "surrogatepass").translate(_SPACED).split())
         call.derived["echo"] = found
     return found
 

@@ -20,9 +20,10 @@ import xxhash
 from runguard.proxy.core.frozen import frozen
 
 MAX_DIGEST_BYTES = 16
+DIGEST_SIZE = 8  # bytes of a `digest` by default
 
 
-def digest(data: str | bytes, size: int = 8) -> str:
+def digest(data: str | bytes, size: int = DIGEST_SIZE) -> str:
     """A short, stable content hash: `size` bytes (at most 16) of XXH3-128, as hex.
 
     Stable across processes and machines (unseeded), so hashes can live in

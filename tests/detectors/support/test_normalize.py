@@ -204,3 +204,15 @@ def test_volatile_text_is_left_out_of_a_text_result_s_digest() -> None:
         listing + tail.format(8_000, "Pm3v8Rt0")
     )
     assert strip_volatile("took 35 ms at 2026-12-06T04:00:01Z, object at 0x7f3a2b1c9d40") == "took # at #, object at #"
+
+
+@pytest.mark.parametrize(
+    "middle", ["plain ascii line\n" * 2_000, "zürich ünïcode line\n" * 2_000, "\ud83d lone\n" * 3_000]
+)
+def test_a_long_text_result_hashes_as_its_text_without_its_volatile_ends(middle: str) -> None:
+    """Hashed in parts (its middle not copied), a long text result hashes as the whole text stripped would."""
+    text = "started 2026-12-06T04:00:01Z\n" + middle + "\nrequest id: a81fQ2xZ9 done in 0.31s"
+    assert len(text) > normalize.HEAD_CHARS + normalize.TAIL_CHARS
+    assert result_digest(text) == digest(strip_volatile(text))
+    half = len(text) // 2
+    assert result_digest(text) != result_digest(text[:half] + "#" + text[half + 1 :])  # its middle is read

@@ -64,21 +64,28 @@ def test_jaccard_estimates_large_sets_from_their_sketches() -> None:
     assert abs(jaccard(a, b) - 0.5) < 0.2  # true value 200/400
 
 
-def test_a_calls_arguments_are_canonicalized_once_for_every_memo(monkeypatch: pytest.MonkeyPatch) -> None:
-    canonicalized: list[str] = []
-    real = normalize.canonical
+def test_a_calls_arguments_are_parsed_and_canonicalized_once_for_every_memo(monkeypatch: pytest.MonkeyPatch) -> None:
+    parsed: list[str] = []
+    dumped: list[object] = []
+    real_parse, real_dump = normalize.json_value, normalize.sorted_dump
 
-    def counting(arguments: str) -> str:
-        canonicalized.append(arguments)
-        return real(arguments)
+    def parsing(text: str) -> object:
+        parsed.append(text)
+        return real_parse(text)
 
-    monkeypatch.setattr(normalize, "canonical", counting)
+    def dumping(value: object) -> str:
+        dumped.append(value)
+        return real_dump(value)
+
+    monkeypatch.setattr(normalize, "json_value", parsing)
+    monkeypatch.setattr(normalize, "sorted_dump", dumping)
     c = call("web_search", {"query": "postgres vacuum tuning"})
     for _ in range(2):
         call_sketch(c)
         call_args_digest(c)
         call_canonical(c)
-    assert canonicalized == [c.arguments]
+    assert parsed == [c.arguments]
+    assert dumped == [{"query": "postgres vacuum tuning"}]
 
 
 # -- argument tokens over real-looking queries -----------------------------------------------------
