@@ -15,12 +15,12 @@ from runguard.proxy.core.ops import Scope
 
 class BudgetConfig(DetectorConfig):
     run_usd: float = Field(
-        5.0,
+        25.0,
         gt=0,
         description="USD a run may spend. Once its spend reaches this, its next request is stopped. The "
-        "costliest recorded coding sessions spent $2.56 (115 calls on Gemini 3 Pro, most of the prompt read "
-        "from the cache) and $5.77 (a Claude Code session building and watching a Linux build for 4.5 hours, "
-        "passing $5 at its last call); unpriced models add nothing to it.",
+        "costliest recorded coding sessions spent $10.59 (Claude Code on Opus 4.5, 100 calls over 96 minutes, "
+        "still working), $5.77 (Claude Code watching a Linux build for 4.5 hours) and $3.45 (113 calls on "
+        "Sonnet 4.5); at that pace the 250-request cap comes near $25. Unpriced models add nothing to it.",
         json_schema_extra={"tighten": "lower"},
     )
     key_daily_usd: float | None = Field(

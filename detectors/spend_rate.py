@@ -14,10 +14,10 @@ Defaults. One step of a gpt-4o agent with 50k tokens of context costs about
 $0.13 ($2.50/M in, $10/M out, 1k out); a sequential agent makes 6-12 steps a
 minute at that size, $0.8-1.6 a minute, and a long-context agent near 128k
 tokens (most of it cached at half price) $1.4-2.4. A fan-out of ten such agents
-spends $8-16 a minute: it would pass the default $5 run budget in well under a
-minute, with every round in flight. $2.50 a minute is half the default budget:
-a run on course to spend its budget within two minutes is stopped, whatever
-the model. gpt-4o-mini, gpt-4.1-mini, gpt-5-mini and Gemini Flash cost 10-40
+spends $8-16 a minute: it would reach the default $25 run budget in two or three
+minutes, with every round in flight. $2.50 a minute stops it within its first
+minute, whatever the model; the costliest recorded coding session (Claude Code
+on Opus 4.5) averaged $0.11 a minute. gpt-4o-mini, gpt-4.1-mini, gpt-5-mini and Gemini Flash cost 10-40
 times less and stay far under it. The key limit is off by default: a key's
 healthy pace depends on how many users it serves (set it from its usual peak).
 A stop here opens the breaker with its cooldown (the pace falls while it waits).
@@ -46,8 +46,9 @@ class SpendRateConfig(DetectorConfig):
     run_usd_per_minute: float = Field(
         2.5,
         gt=0,
-        description="USD a run may spend per minute (over the last `window_seconds`, scaled to a minute). Half "
-        "the default run budget: a run on course to spend its budget within two minutes is stopped.",
+        description="USD a run may spend per minute (over the last `window_seconds`, scaled to a minute): a "
+        "fan-out of ten long-context gpt-4o agents spends $8-16; the costliest recorded coding session "
+        "averaged $0.11.",
         json_schema_extra={"tighten": "lower"},
     )
     key_usd_per_minute: float | None = Field(
