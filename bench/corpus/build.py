@@ -115,11 +115,21 @@ def _meta(session: Session, source: dict[str, Any], file: Path, out: Path) -> di
     }
 
 
-def build(sources: list[dict[str, Any]], mirrors: Path = MIRRORS, out: Path = OUT) -> list[Built]:
-    """Convert every source (skipping, with a note, one whose repository was not fetched)."""
+def _others(index: Path, sources: list[dict[str, Any]]) -> list[bytes]:
+    """The index lines of the sessions of other sources than `sources` (kept by a partial rebuild)."""
+    ids = {source["id"] for source in sources}
+    lines = index.read_bytes().splitlines() if index.is_file() else []
+    return [line for line in lines if line.strip() and orjson.loads(line).get("source") not in ids]
+
+
+def build(sources: list[dict[str, Any]], mirrors: Path = MIRRORS, out: Path = OUT, keep: bool = False) -> list[Built]:
+    """Convert every source (skipping, with a note, one whose repository was not fetched). `keep`: the
+    build's other sources stay, with their lines in sessions.json (`--only` rebuilds some sources)."""
     out.mkdir(parents=True, exist_ok=True)
     built = []
+    kept = _others(out / "sessions.json", sources) if keep else []
     with (out / "sessions.json").open("wb") as index:
+        index.writelines(line + b"\n" for line in kept)
         for source in sources:
             if not git_dir(mirrors, source["repo"]).is_dir():
                 print(f"skipped {source['id']}: {source['repo']} is not fetched under {mirrors}")

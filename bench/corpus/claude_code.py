@@ -18,8 +18,12 @@ with the answer's `message.id`), and bookkeeping (`queue-operation`, `summary`, 
   written) is left out;
 - answers Claude Code made up itself (model `<synthetic>`, API error notes) are no model call.
 
-The system prompt and tool schemas are not in the transcript: `tools` lists the tools the session
-calls by name, with an open schema. (The build scrubs secrets from every line it writes: `redact`.)
+An answer recorded without usage (an export's: `claude_export`) gets the usage Claude Code's prompt
+cache would have given it, rebuilt by `usage` and marked so (the session's `usage` in sessions.json,
+each exchange's `usage_reconstructed`).
+
+The system prompt and tool schemas are not in the transcript: `tools` lists the tools the session calls
+by name, with an open schema. (The build scrubs secrets from every line it writes: `redact`.)
 """
 
 from __future__ import annotations
@@ -30,6 +34,7 @@ from typing import Any
 
 import orjson
 
+from bench.corpus import usage
 from bench.corpus.readers import Context
 from bench.corpus.session import Session, Turn, iso_epoch
 
@@ -118,8 +123,12 @@ def read(raw: bytes, ctx: Context, name: str) -> Iterator[Session]:
     instance = f"{parts[ctx.instance_dir]}__{short}" if ctx.instance_dir is not None else name
     sidechain = any(e.get("isSidechain") for e in entries)
     version = next((e.get("version") for e in entries if e.get("version")), None)
-    yield Session(
+    session = Session(
         f"{ctx.source}/{instance}", ctx.source, ctx.family, "function-calling", model, talk.messages,
         talk.turns, tools=tools, outcome=ctx.outcomes.get(instance), api="messages",
         meta={"subagent": sidechain or None, "version": version},
     )  # fmt: skip
+    filled = usage.reconstruct(session)
+    if filled:
+        session.meta["usage"] = "reconstructed" if filled == len(talk.turns) else f"reconstructed for {filled} calls"
+    yield session

@@ -19,8 +19,10 @@ and the bookkeeping entries. So:
   replies, a user message saying so (`MISSING_PROMPT`) stands in for it, so its first call is sent
   as small as it was; an export of answers alone (Claude Code's "Warmup") is no session.
 
-Usage and model are not recorded: the proxy estimates tokens as it does live, and the model is the
-source's `model` or `unknown`. (The build scrubs secrets from every line it writes: `redact`.)
+Usage and model are not recorded: the usage is rebuilt as Claude Code's prompt cache would have spent it
+(`usage`, marked `usage_reconstructed`; the proxy's own estimate of each prompt, the prefix the call before
+sent read from the cache within 5 minutes), and the model is the source's `model` or `unknown` (unpriced:
+none is invented). (The build scrubs secrets from every line it writes: `redact`.)
 """
 
 from __future__ import annotations

@@ -3,7 +3,8 @@
 A session is the conversation as the agent kept it: system and user turns, the assistant's turns
 (text, or OpenAI `tool_calls`) and tool results (`role: tool`). Request i is every message before
 the i-th assistant turn, as the agent sent it; its response is that assistant turn, with the
-recorded usage and model when there are any (none is invented). The request's time is the
+recorded usage and model when there are any (no model is invented; usage a recording lacks is, for
+Claude Code, rebuilt by `usage` and marked `usage_reconstructed` on the exchange). The request's time is the
 recorded one when there is one, else the session's assumed pace.
 
 A session whose `api` is `messages` (a coding-agent CLI speaking Anthropic Messages) holds
@@ -39,6 +40,7 @@ class Turn:
     response_id: str | None = None  # the provider's id of the recorded answer (Anthropic `msg_...`)
     start: int = 0  # the first message sent with it (a CLI that compacted its context sends only what follows)
     stop: int | None = None  # Responses: the index after the call's last output item
+    reconstructed: bool = False  # `usage` was rebuilt from the conversation (`usage.reconstruct`), not recorded
 
 
 @dataclass(slots=True)
@@ -168,7 +170,17 @@ def exchanges(session: Session, pace: float) -> Iterator[dict[str, Any]]:
             if session.tools:
                 request["tools"] = session.tools
             response = _response(session, turn, at)
-        yield {"run_id": session.id, "at": at, "path": path, "request": request, "response": response, "status": 200}
+        exchange = {
+            "run_id": session.id,
+            "at": at,
+            "path": path,
+            "request": request,
+            "response": response,
+            "status": 200,
+        }
+        if turn.reconstructed:
+            exchange["usage_reconstructed"] = True  # replay ignores it: it tells a reader the usage is not recorded
+        yield exchange
 
 
 def assistant_turns(messages: list[dict[str, Any]]) -> list[Turn]:

@@ -76,7 +76,7 @@ def test_each_run_of_assistant_sections_is_one_call_with_the_conversation_before
     prompt = first["request"]["messages"]
     assert len(prompt) == 1 and prompt[0]["content"].startswith("Fix the failing test.\n\n### User\nnot a section")
     assert [b["type"] for b in first["response"]["content"]] == ["thinking", "text", "tool_use", "tool_use"]
-    assert first["response"]["stop_reason"] == "tool_use" and "usage" not in first["response"]
+    assert first["response"]["stop_reason"] == "tool_use" and first["usage_reconstructed"] is True  # not recorded
     results = second["request"]["messages"][-1]["content"]
     assert [b["tool_use_id"] for b in results] == ["t1", "t2"]  # one answer's results go back together
     assert [b["input"]["command"] for b in second["response"]["content"]] == ["sed -i s/a/b/ f.py"]

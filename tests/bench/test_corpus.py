@@ -165,3 +165,19 @@ async def test_recordings_become_the_exchanges_replay_reads(tmp_path: Path) -> N
         "java/org__lib-7": 8,
         "cli/task-9__abcd1234": 2,
     }
+
+
+def test_a_partial_rebuild_keeps_the_other_sources(tmp_path: Path) -> None:
+    mirrors, commit = _mirror(tmp_path)
+    mini = _source(commit, id="mini", family="mini-swe-agent", format="mini-swe-agent", files=["trajs/*.traj.json"])
+    cli = _source(
+        commit, id="cli", family="claude-code", format="claude-code", files=["runs/*/agent/projects/*/*.jsonl"]
+    )
+    out = tmp_path / "build"
+    build([mini, cli], mirrors, out)
+    before = (out / "sessions.json").read_bytes().splitlines()
+    build([cli], mirrors, out, keep=True)  # `--only cli`
+    after = (out / "sessions.json").read_bytes().splitlines()
+    assert sorted(after) == sorted(before) and (out / "mini" / "org__repo-1.jsonl").is_file()
+    build([cli], mirrors, out)  # a whole build writes its own sources alone
+    assert [orjson.loads(line)["source"] for line in (out / "sessions.json").read_bytes().splitlines()] == ["cli"]
