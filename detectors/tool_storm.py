@@ -2,7 +2,10 @@
 
 A confused agent calls the same tool over and over, or every tool every turn,
 seeking a resolution it cannot get. Legitimate work (a long listing, a
-research plan) also calls one tool often, so this warns by default. The calls
+research plan) also calls one tool often, so this warns by default: when a
+tool's count reaches the threshold in a response that calls it, and again each
+time the count doubles (not on every later response: a long coding session
+reads files and updates its to-do list dozens of times). The calls
 of a shell (which runs every program) are not counted (`commands.chosen_work`):
 calling it turn after turn is how a coding agent works.
 """
@@ -25,6 +28,7 @@ from runguard.detectors.support.base import (
     shown_call,
 )
 from runguard.detectors.support.commands import chosen_work
+from runguard.detectors.support.marks import marks
 from runguard.detectors.support.normalize import call_tag
 from runguard.proxy.core.ops import Add, Op, Scope
 
@@ -46,6 +50,15 @@ class ToolStormConfig(DetectorConfig):
     )
 
 
+def _called(seen: ResponseSeen) -> dict[str, int]:
+    """The response's calls per tool (handing work to another agent is not counted: `handoff_cycle` is)."""
+    calls: dict[str, int] = {}
+    for call in chosen_work(seen.response):
+        tool = call_tag(call)
+        calls[tool] = calls.get(tool, 0) + 1
+    return calls
+
+
 class ToolStorm(Detector[ToolStormConfig]):
     """After each response: add its calls to per-tool counters."""
 
@@ -58,10 +71,7 @@ class ToolStorm(Detector[ToolStormConfig]):
         return {"tools": tally.fetch("tools")}
 
     def plan_response(self, seen: ResponseSeen, cfg: ToolStormConfig) -> Plan:
-        calls: dict[str, int] = {}
-        for call in chosen_work(seen.response):  # handing work to another agent: `handoff_cycle` counts those
-            tool = call_tag(call)
-            calls[tool] = calls.get(tool, 0) + 1
+        calls = _called(seen)
         if not calls:
             return {}
         admitted, new = tally.admit(seen.before.get("tools"), calls, MAX_TOOLS)
@@ -71,14 +81,15 @@ class ToolStorm(Detector[ToolStormConfig]):
         return plan
 
     def check_response(self, seen: ResponseSeen, got: Results, cfg: ToolStormConfig) -> Verdict | None:
-        counts = {
-            local[2:]: value for local, value in got.items() if local.startswith("n.") and isinstance(value, float)
+        crossed = {
+            tool: int(value)
+            for tool, calls in _called(seen).items()
+            if isinstance(value := got.get(f"n.{tool}"), float)
+            and marks(int(value), cfg.threshold, before=int(value) - calls)
         }
-        if not counts:
+        if not crossed:
             return None
-        tool_tag, count = max(counts.items(), key=lambda item: item[1])
-        if count < cfg.threshold:
-            return None
+        tool_tag, count = max(crossed.items(), key=lambda item: item[1])
         tool = next((c.name for c in seen.response.tool_calls if call_tag(c) == tool_tag), tool_tag)
         seq = seen.facts.request_index
         latest = tuple(shown_call(c, seq=seq) for c in seen.response.tool_calls if call_tag(c) == tool_tag)

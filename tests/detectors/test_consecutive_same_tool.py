@@ -96,3 +96,18 @@ async def test_a_shell_s_turns_break_another_tool_s_streak_and_make_none() -> No
 
 def turns_of(pages: list[tuple[str, dict[str, int], str]]) -> list[list[tuple[str, dict[str, int], str]]]:
     return [[pages[0]], [pages[1]], [("list_files", {"page": 3}, "r")]]
+
+
+async def test_a_long_streak_is_flagged_when_it_reaches_the_threshold_and_each_time_it_doubles() -> None:
+    """Paging through 40 pages warns at turns 3, 6, 12 and 24, not on each of the 38 turns past the third."""
+    turns = [[("list_files", {"page": i}, "r")] for i in range(40)]
+    results = await RunSimulator([ConsecutiveSameTool()]).run(agent_loop(turns))
+    flagged = [n + 1 for n, r in enumerate(results) if r.tripped("consecutive_same_tool")]
+    assert flagged == [3, 6, 12, 24]
+    assert "24 consecutive model turns" in results[23].one("consecutive_same_tool").reason
+    again = [[("list_files", {"page": i}, "r")] for i in range(3)] + [[("search", {"q": 1}, "r")]] + turns[:3]
+    assert [
+        n + 1
+        for n, r in enumerate(await RunSimulator([ConsecutiveSameTool()]).run(agent_loop(again)))
+        if r.tripped("consecutive_same_tool")
+    ] == [3, 7]  # a new streak is flagged anew

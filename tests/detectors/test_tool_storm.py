@@ -83,3 +83,22 @@ async def test_a_shell_among_other_tools_is_not_counted_but_the_others_are() -> 
     tools = ("execute_command", "web_search", "read_file")
     assert first_trip(await RunSimulator([ToolStorm()]).run(declaring(agent_loop(shell), *tools))) is None
     assert first_trip(await RunSimulator([ToolStorm()]).run(declaring(agent_loop(searches), *tools))) == 8
+
+
+async def test_it_warns_again_only_when_the_count_doubles() -> None:
+    """A long session reads files dozens of times: flagged at 8, 16 and 32 calls, not on every response after 8,
+    and not on a response that does not call the tool."""
+    turns: list[Turn] = []
+    for i in range(40):
+        turns.append([("read_file", {"path": f"f{i}.py"}, "text")])
+        turns.append([("note", {"n": i}, "ok")])
+    results = await RunSimulator([ToolStorm()]).run(agent_loop(turns))
+    flagged = [(n + 1, r.one("tool_storm").reason) for n, r in enumerate(results) if r.tripped("tool_storm")]
+    assert flagged == [
+        (15, "tool 'read_file' was called 8 times in this run (limit 8)"),
+        (16, "tool 'note' was called 8 times in this run (limit 8)"),
+        (31, "tool 'read_file' was called 16 times in this run (limit 8)"),
+        (32, "tool 'note' was called 16 times in this run (limit 8)"),
+        (63, "tool 'read_file' was called 32 times in this run (limit 8)"),
+        (64, "tool 'note' was called 32 times in this run (limit 8)"),
+    ]
