@@ -25,7 +25,7 @@ from tests.support.proxy import ListSink, settings_for, start_proxy
 from tests.support.upstream import FakeUpstream, Received, Reply
 
 MODEL = "gpt-long-test"
-WINDOW = 40_000  # tokens: the loop reaches 85% of it (~136 KB of history) well past the checkpoint size
+WINDOW = 36_000  # tokens: the loop reaches 95% of it (~136 KB of history) well past the checkpoint size
 PAGE = "x" * 1500
 TOOL: Any = {
     "type": "function",
@@ -103,7 +103,7 @@ async def test_a_long_loop_trips_the_same_read_from_checkpoints_or_whole(tmp_pat
     assert cached_verdicts[-1][1] == "context_window"  # the loop was stopped by the window, not cut short
     assert "context_window" in (cached[-1] or "")
     first_warning = next(i for i, w in enumerate(cached) if w and "context_window" in w)
-    assert first_warning < len(cached) - 1  # warned (at 70% of the window) before it stopped (at 85%)
+    assert first_warning < len(cached) - 1  # warned (at 70% of the window) before it stopped (at 95%)
     assert len(upstream.received) == 2 * (len(cached) - 1)  # every request but the stopped one went upstream
     resumed = _counter(cached_metrics, 'runguard_long_requests_total{read="resumed"}')
     assert resumed >= len(cached) // 2  # most of the loop was past the checkpoint size and read from one
