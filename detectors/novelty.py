@@ -75,7 +75,7 @@ from runguard.detectors.support import (
 from runguard.detectors.support.commands import is_command_tool
 from runguard.detectors.support.constant import without_constant
 from runguard.detectors.support.normalize import DEFAULT_VOLATILE_KEYS, call_args_digest, lowered, tag
-from runguard.detectors.support.printed import printed_digest
+from runguard.detectors.support.printed import printed_anew, printed_digest
 from runguard.detectors.support.replayed import (
     Asked,
     answers,
@@ -375,7 +375,7 @@ class Novelty(Detector[NoveltyConfig]):
         beside = without_constant(parsed, cfg.min_shingles)
         if stale_shares(beside, cfg.turns, cfg.min_shingles, cfg.max_new_share) is None:
             return None  # stale only by the text every result carries (`constant`): what changes beside it is new
-        if _printed_anew([lines for _, _, lines in packs], cfg.turns):
+        if printed_anew([lines for _, _, lines in packs], cfg.turns):
             return None  # a command printed a line it never printed before: a count, a traceback line moved
         tools = sorted(set(turn.tools))
         shown = tuple(
@@ -392,11 +392,3 @@ class Novelty(Detector[NoveltyConfig]):
             turns=cfg.turns,
             compared_turns=len(parsed) - 1,
         )
-
-
-def _printed_anew(printed: list[str], turns: int) -> bool:
-    """Whether one of the last `turns` turns of shell commands printed a set of lines no turn before it
-    printed (`printed.printed_digest`; a turn of other tools has none)."""
-    return any(
-        printed[index] and printed[index] not in printed[:index] for index in range(len(printed) - turns, len(printed))
-    )

@@ -35,3 +35,11 @@ def printed_digest(units: Iterable[str]) -> str:
         if words:
             lines.add(" ".join(words))
     return digest("\n".join(sorted(lines)), 4)
+
+
+def printed_anew(printed: list[str], turns: int) -> bool:
+    """Whether one of the last `turns` turns of shell commands printed a set of lines no turn before it
+    printed (`printed_digest`; a turn of other tools has none: empty)."""
+    return any(
+        printed[index] and printed[index] not in printed[:index] for index in range(len(printed) - turns, len(printed))
+    )
