@@ -11,7 +11,9 @@ Two different tools asked about the same thing by name or id (`get_user`,
 one city) is a fan-out of different lookups, not a spray: across tools, only
 calls that ask in words (a query with whitespace) are compared. Nor are look-ups
 that differ in what they name though their words are alike: two `dig` probes
-on two ports, pings to two hosts, six `kill`s for six pids (`_apart`). Nor are calls
+on two ports, pings to two hosts, six `kill`s for six pids (`_apart`); nor calls that write other
+data, whose texts of three lines or more differ (`sketch.writes_apart`): two edits of one file at its
+two places, each with its own old and new text, are two changes, not one sent twice. Nor are calls
 that hand work to another agent (a delegation: an orchestrator giving its
 Spanish, French and Italian translator agents the same sentence); they count
 towards the cap. An Agno task leader's calls that only write its plan
@@ -47,6 +49,7 @@ from runguard.detectors.support.sketch import (
     decode_sketch,
     named_apart,
     sketch_similarity,
+    writes_apart,
 )
 from runguard.detectors.support.turns import tool_work
 from runguard.proxy.core.events import ToolCall
@@ -74,7 +77,8 @@ class ParallelCallsConfig(DetectorConfig):
         description="Jaccard similarity of two calls' argument words at which they are the same lookup: "
         "within one batch (across tools; calls handing work to another agent are not compared), or between "
         "this batch and the previous turn's (same tool). "
-        "Only the arguments the two calls do not share are compared: five quotes with the same options differ.",
+        "Only the arguments the two calls do not share are compared: five quotes with the same options differ; "
+        "calls whose texts of three lines or more differ (two edits of one file at two places) are never alike.",
         json_schema_extra={"tighten": "lower"},
     )
 
@@ -149,8 +153,8 @@ class ParallelCalls(Detector[ParallelCallsConfig]):
         for (i, (tool_a, a)), (j, (tool_b, b)) in combinations(enumerate(_batch(calls)), 2):
             if tool_a != tool_b and not (call_asks_in_words(calls[i]) and call_asks_in_words(calls[j])):
                 continue  # one entity looked up by several tools
-            if _apart(calls[i], calls[j]):
-                continue  # other hosts, ports, pids, ids: one look-up each
+            if _apart(calls[i], calls[j]) or writes_apart(a, b):
+                continue  # other hosts, ports, pids, ids: one look-up each; other code or text written
             similarity = sketch_similarity(a, b)
             if similarity >= cfg.similarity:
                 return self.verdict(
@@ -167,7 +171,10 @@ class ParallelCalls(Detector[ParallelCallsConfig]):
         if len(prev) < 2:
             return None
         matches = sum(
-            1 for p in prev for c in batch if p[0] == c[0] and sketch_similarity(p[1], c[1]) >= cfg.similarity
+            1
+            for p in prev
+            for c in batch
+            if p[0] == c[0] and not writes_apart(p[1], c[1]) and sketch_similarity(p[1], c[1]) >= cfg.similarity
         )
         if matches < min(len(prev), len(batch)):
             return None

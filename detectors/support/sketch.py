@@ -9,7 +9,9 @@ words of their arguments, and keep those words in run state only as a few
   token hashes (XXH3's low bits; the 48 smallest: a bottom-k sketch), grouped by
   top-level argument with a tag of each argument's value; `sketch_similarity`
   compares two calls by `jaccard` over the words of the arguments they do not
-  share (exact while both hold fewer than 48 tokens, an estimate beyond).
+  share (exact while both hold fewer than 48 tokens, an estimate beyond);
+  `writes_apart`: whether two calls write other data (code, a file's content,
+  rows), which has no words to compare.
   A string with spaces contributes its words; one without (a path, an id, a
   URL) is one word, and so is a path or file name inside text; a list of
   objects (a to-do list, rows) has none. `call_targets` / `named_apart`: the files, numbers, names and literals a call's
@@ -242,6 +244,16 @@ def sketch_similarity(a: Sketch, b: Sketch) -> float:
     if rest_a or rest_b:
         return jaccard(rest_a, rest_b)
     return 1.0 if any(tokens for _, tokens in a) else 0.0
+
+
+def writes_apart(a: Sketch, b: Sketch) -> bool:
+    """Whether two calls write other data: an argument that has no words (a text of three lines or more, a
+    list of objects: `arg_sketch`) is in one call and not, with that value, in the other. Two edits of one
+    file at two places (another old and new text each), two scripts, two files' contents are other work,
+    however alike the words of their other arguments (the same path): `sketch_similarity` compares words only,
+    and finds nothing to tell them apart."""
+    shared = {tag for tag, _ in a} & {tag for tag, _ in b}
+    return any(not tokens and tag not in shared for tag, tokens in (*a, *b))
 
 
 def encode_sketch(sketch: Sketch) -> str:

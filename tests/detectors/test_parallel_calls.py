@@ -149,3 +149,30 @@ async def test_the_same_command_or_question_sprayed_in_one_batch_still_trips() -
     assert first_trip(await RunSimulator([ParallelCalls()]).run([same])) == 1
     asked = [("web_search", {"query": q}) for q in ("agent cost control 2026", "agent cost control 2026 guide")]
     assert first_trip(await RunSimulator([ParallelCalls()]).run([batch(*asked)])) == 1
+
+
+def edit(old: str, new: str) -> tuple[str, dict[str, str]]:
+    """A call of Claude Code's Edit tool on one file: the lines it replaces and their new text."""
+    return ("Edit", {"file_path": "/repo/src/api/questions.py", "old_string": old, "new_string": new})
+
+
+RENAMED = [
+    edit(
+        f"        templates = service.get_templates(\n            approach={arg},\n        )",
+        f"        templates = service.get_templates_for_approach(\n            approach={arg},\n        )",
+    )
+    for arg in ("approach", "selection.selected_approach")
+]
+
+
+async def test_two_edits_of_one_file_at_two_places_pass() -> None:
+    """A renamed method fixed at its two call sites in one answer: one path, two other old and new texts."""
+    assert first_trip(await RunSimulator([ParallelCalls()]).run([batch(*RENAMED)])) is None
+    # The next turn's edits of the same file, at other places, do not repeat the batch either.
+    others = [edit(args["old_string"].replace("templates", "found"), args["new_string"]) for _, args in RENAMED]
+    assert first_trip(await RunSimulator([ParallelCalls()]).run([batch(*RENAMED), batch(*others)])) is None
+
+
+async def test_the_same_edit_twice_in_one_batch_or_again_next_turn_still_trips() -> None:
+    assert first_trip(await RunSimulator([ParallelCalls()]).run([batch(RENAMED[0], RENAMED[0])])) == 1
+    assert first_trip(await RunSimulator([ParallelCalls()]).run([batch(*RENAMED), batch(*RENAMED)])) == 2

@@ -20,6 +20,8 @@ from runguard.detectors.support.sketch import (
     decode_tokens,
     encode_tokens,
     jaccard,
+    sketch_similarity,
+    writes_apart,
 )
 from tests.detectors.harness import call
 
@@ -133,3 +135,19 @@ def test_jaccard_of_similar_queries_is_high_and_of_unrelated_ones_low() -> None:
     assert jaccard(base, near) >= 0.7  # 8 of 10 words shared
     assert jaccard(base, unrelated) <= 0.1  # only the key "query" is shared
     assert jaccard(base, near) == jaccard(near, base)
+
+
+def test_calls_writing_other_code_are_apart_though_their_words_are_alike() -> None:
+    """Two edits of one file: the same path, other old and new texts of three lines or more (no words)."""
+
+    def edit(old: str, new: str) -> str:
+        return json.dumps({"file_path": "src/app.py", "old_string": old, "new_string": new})
+
+    first = arg_sketch(edit("a = f(\n  x,\n)", "a = g(\n  x,\n)"))
+    second = arg_sketch(edit("b = f(\n  y,\n)", "b = g(\n  y,\n)"))
+    assert sketch_similarity(first, second) == 1.0  # words alone cannot tell them apart
+    assert writes_apart(first, second)
+    assert not writes_apart(first, first)
+    # Calls that write nothing (words only) are judged by their words.
+    queries = [arg_sketch(json.dumps({"query": q})) for q in ("cost control 2026", "cost control guide")]
+    assert not writes_apart(*queries)
