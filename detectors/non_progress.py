@@ -24,6 +24,13 @@ third identical answer, as a single tool is, whichever other agents were asked i
 new tasks is not, whatever it answers. An Agno leader asks all its members through one tool
 (`delegate_task_to_member(member_id, task)`): each member's answers are counted among its own the same way
 (`asking.asked_agent`), never pooled with the other members'.
+
+A poll of a job that is still running (`waiting.still_running`: `<status>running</status>`, `{"status":
+"pending"}`) is the agent waiting, not a tool failing: its answer cannot change before the job ends. A
+streak of such answers stops the run only when the agent polls without waiting: `poll_patience` checks in
+a row within `poll_seconds` (a check every few seconds, the job unchanged). An agent that lets time pass
+between its checks (a `sleep`, a check that blocks) waits as long as its job runs; the run's caps
+(`timeout`, `max_requests`, `budget`) bound that.
 """
 
 from __future__ import annotations
@@ -48,12 +55,14 @@ from runguard.detectors.support.asking import asked_agent, asked_alike, asked_en
 from runguard.detectors.support.commands import asked_values, empty_answer, is_command_tool, trivial_output
 from runguard.detectors.support.normalize import DEFAULT_VOLATILE_KEYS, call_args_digest, lowered, result_digest_of, tag
 from runguard.detectors.support.turns import acknowledges, paired_results, result_uniq
+from runguard.detectors.support.waiting import still_running
 from runguard.proxy.core.events import RequestInfo, ToolCall, ToolResult, is_transfer
 from runguard.proxy.core.ops import Push, Scope
 
 SLACK = 16  # extra window room: a re-sent batch must still find its items to be skipped
 DELEGATED = "@"  # marks the results of a tool that runs another agent
 ASKED = "~"  # in such a result's key, before what the agent was asked (`asking.asked_entry`)
+AT = "@"  # after a still-running answer's uniq, the second its request came (`waiting.still_running`)
 
 
 class NonProgressConfig(DetectorConfig):
@@ -63,7 +72,8 @@ class NonProgressConfig(DetectorConfig):
         le=32,
         description="Identical results in a row from the same tool (across the run's tool results, "
         "a parallel batch's identical answers counting once; an agent tool's or an Agno team member's among its "
-        "own answers, while it is asked the same thing) that stop the run.",
+        "own answers, while it is asked the same thing) that stop the run. A job's answers that it is still running "
+        "are waiting, judged by `poll_patience` instead.",
         json_schema_extra={"tighten": "lower"},
     )
     volatile_keys: list[str] = Field(
@@ -80,6 +90,27 @@ class NonProgressConfig(DetectorConfig):
     volatile_keys_by_tool: dict[str, list[str]] = Field(
         default_factory=dict,
         description="More keys to ignore for particular tools, e.g. {parse_document: [attempt, latency_ms]}.",
+    )
+    poll_patience: int = Field(
+        10,
+        ge=2,
+        le=64,
+        description="Answers in a row that only say a job is still running (`<status>running</status>`, "
+        '{"status": "pending"}) that stop the run when they came within `poll_seconds`: polling without '
+        "waiting. Such a streak is the agent waiting for its job, not a repeated failure, and is never "
+        "stopped at `threshold`. Real sessions check a slow search 3 to 5 times in 12 s before killing it, or "
+        "wait on a long job with 30-180 s sleeps between checks (8 checks in 11 minutes); stuck ones check "
+        "190-280 times, 2-8 s apart, for 12-20 minutes.",
+        json_schema_extra={"tighten": "lower"},
+    )
+    poll_seconds: float = Field(
+        120.0,
+        gt=0,
+        le=3600,
+        description="Seconds within which `poll_patience` still-running answers in a row stop the run (a "
+        "check every 12 s or faster at the defaults; a busy loop checks every 2-8 s). An agent that waits "
+        "longer between its checks is waiting as long as its job runs.",
+        json_schema_extra={"tighten": "higher"},
     )
 
     @cached_property
@@ -105,8 +136,9 @@ class NonProgress(Detector[NonProgressConfig]):
     Config = NonProgressConfig
     reads_results = True
 
-    def _items(self, request: RequestInfo, cfg: NonProgressConfig) -> list[str]:
-        """One "<tool>:<result hash>:<uniq>" per distinct (tool, result) of this request, in order."""
+    def _items(self, request: RequestInfo, cfg: NonProgressConfig, now: float) -> list[str]:
+        """One "<tool>:<result hash>:<uniq>" per distinct (tool, result) of this request, in order; a
+        still-running answer's with "@<the second it came>"."""
         common = cfg.volatile
         keys: dict[str, str] = {}
         calls = {i: call for i, (call, _) in enumerate(paired_results(request)) if call is not None}
@@ -126,14 +158,16 @@ class NonProgress(Detector[NonProgressConfig]):
                 # An agent's answers (an agent tool's, an Agno member's) are counted among its own, with what it
                 # was asked (`DELEGATED`).
                 key = f"{DELEGATED}{key}{ASKED}{asked_entry(call)}"
-            keys.setdefault(key, result_uniq(request, result, position))
+            uniq = result_uniq(request, result, position)
+            keys.setdefault(key, f"{uniq}{AT}{now:.0f}" if still_running(result) else uniq)
         return [f"{key}:{uniq}" for key, uniq in keys.items()]
 
     def plan_request(self, seen: RequestSeen, cfg: NonProgressConfig) -> Plan:
-        items = self._items(seen.request, cfg)
+        items = self._items(seen.request, cfg, seen.now)
         if not items:
             return {}
-        return {"seq": Push(Scope.RUN, "seq", tuple(items), keep=cfg.threshold + SLACK, unique=True)}
+        keep = max(cfg.threshold, cfg.poll_patience) + SLACK
+        return {"seq": Push(Scope.RUN, "seq", tuple(items), keep=keep, unique=True)}
 
     def check_request(self, seen: RequestSeen, facts: RunFacts, got: Results, cfg: NonProgressConfig) -> Verdict | None:
         window = got.get("seq")
@@ -141,19 +175,25 @@ class NonProgress(Detector[NonProgressConfig]):
             return None
         request = seen.request
         mine = {result_uniq(request, r, i): r for i, r in enumerate(request.new_results)}
-        keys = [item.rpartition(":")[0] for item in window]  # "<tool>:<result>[.<asked>]"
-        for end in range(len(window) - 1, -1, -1):
-            result = mine.get(window[end].rpartition(":")[2])
+        keys, uniqs, times = _entries(window)
+        for end in range(len(keys) - 1, -1, -1):
+            result = mine.get(uniqs[end])
             if result is None:
                 continue
             run = _streak(keys, end)
             # The same acknowledgement each time (judged only here, where it would trip: a result of the
             # same key says the same) is a tool doing what it was asked, each time.
-            if run >= cfg.threshold and not (cfg.acknowledgements_progress and _says_done(request, result)):
+            if run < cfg.threshold or (cfg.acknowledgements_progress and _says_done(request, result)):
+                continue
+            if times[end] is None or keys[end].startswith(DELEGATED):
                 return self._verdict(request, keys[end].partition(ASKED)[0], run, facts.request_index)
+            # A job still running, polled: waiting, unless the checks came faster than it could change.
+            span = _busy(times, end, run, cfg)
+            if span is not None:
+                return self._verdict(request, keys[end], run, facts.request_index, span)
         return None
 
-    def _verdict(self, request: RequestInfo, key: str, run: int, seq: int) -> Verdict:
+    def _verdict(self, request: RequestInfo, key: str, run: int, seq: int, span: float | None = None) -> Verdict:
         tool_tag, _, result_hash = key.removeprefix(DELEGATED).partition(":")
         result_hash = result_hash.partition(".")[0]  # without what an empty answer's call asked
         tools = request.agent_tools
@@ -166,8 +206,12 @@ class NonProgress(Detector[NonProgressConfig]):
         among = " (among its own answers: an agent asked in turn with others)" if key.startswith(DELEGATED) else ""
         whose = f" (member '{member}')" if member else ""
         found: dict[str, Any] = {"member": member} if member else {}
+        said = f"returned the same result {run} times in a row{among}"
+        if span is not None:
+            said = f"answered that its job is still running {run} times in a row, checked again within seconds"
+            found["poll_seconds"] = round(span, 1)
         return self.verdict(
-            f"tool '{tool}'{whose} returned the same result {run} times in a row{among}",
+            f"tool '{tool}'{whose} {said}",
             shows=Evidence(calls=(*earlier, last)),
             tool=tool,
             result_hash=result_hash,
@@ -180,6 +224,36 @@ def _keyed(call: ToolCall | None, tool: str, agent_tools: frozenset[str]) -> str
     """The name a result is counted under: the agent its call asked (`asking.asked_agent`), else its tool."""
     agent = asked_agent(call, agent_tools) if call is not None else None
     return agent or tool
+
+
+def _entries(window: tuple[str, ...]) -> tuple[list[str], list[str], list[float | None]]:
+    """The window's results as their keys, uniqs and times (a still-running answer's, else None), each result
+    once: a re-sent request's still-running answer comes again with another time."""
+    keys: list[str] = []
+    uniqs: list[str] = []
+    times: list[float | None] = []
+    met: set[str] = set()
+    for item in window:
+        key, _, marked = item.rpartition(":")
+        uniq, at, second = marked.partition(AT)
+        if uniq in met:
+            continue
+        met.add(uniq)
+        keys.append(key)
+        uniqs.append(uniq)
+        times.append(float(second) if at and second.isdigit() else None)
+    return keys, uniqs, times
+
+
+def _busy(times: list[float | None], end: int, run: int, cfg: NonProgressConfig) -> float | None:
+    """The seconds the last `poll_patience` still-running answers of a streak of `run` ending at `end` took,
+    when they came within `poll_seconds` (polling without waiting); else None."""
+    if run < cfg.poll_patience:
+        return None
+    first, last = times[end - cfg.poll_patience + 1], times[end]
+    if first is None or last is None or last - first >= cfg.poll_seconds:
+        return None
+    return last - first
 
 
 def _streak(keys: list[str], end: int) -> int:

@@ -2,7 +2,9 @@
 
 A-B-A-B-A-B: each action alone is not repeated back to back, but the run's
 recent actions hold only two distinct ones. Actions are compared with their
-results (see `stagnation`), so alternating polls whose answers change pass.
+results (see `stagnation`), so alternating polls whose answers change pass, and
+so does waiting on a job that is still running (a `sleep`, then a check answered
+"running": `waiting.still_running`), which is `non_progress`'s to judge.
 """
 
 from __future__ import annotations
@@ -10,6 +12,7 @@ from __future__ import annotations
 from pydantic import Field
 
 from runguard.detectors.support.base import (
+    WAITING,
     Detector,
     DetectorConfig,
     Evidence,
@@ -54,8 +57,8 @@ class Oscillation(Detector[OscillationConfig]):
         if not isinstance(window, tuple) or len(window) < cfg.window:
             return None
         signatures = sorted({item.partition(":")[0] for item in window})
-        if len(signatures) > cfg.max_distinct:
-            return None
+        if len(signatures) > cfg.max_distinct or any(s.startswith(WAITING) for s in signatures):
+            return None  # more actions; or waiting on a job that runs (`non_progress`'s)
         return self.verdict(
             f"the last {len(window)} actions hold only {len(signatures)} distinct ones: "
             f"the agent is going back and forth",

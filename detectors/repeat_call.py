@@ -3,7 +3,10 @@
 An agent retrying a call that keeps failing the same way (a 403 page, a
 "not found") learns nothing new from each retry. Polling is not a repeat: its
 result changes, so the (tool, arguments, result) triple changes too; nor is the
-wait between two polls (`wait(seconds=10)`: `turns.is_wait`).
+wait between two polls (`wait(seconds=10)`: `turns.is_wait`); nor a poll of a job
+whose answer only says it is still running (`waiting.still_running`): it cannot
+change before the job ends, and how long an agent may wait, and how fast it may
+ask, is `non_progress`'s to judge (`poll_patience`).
 """
 
 from __future__ import annotations
@@ -23,6 +26,7 @@ from runguard.detectors.support.base import (
 )
 from runguard.detectors.support.normalize import call_args_digest, result_digest_of
 from runguard.detectors.support.turns import is_wait, paired_results, result_uniq
+from runguard.detectors.support.waiting import still_running
 from runguard.proxy.core.events import RequestInfo, ToolCall, ToolResult, digest, is_transfer
 from runguard.proxy.core.ops import Push, Scope
 
@@ -48,11 +52,12 @@ def _triple(call: ToolCall, result: ToolResult) -> str:
 
 def _counted(request: RequestInfo) -> list[tuple[int, ToolCall, ToolResult]]:
     """(position, call, result) for each new result whose call is known and is no transfer to another
-    agent (`is_transfer`: handed over again and again on purpose, acknowledged alike every time)."""
+    agent (`is_transfer`: handed over again and again on purpose, acknowledged alike every time), nor a
+    poll answered that its job is still running (`non_progress` judges polling)."""
     return [
         (position, call, result)
         for position, (call, result) in enumerate(paired_results(request))
-        if call is not None and not is_transfer(call.name)
+        if call is not None and not is_transfer(call.name) and not still_running(result)
     ]
 
 

@@ -2,7 +2,10 @@
 
 An action is one assistant turn's tool calls (tool and arguments) together
 with the results they got back, so a poll whose answer changes is progress
-and never counts. Turns without tool calls are not actions.
+and never counts. Turns without tool calls are not actions. A poll answered
+only that its job is still running (`waiting.still_running`) cannot change
+before the job ends: how long and how fast an agent may poll is
+`non_progress`'s to judge (`poll_patience`).
 """
 
 from __future__ import annotations
@@ -10,6 +13,7 @@ from __future__ import annotations
 from pydantic import Field
 
 from runguard.detectors.support.base import (
+    WAITING,
     Detector,
     DetectorConfig,
     Evidence,
@@ -51,8 +55,8 @@ class Stagnation(Detector[StagnationConfig]):
         if not isinstance(window, tuple) or len(window) < cfg.window:
             return None
         signatures = {item.partition(":")[0] for item in window}
-        if len(signatures) != 1:
-            return None
+        if len(signatures) != 1 or next(iter(signatures)).startswith(WAITING):
+            return None  # other actions; or a job polled while it runs (`non_progress`'s)
         tools = sorted({call.name for call in seen.request.prior_calls if not is_transfer(call.name)})
         # Every action of the window was this one: the calls with their results, as this request carries them.
         action = shown_results(seen.request, None, tools)

@@ -32,6 +32,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from runguard.detectors.support.normalize import call_args_digest, result_digest_of
 from runguard.detectors.support.turns import paired_results, turn_signature
+from runguard.detectors.support.waiting import still_running
 from runguard.proxy.core.events import RequestInfo, ResponseInfo, ToolCall, ToolResult
 from runguard.proxy.core.frozen import frozen
 from runguard.proxy.core.ops import Op, OpResult, Push, Scope
@@ -205,14 +206,23 @@ def shown_results(request: RequestInfo, seq: int | None, tools: Collection[str] 
     )
 
 
+WAITING = "~"  # before the signature of a turn whose every result says its job is still running
+
+
 def push_action(request: RequestInfo, keep: int) -> Plan:
     """The plan that pushes the request's last turn as one action (`turn_signature`, "hash:turn id") onto the
-    run's `actions` window of `keep`; none when that turn called no tool but handoffs (or none at all)."""
+    run's `actions` window of `keep`; none when that turn called no tool but handoffs (or none at all). A turn
+    whose results all say a job is still running (`waiting.still_running`) is marked `WAITING`: a poll, whose
+    patience is `non_progress`'s to judge."""
     action = turn_signature(request)
     if action is None:
         return {}
+    signature, turn = action
+    results = request.new_results
+    if results and all(still_running(result) for result in results):
+        signature = WAITING + signature
     # Unique by turn id: a re-sent request cannot add its turn twice.
-    return {"actions": Push(Scope.RUN, "actions", (":".join(action),), keep=keep, unique=True)}
+    return {"actions": Push(Scope.RUN, "actions", (f"{signature}:{turn}",), keep=keep, unique=True)}
 
 
 @frozen

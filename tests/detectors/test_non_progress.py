@@ -10,7 +10,7 @@ import pytest
 from runguard.detectors.non_progress import NonProgress, NonProgressConfig
 from runguard.detectors.support.turns import ACK_CHARS, acknowledges
 from runguard.proxy.core.events import ToolResult
-from tests.detectors.harness import RunSimulator, Step, agent_loop, first_trip, review_transfers, shows
+from tests.detectors.harness import RunSimulator, Step, Turn, agent_loop, first_trip, review_transfers, shows
 
 STUCK = {"status": "partial_parse_error", "data": None}
 
@@ -322,3 +322,62 @@ async def test_agno_members_handed_new_tasks_or_giving_new_answers_pass() -> Non
     assert first_trip(same) is None
     new = await RunSimulator([NonProgress()]).run(agno_leader(lambda desk, r: f"{desk}: option {r}"))
     assert first_trip(new) is None
+
+
+def running(second: int) -> str:
+    """Claude Code's `BashOutput` on a background job that has not finished: its status and a timestamp."""
+    return f"<status>running</status>\n\n<timestamp>2025-12-01T04:{second // 60:02d}:{second % 60:02d}.000Z</timestamp>"
+
+
+def polls(count: int, every: float, then: Turn | None = None) -> list[Step]:
+    """An agent checking its background job `count` times, `every` seconds apart (then doing `then`)."""
+    turns: list[Turn] = [[("BashOutput", {"bash_id": "5d8215"}, running(int(i * every)))] for i in range(count)]
+    if then is not None:
+        turns.append(then)
+    return [dataclasses.replace(step, advance=every) for step in agent_loop(turns)]
+
+
+async def test_a_job_still_running_checked_a_few_times_is_the_agent_waiting() -> None:
+    """A slow search checked five times in 12 s, then killed for a narrower one: no repeated failure."""
+    kill: Turn = [("KillShell", {"shell_id": "5d8215"}, '{"message": "Successfully killed shell: 5d8215"}')]
+    assert first_trip(await RunSimulator([NonProgress()]).run(polls(5, 3.0, kill))) is None
+
+
+async def test_checks_with_waits_between_them_wait_as_long_as_the_job_runs() -> None:
+    """A long extraction checked every 40 s (a `sleep 30` and the check): thirty checks, twenty minutes."""
+    assert first_trip(await RunSimulator([NonProgress()]).run(polls(30, 40.0))) is None
+
+
+async def test_a_busy_loop_of_checks_is_stopped_at_its_poll_patience() -> None:
+    """The same job checked every 3 s, hundreds of times: stopped at the 10th check (the request that brings
+    it is the 11th), not at `threshold`'s 3rd."""
+    results = await RunSimulator([NonProgress()]).run(polls(40, 3.0))
+    assert first_trip(results) == 11
+    finding = results[10].one("non_progress")
+    assert finding.reason == (
+        "tool 'BashOutput' answered that its job is still running 10 times in a row, checked again within seconds"
+    )
+    assert finding.evidence["repeats"] == 10 and finding.evidence["poll_seconds"] == 27.0
+    patient = NonProgressConfig(poll_patience=20, poll_seconds=30)
+    assert first_trip(await RunSimulator([(NonProgress(), patient)]).run(polls(40, 3.0))) is None
+    assert first_trip(await RunSimulator([(NonProgress(), patient)]).run(polls(40, 1.0))) == 21
+
+
+async def test_a_busy_loop_after_patient_checks_is_still_stopped() -> None:
+    """Checks a minute apart, then every 2 s: stopped once its last ten checks came within 120 s (the 12th
+    check), not judged by the first ten (192 s)."""
+    script = agent_loop([[("BashOutput", {"bash_id": "5d8215"}, running(i))] for i in range(35)])
+    timed = [dataclasses.replace(step, advance=60.0 if i < 5 else 2.0) for i, step in enumerate(script)]
+    assert first_trip(await RunSimulator([NonProgress()]).run(timed)) == 13
+
+
+async def test_a_re_sent_check_does_not_count_twice() -> None:
+    steps = polls(12, 3.0)
+    script = [*steps[:4], dataclasses.replace(steps[3], advance=1.0), *steps[4:]]
+    assert first_trip(await RunSimulator([NonProgress()]).run(script)) == 12
+
+
+async def test_a_status_with_a_progress_figure_that_stays_put_is_judged_as_any_result() -> None:
+    """The job says how far it got: the same figure three times is the same answer three times."""
+    turns: list[Turn] = [[("check_job", {"job": "j1"}, {"status": "running", "progress": 20})] for _ in range(4)]
+    assert first_trip(await RunSimulator([NonProgress()]).run(agent_loop(turns))) == 4

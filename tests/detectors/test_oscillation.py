@@ -46,3 +46,14 @@ async def test_a_tool_toggled_alongside_handoffs_still_trips() -> None:
     handing = ("transfer_to_agent", {"agent_name": "editor"}, {"result": None})
     turns = [[A, handing], [B], [A, handing], [B], [A, handing], [B], [A]]
     assert first_trip(await RunSimulator([Oscillation()]).run(agent_loop(turns, ids=False))) == 7
+
+
+async def test_waiting_on_a_running_job_between_checks_passes() -> None:
+    """`sleep 30`, then a check answered only "running", round after round: waiting (`non_progress`'s)."""
+    running = "<status>running</status>\n\n<timestamp>2025-12-01T04:52:14.910Z</timestamp>"
+    wait = ("Bash", {"command": "sleep 30", "description": "Wait for extraction"}, "")
+    check = ("BashOutput", {"bash_id": "5d8215"}, running)
+    turns = [[wait], [check]] * 5
+    assert first_trip(await RunSimulator([Oscillation()]).run(agent_loop(turns))) is None
+    # Going back and forth between two tabs is still oscillating.
+    assert first_trip(await RunSimulator([Oscillation()]).run(agent_loop([[A], [B]] * 4))) == 7

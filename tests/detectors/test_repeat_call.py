@@ -71,3 +71,11 @@ async def test_the_wait_between_polls_is_not_a_repeat() -> None:
     assert first_trip(await RunSimulator([RepeatCall()]).run(agent_loop(polls([0, 20, 40, 60, 80])))) is None
     # A poll finding the same thing every round still is one.
     assert first_trip(await RunSimulator([RepeatCall()]).run(agent_loop(polls([20] * 5)))) == 9
+
+
+async def test_a_job_still_running_checked_again_and_again_is_left_to_non_progress() -> None:
+    """The same check of a background job, answered only that it is still running: the answer cannot change
+    before the job ends; how long and how fast the agent may check is `non_progress`'s (`poll_patience`)."""
+    running = "<status>running</status>\n\n<timestamp>2025-12-01T04:48:27.620Z</timestamp>"
+    turns = [[("BashOutput", {"bash_id": "79cab7"}, running)] for _ in range(12)]
+    assert first_trip(await RunSimulator([RepeatCall()]).run(agent_loop(turns))) is None

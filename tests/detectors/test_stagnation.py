@@ -65,3 +65,16 @@ async def test_turns_without_tool_calls_are_skipped() -> None:
 async def test_the_same_transfer_again_and_again_is_left_to_handoff_cycle() -> None:
     turns = [review_transfers(1)[0]] * 6
     assert first_trip(await RunSimulator([Stagnation()]).run(agent_loop(turns, ids=False))) is None
+
+
+RUNNING = "<status>running</status>\n\n<timestamp>2025-12-01T04:48:27.620Z</timestamp>"
+
+
+async def test_a_job_checked_while_it_runs_is_left_to_non_progress() -> None:
+    """The same check of a background job answered only "running": the answer cannot change before the job
+    ends; how long and how fast the agent may check is `non_progress`'s (`poll_patience`)."""
+    polls = agent_loop([[("BashOutput", {"bash_id": "79cab7"}, RUNNING)] for _ in range(8)])
+    assert first_trip(await RunSimulator([Stagnation()]).run(polls)) is None
+    # A check answered with the same failure each time is still the same action again.
+    failing = agent_loop([[("BashOutput", {"bash_id": "79cab7"}, "Error: no shell 79cab7")] for _ in range(5)])
+    assert first_trip(await RunSimulator([Stagnation()]).run(failing)) == 5
