@@ -7,9 +7,13 @@ answer again is the agent waiting, not a tool failing the same way: how long it 
 may ask, is `non_progress`'s to judge (`poll_patience`), and the detectors that count repeats leave such
 polls to it.
 
-- `still_running`: a short answer that says only that the job has not finished: a status word (running,
-  pending, queued, in progress, processing, not finished), nothing printed, no figure (timestamps and ids
-  aside). A status with a progress figure or output says how far the job got, and is judged as any answer.
+- `still_running`: an answer that says the job has not finished: a status word (running, pending, queued, in
+  progress, processing, not finished) and nothing else (timestamps and ids aside); or a command job's status
+  line or tag saying so (`<status>running</status>`, "Status: running") over what the job printed so far. A
+  log is silent while the job works through a long step (a large book embedded between two "done" lines):
+  the same output again is the job working, and a new line ends the streak. A job's answer with a figure
+  of its own (`{"status": "running", "progress": 20}`) is judged as any answer: the same figure again says
+  the job did not move.
 """
 
 from __future__ import annotations
@@ -24,13 +28,18 @@ _RUNNING = re.compile(
     r"\b(?:still\s+)?(?:running|pending|queued|in[ _-]?progress|processing"
     r"|not\s+(?:yet\s+)?(?:finished|done|complete|completed))\b"
 )
+# A command job's status, first in its answer (Claude Code's `BashOutput`), over what the job printed.
+_STATUS = re.compile(r"^\s*(?:<status>|status:)\s*(?:still\s+)?(?:running|pending|queued|in[ _-]?progress)\b")
+STATUS_CHARS = 200  # where a command job's answer says its status: its start
 # What frames a status: tags (`<status>`), its labels, punctuation, and what `strip_volatile` left of a time.
 _FRAME = re.compile(r"</?[a-z_-]+>|\b(?:status|state|phase|job|process|task|is|yet)\b|[\s#.:,;\[\](){}\"'=-]+")
 
 
 def still_running(result: ToolResult) -> bool:
-    """Whether a result only says the job it was asked about is still running (see the module's docstring)."""
+    """Whether a result says the job it was asked about is still running (see the module's docstring)."""
     content = result.content
+    if _STATUS.match(content[:STATUS_CHARS].lower()):
+        return True
     if len(content) > TRIVIAL_CHARS or not content.strip():
         return False
     value = result.value if result.value is not None else result_json(result)

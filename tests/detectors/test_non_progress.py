@@ -381,3 +381,23 @@ async def test_a_status_with_a_progress_figure_that_stays_put_is_judged_as_any_r
     """The job says how far it got: the same figure three times is the same answer three times."""
     turns: list[Turn] = [[("check_job", {"job": "j1"}, {"status": "running", "progress": 20})] for _ in range(4)]
     assert first_trip(await RunSimulator([NonProgress()]).run(agent_loop(turns))) == 4
+
+
+def printed(books: int) -> str:
+    """`BashOutput` on a background ingestion that prints a line per book: still running, `books` done."""
+    lines = "".join(f"Processing: book {i}\n  Stored: 710 vectors\n" for i in range(books))
+    return (
+        f"<status>running</status>\n\n<stdout>\nFound 51 files to process\n{lines}</stdout>\n\n<timestamp>#</timestamp>"
+    )
+
+
+async def test_a_job_s_log_silent_for_a_few_checks_during_a_long_step_is_waiting() -> None:
+    """Checked every 4 s, a book done every few checks: three checks found the same output while one large book
+    was embedded, then the next line came. A log that stays the same ten checks in 40 s is a busy loop."""
+    done = [1, 2, 2, 3, 3, 3, 4, 5, 5, 6]
+    turns: list[Turn] = [[("BashOutput", {"bash_id": "ad2a83"}, printed(n))] for n in done]
+    steps = [dataclasses.replace(step, advance=4.0) for step in agent_loop(turns)]
+    assert first_trip(await RunSimulator([NonProgress()]).run(steps)) is None
+    silent: list[Turn] = [[("BashOutput", {"bash_id": "ad2a83"}, printed(3))] for _ in range(12)]
+    steps = [dataclasses.replace(step, advance=4.0) for step in agent_loop(silent)]
+    assert first_trip(await RunSimulator([NonProgress()]).run(steps)) == 11

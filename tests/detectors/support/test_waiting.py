@@ -17,6 +17,10 @@ from runguard.proxy.core.events import ToolResult
         '{"state": "IN_PROGRESS"}',
         "Job is still running",
         "Status: queued",
+        # A command job's status over what it printed so far (a log is silent during a long step).
+        "<status>running</status>\n\n<stdout>\nFound 51 files to process\n"
+        + "Stored: 710 vectors\n" * 40
+        + "</stdout>",
     ],
 )
 def test_a_status_that_only_says_the_job_has_not_finished_is_still_running(content: str) -> None:
@@ -27,7 +31,7 @@ def test_a_status_that_only_says_the_job_has_not_finished_is_still_running(conte
     "content",
     [
         '{"status": "running", "progress": 20}',  # how far it got: judged as any answer
-        "<status>running</status>\n\n<stdout>\nFound 12 files to process\n</stdout>",  # what it printed
+        "<status>completed</status>\n\n<exit_code>0</exit_code>\n\n<stdout>\nDone\n</stdout>",
         "Command running in background with ID: a63b8e",  # the job started
         "Shell a63b8e is not running, so cannot be killed (status: completed)",
         "Error: job failed",
