@@ -9,13 +9,14 @@ from runguard.detectors.support import Detector, DetectorConfig, Evidence, Reque
 
 class MaxRequestsConfig(DetectorConfig):
     limit: int = Field(
-        250,
+        500,
         ge=1,
         description="Model requests one run may make; the request after the last allowed one is stopped. "
         "Real coding agents fixing one repository issue make 50 to 150 calls (a fifth of the recorded coding "
-        "sessions make 100 or more; the longest of 690 recorded sessions made 145), and their own step limits "
-        "are 150-250: the default is past them. Set it to about twice the steps your hardest legitimate task "
-        "needs.",
+        "sessions make 100 or more), and their own step limits are 150-250; a developer working with Claude "
+        "Code for two hours, new prompts in one conversation, made 371 calls in one run (the longest of 772 "
+        "recorded sessions): the default is past them. Set it to about twice the steps your hardest legitimate "
+        "task needs.",
         json_schema_extra={"tighten": "lower"},
     )
 

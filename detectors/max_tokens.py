@@ -3,8 +3,8 @@
 A coding-agent CLI re-sends its 20-70k-token conversation on every request, most of it read from the
 provider's prompt cache at a tenth of the input price or less (86% of the prompt tokens of the recorded
 coding sessions were cache reads). Counted like fresh tokens, a healthy session reached 2,000,000 in 59 to
-94 calls; counted at a tenth (`cached_weight`), the longest recorded one (5.35M tokens, 142 calls) reaches
-about 1.2M. The run's cache reads are counted here, from each response's usage.
+94 calls; counted at a tenth (`cached_weight`), a developer's two-hour Claude Code session of 371 calls
+reaches about 4.3M (30M tokens sent). The run's cache reads are counted here, from each response's usage.
 """
 
 from __future__ import annotations
@@ -29,13 +29,13 @@ CACHED = "cached"  # the run's cache-read input tokens
 
 class MaxTokensConfig(DetectorConfig):
     limit: int = Field(
-        2_000_000,
+        5_000_000,
         ge=1,
         description="Input plus output tokens one run may use (cache reads weighed by `cached_weight`); once "
         "reached, its next request is stopped. Every step re-sends the whole conversation: real coding "
-        "sessions send 10-30k-token contexts per step (coding-agent CLIs 50-70k, mostly cache reads) and make "
-        "up to 145 calls; the longest recorded session used 5.35M tokens, about 1.2M weighed, and none of "
-        "the 690 recorded sessions reaches the default weighed.",
+        "sessions send 10-30k-token contexts per step (coding-agent CLIs 50-100k, mostly cache reads) and make "
+        "up to 371 calls; the most a recorded session used is 30M tokens, 4.3M weighed (Claude Code, two "
+        "hours of interactive work; usage reconstructed from its export), then 3.1M (212 calls) and 2.0M.",
         json_schema_extra={"tighten": "lower"},
     )
     cached_weight: float = Field(

@@ -13,7 +13,7 @@ requests it had made (the 70 sessions of the real-session corpus judged stuck,
 stopped at 1,692 calls in all, had 1,789 calls left before their own step
 limits or their end: 1.06; `python -m bench.corpus tail` measures it), never
 past its own limits: its step cap (`max_requests.limit` as that run had it, a
-header's `X-RunGuard-Max-Requests` included; 250 by default) or its budget
+header's `X-RunGuard-Max-Requests` included; 500 by default) or its budget
 (`budget.run_usd`, a header's `X-RunGuard-Budget-Usd` included), whichever
 comes first, so the estimate is
 

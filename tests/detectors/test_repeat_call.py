@@ -79,3 +79,28 @@ async def test_a_job_still_running_checked_again_and_again_is_left_to_non_progre
     running = "<status>running</status>\n\n<timestamp>2025-12-01T04:48:27.620Z</timestamp>"
     turns = [[("BashOutput", {"bash_id": "79cab7"}, running)] for _ in range(12)]
     assert first_trip(await RunSimulator([RepeatCall()]).run(agent_loop(turns))) is None
+
+
+async def test_rebuilding_after_each_new_edit_is_checking_the_edit_not_repeating() -> None:
+    """A real Claude Code session rebuilt its plugin after each of a dozen new edits; the build printed the same
+    lines every time. Each new edit starts the count again; a new user message does too."""
+    build = ("Bash", {"command": "npm run build && cp -r dist/* ../plugins/"}, "Done. Deployed")
+    turns: list[Turn] = []
+    for i in range(8):
+        turns.append(
+            [("Edit", {"file_path": "app.svelte", "old_string": f"v{i}", "new_string": f"v{i + 1}"}, f"ok {i}")]
+        )
+        turns.append([build])
+    assert first_trip(await RunSimulator([RepeatCall()]).run(agent_loop(turns))) is None
+
+
+async def test_the_same_build_with_no_change_between_is_still_a_repeat() -> None:
+    build = ("Bash", {"command": "npm run build"}, "error TS2304: Cannot find name 'x'")
+    turns: list[Turn] = [[("Edit", {"file_path": "a.ts", "old_string": "y", "new_string": "x"}, "ok")]]
+    turns += [[build], [("Read", {"file_path": "a.ts"}, "let x")]] * 4  # reading between the builds changes nothing
+    assert first_trip(await RunSimulator([RepeatCall()]).run(agent_loop(turns))) == 9
+    flipping: list[Turn] = []
+    for i in range(6):  # the same two edits back and forth: nothing new after the first two
+        flipping.append([("Edit", {"file_path": "a.ts", "old_string": "ab"[i % 2], "new_string": "ba"[i % 2]}, "ok")])
+        flipping.append([build])
+    assert first_trip(await RunSimulator([RepeatCall()]).run(agent_loop(flipping))) == 11
