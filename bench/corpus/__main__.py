@@ -29,7 +29,7 @@ def main() -> None:
     sources_cmd.add_argument("report", type=Path, help="the output of `runguard-proxy replay DIR --json`")
     sources_cmd.add_argument("--build", type=Path, default=OUT, help="the build the report replayed")
     sources_cmd.add_argument("--verdicts", type=Path, default=judge.VERDICTS, help="folder of verdict *.jsonl files")
-    tail_cmd = commands.add_parser("tail", help="the calls stuck sessions had left after their stops (costs.TAIL)")
+    tail_cmd = commands.add_parser("tail", help="the calls stuck sessions had left after their stops (costs.TAILS)")
     tail_cmd.add_argument("report", type=Path, help="the output of `runguard-proxy replay DIR --json`")
     tail_cmd.add_argument("--verdicts", type=Path, default=judge.VERDICTS, help="folder of verdict *.jsonl files")
     usage_cmd = commands.add_parser("usage", help="rebuilt usage against recorded usage (usage_check)")

@@ -3,8 +3,8 @@
 The dashboard's cost avoided (`runguard.proxy.store.costs`) projects a stopped run's pace over the
 requests it would most likely still have made. This measures that on the corpus: for every stop of a
 session judged stuck, the recorded calls from the stopped one to the session's end (its own step limit
-or its end, what the stop really avoided) against the calls it had reached. The ratio of the sums is
-`costs.TAIL`.
+or its end, what the stop really avoided) against the calls it had reached. The ratio of the sums, per
+detector, is `costs.TAILS` (for a detector with five or more such stops) and for all together `costs.TAIL`.
 """
 
 from __future__ import annotations

@@ -49,7 +49,7 @@ def trip_record(
         at=at,
         usd_so_far=spent,
         tokens_so_far=tokens,
-        usd_avoided_estimate=costs.avoided_estimate(finding.action, spent, index, step_cap, budget),
+        usd_avoided_estimate=costs.avoided_estimate(finding.action, spent, index, step_cap, budget, finding.detector),
         evidence=(
             evidence.with_content(finding.verdict.evidence, ticket.request, seen.response if seen else None)
             if with_texts

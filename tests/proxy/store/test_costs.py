@@ -2,7 +2,8 @@
 
 A warning stops nothing and avoids nothing ($0 everywhere: `show` used to print an estimate for it while
 `trips` printed $0); a blocking trip's estimate is the run's cost per request times the requests it would most
-likely still have made (TAIL times those it made, within its step cap and budget), and `show`, `trips`,
+likely still have made (what stuck sessions its detector stopped went on to make, within its step cap and
+budget), and `show`, `trips`,
 the admin API, the dashboard and the metric all print that number.
 """
 
@@ -26,8 +27,12 @@ from tests.support.upstream import FakeUpstream
 
 
 def test_the_estimate() -> None:
-    """A stuck run goes on for about TAIL times the requests it made (fitted on the corpus), not to its cap."""
+    """A stuck run goes on for about T times the requests it made (T fitted per detector on the corpus), not to
+    its cap."""
     assert costs.avoided_estimate("block", spent=0.4, index=4, step_cap=100) == pytest.approx(0.1 * 4 * costs.TAIL)
+    looping = costs.avoided_estimate("block", spent=0.4, index=4, step_cap=100, detector="text_loop")
+    polling = costs.avoided_estimate("block", spent=0.4, index=4, step_cap=100, detector="non_progress")
+    assert looping == pytest.approx(0.1 * 4 * 1.1) and polling == pytest.approx(0.1 * 4 * 10.6)
     assert costs.avoided_estimate("block", spent=0.4, index=4, step_cap=6) == pytest.approx(0.1 * 2)  # its cap first
     assert costs.avoided_estimate("warn", spent=0.4, index=4, step_cap=100) == 0.0
     assert costs.avoided_estimate("block", spent=0.4, index=120, step_cap=100) == 0.0  # past the cap
@@ -37,9 +42,9 @@ def test_the_estimate() -> None:
 def test_the_estimate_never_passes_the_run_s_own_budget() -> None:
     """A runaway at $1 a request, stopped at its 4th with a $5 budget, would have been stopped at $5 anyway."""
     assert costs.avoided_estimate("block", spent=4.0, index=4, step_cap=250, budget=5.0) == pytest.approx(1.0)
-    assert costs.avoided_estimate("block", spent=2.0, index=4, step_cap=250, budget=5.0) == pytest.approx(2.2)
+    assert costs.avoided_estimate("block", spent=2.0, index=4, step_cap=250, budget=5.0) == pytest.approx(3.0)
     assert costs.avoided_estimate("block", spent=6.0, index=4, step_cap=250, budget=5.0) == 0.0
-    assert costs.avoided_estimate("block", spent=0.04, index=4, step_cap=100, budget=5.0) == pytest.approx(0.044)
+    assert costs.avoided_estimate("block", spent=0.04, index=4, step_cap=100, budget=5.0) == pytest.approx(0.064)
 
 
 async def test_every_view_shows_the_same_cost_avoided(upstream: FakeUpstream, tmp_path: Path) -> None:
@@ -67,7 +72,7 @@ async def test_every_view_shows_the_same_cost_avoided(upstream: FakeUpstream, tm
     estimate = stop["usd_avoided"]
     cap, budget = MaxRequestsConfig().limit, BudgetConfig().run_usd
     spent, index = stop["usd_so_far"], stop["request_index"]
-    assert estimate == pytest.approx(costs.avoided_estimate("block", spent, index, cap, budget))
+    assert estimate == pytest.approx(costs.avoided_estimate("block", spent, index, cap, budget, "non_progress"))
     assert estimate > 0 and admin["summary"]["usd_avoided"] == pytest.approx(estimate)
     shown = orjson.loads((await cli("show", "costs-run", "--json", database_url=store_url)).stdout)
     assert {t["detector"]: t["usd_avoided"] for t in shown["trips"]} == {
@@ -79,7 +84,7 @@ async def test_every_view_shows_the_same_cost_avoided(upstream: FakeUpstream, tm
     assert f'runguard_usd_avoided_total{{detector="non_progress"}} {estimate}' in metrics
     assert 'runguard_usd_avoided_total{detector="consecutive_same_tool"}' not in metrics
     assert f"${estimate:,.4f}" in page and "$0.0000" in page
-    assert "1.1 times those it made" in page  # the estimate's basis beside it
+    assert "non_progress 10.6x" in page  # the estimate's basis beside it
 
 
 def shown_avoided(shown: dict[str, list[dict[str, float]]]) -> dict[str, object]:

@@ -39,7 +39,7 @@ async def test_the_cards_add_up_the_store_s_figures(upstream: FakeUpstream, tmp_
     assert (_card(text, "Trips, last 24 h"), _card(text, "Warnings, last 24 h")) == ("1", "1")
     assert _card(text, "Cost avoided, last 24 h (est.)") == "$1.2500"
     assert _card(text, "Cost avoided, last 7 days (est.)") == "$5.2500"
-    assert "1.1 times those it made" in text and "never past its own step cap or budget" in text  # its basis
+    assert "text_loop 1.1x" in text and "never past its own step cap or budget" in text  # its basis
     live = text.split("<h2>Runs live now</h2>", 1)[1]
     assert "ov-live" in live and "ov-done" not in live and "ov-old" not in live
     assert "team-alpha" in text and ">k_b<" in text  # the key's label names its series; a key without one its hash
