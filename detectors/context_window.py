@@ -27,7 +27,7 @@ class ContextWindowConfig(DetectorConfig):
         gt=0,
         le=1,
         description="Share of the model's context window at which a request is stopped. A real Claude Code "
-        "session on Opus 4.5 sent 171,000 of 200,000 tokens (86%) while finishing its work: coding agents "
+        "session on Opus 4.5 reached 90% of its 200,000-token window while finishing its work: coding agents "
         "compact their own context near there, and a request past the window fails at the provider anyway.",
         json_schema_extra={"tighten": "lower"},
     )

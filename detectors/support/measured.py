@@ -26,26 +26,22 @@ class Measured:
     before: tuple[int, int, int]  # (stopped, of which progress, of which nobody read) at the round's start
 
 
-SESSIONS = 690
-CALLS = 21_334
-LONG = 11  # sessions over 100 calls
-STUCK = 70  # sessions judged stuck (bench/corpus/verdicts), stopped or not
-RESPONSES = 19_249
-WARNED = 410
-WARNED_BEFORE = (1_714, 18_008)
+SESSIONS = 772
+CALLS = 25_394
+LONG = 23  # sessions over 100 calls
+STUCK = 76  # sessions judged stuck (bench/corpus/verdicts), stopped or not
+RESPONSES = 22_317
+WARNED = 382
+WARNED_BEFORE = (838, 21_795)
 ROWS = (
-    Measured("text_loop", 78, 1, 67, 10, (84, 12, 0)),
-    Measured("non_progress", 3, 0, 2, 1, (5, 1, 1)),
-    Measured("spiral", 2, 0, 1, 1, (4, 1, 1)),
-    Measured("novelty", 0, 0, 0, 0, (4, 4, 0)),
-    Measured("context_growth", 0, 0, 0, 0, (1, 1, 0)),
-    Measured("fan_out", 0, 0, 0, 0, (1, 1, 0)),
-    Measured("max_tokens", 0, 0, 0, 0, (36, 0, 36)),
-    Measured("max_requests", 0, 0, 0, 0, (2, 0, 2)),
-    Measured("budget", 0, 0, 0, 0, (1, 0, 0)),
-    Measured("timeout", 0, 0, 0, 0, (1, 0, 1)),
+    Measured("text_loop", 78, 0, 68, 10, (78, 1, 0)),
+    Measured("non_progress", 9, 0, 7, 2, (13, 3, 0)),
+    Measured("spiral", 2, 0, 1, 1, (2, 0, 0)),
+    Measured("budget", 0, 0, 0, 0, (1, 1, 0)),
+    Measured("max_tokens", 0, 0, 0, 0, (1, 1, 0)),
+    Measured("parallel_calls", 0, 0, 0, 0, (1, 1, 0)),
 )
-WARNINGS = (("consecutive_same_tool", 274, 1_077), ("tool_storm", 185, 1_248))
+WARNINGS = (("consecutive_same_tool", 210, 388), ("tool_storm", 171, 565), ("context_window", 13, 0))
 
 
 def _share(part: int, whole: int) -> str:
@@ -67,12 +63,13 @@ def render() -> str:
         "",
         f"Replayed at the defaults: {SESSIONS} recorded sessions ({CALLS:,} model calls) of six agent "
         "families (mini-swe-agent and Live-SWE-agent on SWE-bench, SWE-agent on Java issues and SWE-agent "
-        f"1.x on SWE-bench, OpenHands, Claude Code, tau-bench airline), {LONG} of them over 100 calls "
+        f"1.x on SWE-bench, OpenHands, Claude Code on SWE-bench and in developers' own projects, tau-bench "
+        f"airline), {LONG} of them over 100 calls "
         "([corpus.md](corpus.md)). Each stop was judged by reading the session (stuck, making progress or "
         "borderline; the verdicts are in `bench/corpus/verdicts/`). The false-stop rate is the share of all "
         f"sessions stopped while making progress; the catch rate, the share of the {STUCK} sessions judged "
-        "stuck that the detector stopped. Before: the defaults of the release before, over the same "
-        "sessions (unread: stops nobody judged). Reproduce: `python -m bench.corpus build`, "
+        "stuck that the detector stopped. Before: the defaults of the release before (900257a), over the "
+        "same sessions (unread: stops nobody judged). Reproduce: `python -m bench.corpus build`, "
         "`runguard-proxy replay bench/corpus/build --json > r.json`, `python -m bench.corpus judge r.json`.",
         "",
         "| detector | sessions stopped | false stops (making progress) | false-stop rate | stuck caught | "
@@ -92,8 +89,8 @@ def render() -> str:
         f"Warnings: {WARNED} of {RESPONSES:,} responses ({_share(WARNED, RESPONSES)}; before, "
         f"{_share(*WARNED_BEFORE)}): "
         + ", ".join(f"`{name}` {now} (before {then})" for name, now, then in WARNINGS)
-        + ". The one false stop left is `text_loop`'s: a text-protocol agent that re-views a file it has "
-        "already shown whole and then writes a new search it has not yet seen the answer of. What real sessions reach "
+        + ". A warning marks a count reaching its threshold and each doubling of it, not every response after "
+        "(`context_window`'s are one session working at 70-90% of its window). What real sessions reach "
         "beside each cap is in its settings.",
     ]
     return "\n".join(lines)
