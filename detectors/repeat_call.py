@@ -13,7 +13,7 @@ and rebuilds gets the same "built" every time, and a developer's new message
 changes what the next identical command means. Repeats are counted since the
 last change the window had not seen before (an edit, a write or a command that
 does more than read, `changes`, with new arguments or a new answer) or the last
-new user message. Reading between two retries changes nothing: a 403 page
+new user message sent beside tool results. Reading between two retries changes nothing: a 403 page
 fetched again after each new search still counts. A fix-test loop flipping one
 line back and forth repeats its edits, so it is still counted (and
 `non_progress` stops it first).
@@ -82,7 +82,8 @@ def _items(request: RequestInfo) -> tuple[str, ...]:
         f"{CHANGE if changes(call) else ''}{_triple(call, result)}:{result_uniq(request, result, position)}"
         for position, call, result in _counted(request)
     )
-    return (f"{NEW_TURN}:{request.message_count}", *items) if request.new_user_turn else items
+    # Marked only beside results: a request of results alone is what this detector reads (`reads_results`).
+    return (f"{NEW_TURN}:{request.message_count}", *items) if items and request.new_user_turn else items
 
 
 def repeats(window: tuple[str, ...]) -> dict[str, int]:

@@ -83,7 +83,7 @@ async def test_a_job_still_running_checked_again_and_again_is_left_to_non_progre
 
 async def test_rebuilding_after_each_new_edit_is_checking_the_edit_not_repeating() -> None:
     """A real Claude Code session rebuilt its plugin after each of a dozen new edits; the build printed the same
-    lines every time. Each new edit starts the count again; a new user message does too."""
+    lines every time. Each new edit starts the count again."""
     build = ("Bash", {"command": "npm run build && cp -r dist/* ../plugins/"}, "Done. Deployed")
     turns: list[Turn] = []
     for i in range(8):
