@@ -74,7 +74,7 @@ class ConsecutiveSameTool(Detector[ConsecutiveSameToolConfig]):
         if not isinstance(turns, tuple) or not turns or turns[-1].startswith("+"):
             return None
         streak = next((i for i, item in enumerate(reversed(turns)) if item != turns[-1]), len(turns))
-        if streak < cfg.threshold or not marks(streak, cfg.threshold):
+        if not marks(streak, cfg.threshold):  # under the threshold, or between its marks
             return None
         tool = chosen_work(seen.response)[0].name
         seq = seen.facts.request_index

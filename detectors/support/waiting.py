@@ -21,7 +21,7 @@ from __future__ import annotations
 import re
 
 from runguard.detectors.support.commands import TRIVIAL_CHARS
-from runguard.detectors.support.normalize import DEFAULT_VOLATILE, result_json, strip_volatile
+from runguard.detectors.support.normalize import DEFAULT_VOLATILE, remember, result_json, strip_volatile
 from runguard.proxy.core.events import ToolResult
 
 _RUNNING = re.compile(
@@ -35,8 +35,17 @@ STATUS_CHARS = 200  # where a command job's answer says its status: its start
 _FRAME = re.compile(r"</?[a-z_-]+>|\b(?:status|state|phase|job|process|task|is|yet)\b|[\s#.:,;\[\](){}\"'=-]+")
 
 
+_MEMO = "running"
+
+
 def still_running(result: ToolResult) -> bool:
-    """Whether a result says the job it was asked about is still running (see the module's docstring)."""
+    """Whether a result says the job it was asked about is still running (see the module's docstring).
+    Read once per result: non_progress, repeat_call, stagnation and oscillation ask of the same results."""
+    found: bool | None = result.derived.get(_MEMO)
+    return found if found is not None else remember(result.derived, _MEMO, _still_running(result))
+
+
+def _still_running(result: ToolResult) -> bool:
     content = result.content
     if _STATUS.match(content[:STATUS_CHARS].lower()):
         return True
