@@ -290,10 +290,31 @@ def strip_volatile(text: str) -> str:
     return _VOLATILE.sub("#", text[:HEAD_CHARS]) + middle + _VOLATILE.sub("#", text[-TAIL_CHARS:])
 
 
+# Where a result's JSON text may hold what `_drop_keys` changes: a default volatile key (lowercase, quoted) or a
+# string that may be JSON text (`"{`, `"[`); a \u escape (`_keeps_all`) could spell either.
+_MAY_DROP = re.compile(r'"(?:[{\[]|(?:' + "|".join(re.escape(key) for key in sorted(DEFAULT_VOLATILE)) + ')")')
+PLAIN_CHARS = 2_048  # a longer text is not scanned: its scan (~4 ns a character) may cost more than the walk
+
+
+def _keeps_all(text: str, volatile_keys: Collection[str]) -> bool:
+    """Whether `_drop_keys` would return the value of `text` (JSON) unchanged, read from the text: a short one
+    with keys among the defaults, nothing in it that `_MAY_DROP`. For a small JSON result, the walk that copies
+    its value was most of its digest's cost; the scan costs half as much."""
+    if len(text) > PLAIN_CHARS or not DEFAULT_VOLATILE.issuperset(volatile_keys):
+        return False
+    lowered = text.lower()
+    return "\\u" not in lowered and _MAY_DROP.search(lowered) is None
+
+
 def _hashed(value: Any, text: str, volatile_keys: Collection[str]) -> str:
     """`value_digest` of a result's JSON value (`NOT_JSON`: its text is no JSON), else a hash of its text
-    without its volatile parts (`strip_volatile`)."""
+    without its volatile parts (`strip_volatile`). `text` is the value's source or dump (`ToolResult.value`)."""
     if value is not NOT_JSON:
+        if _keeps_all(text, volatile_keys):
+            try:
+                return digest(orjson.dumps(value, option=orjson.OPT_SORT_KEYS))
+            except TypeError:  # too deep to dump, perhaps less once a key is dropped: as before, below
+                pass
         try:
             return value_digest(value, volatile_keys)
         except TypeError:  # nested deeper than orjson dumps: hashed as text

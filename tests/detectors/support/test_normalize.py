@@ -88,6 +88,22 @@ def test_a_result_hashes_as_its_value_without_volatile_keys_at_any_depth(value: 
     assert result_digest(dumps_text(value), keys) == expected
 
 
+@given(_OBJECTS, st.sampled_from([normalize.DEFAULT_VOLATILE, lowered(["id"]), frozenset()]))
+def test_a_result_s_escaped_text_hashes_as_its_value_without_volatile_keys(value: object, keys: frozenset[str]) -> None:
+    try:
+        text = json.dumps(value, allow_nan=False)  # every non-ASCII character as a \u escape
+    except ValueError:
+        return  # an infinity: no JSON text
+    expected = digest(orjson.dumps(_without(value, keys), option=orjson.OPT_SORT_KEYS))
+    assert result_digest(text, keys) == expected
+
+
+def test_a_volatile_key_or_json_text_spelled_with_escapes_counts_too() -> None:
+    assert result_digest('{"\\u0069D": 1, "a": 2}') == result_digest('{"a": 2}')
+    assert result_digest('{"a": "\\u007b\\"Id\\": 3}"}') == result_digest('{"a": {}}')
+    assert result_digest('{"a": "\\u005b1, 2]"}') == result_digest('{"a": [1, 2]}')
+
+
 def test_volatile_keys_inside_json_text_inside_a_result_are_dropped_too() -> None:
     # Gemini wraps a tool's text as {"result": "<text>"}; MCP tools answer with JSON in a text part.
     def wrapped(request_id: str, at: str) -> str:
