@@ -143,37 +143,42 @@ class Spiral(Detector[SpiralConfig]):
         asked = f"^{call_args_digest(call)[:8]}" if _answer_tells(call) else ""
         return f"{turn}~{pages}/{call_targets(call)}{asked}|{call_sketch_packed(call)}"
 
-    def _answers(self, seen: ResponseSeen) -> dict[str, list[str]]:
-        """Per command tool, the answers this request brings back: "<its call's args digest>=<result digest>"."""
+    def _answers(self, seen: ResponseSeen, tools: set[str]) -> dict[str, list[str]]:
+        """Per command tool among `tools`, the answers this request brings back: "<its call's args digest>=<result
+        digest>". Only the tools whose answers are pushed are read: most responses call a tool that is no
+        command and the run knows no other yet, and then nothing is (a call's `_answer_tells` costs ~1 us)."""
         answers: dict[str, list[str]] = {}
+        if not tools:
+            return answers
         for call, result in paired_results(seen.request):
-            if call is not None and _answer_tells(call):
-                item = f"{call_args_digest(call)[:8]}={result_digest_of(result)[:8]}"
-                answers.setdefault(call_tag(call), []).append(item)
+            if call is not None and (tool := call_tag(call)) in tools and _answer_tells(call):
+                answers.setdefault(tool, []).append(f"{call_args_digest(call)[:8]}={result_digest_of(result)[:8]}")
         return answers
 
     def plan_response(self, seen: ResponseSeen, cfg: SpiralConfig) -> Plan:
-        entries: dict[str, list[str]] = {}
-        turn = str(seen.facts.request_index)  # each request of a run has its own
+        calls: dict[str, list[ToolCall]] = {}
         for call in tool_work(seen.response):  # a leader's similar tasks for its members are a fan-out
-            entries.setdefault(call_tag(call), []).append(self._entry(turn, call, cfg))
-        answers = self._answers(seen)
+            calls.setdefault(call_tag(call), []).append(call)
         roster = seen.before.get("tools")
         known = set(roster) if isinstance(roster, tuple) else set()
+        # Only the calls of tools with a place on the roster are kept: the others' entries would go nowhere.
+        admitted, new = tally.admit(roster, calls, MAX_TOOLS) if calls else ([], [])
+        turn = str(seen.facts.request_index)  # each request of a run has its own
+        entries = {t: tuple([self._entry(turn, call, cfg) for call in calls[t]]) for t in admitted}
+        told = {t for t, batch in entries.items() if any("^" in entry for entry in batch)}  # command tools'
+        answers = self._answers(seen, (known - calls.keys()) | told)
         # What a tool this response does not call got back is kept too: a calculation between other calls.
         plan: dict[str, Op] = {
             f"r.{t}": Push(Scope.RUN, f"r.{t}", tuple(heard), keep=4 * cfg.window)
             for t, heard in answers.items()
-            if t in known and t not in entries
+            if t in known and t not in calls
         }
-        if not entries:
+        if not calls:
             return plan
-        admitted, new = tally.admit(roster, entries, MAX_TOOLS)
         # A batch stays whole beside the window's earlier calls (up to twice the window): pairs are of turns.
-        for t in admitted:
-            batch = tuple(entries[t])
+        for t, batch in entries.items():
             plan[f"w.{t}"] = Push(Scope.RUN, f"w.{t}", batch, keep=min(cfg.window + len(batch) - 1, 2 * cfg.window))
-            if any("^" in entry for entry in batch):  # a command tool's: what its calls got back
+            if t in told:  # a command tool's: what its calls got back
                 heard = tuple(answers.get(t, ()))
                 plan[f"r.{t}"] = (
                     Push(Scope.RUN, f"r.{t}", heard, keep=4 * cfg.window) if heard else Get(Scope.RUN, f"r.{t}")

@@ -48,6 +48,7 @@ _WORD = re.compile(r"[a-z0-9]+")
 _SPACE = re.compile(r"\s")
 _AROUND = "'\"`()[]{}<>,;:!?"  # quotes and punctuation around a word of free text
 _PARSE = object()  # `_sketch` reads its arguments' value itself
+_SCALARS = frozenset((int, float, bool, type(None)))  # JSON values that are one word each
 Sketch = tuple[tuple[str, tuple[str, ...]], ...]  # (argument tag, its token hashes) per top-level argument
 
 
@@ -142,6 +143,10 @@ def _sketch(arguments: str, names: set[str], parsed: Any = _PARSE) -> Sketch:
                 elif text:
                     words.append(text.lower())
                 groups.append((_tag(f"{key}\x00\x01{item}"), words))
+            elif type(item) in _SCALARS:  # a number, a flag: its one word is its dump, the tag's too (dumped once)
+                dumped = sorted_dump(item)
+                words.append(dumped)
+                groups.append((_tag(f"{key}\x00{dumped}"), words))
             else:
                 _words(item, words, names)
                 groups.append((_tag(f"{key}\x00{sorted_dump(item)}"), words))
