@@ -44,13 +44,15 @@ DETECTOR_LIMITS: dict[str, dict[str, Any]] = {
 }
 
 
-def config_data(max_runs: int | None = None, frame: bool = False) -> dict[str, Any]:
-    """The bench's settings; `frame`: every detector off, no access log (with no store, the proxy's bare frame)."""
+def config_data(max_runs: int | None = None, frame: bool = False, access_log: bool = True) -> dict[str, Any]:
+    """The bench's settings; `frame`: every detector off, no access log (with no store, the proxy's bare frame);
+    `access_log`: False turns the access log off with the detectors on."""
     data: dict[str, Any] = {"guard": {"detectors": DETECTOR_LIMITS}}
     if frame:
         from runguard.detectors.registry import DETECTOR_CLASSES
 
         data = {"guard": {"detectors": {cls.name: {"action": "off"} for cls in DETECTOR_CLASSES}}}
+    if frame or not access_log:
         data["log"] = {"access_log": False}
     if max_runs is not None:
         data["runs"] = {"max_runs": max_runs}
@@ -58,10 +60,14 @@ def config_data(max_runs: int | None = None, frame: bool = False) -> dict[str, A
 
 
 def write_config(
-    path: Path, max_runs: int | None = None, frame: bool = False, store: Mapping[str, Any] | None = None
+    path: Path,
+    max_runs: int | None = None,
+    frame: bool = False,
+    store: Mapping[str, Any] | None = None,
+    access_log: bool = True,
 ) -> Path:
     """The bench's settings as a config file; `store`: record-store settings (e.g. its flush interval)."""
-    data = config_data(max_runs, frame)
+    data = config_data(max_runs, frame, access_log)
     if store:
         data["store"] = dict(store)
     path.write_text(yaml.safe_dump(data, sort_keys=False), encoding="utf-8")
@@ -105,18 +111,22 @@ def start_proxy(
     wrapper: Sequence[str] = (),
     timeout: float = 30.0,
     workers: int = 1,
+    records: bool = True,
+    access_log: bool = True,
 ) -> Service:
     """`runguard-proxy serve` as the bench target `name`, its config, home and SQLite file under `tmp`.
 
-    `frame`: every detector off, no store; `source`: the code of another checkout; `state_url`
-    and `key_prefix`: a shared state backend; `database_url`: the record store, instead of its own
-    SQLite file; `wrapper`: a command the proxy runs under (valgrind).
+    `frame`: every detector off, no store; `records`, `access_log`: False turns the record store or the
+    access log off with the detectors on (`bench.server_instructions --parts`); `source`: the code of
+    another checkout; `state_url` and `key_prefix`: a shared state backend; `database_url`: the record
+    store, instead of its own SQLite file; `wrapper`: a command the proxy runs under (valgrind).
     Returns once `/runguard/health` answers; ProcessFailed or FileNotFoundError if it does not start.
     """
     port = free_port()
-    config = write_config(tmp / f"{name}.yaml", max_runs, frame, store)
-    env = proxy_env(upstream, tmp / f"home-{name}", None if frame else tmp / f"{name}.db", state_url, key_prefix)
-    if database_url and not frame:
+    config = write_config(tmp / f"{name}.yaml", max_runs, frame, store, access_log)
+    recorded = records and not frame
+    env = proxy_env(upstream, tmp / f"home-{name}", tmp / f"{name}.db" if recorded else None, state_url, key_prefix)
+    if database_url and recorded:
         env["RUNGUARD_DATABASE_URL"] = database_url
     if source is not None:
         env["PYTHONPATH"] = source_path(source, tmp / f"layout-{name}")

@@ -3,7 +3,7 @@
     python -m bench.server_instructions [--api chat|responses|gemini|all] [--stream]
                                         [--size small|large|long|growth]
                                         [--response tokens|large] [--pace-ms MS]
-                                        [--requests 200] [--compare DIR] [--keep DIR]
+                                        [--requests 200] [--compare DIR] [--parts] [--keep DIR]
 
 `bench.instructions` counts the guard in-process; this counts what the CPU
 target is about, the server process serving real requests on loopback: the
@@ -21,7 +21,10 @@ changes show here, where `bench.instructions` does not see them. `--compare DIR`
 adds RunGuard from another checkout (a git worktree) beside this one.
 `--response tokens` answers each request with `bench.run`'s "tokens" stream
 (~250 small deltas; with `--pace-ms 1` one a millisecond, each arriving alone),
-`--response large` with about 300 KB of text. `--keep DIR` copies callgrind's
+`--response large` with about 300 KB of text. `--parts` also counts RunGuard
+without its record store and access log, and without its store, and prints
+what each part adds (the frame, the detectors, the access log, the store:
+each the difference of two servers). `--keep DIR` copies callgrind's
 dumps there (`<server>.cg.<n>`, one per scenario in order) for `callgrind_annotate`.
 
 Instructions are not CPU time: the kernel's work (the sockets, the same for
@@ -117,7 +120,17 @@ def _start_passthrough(services: Services, tmp: Path, upstream: str) -> Counted:
     return Counted("passthrough", service, out)
 
 
-def _start_proxy(services: Services, tmp: Path, upstream: str, name: str, frame: bool, source: Path | None) -> Counted:
+def _start_proxy(
+    services: Services,
+    tmp: Path,
+    upstream: str,
+    name: str,
+    frame: bool,
+    source: Path | None,
+    *,
+    records: bool = True,
+    access_log: bool = True,
+) -> Counted:
     out = tmp / f"{name}.cg"
     service = proxy_setup.start_proxy(
         services,
@@ -129,6 +142,8 @@ def _start_proxy(services: Services, tmp: Path, upstream: str, name: str, frame:
         store={"flush_interval": FLUSH_INTERVAL},
         wrapper=_valgrind(out),
         timeout=START_TIMEOUT,
+        records=records,
+        access_log=access_log,
     )
     return Counted(name, service, out)
 
@@ -184,6 +199,31 @@ def _table(scenarios: list[Scenario], counts: dict[str, dict[str, float]]) -> st
     return "\n".join(rows)
 
 
+# `--parts`: RunGuard built up a part at a time, each server one part more than the one before it.
+PARTS = (
+    ("the frame", "passthrough", "proxy_frame"),
+    ("the detectors", "proxy_frame", "proxy_detectors"),
+    ("the access log", "proxy_detectors", "proxy_logged"),
+    ("the record store", "proxy_logged", "proxy"),
+)
+
+
+def _parts_table(scenarios: list[Scenario], counts: dict[str, dict[str, float]]) -> str:
+    """Where RunGuard's instructions beyond the pass-through's go: each part's count (the difference of two
+    servers) and its share of RunGuard's whole count."""
+    head = f"{'scenario':24}" + "".join(f"{part:>22}{'share':>7}" for part, _, _ in PARTS)
+    rows = ["what each part adds per request (its share of RunGuard's count)", head, "-" * len(head)]
+    for scenario in scenarios:
+        label = scenario.label
+        whole = counts["proxy"][label]
+        cells = ""
+        for _, less, more in PARTS:
+            added = counts[more][label] - counts[less][label]
+            cells += f"{added:>22,.0f}{added / whole:>6.0%} "
+        rows.append(f"{label:24}{cells}")
+    return "\n".join(rows)
+
+
 def _keep(tmp: Path, folder: Path) -> None:
     """Copy callgrind's dumps (`<server>.cg.<n>`) from the scratch folder to `folder`."""
     folder.mkdir(parents=True, exist_ok=True)
@@ -202,6 +242,11 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--pace-ms", type=float, default=0.0, help="the upstream waits this long after every event")
     parser.add_argument("--requests", type=int, default=200)
     parser.add_argument("--compare", type=Path, help="also count RunGuard from this checkout (e.g. a git worktree)")
+    parser.add_argument(
+        "--parts",
+        action="store_true",
+        help="also count RunGuard without its store and access log, and without its store: what each part adds",
+    )
     parser.add_argument("--keep", type=Path, help="copy callgrind's dumps to this folder (for callgrind_annotate)")
     args = parser.parse_args(argv)
     if shutil.which("valgrind") is None or shutil.which("callgrind_control") is None:
@@ -216,6 +261,11 @@ def main(argv: list[str] | None = None) -> None:
         servers = {"passthrough": _start_passthrough(services, tmp, upstream)}
         servers["proxy_frame"] = _start_proxy(services, tmp, upstream, "proxy_frame", True, None)
         servers["proxy"] = _start_proxy(services, tmp, upstream, "proxy", False, None)
+        if args.parts:
+            servers["proxy_detectors"] = _start_proxy(
+                services, tmp, upstream, "proxy_detectors", False, None, records=False, access_log=False
+            )
+            servers["proxy_logged"] = _start_proxy(services, tmp, upstream, "proxy_logged", False, None, records=False)
         if args.compare:
             servers["proxy_before"] = _start_proxy(services, tmp, upstream, "proxy_before", False, args.compare)
         print(f"instructions per request of each server, {args.requests} requests per scenario after {WARMUP}")
@@ -227,6 +277,8 @@ def main(argv: list[str] | None = None) -> None:
         if args.keep:
             _keep(tmp, args.keep)
     print(_table(scenarios, counts))
+    if args.parts:
+        print(_parts_table(scenarios, counts))
 
 
 if __name__ == "__main__":
