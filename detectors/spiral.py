@@ -135,12 +135,12 @@ class Spiral(Detector[SpiralConfig]):
     def plan_request(self, seen: RequestSeen, cfg: SpiralConfig) -> Plan:
         return {"tools": tally.fetch("tools")}
 
-    def _entry(self, turn: str, call: ToolCall, cfg: SpiralConfig) -> str:
+    def _entry(self, turn: str, call: ToolCall, cfg: SpiralConfig, tells: bool) -> str:
         """One call as "<its turn>~<hash of its page values>/<hash of the files and numbers its text names>|<its
         packed argument sketch>": calls on other pages, or naming other files or numbers, are never a pair,
-        nor calls of one turn."""
+        nor calls of one turn. `tells`: `_answer_tells(call)`, which marks the entry with its args digest."""
         pages = call_keyed_digest(call, cfg.pagination)
-        asked = f"^{call_args_digest(call)[:8]}" if _answer_tells(call) else ""
+        asked = f"^{call_args_digest(call)[:8]}" if tells else ""
         return f"{turn}~{pages}/{call_targets(call)}{asked}|{call_sketch_packed(call)}"
 
     def _answers(self, seen: ResponseSeen, tools: set[str]) -> dict[str, list[str]]:
@@ -164,8 +164,16 @@ class Spiral(Detector[SpiralConfig]):
         # Only the calls of tools with a place on the roster are kept: the others' entries would go nowhere.
         admitted, new = tally.admit(roster, calls, MAX_TOOLS) if calls else ([], [])
         turn = str(seen.facts.request_index)  # each request of a run has its own
-        entries = {t: tuple([self._entry(turn, call, cfg) for call in calls[t]]) for t in admitted}
-        told = {t for t, batch in entries.items() if any("^" in entry for entry in batch)}  # command tools'
+        entries: dict[str, tuple[str, ...]] = {}
+        told: set[str] = set()  # the tools whose calls are judged by their answers (command tools')
+        for t in admitted:
+            made = []
+            for call in calls[t]:
+                tells = _answer_tells(call)
+                if tells:
+                    told.add(t)
+                made.append(self._entry(turn, call, cfg, tells))
+            entries[t] = tuple(made)
         answers = self._answers(seen, (known - calls.keys()) | told)
         # What a tool this response does not call got back is kept too: a calculation between other calls.
         plan: dict[str, Op] = {
@@ -252,10 +260,16 @@ def _answer_tells(call: ToolCall) -> bool:
     if is_command_tool(call):
         return True
     args = call_json(call)
-    values = list(args.values()) if isinstance(args, dict) else [args]
-    return bool(values) and all(
-        isinstance(v, str) and len(v) <= MAX_EXPRESSION and _ARITHMETIC.fullmatch(v.strip()) for v in values
-    )
+    if not isinstance(args, dict):
+        return _is_arithmetic(args)
+    for value in args.values():  # a loop, not all() over a list: most calls fail at their first value
+        if not _is_arithmetic(value):
+            return False
+    return bool(args)
+
+
+def _is_arithmetic(value: object) -> bool:
+    return isinstance(value, str) and len(value) <= MAX_EXPRESSION and _ARITHMETIC.fullmatch(value.strip()) is not None
 
 
 def _heard(window: OpResult) -> tuple[dict[str, str], str | None]:

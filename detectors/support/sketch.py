@@ -23,6 +23,7 @@ words of their arguments, and keep those words in run state only as a few
 from __future__ import annotations
 
 import base64
+import binascii
 import re
 from collections.abc import Iterable, Sequence
 from typing import Any
@@ -263,7 +264,9 @@ def writes_apart(a: Sketch, b: Sketch) -> bool:
 
 def encode_sketch(sketch: Sketch) -> str:
     """A sketch packed for state: "<tag>.<packed tokens>" per argument, joined by ";"."""
-    return ";".join(f"{tag}.{encode_tokens(tokens)}" for tag, tokens in sketch)
+    # binascii, not base64.b64encode (its wrapper), in one list: every response's calls are packed.
+    pack, unhex = binascii.b2a_base64, bytes.fromhex
+    return ";".join([f"{tag}.{pack(unhex(''.join(tokens)), newline=False).decode('ascii')}" for tag, tokens in sketch])
 
 
 def decode_sketch(text: str) -> Sketch:
