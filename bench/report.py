@@ -376,5 +376,5 @@ def render(doc: dict[str, Any]) -> str:
     if doc.get("notes"):
         parts += ["Notes:", *(f"- {note}" for note in doc["notes"]), ""]
     if doc.get("summary_md"):
-        parts += ["Summary (issue #39's table; also in the results JSON as summary_md):", "", doc["summary_md"]]
+        parts += ["Summary (also in the results JSON as summary_md):", "", doc["summary_md"]]
     return "\n".join(parts)
