@@ -291,9 +291,13 @@ def strip_volatile(text: str) -> str:
 
 
 # Where a result's JSON text may hold what `_drop_keys` changes: a default volatile key (lowercase, quoted) or a
-# string that may be JSON text (`"{`, `"[`); a \u escape (`_keeps_all`) could spell either.
-_MAY_DROP = re.compile(r'"(?:[{\[]|(?:' + "|".join(re.escape(key) for key in sorted(DEFAULT_VOLATILE)) + ')")')
-PLAIN_CHARS = 2_048  # a longer text is not scanned: its scan (~4 ns a character) may cost more than the walk
+# string that may be JSON text (`"{`, `"[`); a \u escape (`_keeps_all`) could spell either. The lookahead of
+# what may follow a quote skips most quotes at once: a third fewer instructions than the alternatives alone.
+_MAY_DROP = re.compile(
+    r'"(?=[{\[' + "".join(sorted({key[0] for key in DEFAULT_VOLATILE})) + r"])"
+    r"(?:[{\[]|(?:" + "|".join(re.escape(key) for key in sorted(DEFAULT_VOLATILE)) + ')")'
+)
+PLAIN_CHARS = 2_048  # a longer text is not scanned: its scan (~30 instructions a character) may cost more than the walk
 
 
 def _keeps_all(text: str, volatile_keys: Collection[str]) -> bool:
@@ -303,7 +307,8 @@ def _keeps_all(text: str, volatile_keys: Collection[str]) -> bool:
     if len(text) > PLAIN_CHARS or not DEFAULT_VOLATILE.issuperset(volatile_keys):
         return False
     lowered = text.lower()
-    return "\\u" not in lowered and _MAY_DROP.search(lowered) is None
+    # A backslash is looked for first: a single character is found at memory speed, "\u" ten times slower.
+    return ("\\" not in text or "\\u" not in lowered) and _MAY_DROP.search(lowered) is None
 
 
 def _hashed(value: Any, text: str, volatile_keys: Collection[str]) -> str:
