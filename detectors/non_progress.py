@@ -171,8 +171,8 @@ class NonProgress(Detector[NonProgressConfig]):
 
     def check_request(self, seen: RequestSeen, facts: RunFacts, got: Results, cfg: NonProgressConfig) -> Verdict | None:
         window = got.get("seq")
-        if not isinstance(window, tuple):
-            return None
+        if not isinstance(window, tuple) or len(window) < cfg.threshold:
+            return None  # too few results for a streak (a run's first requests): nothing to look up
         request = seen.request
         mine = {result_uniq(request, r, i): r for i, r in enumerate(request.new_results)}
         keys, uniqs, times = _entries(window)

@@ -124,6 +124,8 @@ class RepeatCall(Detector[RepeatCallConfig]):
         if not isinstance(window, tuple):
             return None
         counts = repeats(window)
+        if max(counts.values(), default=0) < cfg.threshold:
+            return None  # nothing repeated enough: this request's calls need not be looked up
         # This request's items are known by their uniq part: no need to hash the results again.
         mine = {
             result_uniq(seen.request, result, position): (call, result)
