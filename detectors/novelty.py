@@ -86,7 +86,7 @@ from runguard.detectors.support.replayed import (
     tail_text,
     without_echo,
 )
-from runguard.detectors.support.shingles import echo_words, pack, sample, shingles, stale_shares, units_of, unpack
+from runguard.detectors.support.shingles import echo_words, packed_sample, shingles, stale_shares, units_of, unpack
 from runguard.detectors.support.turns import paired_results, result_uniq, tool_work
 from runguard.proxy.core.events import RequestInfo, ToolCall, ToolResult, digest, is_transfer
 from runguard.proxy.core.ops import Get, Push, Put, Scope
@@ -214,7 +214,7 @@ class Turn:
         commands printed (empty unless every call of the turn runs a shell command)."""
         args = digest("\x00".join(sorted(self.args)), 4)
         lines = printed_digest(self.printed) if self.commands else ""
-        return f"{self.key or tag(self.kind)}~{self.uniq}~{args}~{pack(sample(self.hashes))}~{lines}"
+        return f"{self.key or tag(self.kind)}~{self.uniq}~{args}~{packed_sample(self.hashes)}~{lines}"
 
     def add(
         self,

@@ -21,6 +21,7 @@ import binascii
 import re
 import struct
 from collections.abc import Collection, Iterable, Sequence
+from operator import eq
 from typing import Any
 
 import xxhash
@@ -136,7 +137,9 @@ def shingles(units: Iterable[str], echo: frozenset[bytes]) -> set[int]:
         if count <= SHINGLE:
             hashes.add(digest(join(words)))
         else:
-            hashes.update(map(digest, map(join, zip(words, words[1:], words[2:], strict=False))))
+            # no `strict=`: a keyword makes each call build its arguments' dict (callgrind: 16k instructions of a
+            # small result's 250k)
+            hashes.update(map(digest, map(join, zip(words, words[1:], words[2:]))))  # noqa: B905
         if budget <= 0:
             break
     return hashes
@@ -144,7 +147,22 @@ def shingles(units: Iterable[str], echo: frozenset[bytes]) -> set[int]:
 
 def sample(hashes: Iterable[int]) -> list[int]:
     """The kept part of a set of shingle hashes: the `KEEP` smallest (a bottom-k sketch), as 16-bit values."""
-    return [h >> 48 for h in sorted(hashes)[:KEEP]]  # C's sort of at most MAX_WORDS: heapq's is Python
+    # The top 16 bits of each hash, sorted, then cut: the same values as the tops of the smallest hashes (the shift
+    # keeps their order), and a sort of 16-bit ints is cheaper than of 64-bit ones (callgrind: 56k instructions
+    # for a small result's 69 hashes, 67k the other way round). C's sort of at most MAX_WORDS: heapq's is Python.
+    tops = [h >> 48 for h in hashes]
+    tops.sort()
+    del tops[KEEP:]
+    return tops
+
+
+def packed_sample(hashes: Iterable[int]) -> str:
+    """`pack(sample(hashes))`, without `pack`'s set and sort when the sorted sample holds no value twice (most
+    do: callgrind, a small result's 69 hashes, 84k instructions against 93k)."""
+    tops = sample(hashes)
+    if any(map(eq, tops, tops[1:])):
+        tops = sorted(set(tops))
+    return binascii.b2a_base64(struct.pack(f">{len(tops)}H", *tops), newline=False).decode("ascii")
 
 
 def pack(values: Iterable[int]) -> str:

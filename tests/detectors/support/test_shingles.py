@@ -14,6 +14,7 @@ from runguard.detectors.support.shingles import (
     MAX_WORDS,
     echo_words,
     pack,
+    packed_sample,
     sample,
     shingles,
     units_of,
@@ -63,6 +64,20 @@ def test_sample_is_a_bounded_consistent_subset() -> None:
     assert len(kept) == KEEP
     # Bottom-k: what the larger set keeps of the smaller one's hashes, the smaller one keeps too.
     assert {h >> 48 for h in small} & set(kept) <= set(sample(small))
+
+
+def test_sample_is_the_tops_of_the_smallest_hashes() -> None:
+    hashes = read(" ".join(f"w{i}" for i in range(300)))
+    assert sample(hashes) == [h >> 48 for h in sorted(hashes)[:KEEP]]
+    assert sample(set()) == []
+
+
+def test_packed_sample_packs_the_sample() -> None:
+    few = read(" ".join(f"w{i}" for i in range(30)))
+    twice = {5 << 48, (5 << 48) + 1, 7 << 48, 9 << 48}  # two hashes with the same top 16 bits
+    for hashes in (few, twice, read(" ".join(f"w{i}" for i in range(3000))), set()):
+        assert packed_sample(hashes) == pack(sample(hashes))
+    assert unpack(packed_sample(twice)) == frozenset({5, 7, 9})
 
 
 def test_pack_round_trips() -> None:
