@@ -230,7 +230,11 @@ class Turn:
         units = units_of(result, cfg.volatile)
         if replayed is not None and not command:
             units = without_echo(units, replayed.echo)
-        self.hashes |= shingles(units, echo)
+        found = shingles(units, echo)
+        if self.hashes:
+            self.hashes |= found
+        else:
+            self.hashes = found  # a turn's first result (most turns have one): its set, not a copy into an empty one
         self.commands = self.commands and command
         if self.commands:
             self.printed.extend(units)
@@ -355,8 +359,8 @@ class Novelty(Detector[NoveltyConfig]):
     def _judge(
         self, kind: str, item: str, turn: Turn, window: tuple[str, ...], cfg: NoveltyConfig, seq: int
     ) -> Verdict | None:
-        if item not in window:
-            return None
+        if len(window) <= cfg.turns or item not in window:
+            return None  # fewer turns than a stale streak needs (a run's first requests), or the turn is not there
         # The kind's turns up to this one (a re-sent request finds its turn where it was first pushed).
         end = len(window) - 1 - window[::-1].index(item)
         packs = [
