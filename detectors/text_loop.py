@@ -97,7 +97,7 @@ from runguard.detectors.support import (
     observation,
 )
 from runguard.detectors.support.normalize import clip
-from runguard.detectors.support.shingles import MAX_CHARS, pack, sample, shingles, stale_shares
+from runguard.detectors.support.shingles import MAX_CHARS, pack, packed_sample, shingles, stale_shares
 from runguard.detectors.support.window import Turn, asks, awaited, fresh, probe, same_answers
 from runguard.detectors.support.written import action, asked, edits, places, quiet, wording
 from runguard.proxy.core.events import digest
@@ -192,9 +192,9 @@ class TextLoop(Detector[TextLoopConfig]):
         said = shingles([response.text[:MAX_CHARS]], NOTHING)  # the answer and the texts each read in full
         heard = shingles([text[:MAX_CHARS] for text in texts], NOTHING)
         news, changed, edges = observation.read(texts, seen.before.get("edges"), heard)
-        kept = pack(sample(said | heard))
+        kept = packed_sample(said | heard)
         told = pack(news)
-        own = pack(sample(said)) if short else ""
+        own = packed_sample(said) if short else ""
         speaker = clip(request.agent.steady, LABEL_CHARS).replace("~", "-")
         turn = digest(f"{seen.facts.request_index}:{request.message_count}", 4)
         spots = ",".join(sorted(places(response.text)))
