@@ -264,9 +264,7 @@ def writes_apart(a: Sketch, b: Sketch) -> bool:
 
 def encode_sketch(sketch: Sketch) -> str:
     """A sketch packed for state: "<tag>.<packed tokens>" per argument, joined by ";"."""
-    # binascii, not base64.b64encode (its wrapper), in one list: every response's calls are packed.
-    pack, unhex = binascii.b2a_base64, bytes.fromhex
-    return ";".join([f"{tag}.{pack(unhex(''.join(tokens)), newline=False).decode('ascii')}" for tag, tokens in sketch])
+    return ";".join([f"{tag}.{encode_tokens(tokens)}" for tag, tokens in sketch])
 
 
 def decode_sketch(text: str) -> Sketch:
@@ -280,7 +278,8 @@ def decode_sketch(text: str) -> Sketch:
 
 def encode_tokens(tokens: Iterable[str]) -> str:
     """Token hashes packed for state: base64 of their bytes (a third shorter than the hex)."""
-    return base64.b64encode(bytes.fromhex("".join(tokens))).decode("ascii")
+    # binascii, not base64.b64encode (a Python wrapper around it): every response's calls are packed.
+    return binascii.b2a_base64(bytes.fromhex("".join(tokens)), newline=False).decode("ascii")
 
 
 def decode_tokens(text: str) -> tuple[str, ...]:
