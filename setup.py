@@ -3,13 +3,27 @@ folders, named under `runguard.` as pyproject's `package-dir` maps them (`proxy/
 
 Everything else about the build is in pyproject.toml; setuptools' own `packages.find` cannot name what it
 finds under a prefix, so the list is computed here. tests/test_layout.py checks it against the tree.
+
+One optional C extension, the shingle kernel (`detectors/support/_shingling.c`): built where a C compiler and
+xxHash's header are there (Debian: `apt-get install libxxhash-dev`), else left out with a warning, and
+`shingles.py` runs its Python twins, which give the same answers.
 """
 
 from __future__ import annotations
 
-from setuptools import find_packages, setup
+from setuptools import Extension, find_packages, setup
 
 ROOTS = {"runguard.proxy": "proxy", "runguard.detectors": "detectors", "runguard.config": "config"}
+
+
+KERNELS = [
+    Extension(
+        "runguard.detectors.support._shingling",
+        ["detectors/support/_shingling.c"],
+        extra_compile_args=["-O2"],
+        optional=True,  # no compiler or no xxhash.h: the Python twins run instead
+    )
+]
 
 
 def packages() -> list[str]:
@@ -23,4 +37,4 @@ def packages() -> list[str]:
 
 
 if __name__ == "__main__":
-    setup(packages=packages())
+    setup(packages=packages(), ext_modules=KERNELS)

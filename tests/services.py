@@ -9,6 +9,7 @@ run (`require_binary`: `redis-server`, `promtool`), which `.ci/run` installs.
 
 from __future__ import annotations
 
+import importlib
 import os
 import shutil
 import socket
@@ -64,3 +65,15 @@ def require_postgres() -> str:
 def unique_name(prefix: str) -> str:
     """A name no other test run uses (Redis key prefix, PostgreSQL schema)."""
     return f"{prefix}_{uuid.uuid4().hex[:10]}"
+
+
+def require_kernel(module: str, package: str) -> None:
+    """Skip unless the C extension `module` is built (fail under RUNGUARD_REQUIRE_SERVICES=1: `.ci/run`
+    installs `package`, the header it is built with, before installing the project)."""
+    try:
+        importlib.import_module(module)
+    except ImportError:
+        reason = f"{module} is not built (apt-get install {package}, then pip install -e . again)"
+        if os.environ.get("RUNGUARD_REQUIRE_SERVICES") == "1":
+            pytest.fail(f"{reason}, and RUNGUARD_REQUIRE_SERVICES=1 requires it")
+        pytest.skip(reason)

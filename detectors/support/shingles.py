@@ -12,6 +12,10 @@ other's kept hashes. Stored, each kept hash is its top 16 bits.
 
 Work is bounded: the first `MAX_CHARS` characters of a result (or of a JSON
 result's scalars) and `MAX_WORDS` words are read.
+
+The hashing and the sample run in a C kernel (`_shingling.c`, built where
+xxHash's header is: see setup.py) when it is built, else in their Python twins
+here (`hashes_py`, `tops_py`), which give the same answers.
 """
 
 from __future__ import annotations
@@ -20,7 +24,7 @@ import base64
 import binascii
 import re
 import struct
-from collections.abc import Collection, Iterable, Sequence
+from collections.abc import Callable, Collection, Iterable, Sequence, Set
 from operator import eq
 from typing import Any
 
@@ -28,6 +32,14 @@ import xxhash
 
 from runguard.detectors.support.normalize import NOT_JSON, call_canonical, parse_json, result_json
 from runguard.proxy.core.events import ToolCall, ToolResult
+
+_hashes_c: Callable[[bytes, Set[bytes], int, int, float], set[int]] | None
+_tops_c: Callable[[Set[int], int], list[int]] | None
+try:
+    from runguard.detectors.support._shingling import hashes as _hashes_c
+    from runguard.detectors.support._shingling import tops as _tops_c
+except ImportError:  # built without the C kernel: the Python twins below
+    _hashes_c = _tops_c = None
 
 SHINGLE = 3  # words per shingle
 MAX_WORDS = 1200  # words read per result: a 300 KB file is judged by its first pages
@@ -116,16 +128,24 @@ def units_of(result: ToolResult, volatile: Collection[str]) -> list[str]:
 def shingles(units: Iterable[str], echo: frozenset[bytes]) -> set[int]:
     """The shingle hashes of `units`, leaving out the units that only echo `echo`.
 
-    The units are lowered and encoded as one text (two calls, not two per unit), and a unit's echo is told
-    by a set intersection: this runs over every new tool result.
+    The units are lowered and encoded as one text (two calls, not two per unit); its lines are hashed by the
+    C kernel, else by `hashes_py`: this runs over every new tool result.
     """
+    text = "\n".join(units).lower().encode("utf-8", "surrogatepass").translate(_SPACED)
+    if _hashes_c is not None:
+        return _hashes_c(text, echo, MAX_WORDS, SHINGLE, ECHO_SHARE)
+    return hashes_py(text, echo, MAX_WORDS)
+
+
+def hashes_py(text: bytes, echo: frozenset[bytes], budget: int) -> set[int]:
+    """The XXH3-64 hashes of `text`'s 3-word shingles, line by line (a line of three words or fewer is one
+    shingle), leaving out a line whose distinct words are at least `ECHO_SHARE` in `echo`, reading at most
+    `budget` words: the C kernel's `hashes` in Python. A line's echo is told by a set intersection."""
     hashes: set[int] = set()
     digest = xxhash.xxh3_64_intdigest
     join = b" ".join
-    budget = MAX_WORDS
-    text = "\n".join(units).lower().encode("utf-8", "surrogatepass").translate(_SPACED)
     for line in text.split(b"\n"):
-        words = line.split()  # `_WORD`'s words: every other byte is a space now
+        words = line.split()
         if not words:
             continue
         if echo and not echo.isdisjoint(words) and len(echo.intersection(words)) >= ECHO_SHARE * len(set(words)):
@@ -147,12 +167,22 @@ def shingles(units: Iterable[str], echo: frozenset[bytes]) -> set[int]:
 
 def sample(hashes: Iterable[int]) -> list[int]:
     """The kept part of a set of shingle hashes: the `KEEP` smallest (a bottom-k sketch), as 16-bit values."""
+    if _tops_c is not None and isinstance(hashes, set | frozenset):
+        try:
+            return _tops_c(hashes, KEEP)
+        except OverflowError:  # not all 64-bit hashes: the Python twin reads any int
+            pass
+    return tops_py(hashes, KEEP)
+
+
+def tops_py(hashes: Iterable[int], keep: int) -> list[int]:
+    """The top 16 bits of each of `hashes` (64-bit), sorted, the first `keep` of them: the C kernel's `tops`."""
     # The top 16 bits of each hash, sorted, then cut: the same values as the tops of the smallest hashes (the shift
     # keeps their order), and a sort of 16-bit ints is cheaper than of 64-bit ones (callgrind: 56k instructions
     # for a small result's 69 hashes, 67k the other way round). C's sort of at most MAX_WORDS: heapq's is Python.
     tops = [h >> 48 for h in hashes]
     tops.sort()
-    del tops[KEEP:]
+    del tops[keep:]
     return tops
 
 
