@@ -20,9 +20,98 @@ static int is_space(unsigned char c) {
 }
 
 typedef struct {
-    const char *start;
+    const char *start; /* NULL: an empty slot of a table */
     Py_ssize_t size;
 } Word;
+
+static int is_word(const Word *a, const Word *b) {
+    return a->size == b->size && memcmp(a->start, b->start, (size_t)a->size) == 0;
+}
+
+/* A set of words, open-addressed by XXH3-64: the echo's words, or one line's (to count them once each). */
+typedef struct {
+    Word *slots;
+    size_t mask;
+} Words;
+
+static int words_new(Words *table, Py_ssize_t most) {
+    size_t size = 8;
+    while (size < (size_t)most * 2) {
+        size <<= 1;
+    }
+    table->mask = size - 1;
+    table->slots = PyMem_Calloc(size, sizeof(Word));
+    if (table->slots == NULL) {
+        PyErr_NoMemory();
+        return -1;
+    }
+    return 0;
+}
+
+/* 1 if `word` was added, 0 if the table held it already. */
+static int words_add(Words *table, const Word *word) {
+    size_t at = (size_t)XXH3_64bits(word->start, (size_t)word->size) & table->mask;
+    for (; table->slots[at].start != NULL; at = (at + 1) & table->mask) {
+        if (is_word(&table->slots[at], word)) {
+            return 0;
+        }
+    }
+    table->slots[at] = *word;
+    return 1;
+}
+
+static int words_have(const Words *table, const Word *word) {
+    size_t at = (size_t)XXH3_64bits(word->start, (size_t)word->size) & table->mask;
+    for (; table->slots[at].start != NULL; at = (at + 1) & table->mask) {
+        if (is_word(&table->slots[at], word)) {
+            return 1;
+        }
+    }
+    return 0;
+}
+
+/* The bytes of `echo` (a set) as a table; anything else in it equals no word of a text. */
+static int echo_table(Words *table, PyObject *echo) {
+    if (words_new(table, PySet_GET_SIZE(echo)) < 0) {
+        return -1;
+    }
+    Py_ssize_t position = 0;
+    Py_hash_t hash;
+    PyObject *item;
+    while (_PySet_NextEntry(echo, &position, &item, &hash)) {
+        if (PyBytes_Check(item)) {
+            Word word = {PyBytes_AS_STRING(item), PyBytes_GET_SIZE(item)};
+            words_add(table, &word);
+        }
+    }
+    return 0;
+}
+
+/* 1 if the line's words mostly come from `echo` (a share of at least `share` of its distinct words are in it),
+ * 0 if not, -1 on error: Python's `not echo.isdisjoint(words) and len(echo & set(words)) >= share * len(set(words))`.
+ * Most lines hold no word of the echo, told without counting their distinct words. */
+static int echoes(const Words *echo, const Word *words, Py_ssize_t count, double share) {
+    Py_ssize_t i = 0;
+    while (i < count && !words_have(echo, &words[i])) {
+        i++;
+    }
+    if (i == count) {
+        return 0;
+    }
+    Words line;
+    if (words_new(&line, count) < 0) {
+        return -1;
+    }
+    Py_ssize_t shared = 0, distinct = 0;
+    for (i = 0; i < count; i++) {
+        if (words_add(&line, &words[i])) {
+            distinct++;
+            shared += words_have(echo, &words[i]);
+        }
+    }
+    PyMem_Free(line.slots);
+    return (double)shared >= share * (double)distinct;
+}
 
 static int add_hash(PyObject *found, const char *buffer, Py_ssize_t size) {
     PyObject *value = PyLong_FromUnsignedLongLong((unsigned long long)XXH3_64bits(buffer, (size_t)size));
@@ -47,38 +136,6 @@ static Py_ssize_t join(const Word *words, Py_ssize_t count, char *buffer) {
     return at;
 }
 
-/* 1 if the line's words mostly come from `echo` (a share of at least `share` of its distinct words are in it),
- * 0 if not, -1 on error: Python's `not echo.isdisjoint(words) and len(echo & set(words)) >= share * len(set(words))`. */
-static int echoes(PyObject *echo, const Word *words, Py_ssize_t count, double share) {
-    PyObject *distinct = PySet_New(NULL);
-    if (distinct == NULL) {
-        return -1;
-    }
-    for (Py_ssize_t i = 0; i < count; i++) {
-        PyObject *word = PyBytes_FromStringAndSize(words[i].start, words[i].size);
-        if (word == NULL || PySet_Add(distinct, word) < 0) {
-            Py_XDECREF(word);
-            Py_DECREF(distinct);
-            return -1;
-        }
-        Py_DECREF(word);
-    }
-    Py_ssize_t shared = 0, position = 0;
-    Py_hash_t hash;
-    PyObject *word;
-    while (_PySet_NextEntry(distinct, &position, &word, &hash)) {
-        int in = PySet_Contains(echo, word);
-        if (in < 0) {
-            Py_DECREF(distinct);
-            return -1;
-        }
-        shared += in;
-    }
-    double size = (double)PySet_GET_SIZE(distinct);
-    Py_DECREF(distinct);
-    return shared > 0 && (double)shared >= share * size;
-}
-
 PyDoc_STRVAR(hashes_doc,
              "hashes(text, echo, budget, width, share)\n--\n\n"
              "XXH3-64 hashes of `text`'s `width`-word shingles, line by line (a line of `width` words or fewer is "
@@ -94,6 +151,7 @@ static PyObject *hashes(PyObject *Py_UNUSED(module), PyObject *args) {
         return NULL;
     }
     PyObject *found = NULL;
+    Words table = {NULL, 0};
     Word *words = NULL;
     char *buffer = NULL;
     if (!PyAnySet_Check(echo) || budget < 1 || width < 1) {
@@ -114,6 +172,10 @@ static PyObject *hashes(PyObject *Py_UNUSED(module), PyObject *args) {
         goto done;
     }
     int echoing = PySet_GET_SIZE(echo) > 0;
+    if (echoing && echo_table(&table, echo) < 0) {
+        Py_CLEAR(found);
+        goto done;
+    }
     Py_ssize_t at = 0;
     while (at <= size) {
         const char *end = memchr(bytes + at, '\n', (size_t)(size - at));
@@ -137,7 +199,7 @@ static PyObject *hashes(PyObject *Py_UNUSED(module), PyObject *args) {
             continue;
         }
         if (echoing) {
-            int said = echoes(echo, words, count, share);
+            int said = echoes(&table, words, count, share);
             if (said < 0) {
                 Py_CLEAR(found);
                 goto done;
@@ -163,14 +225,11 @@ static PyObject *hashes(PyObject *Py_UNUSED(module), PyObject *args) {
         }
     }
 done:
+    PyMem_Free(table.slots);
     PyMem_Free(words);
     PyMem_Free(buffer);
     PyBuffer_Release(&text);
     return found;
-}
-
-static int by_value(const void *a, const void *b) {
-    return (int)*(const uint16_t *)a - (int)*(const uint16_t *)b;
 }
 
 PyDoc_STRVAR(tops_doc,
@@ -187,34 +246,43 @@ static PyObject *tops(PyObject *Py_UNUSED(module), PyObject *args) {
         PyErr_SetString(PyExc_ValueError, "hashes must be a set, keep at least 0");
         return NULL;
     }
-    Py_ssize_t size = PySet_GET_SIZE(hashes);
-    uint16_t *values = PyMem_Malloc(sizeof(uint16_t) * (size_t)(size + 1));
-    if (values == NULL) {
+    /* The `keep` smallest so far, sorted: most values are larger than all of them once it is full, and are
+     * passed over with one comparison. */
+    Py_ssize_t room = keep < PySet_GET_SIZE(hashes) ? keep : PySet_GET_SIZE(hashes);
+    uint16_t *kept = PyMem_Malloc(sizeof(uint16_t) * (size_t)(room + 1));
+    if (kept == NULL) {
         return PyErr_NoMemory();
     }
     Py_ssize_t count = 0, position = 0;
     Py_hash_t hash;
     PyObject *item;
-    while (_PySet_NextEntry(hashes, &position, &item, &hash)) {
+    while (room > 0 && _PySet_NextEntry(hashes, &position, &item, &hash)) {
         unsigned long long value = PyLong_AsUnsignedLongLong(item);
         if (value == (unsigned long long)-1 && PyErr_Occurred()) {
-            PyMem_Free(values);
+            PyMem_Free(kept);
             return NULL;
         }
-        values[count++] = (uint16_t)(value >> 48);
+        uint16_t top = (uint16_t)(value >> 48);
+        if (count == room && top >= kept[count - 1]) {
+            continue;
+        }
+        Py_ssize_t at = count < room ? count++ : count - 1; /* the largest gives way when full */
+        while (at > 0 && kept[at - 1] > top) {
+            kept[at] = kept[at - 1];
+            at--;
+        }
+        kept[at] = top;
     }
-    qsort(values, (size_t)count, sizeof(uint16_t), by_value);
-    Py_ssize_t kept = count < keep ? count : keep;
-    PyObject *out = PyList_New(kept);
-    for (Py_ssize_t i = 0; out != NULL && i < kept; i++) {
-        PyObject *value = PyLong_FromLong(values[i]);
+    PyObject *out = PyList_New(count);
+    for (Py_ssize_t i = 0; out != NULL && i < count; i++) {
+        PyObject *value = PyLong_FromLong(kept[i]);
         if (value == NULL) {
             Py_CLEAR(out);
             break;
         }
         PyList_SET_ITEM(out, i, value);
     }
-    PyMem_Free(values);
+    PyMem_Free(kept);
     return out;
 }
 

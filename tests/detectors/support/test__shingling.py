@@ -57,6 +57,17 @@ def test_hashes_of_edge_texts_are_the_python_twins(kernel: object) -> None:
     assert not shingles._hashes_c(b"cheap flight lisbon tap 89", echo, MAX_WORDS, SHINGLE, ECHO_SHARE)
 
 
+def test_long_lines_and_large_echoes_are_the_python_twins(kernel: object) -> None:
+    """One line of 3,000 words (minified JSON read as text), with its words repeated and some echoed, and
+    an echo of thousands of words (a call that wrote a file): the kernel's tables, not a word-by-word scan."""
+    assert shingles._hashes_c is not None
+    line = b" ".join(b"w%d" % (i % 700) for i in range(3000))
+    big_echo = frozenset(b"w%d" % i for i in range(0, 5000, 3)) | {"not bytes"}  # type: ignore[operator]
+    for echo in (frozenset({b"w1", b"w2"}), big_echo, frozenset(b"w%d" % i for i in range(700))):
+        for budget in (MAX_WORDS, 5000):
+            assert shingles._hashes_c(line, echo, budget, SHINGLE, ECHO_SHARE) == hashes_py(line, echo, budget)
+
+
 def test_hashes_refuse_what_the_twin_never_gets(kernel: object) -> None:
     assert shingles._hashes_c is not None
     with pytest.raises(ValueError):
