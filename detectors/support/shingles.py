@@ -56,6 +56,11 @@ _WORD = re.compile(rb"[a-z0-9]+")
 _SPACED = bytes(b if chr(b) in "abcdefghijklmnopqrstuvwxyz0123456789\n" else 32 for b in range(256))
 
 
+def compiled() -> bool:
+    """Whether the C kernel is built and in use (else the Python twins run: the same answers, slower)."""
+    return _hashes_c is not None
+
+
 def echo_words(call: ToolCall | None) -> frozenset[bytes]:
     """The words of a call's arguments (keys and values), lowercase: what a result may echo."""
     if call is None:

@@ -61,7 +61,8 @@ def configure_logging(level: str) -> None:
 
 def _banner(settings: Settings, url: str) -> str:
     """What `serve` prints at start: each provider of the registry with its upstream and the base URL its
-    clients set, then where state and records live."""
+    clients set, then where state and records live, and whether the C shingle kernel is missing."""
+    from runguard.detectors.support import shingles
     from runguard.proxy.providers import registry
 
     state = "redis" if settings.state.shared else "in-memory"
@@ -74,6 +75,11 @@ def _banner(settings: Settings, url: str) -> str:
         f"  state: {state}   records: {settings.store.database_url.split('://')[0]}"
         f"{'   SHADOW MODE: nothing is blocked' if settings.guard.shadow else ''}"
     )
+    if not shingles.compiled():
+        lines.append(
+            "  the C shingle kernel is not built: its Python twin runs, slower (apt-get install libxxhash-dev, "
+            "then pip install the package again)"
+        )
     return "\n".join(lines)
 
 

@@ -44,7 +44,7 @@ def test_hashes_are_the_python_twins(
 
 
 def test_hashes_of_edge_texts_are_the_python_twins(kernel: object) -> None:
-    assert shingles._hashes_c is not None
+    assert shingles._hashes_c is not None and shingles.compiled()
     for text in (b"", b"\n", b"\n\n  \n", b"one", b"one two three", b"one two three four\n", b"\n" * 3 + b"a b c d e"):
         for budget in (1, 2, 3, 4, MAX_WORDS):
             assert shingles._hashes_c(text, frozenset(), budget, SHINGLE, ECHO_SHARE) == hashes_py(
@@ -96,5 +96,6 @@ def test_shingles_give_the_same_hashes_without_the_kernel(monkeypatch: pytest.Mo
     built = shingles.shingles(units, echo), shingles.sample(shingles.shingles(units, echo))
     monkeypatch.setattr(shingles, "_hashes_c", None)
     monkeypatch.setattr(shingles, "_tops_c", None)
+    assert not shingles.compiled()
     assert (shingles.shingles(units, echo), shingles.sample(shingles.shingles(units, echo))) == built
     assert built[0]
