@@ -86,7 +86,7 @@ from runguard.detectors.support.replayed import (
     tail_text,
     without_echo,
 )
-from runguard.detectors.support.shingles import echo_words, packed_sample, shingles, stale_shares, units_of, unpack
+from runguard.detectors.support.shingles import echo_words, kept_shingles, packed_sample, stale_shares, units_of, unpack
 from runguard.detectors.support.turns import paired_results, result_uniq, tool_work
 from runguard.proxy.core.events import RequestInfo, ToolCall, ToolResult, digest, is_transfer
 from runguard.proxy.core.ops import Get, Push, Put, Scope
@@ -230,7 +230,7 @@ class Turn:
         units = units_of(result, cfg.volatile)
         if replayed is not None and not command:
             units = without_echo(units, replayed.echo)
-        found = shingles(units, echo)
+        found = kept_shingles(units, echo)
         if self.hashes:
             self.hashes |= found
         else:

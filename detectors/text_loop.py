@@ -97,7 +97,7 @@ from runguard.detectors.support import (
     observation,
 )
 from runguard.detectors.support.normalize import clip
-from runguard.detectors.support.shingles import MAX_CHARS, pack, packed_sample, shingles, stale_shares
+from runguard.detectors.support.shingles import MAX_CHARS, kept_shingles, pack, packed_sample, stale_shares
 from runguard.detectors.support.window import Turn, asks, awaited, fresh, probe, same_answers
 from runguard.detectors.support.written import action, asked, edits, places, quiet, wording
 from runguard.proxy.core.events import digest
@@ -189,8 +189,8 @@ class TextLoop(Detector[TextLoopConfig]):
             return {}
         texts = request.new_user_texts
         short = sum(map(len, texts)) + len(response.text) < cfg.min_chars
-        said = shingles([response.text[:MAX_CHARS]], NOTHING)  # the answer and the texts each read in full
-        heard = shingles([text[:MAX_CHARS] for text in texts], NOTHING)
+        said = kept_shingles([response.text[:MAX_CHARS]], NOTHING)  # the answer and the texts each read in full
+        heard = kept_shingles([text[:MAX_CHARS] for text in texts], NOTHING)
         news, changed, edges = observation.read(texts, seen.before.get("edges"), heard)
         kept = packed_sample(said | heard)
         told = pack(news)

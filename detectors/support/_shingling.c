@@ -113,14 +113,46 @@ static int echoes(const Words *echo, const Word *words, Py_ssize_t count, double
     return (double)shared >= share * (double)distinct;
 }
 
-static int add_hash(PyObject *found, const char *buffer, Py_ssize_t size) {
-    PyObject *value = PyLong_FromUnsignedLongLong((unsigned long long)XXH3_64bits(buffer, (size_t)size));
+static int add_hash(PyObject *found, uint64_t hash) {
+    PyObject *value = PyLong_FromUnsignedLongLong((unsigned long long)hash);
     if (value == NULL) {
         return -1;
     }
     int failed = PySet_Add(found, value);
     Py_DECREF(value);
     return failed;
+}
+
+/* The `room` smallest distinct hashes so far, sorted: a hash no smaller than all of them once it is full
+ * (most, on a long text) is passed over with one comparison. */
+typedef struct {
+    uint64_t *values;
+    Py_ssize_t count, room;
+} Smallest;
+
+static void smallest_add(Smallest *kept, uint64_t hash) {
+    Py_ssize_t count = kept->count;
+    if (count == kept->room && hash >= kept->values[count - 1]) {
+        return;
+    }
+    Py_ssize_t low = 0, high = count; /* the first place whose value is not below `hash` */
+    while (low < high) {
+        Py_ssize_t middle = (low + high) / 2;
+        if (kept->values[middle] < hash) {
+            low = middle + 1;
+        } else {
+            high = middle;
+        }
+    }
+    if (low < count && kept->values[low] == hash) {
+        return;
+    }
+    Py_ssize_t last = count < kept->room ? count : count - 1; /* the largest gives way when full */
+    memmove(kept->values + low + 1, kept->values + low, sizeof(uint64_t) * (size_t)(last - low));
+    kept->values[low] = hash;
+    if (count < kept->room) {
+        kept->count++;
+    }
 }
 
 /* `count` words from `words`, joined by one space into `buffer`: its length. */
@@ -137,20 +169,21 @@ static Py_ssize_t join(const Word *words, Py_ssize_t count, char *buffer) {
 }
 
 PyDoc_STRVAR(hashes_doc,
-             "hashes(text, echo, budget, width, share)\n--\n\n"
+             "hashes(text, echo, budget, width, share, keep)\n--\n\n"
              "XXH3-64 hashes of `text`'s `width`-word shingles, line by line (a line of `width` words or fewer is "
              "one shingle), leaving out a line whose distinct words are at least `share` in `echo`, reading at "
-             "most `budget` words.");
+             "most `budget` words; with `keep` over 0, only the `keep` smallest of them.");
 
 static PyObject *hashes(PyObject *Py_UNUSED(module), PyObject *args) {
     Py_buffer text;
     PyObject *echo;
-    Py_ssize_t budget, width;
+    Py_ssize_t budget, width, keep;
     double share;
-    if (!PyArg_ParseTuple(args, "y*Onnd", &text, &echo, &budget, &width, &share)) {
+    if (!PyArg_ParseTuple(args, "y*Onndn", &text, &echo, &budget, &width, &share, &keep)) {
         return NULL;
     }
     PyObject *found = NULL;
+    Smallest kept = {NULL, 0, keep};
     Words table = {NULL, 0};
     Word *words = NULL;
     char *buffer = NULL;
@@ -164,7 +197,10 @@ static PyObject *hashes(PyObject *Py_UNUSED(module), PyObject *args) {
     words = PyMem_Malloc(sizeof(Word) * (size_t)(size / 2 + 1));
     buffer = PyMem_Malloc((size_t)size + 1);
     found = PySet_New(NULL);
-    if (words == NULL || buffer == NULL || found == NULL) {
+    if (keep > 0) {
+        kept.values = PyMem_Malloc(sizeof(uint64_t) * (size_t)keep);
+    }
+    if (words == NULL || buffer == NULL || found == NULL || (keep > 0 && kept.values == NULL)) {
         if (!PyErr_Occurred()) {
             PyErr_NoMemory();
         }
@@ -215,7 +251,10 @@ static PyObject *hashes(PyObject *Py_UNUSED(module), PyObject *args) {
         Py_ssize_t windows = count <= width ? 1 : count - width + 1;
         Py_ssize_t span = count <= width ? count : width;
         for (Py_ssize_t i = 0; i < windows; i++) {
-            if (add_hash(found, buffer, join(words + i, span, buffer)) < 0) {
+            uint64_t hash = XXH3_64bits(buffer, (size_t)join(words + i, span, buffer));
+            if (keep > 0) {
+                smallest_add(&kept, hash);
+            } else if (add_hash(found, hash) < 0) {
                 Py_CLEAR(found);
                 goto done;
             }
@@ -224,7 +263,14 @@ static PyObject *hashes(PyObject *Py_UNUSED(module), PyObject *args) {
             break;
         }
     }
+    for (Py_ssize_t i = 0; i < kept.count; i++) {
+        if (add_hash(found, kept.values[i]) < 0) {
+            Py_CLEAR(found);
+            goto done;
+        }
+    }
 done:
+    PyMem_Free(kept.values);
     PyMem_Free(table.slots);
     PyMem_Free(words);
     PyMem_Free(buffer);

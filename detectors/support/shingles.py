@@ -33,7 +33,7 @@ import xxhash
 from runguard.detectors.support.normalize import NOT_JSON, call_canonical, parse_json, result_json
 from runguard.proxy.core.events import ToolCall, ToolResult
 
-_hashes_c: Callable[[bytes, Set[bytes], int, int, float], set[int]] | None
+_hashes_c: Callable[[bytes, Set[bytes], int, int, float, int], set[int]] | None
 _tops_c: Callable[[Set[int], int], list[int]] | None
 try:
     from runguard.detectors.support._shingling import hashes as _hashes_c
@@ -136,16 +136,28 @@ def shingles(units: Iterable[str], echo: frozenset[bytes]) -> set[int]:
     The units are lowered and encoded as one text (two calls, not two per unit); its lines are hashed by the
     C kernel, else by `hashes_py`: this runs over every new tool result.
     """
+    return _hashed(units, echo, 0)
+
+
+def kept_shingles(units: Iterable[str], echo: frozenset[bytes]) -> set[int]:
+    """The `KEEP` smallest of `shingles(units, echo)`: all that `sample` reads of them, and what the union of
+    two such sets keeps of the union of the whole ones (a bottom-k sketch), so turns are merged and sampled
+    from these alone. A long text's thousand hashes are never made Python ints."""
+    return _hashed(units, echo, KEEP)
+
+
+def _hashed(units: Iterable[str], echo: frozenset[bytes], keep: int) -> set[int]:
     text = "\n".join(units).lower().encode("utf-8", "surrogatepass").translate(_SPACED)
     if _hashes_c is not None:
-        return _hashes_c(text, echo, MAX_WORDS, SHINGLE, ECHO_SHARE)
-    return hashes_py(text, echo, MAX_WORDS)
+        return _hashes_c(text, echo, MAX_WORDS, SHINGLE, ECHO_SHARE, keep)
+    return hashes_py(text, echo, MAX_WORDS, keep)
 
 
-def hashes_py(text: bytes, echo: frozenset[bytes], budget: int) -> set[int]:
+def hashes_py(text: bytes, echo: frozenset[bytes], budget: int, keep: int = 0) -> set[int]:
     """The XXH3-64 hashes of `text`'s 3-word shingles, line by line (a line of three words or fewer is one
     shingle), leaving out a line whose distinct words are at least `ECHO_SHARE` in `echo`, reading at most
-    `budget` words: the C kernel's `hashes` in Python. A line's echo is told by a set intersection."""
+    `budget` words; with `keep` over 0, only the `keep` smallest of them: the C kernel's `hashes` in Python.
+    A line's echo is told by a set intersection."""
     hashes: set[int] = set()
     digest = xxhash.xxh3_64_intdigest
     join = b" ".join
@@ -167,7 +179,7 @@ def hashes_py(text: bytes, echo: frozenset[bytes], budget: int) -> set[int]:
             hashes.update(map(digest, map(join, zip(words, words[1:], words[2:]))))  # noqa: B905
         if budget <= 0:
             break
-    return hashes
+    return set(sorted(hashes)[:keep]) if keep > 0 else hashes
 
 
 def sample(hashes: Iterable[int]) -> list[int]:

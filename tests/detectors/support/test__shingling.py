@@ -34,27 +34,30 @@ def kernel() -> object:
 
 
 @settings(max_examples=300, deadline=None)
-@given(lines=_LINES, echo=st.frozensets(_WORDS, max_size=4), budget=st.integers(1, 40))
+@given(lines=_LINES, echo=st.frozensets(_WORDS, max_size=4), budget=st.integers(1, 40), keep=st.integers(0, 12))
 def test_hashes_are_the_python_twins(
-    kernel: object, lines: list[list[tuple[bytes, bytes]]], echo: frozenset[bytes], budget: int
+    kernel: object, lines: list[list[tuple[bytes, bytes]]], echo: frozenset[bytes], budget: int, keep: int
 ) -> None:
     text = _text(lines)
     assert shingles._hashes_c is not None
-    assert shingles._hashes_c(text, echo, budget, SHINGLE, ECHO_SHARE) == hashes_py(text, echo, budget)
+    kept = shingles._hashes_c(text, echo, budget, SHINGLE, ECHO_SHARE, keep)
+    assert kept == hashes_py(text, echo, budget, keep)
+    if keep:  # the smallest of the whole set
+        assert kept == set(sorted(hashes_py(text, echo, budget))[:keep])
 
 
 def test_hashes_of_edge_texts_are_the_python_twins(kernel: object) -> None:
     assert shingles._hashes_c is not None and shingles.compiled()
     for text in (b"", b"\n", b"\n\n  \n", b"one", b"one two three", b"one two three four\n", b"\n" * 3 + b"a b c d e"):
         for budget in (1, 2, 3, 4, MAX_WORDS):
-            assert shingles._hashes_c(text, frozenset(), budget, SHINGLE, ECHO_SHARE) == hashes_py(
+            assert shingles._hashes_c(text, frozenset(), budget, SHINGLE, ECHO_SHARE, 0) == hashes_py(
                 text, frozenset(), budget
             )
     # A line whose distinct words are 60% echo is left out (3 of 5); one at 2 of 5 is read.
     echo = frozenset({b"cheap", b"flight", b"lisbon"})
     for line in (b"cheap flight lisbon tap 89", b"cheap flight tap 89 eur"):
-        assert shingles._hashes_c(line, echo, MAX_WORDS, SHINGLE, ECHO_SHARE) == hashes_py(line, echo, MAX_WORDS)
-    assert not shingles._hashes_c(b"cheap flight lisbon tap 89", echo, MAX_WORDS, SHINGLE, ECHO_SHARE)
+        assert shingles._hashes_c(line, echo, MAX_WORDS, SHINGLE, ECHO_SHARE, 0) == hashes_py(line, echo, MAX_WORDS)
+    assert not shingles._hashes_c(b"cheap flight lisbon tap 89", echo, MAX_WORDS, SHINGLE, ECHO_SHARE, 0)
 
 
 def test_long_lines_and_large_echoes_are_the_python_twins(kernel: object) -> None:
@@ -65,15 +68,17 @@ def test_long_lines_and_large_echoes_are_the_python_twins(kernel: object) -> Non
     big_echo = frozenset(b"w%d" % i for i in range(0, 5000, 3)) | {"not bytes"}  # type: ignore[operator]
     for echo in (frozenset({b"w1", b"w2"}), big_echo, frozenset(b"w%d" % i for i in range(700))):
         for budget in (MAX_WORDS, 5000):
-            assert shingles._hashes_c(line, echo, budget, SHINGLE, ECHO_SHARE) == hashes_py(line, echo, budget)
+            for keep in (0, KEEP):
+                built = shingles._hashes_c(line, echo, budget, SHINGLE, ECHO_SHARE, keep)
+                assert built == hashes_py(line, echo, budget, keep)
 
 
 def test_hashes_refuse_what_the_twin_never_gets(kernel: object) -> None:
     assert shingles._hashes_c is not None
     with pytest.raises(ValueError):
-        shingles._hashes_c(b"a b", frozenset(), 0, SHINGLE, ECHO_SHARE)
+        shingles._hashes_c(b"a b", frozenset(), 0, SHINGLE, ECHO_SHARE, 0)
     with pytest.raises(TypeError):
-        shingles._hashes_c("text", frozenset(), 5, SHINGLE, ECHO_SHARE)  # type: ignore[arg-type]
+        shingles._hashes_c("text", frozenset(), 5, SHINGLE, ECHO_SHARE, 0)  # type: ignore[arg-type]
 
 
 @settings(max_examples=200, deadline=None)

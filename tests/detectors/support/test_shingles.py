@@ -13,6 +13,7 @@ from runguard.detectors.support.shingles import (
     MAX_PARSED,
     MAX_WORDS,
     echo_words,
+    kept_shingles,
     pack,
     packed_sample,
     sample,
@@ -126,3 +127,19 @@ def test_words_are_the_regex_words_whatever_the_bytes() -> None:
             expected.update(xxhash.xxh3_64_intdigest(b" ".join(t)) for t in triples)
     assert shingles(units, frozenset()) == expected
     assert len(expected) > 10
+
+
+def test_kept_shingles_are_what_the_sample_reads_of_the_whole_set() -> None:
+    """`novelty` and `text_loop` merge and sample the kept shingles only: the same samples as the whole sets'
+    (a bottom-k sketch of a union is the bottom-k of the parts' bottom-k sketches)."""
+    first = [" ".join(f"w{i}" for i in range(400)), "a short line"]
+    second = [" ".join(f"w{i}" for i in range(200, 900))]  # overlaps the first
+    whole_first, whole_second = shingles(first, frozenset()), shingles(second, frozenset())
+    kept_first, kept_second = kept_shingles(first, frozenset()), kept_shingles(second, frozenset())
+    assert len(kept_first) == KEEP < len(whole_first)
+    assert kept_first <= whole_first
+    assert sample(kept_first) == sample(whole_first)
+    assert sample(kept_first | kept_second) == sample(whole_first | whole_second)
+    assert packed_sample(kept_first | kept_second) == packed_sample(whole_first | whole_second)
+    few = ["one two three four"]
+    assert kept_shingles(few, frozenset()) == shingles(few, frozenset())  # fewer than KEEP: all of them
