@@ -4,9 +4,10 @@ folders, named under `runguard.` as pyproject's `package-dir` maps them (`proxy/
 Everything else about the build is in pyproject.toml; setuptools' own `packages.find` cannot name what it
 finds under a prefix, so the list is computed here. tests/test_layout.py checks it against the tree.
 
-One optional C extension, the shingle kernel (`detectors/support/_shingling.c`): built where a C compiler and
-xxHash's header are there (Debian: `apt-get install libxxhash-dev`), else left out with a warning, and
-`shingles.py` runs its Python twins, which give the same answers.
+Two optional C extensions, each the twin of Python code that gives the same answers: the shingle kernel
+(`detectors/support/_shingling.c`, built where a C compiler and xxHash's header are there; Debian:
+`apt-get install libxxhash-dev`) and the volatile-text stripper (`detectors/support/_volatile.c`, a C
+compiler alone). One that cannot be built is left out with a warning, and its Python twin runs.
 """
 
 from __future__ import annotations
@@ -22,7 +23,13 @@ KERNELS = [
         ["detectors/support/_shingling.c"],
         extra_compile_args=["-O2"],
         optional=True,  # no compiler or no xxhash.h: the Python twins run instead
-    )
+    ),
+    Extension(
+        "runguard.detectors.support._volatile",
+        ["detectors/support/_volatile.c"],
+        extra_compile_args=["-O2"],
+        optional=True,  # no compiler: the regex runs instead
+    ),
 ]
 
 

@@ -61,8 +61,8 @@ def configure_logging(level: str) -> None:
 
 def _banner(settings: Settings, url: str) -> str:
     """What `serve` prints at start: each provider of the registry with its upstream and the base URL its
-    clients set, then where state and records live, and whether the C shingle kernel is missing."""
-    from runguard.detectors.support import shingles
+    clients set, then where state and records live, and which C kernels are missing."""
+    from runguard.detectors.support import normalize, shingles
     from runguard.proxy.providers import registry
 
     state = "redis" if settings.state.shared else "in-memory"
@@ -80,6 +80,8 @@ def _banner(settings: Settings, url: str) -> str:
             "  the C shingle kernel is not built: its Python twin runs, slower (apt-get install libxxhash-dev, "
             "then pip install the package again)"
         )
+    if not normalize.stripper_compiled():
+        lines.append("  the C volatile-text stripper is not built (no C compiler at install): the regex runs, slower")
     return "\n".join(lines)
 
 

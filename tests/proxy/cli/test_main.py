@@ -104,12 +104,15 @@ def test_the_banner_and_the_help_name_every_provider_of_the_registry() -> None:
 
 
 def test_the_banner_says_when_the_c_kernel_is_missing(monkeypatch: pytest.MonkeyPatch) -> None:
-    from runguard.detectors.support import shingles
+    from runguard.detectors.support import normalize, shingles
     from runguard.proxy.cli.main import _banner
     from tests.support.proxy import settings_for
 
     settings = settings_for("http://127.0.0.1:9")
     monkeypatch.setattr(shingles, "_hashes_c", None)
-    assert "the C shingle kernel is not built" in _banner(settings, "http://127.0.0.1:8787")
+    monkeypatch.setattr(normalize, "_strip_c", None)
+    banner = _banner(settings, "http://127.0.0.1:8787")
+    assert "the C shingle kernel is not built" in banner and "the C volatile-text stripper is not built" in banner
     monkeypatch.setattr(shingles, "_hashes_c", shingles.hashes_py)  # any callable: as when it is built
-    assert "shingle kernel" not in _banner(settings, "http://127.0.0.1:8787")
+    monkeypatch.setattr(normalize, "_strip_c", str.upper)
+    assert "not built" not in _banner(settings, "http://127.0.0.1:8787")

@@ -1,0 +1,3 @@
+"""The volatile-text regex of `normalize` in C (`_volatile.c`), for ASCII text."""
+
+def strip(text: str, /) -> str: ...
