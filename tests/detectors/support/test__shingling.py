@@ -46,6 +46,20 @@ def test_hashes_are_the_python_twins(
         assert kept == set(sorted(hashes_py(text, echo, budget))[:keep])
 
 
+@settings(max_examples=300, deadline=None)
+@given(
+    text=st.binary(max_size=300),
+    echo=st.frozensets(st.binary(min_size=1, max_size=3), max_size=6),
+    budget=st.integers(1, 60),
+    keep=st.integers(0, 8),
+)
+def test_any_bytes_are_hashed_as_the_python_twin_hashes_them(
+    kernel: object, text: bytes, echo: frozenset[bytes], budget: int, keep: int
+) -> None:
+    assert shingles._hashes_c is not None
+    assert shingles._hashes_c(text, echo, budget, SHINGLE, ECHO_SHARE, keep) == hashes_py(text, echo, budget, keep)
+
+
 def test_hashes_of_edge_texts_are_the_python_twins(kernel: object) -> None:
     assert shingles._hashes_c is not None and shingles.compiled()
     for text in (b"", b"\n", b"\n\n  \n", b"one", b"one two three", b"one two three four\n", b"\n" * 3 + b"a b c d e"):
