@@ -142,7 +142,8 @@ def shingles(units: Iterable[str], echo: frozenset[bytes]) -> set[int]:
 def kept_shingles(units: Iterable[str], echo: frozenset[bytes]) -> set[int]:
     """The `KEEP` smallest of `shingles(units, echo)`: all that `sample` reads of them, and what the union of
     two such sets keeps of the union of the whole ones (a bottom-k sketch), so turns are merged and sampled
-    from these alone. A long text's thousand hashes are never made Python ints."""
+    from these alone. The C kernel keeps them as it hashes, and a long text's thousand hashes are never made
+    Python ints; without it all of them are returned (the same samples: cutting them would cost a sort)."""
     return _hashed(units, echo, KEEP)
 
 
@@ -150,7 +151,7 @@ def _hashed(units: Iterable[str], echo: frozenset[bytes], keep: int) -> set[int]
     text = "\n".join(units).lower().encode("utf-8", "surrogatepass").translate(_SPACED)
     if _hashes_c is not None:
         return _hashes_c(text, echo, MAX_WORDS, SHINGLE, ECHO_SHARE, keep)
-    return hashes_py(text, echo, MAX_WORDS, keep)
+    return hashes_py(text, echo, MAX_WORDS)
 
 
 def hashes_py(text: bytes, echo: frozenset[bytes], budget: int, keep: int = 0) -> set[int]:

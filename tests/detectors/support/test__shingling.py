@@ -109,6 +109,18 @@ def test_sample_reads_ints_the_kernel_cannot(kernel: object) -> None:
     assert shingles.sample(odd) == sorted(h >> 48 for h in odd)
 
 
+def test_kept_shingles_are_the_smallest_with_the_kernel_and_all_without(
+    kernel: object, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    units = [" ".join(f"w{i}" for i in range(300))]
+    whole = shingles.shingles(units, frozenset())
+    kept = shingles.kept_shingles(units, frozenset())
+    assert kept == set(sorted(whole)[:KEEP])
+    monkeypatch.setattr(shingles, "_hashes_c", None)
+    assert shingles.kept_shingles(units, frozenset()) == whole  # the same sample, without a sort to cut it
+    assert shingles.sample(whole) == shingles.sample(kept)
+
+
 def test_shingles_give_the_same_hashes_without_the_kernel(monkeypatch: pytest.MonkeyPatch) -> None:
     units = ["Price: 89 EUR (TAP), depart 07:15", "one", "", "tabs\tand returns\r across a line"]
     echo = frozenset({b"price", b"89"})
