@@ -35,11 +35,13 @@ from runguard.proxy.core.events import ToolCall, ToolResult
 
 _hashes_c: Callable[[bytes, Set[bytes], int, int, float, int], set[int]] | None
 _tops_c: Callable[[Set[int], int], list[int]] | None
+_units_c: Callable[[Any, Collection[str], int, int, int, Callable[[str], Any]], list[str]] | None
 try:
     from runguard.detectors.support._shingling import hashes as _hashes_c
     from runguard.detectors.support._shingling import tops as _tops_c
+    from runguard.detectors.support._shingling import units as _units_c
 except ImportError:  # built without the C kernel: the Python twins below
-    _hashes_c = _tops_c = None
+    _hashes_c = _tops_c = _units_c = None
 
 SHINGLE = 3  # words per shingle
 MAX_WORDS = 1200  # words read per result: a 300 KB file is judged by its first pages
@@ -74,7 +76,8 @@ def echo_words(call: ToolCall | None) -> frozenset[bytes]:
 
 
 class _Units:
-    """Collects the units of a JSON value, volatile keys left out, until `MAX_CHARS` characters are read."""
+    """Collects the units of a JSON value, volatile keys left out, until `MAX_CHARS` characters are read: the
+    Python twin of the C kernel's `units`, which `units_of` calls when it is built."""
 
     def __init__(self, volatile: Collection[str]) -> None:
         self.volatile = volatile
@@ -124,6 +127,8 @@ def units_of(result: ToolResult, volatile: Collection[str]) -> list[str]:
         value = result_json(result)
         value = None if value is NOT_JSON else value
     if isinstance(value, dict | list):
+        if _units_c is not None:
+            return _units_c(value, volatile, MAX_CHARS, MAX_DEPTH, MAX_PARSED, parse_json)
         units = _Units(volatile)
         units.walk(value, "")
         return units.out
