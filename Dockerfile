@@ -25,7 +25,7 @@ RUN apt-get update \
     && pip install --no-deps . \
     && apt-get purge -y --auto-remove gcc libc6-dev libxxhash-dev \
     && rm -rf /var/lib/apt/lists/* \
-    && python -c "import runguard.detectors.support._shingling, runguard.detectors.support._volatile" \
+    && python -c "import runguard.detectors.support._shingling, runguard.detectors.support._units, runguard.detectors.support._volatile" \
     # Pre-seed tiktoken's encodings at build time (the build has network, the sidecar may not).
     && python -c "import tiktoken; [tiktoken.get_encoding(n) for n in ('o200k_base', 'cl100k_base')]" \
     && useradd --system --uid 10001 --home-dir /var/lib/runguard runguard \

@@ -4,10 +4,11 @@ folders, named under `runguard.` as pyproject's `package-dir` maps them (`proxy/
 Everything else about the build is in pyproject.toml; setuptools' own `packages.find` cannot name what it
 finds under a prefix, so the list is computed here. tests/test_layout.py checks it against the tree.
 
-Two optional C extensions, each the twin of Python code that gives the same answers: the shingle kernel
+Three optional C extensions, each the twin of Python code that gives the same answers: the shingle kernel
 (`detectors/support/_shingling.c`, built where a C compiler and xxHash's header are there; Debian:
-`apt-get install libxxhash-dev`) and the volatile-text stripper (`detectors/support/_volatile.c`, a C
-compiler alone). One that cannot be built is left out with a warning, and its Python twin runs.
+`apt-get install libxxhash-dev`), a JSON result's units (`_units.c`) and the volatile-text stripper
+(`_volatile.c`), which need a C compiler alone. One that cannot be built is left out with a warning, and its
+Python twin runs.
 """
 
 from __future__ import annotations
@@ -23,6 +24,12 @@ KERNELS = [
         ["detectors/support/_shingling.c"],
         extra_compile_args=["-O2"],
         optional=True,  # no compiler or no xxhash.h: the Python twins run instead
+    ),
+    Extension(
+        "runguard.detectors.support._units",
+        ["detectors/support/_units.c"],
+        extra_compile_args=["-O2"],
+        optional=True,  # no compiler: `shingles._Units` runs instead
     ),
     Extension(
         "runguard.detectors.support._volatile",

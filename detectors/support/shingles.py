@@ -13,9 +13,10 @@ other's kept hashes. Stored, each kept hash is its top 16 bits.
 Work is bounded: the first `MAX_CHARS` characters of a result (or of a JSON
 result's scalars) and `MAX_WORDS` words are read.
 
-The hashing and the sample run in a C kernel (`_shingling.c`, built where
-xxHash's header is: see setup.py) when it is built, else in their Python twins
-here (`hashes_py`, `tops_py`), which give the same answers.
+The units, the hashing and the sample run in C kernels (`_units.c`;
+`_shingling.c`, built where xxHash's header is: see setup.py) when they are
+built, else in their Python twins here (`_Units`, `hashes_py`, `tops_py`),
+which give the same answers.
 """
 
 from __future__ import annotations
@@ -39,9 +40,12 @@ _units_c: Callable[[Any, Collection[str], int, int, int, Callable[[str], Any]], 
 try:
     from runguard.detectors.support._shingling import hashes as _hashes_c
     from runguard.detectors.support._shingling import tops as _tops_c
-    from runguard.detectors.support._shingling import units as _units_c
 except ImportError:  # built without the C kernel: the Python twins below
-    _hashes_c = _tops_c = _units_c = None
+    _hashes_c = _tops_c = None
+try:
+    from runguard.detectors.support._units import units as _units_c
+except ImportError:  # built without a C compiler: `_Units` below
+    _units_c = None
 
 SHINGLE = 3  # words per shingle
 MAX_WORDS = 1200  # words read per result: a 300 KB file is judged by its first pages
@@ -59,8 +63,9 @@ _SPACED = bytes(b if chr(b) in "abcdefghijklmnopqrstuvwxyz0123456789\n" else 32 
 
 
 def compiled() -> bool:
-    """Whether the C kernel is built and in use (else the Python twins run: the same answers, slower)."""
-    return _hashes_c is not None
+    """Whether the C kernels (`_shingling`, `_units`) are built and in use (else the Python twins run: the same
+    answers, slower)."""
+    return _hashes_c is not None and _units_c is not None
 
 
 def echo_words(call: ToolCall | None) -> frozenset[bytes]:

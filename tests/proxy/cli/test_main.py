@@ -113,6 +113,7 @@ def test_the_banner_says_when_the_c_kernel_is_missing(monkeypatch: pytest.Monkey
     monkeypatch.setattr(normalize, "_strip_c", None)
     banner = _banner(settings, "http://127.0.0.1:8787")
     assert "the C shingle kernel is not built" in banner and "the C volatile-text stripper is not built" in banner
-    monkeypatch.setattr(shingles, "_hashes_c", shingles.hashes_py)  # any callable: as when it is built
+    monkeypatch.setattr(shingles, "_hashes_c", shingles.hashes_py)  # any callables: as when they are built
+    monkeypatch.setattr(shingles, "_units_c", shingles.units_of)
     monkeypatch.setattr(normalize, "_strip_c", str.upper)
     assert "not built" not in _banner(settings, "http://127.0.0.1:8787")
