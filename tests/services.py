@@ -14,6 +14,7 @@ import os
 import shutil
 import socket
 import uuid
+from typing import NoReturn
 
 import pytest
 
@@ -32,7 +33,11 @@ def _reachable(host: str, port: int) -> bool:
 def _require(name: str, host: str, port: int) -> None:
     if _reachable(host, port):
         return
-    reason = f"{name} is not reachable on {host}:{port}"
+    _missing(f"{name} is not reachable on {host}:{port}")
+
+
+def _missing(reason: str) -> NoReturn:
+    """Skip the test for `reason`, or fail it under RUNGUARD_REQUIRE_SERVICES=1 (CI runs every test)."""
     if os.environ.get("RUNGUARD_REQUIRE_SERVICES") == "1":
         pytest.fail(f"{reason}, and RUNGUARD_REQUIRE_SERVICES=1 requires it")
     pytest.skip(reason)
@@ -44,10 +49,7 @@ def require_binary(name: str, package: str) -> str:
     found = shutil.which(name)
     if found is not None:
         return found
-    reason = f"{name} is not installed (apt-get install {package})"
-    if os.environ.get("RUNGUARD_REQUIRE_SERVICES") == "1":
-        pytest.fail(f"{reason}, and RUNGUARD_REQUIRE_SERVICES=1 requires it")
-    pytest.skip(reason)
+    _missing(f"{name} is not installed (apt-get install {package})")
 
 
 def require_redis() -> str:
@@ -73,7 +75,4 @@ def require_kernel(module: str, package: str) -> None:
     try:
         importlib.import_module(module)
     except ImportError:
-        reason = f"{module} is not built (apt-get install {package}, then pip install -e . again)"
-        if os.environ.get("RUNGUARD_REQUIRE_SERVICES") == "1":
-            pytest.fail(f"{reason}, and RUNGUARD_REQUIRE_SERVICES=1 requires it")
-        pytest.skip(reason)
+        _missing(f"{module} is not built (apt-get install {package}, then pip install -e . again)")

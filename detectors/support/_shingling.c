@@ -1,14 +1,13 @@
-/* The shingle kernel in C: `shingles.hashes` and `shingles.tops`, the same results as their Python twins in
- * detectors/support/shingles.py (`_hashes_py`, `_tops_py`), without a Python object per word triple.
+/* The shingle kernel in C: `hashes` and `tops`, the same results as their Python twins in
+ * detectors/support/shingles.py (`hashes_py`, `tops_py`), without a Python object per word triple.
  *
  * Built when the C compiler and xxHash's header (Debian: libxxhash-dev) are there (setup.py's optional
- * extension); where it is not built, shingles.py runs its Python twins. tests/detectors/support/test_shingles.py
+ * extension); where it is not built, shingles.py runs its Python twins. tests/detectors/support/test__shingling.py
  * checks the two give the same answers on generated texts.
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 #include <stdint.h>
-#include <stdlib.h>
 #include <string.h>
 
 #define XXH_INLINE_ALL
@@ -48,27 +47,26 @@ static int words_new(Words *table, Py_ssize_t most) {
     return 0;
 }
 
+/* The slot holding `word`, else the empty slot where it would go. */
+static Word *words_slot(const Words *table, const Word *word) {
+    size_t at = (size_t)XXH3_64bits(word->start, (size_t)word->size) & table->mask;
+    while (table->slots[at].start != NULL && !is_word(&table->slots[at], word)) {
+        at = (at + 1) & table->mask;
+    }
+    return &table->slots[at];
+}
+
 /* 1 if `word` was added, 0 if the table held it already. */
 static int words_add(Words *table, const Word *word) {
-    size_t at = (size_t)XXH3_64bits(word->start, (size_t)word->size) & table->mask;
-    for (; table->slots[at].start != NULL; at = (at + 1) & table->mask) {
-        if (is_word(&table->slots[at], word)) {
-            return 0;
-        }
+    Word *slot = words_slot(table, word);
+    if (slot->start != NULL) {
+        return 0;
     }
-    table->slots[at] = *word;
+    *slot = *word;
     return 1;
 }
 
-static int words_have(const Words *table, const Word *word) {
-    size_t at = (size_t)XXH3_64bits(word->start, (size_t)word->size) & table->mask;
-    for (; table->slots[at].start != NULL; at = (at + 1) & table->mask) {
-        if (is_word(&table->slots[at], word)) {
-            return 1;
-        }
-    }
-    return 0;
-}
+static int words_have(const Words *table, const Word *word) { return words_slot(table, word)->start != NULL; }
 
 /* The bytes of `echo` (a set) as a table; anything else in it equals no word of a text. */
 static int echo_table(Words *table, PyObject *echo) {

@@ -9,7 +9,7 @@
 /* The Python objects met are those `orjson` makes; formatting is `format(x, "")`, as the twin's f-strings
  * do, and JSON text inside a string is parsed by the twin's own `parse_json`. */
 typedef struct {
-    PyObject *out, *volatile_keys, *parse, *lower, *empty, *space;
+    PyObject *out, *volatile_keys, *parse, *lower, *empty;
     Py_ssize_t room, max_depth, max_parsed;
 } Walk;
 
@@ -144,7 +144,7 @@ PyDoc_STRVAR(units_doc,
              "The units of a JSON value, as shingles._Units(volatile).walk(value, '') collects them.");
 
 static PyObject *units(PyObject *Py_UNUSED(module), PyObject *args) {
-    Walk w = {NULL, NULL, NULL, NULL, NULL, NULL, 0, 0, 0};
+    Walk w = {NULL, NULL, NULL, NULL, NULL, 0, 0, 0};
     PyObject *value;
     if (!PyArg_ParseTuple(args, "OOnnnO", &value, &w.volatile_keys, &w.room, &w.max_depth, &w.max_parsed, &w.parse)) {
         return NULL;
@@ -152,14 +152,12 @@ static PyObject *units(PyObject *Py_UNUSED(module), PyObject *args) {
     w.out = PyList_New(0);
     w.lower = PyUnicode_InternFromString("lower");
     w.empty = PyUnicode_New(0, 0);
-    w.space = PyUnicode_FromString(" ");
-    int failed = w.out == NULL || w.lower == NULL || w.empty == NULL || w.space == NULL;
+    int failed = w.out == NULL || w.lower == NULL || w.empty == NULL;
     if (!failed) {
         failed = walk(&w, value, w.empty, 0) < 0;
     }
     Py_XDECREF(w.lower);
     Py_XDECREF(w.empty);
-    Py_XDECREF(w.space);
     if (failed) {
         Py_CLEAR(w.out);
     }

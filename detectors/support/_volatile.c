@@ -9,7 +9,6 @@
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
-#include <string.h>
 
 typedef struct {
     const Py_UCS1 *s;
