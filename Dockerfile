@@ -18,14 +18,15 @@ COPY pyproject.toml setup.py README.md ./
 COPY proxy ./proxy
 COPY detectors ./detectors
 COPY config ./config
-# The C kernels are built with gcc and xxHash's header, removed again once they are built (the shingle
-# kernel inlines xxHash: nothing of them is needed at run time); the import fails the build if one was left out.
+# The C kernels are built with gcc and xxHash's header, removed again once they are built (the shingle and
+# sketch kernels inline xxHash: nothing of them is needed at run time); the import fails the build if one was
+# left out.
 RUN apt-get update \
     && apt-get install -y --no-install-recommends gcc libc6-dev libxxhash-dev \
     && pip install --no-deps . \
     && apt-get purge -y --auto-remove gcc libc6-dev libxxhash-dev \
     && rm -rf /var/lib/apt/lists/* \
-    && python -c "import runguard.detectors.support._shingling, runguard.detectors.support._units, runguard.detectors.support._volatile" \
+    && python -c "import runguard.detectors.support._shingling, runguard.detectors.support._sketching, runguard.detectors.support._units, runguard.detectors.support._volatile" \
     # Pre-seed tiktoken's encodings at build time (the build has network, the sidecar may not).
     && python -c "import tiktoken; [tiktoken.get_encoding(n) for n in ('o200k_base', 'cl100k_base')]" \
     && useradd --system --uid 10001 --home-dir /var/lib/runguard runguard \

@@ -4,11 +4,11 @@ folders, named under `runguard.` as pyproject's `package-dir` maps them (`proxy/
 Everything else about the build is in pyproject.toml; setuptools' own `packages.find` cannot name what it
 finds under a prefix, so the list is computed here. tests/test_layout.py checks it against the tree.
 
-Three optional C extensions, each the twin of Python code that gives the same answers: the shingle kernel
-(`detectors/support/_shingling.c`, built where a C compiler and xxHash's header are there; Debian:
-`apt-get install libxxhash-dev`), a JSON result's units (`_units.c`) and the volatile-text stripper
-(`_volatile.c`), which need a C compiler alone. One that cannot be built is left out with a warning, and its
-Python twin runs.
+Four optional C extensions, each the twin of Python code that gives the same answers: the shingle kernel
+(`detectors/support/_shingling.c`) and a call's argument sketch (`_sketching.c`), built where a C compiler and
+xxHash's header are there (Debian: `apt-get install libxxhash-dev`), a JSON result's units (`_units.c`) and the
+volatile-text stripper (`_volatile.c`), which need a C compiler alone. One that cannot be built is left out with
+a warning, and its Python twin runs.
 """
 
 from __future__ import annotations
@@ -24,6 +24,12 @@ KERNELS = [
         ["detectors/support/_shingling.c"],
         extra_compile_args=["-O2"],
         optional=True,  # no compiler or no xxhash.h: the Python twins run instead
+    ),
+    Extension(
+        "runguard.detectors.support._sketching",
+        ["detectors/support/_sketching.c"],
+        extra_compile_args=["-O2"],
+        optional=True,  # no compiler or no xxhash.h: `sketch._sketch_py` runs instead
     ),
     Extension(
         "runguard.detectors.support._units",

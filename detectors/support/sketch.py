@@ -25,7 +25,7 @@ from __future__ import annotations
 import base64
 import binascii
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 import xxhash
@@ -41,6 +41,12 @@ from runguard.detectors.support.normalize import (
     squash,
 )
 from runguard.proxy.core.events import ToolCall, digest
+
+_sketch_c: Callable[[Any, set[str], Callable[[Any], str], int, int], Sketch | None] | None
+try:  # the same sketch in C for most arguments (`_sketching.c`, built where xxHash's header is: see setup.py)
+    from runguard.detectors.support._sketching import sketch as _sketch_c
+except ImportError:  # built without it: `_sketch_py` reads every call
+    _sketch_c = None
 
 MAX_TOKENS = 48  # tokens kept per argument set: bounds state and pairwise work
 TOKEN_HEX = 4  # hex characters per token hash
@@ -118,10 +124,26 @@ def arg_sketch(arguments: str) -> Sketch:
     return _sketch(arguments, set())
 
 
+def compiled() -> bool:
+    """Whether the C sketch (`_sketching`) is built and in use (else `_sketch_py` reads every call: the same
+    answers, slower)."""
+    return _sketch_c is not None
+
+
 def _sketch(arguments: str, names: set[str], parsed: Any = _PARSE) -> Sketch:
     """`arg_sketch`, adding the files, numbers and names its free text names to `names` (`call_targets`);
-    `parsed`: `json_value(arguments)`, when the caller has it."""
+    `parsed`: `json_value(arguments)`, when the caller has it. An object of ASCII strings, scalars and lists
+    of objects (most calls) is read in C where it is built; anything else by `_sketch_py`."""
     value = json_value(arguments) if parsed is _PARSE else parsed
+    if _sketch_c is not None:
+        found = _sketch_c(value, names, sorted_dump, MAX_ARGS, MAX_TOKENS)
+        if found is not None:
+            return found
+    return _sketch_py(arguments, names, value)
+
+
+def _sketch_py(arguments: str, names: set[str], value: Any) -> Sketch:
+    """`_sketch` in Python: the twin of `_sketching.sketch`, and what reads the calls it leaves."""
     if value is NOT_JSON:  # a custom tool's raw input: a block of code has no words either
         groups = [(_tag(squash(arguments)), [] if _is_block(arguments) else _WORD.findall(arguments.lower()))]
     elif isinstance(value, dict) and value:

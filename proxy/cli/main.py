@@ -62,7 +62,7 @@ def configure_logging(level: str) -> None:
 def _banner(settings: Settings, url: str) -> str:
     """What `serve` prints at start: each provider of the registry with its upstream and the base URL its
     clients set, then where state and records live, and which C kernels are missing."""
-    from runguard.detectors.support import normalize, shingles
+    from runguard.detectors.support import normalize, shingles, sketch
     from runguard.proxy.providers import registry
 
     state = "redis" if settings.state.shared else "in-memory"
@@ -75,10 +75,10 @@ def _banner(settings: Settings, url: str) -> str:
         f"  state: {state}   records: {settings.store.database_url.split('://')[0]}"
         f"{'   SHADOW MODE: nothing is blocked' if settings.guard.shadow else ''}"
     )
-    if not shingles.compiled():
+    if not (shingles.compiled() and sketch.compiled()):
         lines.append(
-            "  the C shingle kernel is not built: its Python twin runs, slower (apt-get install libxxhash-dev, "
-            "then pip install the package again)"
+            "  the C shingle and sketch kernels are not built: their Python twins run, slower (apt-get install "
+            "libxxhash-dev, then pip install the package again)"
         )
     if not normalize.stripper_compiled():
         lines.append("  the C volatile-text stripper is not built (no C compiler at install): the regex runs, slower")

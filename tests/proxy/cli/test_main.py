@@ -104,7 +104,7 @@ def test_the_banner_and_the_help_name_every_provider_of_the_registry() -> None:
 
 
 def test_the_banner_says_when_the_c_kernel_is_missing(monkeypatch: pytest.MonkeyPatch) -> None:
-    from runguard.detectors.support import normalize, shingles
+    from runguard.detectors.support import normalize, shingles, sketch
     from runguard.proxy.cli.main import _banner
     from tests.support.proxy import settings_for
 
@@ -112,8 +112,12 @@ def test_the_banner_says_when_the_c_kernel_is_missing(monkeypatch: pytest.Monkey
     monkeypatch.setattr(shingles, "_hashes_c", None)
     monkeypatch.setattr(normalize, "_strip_c", None)
     banner = _banner(settings, "http://127.0.0.1:8787")
-    assert "the C shingle kernel is not built" in banner and "the C volatile-text stripper is not built" in banner
+    assert "the C shingle and sketch kernels are not built" in banner
+    assert "the C volatile-text stripper is not built" in banner
     monkeypatch.setattr(shingles, "_hashes_c", shingles.hashes_py)  # any callables: as when they are built
     monkeypatch.setattr(shingles, "_units_c", shingles.units_of)
     monkeypatch.setattr(normalize, "_strip_c", str.upper)
+    monkeypatch.setattr(sketch, "_sketch_c", None)  # the sketch alone missing (built apart): said too
+    assert "the C shingle and sketch kernels are not built" in _banner(settings, "http://127.0.0.1:8787")
+    monkeypatch.setattr(sketch, "_sketch_c", sketch._sketch_py)
     assert "not built" not in _banner(settings, "http://127.0.0.1:8787")
