@@ -64,12 +64,33 @@ def clip(label: str, size: int) -> str:
     return label if len(label) <= size else f"{label[: size - 9]}~{tag(label)}"
 
 
+# What a JSON text may start with once its whitespace is passed: an object, an array, a string, a number, a literal.
+_JSON_STARTS = frozenset('{["-0123456789tfn')
+_JSON_SPACE = re.compile(r"[ \t\n\r]*")  # JSON's whitespace
+
+
 def json_value(text: str) -> Any:
     """The JSON value in `text`, or `NOT_JSON` when it is not JSON."""
     try:
+        if type(text) is str and _starts_no_json(text):
+            return NOT_JSON
         return orjson.loads(text)
     except (orjson.JSONDecodeError, TypeError):
         return NOT_JSON
+
+
+def _starts_no_json(text: str) -> bool:
+    """Whether `text` starts, past JSON's whitespace, with a character no JSON value starts with (a file's
+    content, a command's output: most text results). orjson reads the whole text before it fails there (27 us
+    for 300 KB of ASCII, 105 us of other text); this reads its first characters. A control character is left
+    to orjson."""
+    head = text[:1]
+    if head in _JSON_STARTS:
+        return False
+    if head in " \t\n\r" and head:
+        at = _JSON_SPACE.match(text).end()  # type: ignore[union-attr]  # (it matches the empty string too)
+        head = text[at : at + 1]
+    return head > " " and head not in _JSON_STARTS
 
 
 def parse_json(text: str) -> Any:

@@ -11,12 +11,14 @@ from hypothesis import strategies as st
 
 from runguard.detectors.support import normalize
 from runguard.detectors.support.normalize import (
+    NOT_JSON,
     args_digest,
     call_args_digest,
     call_canonical,
     call_keyed_digest,
     call_tag,
     canonical,
+    json_value,
     lowered,
     result_digest,
     result_digest_of,
@@ -232,3 +234,33 @@ def test_a_long_text_result_hashes_as_its_text_without_its_volatile_ends(middle:
     assert result_digest(text) == digest(strip_volatile(text))
     half = len(text) // 2
     assert result_digest(text) != result_digest(text[:half] + "#" + text[half + 1 :])  # its middle is read
+
+
+def _orjson_value(text: str) -> object:
+    try:
+        return orjson.loads(text)
+    except orjson.JSONDecodeError:
+        return NOT_JSON
+
+
+_STARTS = st.sampled_from([*" \t\n\r\x0b\x0c\x00", "", "\ufeff", "é", "x", "I", "N", "+", ".", "/", "#", "<"])
+_BODIES = st.sampled_from(["{}", '{"a": [1, 2]}', "[]", '"s"', "-1.5", "0", "true", "false", "null", "NaN", "text"])
+
+
+@given(lead=st.lists(_STARTS, max_size=4).map("".join), body=_BODIES, rest=st.text(max_size=20))
+def test_json_value_reads_what_orjson_reads(lead: str, body: str, rest: str) -> None:
+    for text in (lead + body, lead + body + rest, rest):
+        assert json_value(text) == _orjson_value(text), repr(text)
+
+
+def test_json_value_tells_text_from_its_first_character(monkeypatch: pytest.MonkeyPatch) -> None:
+    # Every character a text may start with: those no JSON value starts with are told at once, the others
+    # (and whitespace before them) are parsed; either way as orjson reads them.
+    for code in range(0x2100):
+        for tail in ("", "1", "{}", ' "a"', "rue", "ull", "alse", "]"):
+            text = chr(code) + tail
+            assert json_value(text) == _orjson_value(text), repr(text)
+    # A long text result (a file, a command's output) is not read through to its end to find it is no JSON.
+    monkeypatch.setattr(orjson, "loads", lambda text: pytest.fail("parsed a text that starts as no JSON does"))
+    assert json_value("    def main():\n" + "x = 1\n" * 50_000) is NOT_JSON
+    assert json_value("Traceback (most recent call last):\n" * 1000) is NOT_JSON
