@@ -349,20 +349,20 @@ static PyObject *sketch_of(PyObject *tags, Tokens *found, Py_ssize_t *starts, Py
 /* The words of one argument (its key's, then its value's) added to `found`, its tag appended to `tags`. */
 static int argument(PyObject *key, PyObject *item, PyObject *names, PyObject *dump, Tokens *found, PyObject *tags,
                     char *low, char *scratch) {
-    Py_ssize_t key_size = PyUnicode_GET_LENGTH(key), size = 0;
+    Py_ssize_t key_size = PyUnicode_GET_LENGTH(key);
     const char *key_text = (const char *)PyUnicode_1BYTE_DATA(key);
-    PyObject *tag = NULL, *dumped = NULL;
+    for (Py_ssize_t i = 0; i < key_size; i++) { /* the key's words: low[:key_size] */
+        low[i] = (char)Py_TOLOWER((unsigned char)key_text[i]);
+    }
+    PyObject *tag = NULL;
     if (PyUnicode_CheckExact(item)) {
         const char *text = (const char *)PyUnicode_1BYTE_DATA(item);
-        size = PyUnicode_GET_LENGTH(item);
+        Py_ssize_t size = PyUnicode_GET_LENGTH(item);
         tag = tag_of(key_text, key_size, 1, text, size, scratch);
         if (tag == NULL) {
             return -1;
         }
         if (!is_block(text, size)) { /* a script or a file's content has no words: data the call writes */
-            for (Py_ssize_t i = 0; i < key_size; i++) {
-                low[i] = (char)Py_TOLOWER((unsigned char)key_text[i]);
-            }
             Py_ssize_t first = 0, end = size; /* str.strip() */
             while (first < end && is_space((unsigned char)text[first])) {
                 first++;
@@ -385,7 +385,7 @@ static int argument(PyObject *key, PyObject *item, PyObject *names, PyObject *du
         }
     } else {
         int records = PyList_CheckExact(item); /* a list of objects: data the call writes, no words */
-        dumped = PyObject_CallOneArg(dump, item);
+        PyObject *dumped = PyObject_CallOneArg(dump, item);
         if (dumped == NULL) {
             return -1;
         }
@@ -403,9 +403,6 @@ static int argument(PyObject *key, PyObject *item, PyObject *names, PyObject *du
         }
         tag = tag_of(key_text, key_size, 0, text, dumped_size, room);
         PyMem_Free(room);
-        for (Py_ssize_t i = 0; i < key_size; i++) {
-            low[i] = (char)Py_TOLOWER((unsigned char)key_text[i]);
-        }
         if (tag == NULL || (!records && (runs_add(found, low, key_size) < 0 || token_add(found, text, dumped_size) < 0))) {
             Py_XDECREF(tag);
             Py_DECREF(dumped);
