@@ -22,6 +22,8 @@ static int is_space(int c) { /* \s and str.isspace() on ASCII */
     return c == ' ' || (c >= '\t' && c <= '\r') || (c >= 0x1c && c <= 0x1f);
 }
 
+static int is_chunk(int c) { return !is_space(c); } /* str.split()'s words are runs of anything else */
+
 static int is_digit(int c) { return c >= '0' && c <= '9'; }
 
 static int is_lower_alnum(int c) { return is_digit(c) || (c >= 'a' && c <= 'z'); } /* _WORD: [a-z0-9] */
@@ -55,19 +57,25 @@ static int token_add(Tokens *found, const char *word, Py_ssize_t size) {
     return 0;
 }
 
+/* The next run of characters `in_run` takes, from `*at` on: its start (`*at` set to its end), or -1. */
+static Py_ssize_t next_run(const char *text, Py_ssize_t size, Py_ssize_t *at, int (*in_run)(int)) {
+    Py_ssize_t i = *at;
+    while (i < size && !in_run((unsigned char)text[i])) {
+        i++;
+    }
+    Py_ssize_t start = i;
+    while (i < size && in_run((unsigned char)text[i])) {
+        i++;
+    }
+    *at = i;
+    return start < size ? start : -1;
+}
+
 /* Each [a-z0-9] run of `text` (lowercase already) as a token. */
 static int runs_add(Tokens *found, const char *text, Py_ssize_t size) {
-    Py_ssize_t i = 0;
-    while (i < size) {
-        if (!is_lower_alnum((unsigned char)text[i])) {
-            i++;
-            continue;
-        }
-        Py_ssize_t start = i;
-        while (i < size && is_lower_alnum((unsigned char)text[i])) {
-            i++;
-        }
-        if (token_add(found, text + start, i - start) < 0) {
+    Py_ssize_t at = 0, start;
+    while ((start = next_run(text, size, &at, is_lower_alnum)) >= 0) {
+        if (token_add(found, text + start, at - start) < 0) {
             return -1;
         }
     }
@@ -86,17 +94,9 @@ static int name_add(PyObject *names, const char *text, Py_ssize_t size) {
 
 /* Each \d+ run of `text` as a name. */
 static int digits_add(PyObject *names, const char *text, Py_ssize_t size) {
-    Py_ssize_t i = 0;
-    while (i < size) {
-        if (!is_digit((unsigned char)text[i])) {
-            i++;
-            continue;
-        }
-        Py_ssize_t start = i;
-        while (i < size && is_digit((unsigned char)text[i])) {
-            i++;
-        }
-        if (name_add(names, text + start, i - start) < 0) {
+    Py_ssize_t at = 0, start;
+    while ((start = next_run(text, size, &at, is_digit)) >= 0) {
+        if (name_add(names, text + start, at - start) < 0) {
             return -1;
         }
     }
@@ -176,35 +176,17 @@ static int text_words(Tokens *found, PyObject *names, const char *text, const ch
         return -1;
     }
     if (!paths) { /* each [a-z0-9] run a word; the digits of a word that holds any, names */
-        Py_ssize_t i = 0;
-        while (i < size) {
-            if (!is_lower_alnum((unsigned char)low[i])) {
-                i++;
-                continue;
-            }
-            Py_ssize_t start = i;
-            int digits = 0;
-            while (i < size && is_lower_alnum((unsigned char)low[i])) {
-                digits |= is_digit((unsigned char)low[i]);
-                i++;
-            }
-            if (token_add(found, low + start, i - start) < 0 || (digits && digits_add(names, low + start, i - start) < 0)) {
+        Py_ssize_t at = 0, start;
+        while ((start = next_run(low, size, &at, is_lower_alnum)) >= 0) {
+            if (token_add(found, low + start, at - start) < 0 || digits_add(names, low + start, at - start) < 0) {
                 return -1;
             }
         }
         return 0;
     }
-    Py_ssize_t i = 0;
-    while (i < size) { /* each chunk between whitespace */
-        if (is_space((unsigned char)low[i])) {
-            i++;
-            continue;
-        }
-        Py_ssize_t start = i;
-        while (i < size && !is_space((unsigned char)low[i])) {
-            i++;
-        }
-        Py_ssize_t first = start, end = i; /* the chunk stripped of `_AROUND` */
+    Py_ssize_t at = 0, start;
+    while ((start = next_run(low, size, &at, is_chunk)) >= 0) { /* each chunk between whitespace */
+        Py_ssize_t first = start, end = at; /* the chunk stripped of `_AROUND` */
         while (first < end && is_around((unsigned char)low[first])) {
             first++;
         }
@@ -227,7 +209,7 @@ static int text_words(Tokens *found, PyObject *names, const char *text, const ch
                 }
                 continue;
             }
-        } else if (runs_add(found, low + start, i - start) < 0) {
+        } else if (runs_add(found, low + start, at - start) < 0) {
             return -1;
         }
         if (digits_add(names, name, size_of_name) < 0) {
