@@ -1,10 +1,12 @@
-/* `normalize._VOLATILE.sub("#", text)` for an ASCII text, in C: the volatile parts of a tool result
- * (countdowns, UUIDs, ids, timestamps, times, durations, addresses, long hex ids) each replaced by "#".
+/* `normalize._VOLATILE.sub("#", text)` in C: the volatile parts of a tool result (countdowns, UUIDs, ids,
+ * timestamps, times, durations, addresses, long hex ids) each replaced by "#".
  *
  * Python's `re` tries the pattern at every position of the text, about 40 ns a character; this reads each
- * alternative by hand, in the pattern's order and with its backtracking, at a few ns a character. Only ASCII
- * text comes here (normalize.py asks `str.isascii()`): there `\w`, `\d`, `\s` and IGNORECASE mean what they do
- * below, with none of Unicode's cases (a Kelvin sign matching "k"). tests/detectors/support/test__volatile.py
+ * alternative by hand, in the pattern's order and with its backtracking, at a few ns a character. It reads
+ * ASCII, where `\w`, `\d`, `\s` and IGNORECASE mean what they do below. A character beyond ASCII that the
+ * pattern reads only as punctuation it names nowhere (an arrow, an emoji, a box's line: no letter, digit or
+ * space of any script, nor one that IGNORECASE folds to ASCII, as the Kelvin sign does to "k") is read as "?";
+ * a text with any other returns None, and the regex reads it. tests/detectors/support/test__volatile.py
  * compares it with the regex on generated texts.
  */
 #define PY_SSIZE_T_CLEAN
@@ -233,24 +235,28 @@ static Py_ssize_t volatile_at(const Text *t, Py_ssize_t p) {
     return hex_run(t, p, 32);
 }
 
-PyDoc_STRVAR(strip_doc,
-             "strip(text)\n--\n\n"
-             "`text` (ASCII) with each volatile part replaced by \"#\", as normalize._VOLATILE.sub(\"#\", text).");
+/* The end of the volatile part at `p`, or -1: the pattern's (?<![\w-]) first, then its alternatives. */
+static Py_ssize_t match_at(const Text *t, Py_ssize_t p) {
+    int before = at(t, p - 1);
+    return is_word(before) || before == '-' ? -1 : volatile_at(t, p);
+}
 
-static PyObject *strip(PyObject *Py_UNUSED(module), PyObject *arg) {
-    if (!PyUnicode_Check(arg) || PyUnicode_READY(arg) < 0 || !PyUnicode_IS_ASCII(arg)) {
-        PyErr_SetString(PyExc_ValueError, "strip reads an ASCII str");
-        return NULL;
-    }
-    Text t = {PyUnicode_1BYTE_DATA(arg), PyUnicode_GET_LENGTH(arg)};
+/* Whether the pattern reads a character beyond ASCII as anything but punctuation it names nowhere: \w (a
+ * letter or digit of any script), \s, or a letter that IGNORECASE folds to ASCII (dotted and dotless i, the
+ * long s, the Kelvin sign). test__volatile.py checks this against the regex for every code point. */
+static int read_by_pattern(Py_UCS4 c) {
+    return Py_UNICODE_ISALNUM(c) || Py_UNICODE_ISSPACE(c) || c == 0x130 || c == 0x131 || c == 0x17F || c == 0x212A;
+}
+
+static PyObject *strip_ascii(PyObject *text) {
+    Text t = {PyUnicode_1BYTE_DATA(text), PyUnicode_GET_LENGTH(text)};
     Py_UCS1 *out = PyMem_Malloc((size_t)t.n + 1); /* a match is one character or more: never longer */
     if (out == NULL) {
         return PyErr_NoMemory();
     }
     Py_ssize_t written = 0;
     for (Py_ssize_t p = 0; p < t.n;) {
-        int before = at(&t, p - 1);
-        Py_ssize_t end = is_word(before) || before == '-' ? -1 : volatile_at(&t, p);
+        Py_ssize_t end = match_at(&t, p);
         if (end > p) {
             out[written++] = '#';
             p = end;
@@ -263,6 +269,61 @@ static PyObject *strip(PyObject *Py_UNUSED(module), PyObject *arg) {
     return result;
 }
 
+/* A text with characters beyond ASCII, each of which the pattern reads as "?" (an arrow, an emoji, a box's
+ * line): matched on an ASCII copy with "?" in their places, written out with them. None if the pattern reads
+ * one of them otherwise. */
+static PyObject *strip_masked(PyObject *text) {
+    int kind = PyUnicode_KIND(text);
+    const void *data = PyUnicode_DATA(text);
+    Py_ssize_t n = PyUnicode_GET_LENGTH(text);
+    Py_UCS1 *masked = PyMem_Malloc((size_t)n + 1);
+    if (masked == NULL) {
+        return PyErr_NoMemory();
+    }
+    for (Py_ssize_t i = 0; i < n; i++) {
+        Py_UCS4 c = PyUnicode_READ(kind, data, i);
+        if (c >= 128 && read_by_pattern(c)) {
+            PyMem_Free(masked);
+            Py_RETURN_NONE;
+        }
+        masked[i] = c < 128 ? (Py_UCS1)c : '?';
+    }
+    Py_UCS4 *out = PyMem_Malloc(((size_t)n + 1) * sizeof(Py_UCS4));
+    if (out == NULL) {
+        PyMem_Free(masked);
+        return PyErr_NoMemory();
+    }
+    Text t = {masked, n};
+    Py_ssize_t written = 0;
+    for (Py_ssize_t p = 0; p < n;) {
+        Py_ssize_t end = match_at(&t, p);
+        if (end > p) {
+            out[written++] = '#';
+            p = end;
+        } else {
+            out[written++] = PyUnicode_READ(kind, data, p++);
+        }
+    }
+    PyObject *result = PyUnicode_FromKindAndData(PyUnicode_4BYTE_KIND, out, written);
+    PyMem_Free(masked);
+    PyMem_Free(out);
+    return result;
+}
+
+PyDoc_STRVAR(strip_doc,
+             "strip(text)\n--\n\n"
+             "`text` with each volatile part replaced by \"#\", as normalize._VOLATILE.sub(\"#\", text); None for a "
+             "text with a character beyond ASCII that the pattern reads (a letter, a digit, a space): the regex "
+             "reads those.");
+
+static PyObject *strip(PyObject *Py_UNUSED(module), PyObject *arg) {
+    if (!PyUnicode_Check(arg) || PyUnicode_READY(arg) < 0) {
+        PyErr_SetString(PyExc_TypeError, "strip reads a str");
+        return NULL;
+    }
+    return PyUnicode_IS_ASCII(arg) ? strip_ascii(arg) : strip_masked(arg);
+}
+
 static PyMethodDef methods[] = {
     {"strip", strip, METH_O, strip_doc},
     {NULL, NULL, 0, NULL},
@@ -271,7 +332,7 @@ static PyMethodDef methods[] = {
 static struct PyModuleDef module = {
     PyModuleDef_HEAD_INIT,
     .m_name = "_volatile",
-    .m_doc = "The volatile parts of an ASCII text replaced, in C (see detectors/support/normalize.py).",
+    .m_doc = "The volatile parts of a text replaced, in C (see detectors/support/normalize.py).",
     .m_size = 0,
     .m_methods = methods,
 };

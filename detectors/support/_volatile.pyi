@@ -1,3 +1,4 @@
-"""The volatile-text regex of `normalize` in C (`_volatile.c`), for ASCII text."""
+"""The volatile-text regex of `normalize` in C (`_volatile.c`): None for a text with a character beyond ASCII
+that the pattern reads (a letter, a digit or a space of another script)."""
 
-def strip(text: str, /) -> str: ...
+def strip(text: str, /) -> str | None: ...

@@ -297,8 +297,8 @@ _VOLATILE = re.compile(
     re.IGNORECASE,
 )
 HEAD_CHARS, TAIL_CHARS = 1_024, 4_096  # where a client puts what it adds to a long result: its ends
-_strip_c: Callable[[str], str] | None
-try:  # the same replacement in C for an ASCII text (`_volatile.c`, built where a C compiler is)
+_strip_c: Callable[[str], str | None] | None
+try:  # the same replacement in C for most text (`_volatile.c`, built where a C compiler is)
     from runguard.detectors.support._volatile import strip as _strip_c
 except ImportError:
     _strip_c = None
@@ -310,10 +310,13 @@ def stripper_compiled() -> bool:
 
 
 def _without_volatile(text: str) -> str:
-    """`_VOLATILE.sub("#", text)`: in C for an ASCII text (most tool output) when it is built, about ten
-    times faster than the regex, which runs for the rest."""
-    if _strip_c is not None and text.isascii():
-        return _strip_c(text)
+    """`_VOLATILE.sub("#", text)`: in C when it is built, ten times faster than the regex or more, for a text
+    whose characters beyond ASCII (if any) are none that the pattern reads (an arrow, an emoji: most tool
+    output); the regex reads the rest (a letter, digit or space of another script)."""
+    if _strip_c is not None:
+        stripped = _strip_c(text)
+        if stripped is not None:
+            return stripped
     return _VOLATILE.sub("#", text)
 
 

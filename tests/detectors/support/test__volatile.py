@@ -1,12 +1,16 @@
 """The C volatile-text stripper (`detectors/support/_volatile.c`) replaces what the regex replaces.
 
 `normalize` digests a text tool result with its volatile parts (countdowns, UUIDs, ids, timestamps,
-durations, addresses, long hex ids) as "#", through the C twin for ASCII text and the regex for the rest.
-A digest is stored in run state and compared across requests and restarts, so the two must agree on
-every text: they are compared on texts generated from the pieces the pattern's alternatives are made of.
+durations, addresses, long hex ids) as "#", through the C twin for ASCII text and for text whose other
+characters the pattern reads only as punctuation (arrows, emoji, box lines), and the regex for the rest. A
+digest is stored in run state and compared across requests and restarts, so the two must agree on every
+text: they are compared on texts generated from the pieces the pattern's alternatives are made of, with
+such characters among them, and on every code point beyond ASCII.
 """
 
 from __future__ import annotations
+
+import re
 
 import pytest
 from hypothesis import given, settings
@@ -66,13 +70,43 @@ def test_what_each_alternative_replaces(strip: object) -> None:
         assert normalize._strip_c(text) == stripped == normalize._VOLATILE.sub("#", text), text
 
 
-def test_the_kernel_refuses_what_is_not_ascii(strip: object) -> None:
+# Characters beyond ASCII the pattern reads as punctuation (the kernel as "?"), and ones it reads otherwise.
+_INERT = ["\u2192", "\u2713", "\u2500", "\U0001f389", "\u00b7", "\u2014", "\udc80", "\u00a9"]
+_READ = ["\u00e9", "\u212a", "\u017f", "\u0131", "\u0130", "\u00a0", "\u2003", "\u0663", "\u6771"]
+
+
+@settings(max_examples=3000, deadline=None)
+@given(text=st.lists(st.sampled_from(_PIECES + _INERT), max_size=30).map("".join))
+def test_text_with_characters_the_pattern_reads_as_punctuation_is_stripped_as_the_regex_strips_it(
+    strip: object, text: str
+) -> None:
     assert normalize._strip_c is not None
-    with pytest.raises(ValueError):
-        normalize._strip_c("café 12:00:00")
+    assert normalize._strip_c(text) == normalize._VOLATILE.sub("#", text)
 
 
-def test_non_ascii_text_and_builds_without_the_kernel_go_through_the_regex(monkeypatch: pytest.MonkeyPatch) -> None:
+@settings(max_examples=500, deadline=None)
+@given(text=st.lists(st.sampled_from(_PIECES + _INERT), max_size=20).map("".join), read=st.sampled_from(_READ))
+def test_a_character_the_pattern_reads_otherwise_is_left_to_the_regex(strip: object, text: str, read: str) -> None:
+    assert normalize._strip_c is not None
+    assert normalize._strip_c(text + read) is None and normalize._strip_c(read + text) is None
+    assert normalize._without_volatile(text + read) == normalize._VOLATILE.sub("#", text + read)
+
+
+def test_the_kernel_knows_every_character_the_pattern_reads(strip: object) -> None:
+    # Beyond ASCII the pattern reads a character as a word's (any script's letters and digits), as a space, or
+    # as an ASCII letter under IGNORECASE; what it reads as none of these it reads as it reads "?". The kernel
+    # hands every text with one of the first kind to the regex: the two sets are the same, code point by point.
+    reads = re.compile(r"[\w\s]|[a-z0-9]|[:=#.,+\- _]", re.IGNORECASE)
+    assert normalize._strip_c is not None
+    for code in range(0x80, 0x110000):
+        character = chr(code)
+        read = reads.fullmatch(character) is not None
+        assert (normalize._strip_c(character + " 12:00:00") is None) == read, hex(code)
+    read_file = "     1\u2192took 35 ms \u2713 at 12:00:00\U0001f389"  # Claude Code numbers a file's lines with arrows
+    assert normalize._strip_c(read_file) == "     1\u2192took # \u2713 at #\U0001f389"
+
+
+def test_text_the_kernel_leaves_and_builds_without_it_go_through_the_regex(monkeypatch: pytest.MonkeyPatch) -> None:
     # A Kelvin sign reads as "k" under the regex's IGNORECASE: "chun\u212a id" is a keyed id there.
     text = "chun\u212a id: a81fQ2x at 12:00:00 " + "x" * 6000 + " took 35 ms"
     expected = normalize._VOLATILE.sub("#", text[:1024])
