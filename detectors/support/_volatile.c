@@ -248,23 +248,27 @@ static int read_by_pattern(Py_UCS4 c) {
     return Py_UNICODE_ISALNUM(c) || Py_UNICODE_ISSPACE(c) || c == 0x130 || c == 0x131 || c == 0x17F || c == 0x212A;
 }
 
-static PyObject *strip_ascii(PyObject *text) {
-    Text t = {PyUnicode_1BYTE_DATA(text), PyUnicode_GET_LENGTH(text)};
-    Py_UCS1 *out = PyMem_Malloc((size_t)t.n + 1); /* a match is one character or more: never longer */
+/* `text` with each match in `t` (the text itself, or its masked copy) replaced by "#", its other characters
+ * as they are: written in `text`'s own kind (a match is one character or more: never longer). */
+static PyObject *replaced(const Text *t, PyObject *text) {
+    int kind = PyUnicode_KIND(text);
+    const void *data = PyUnicode_DATA(text);
+    void *out = PyMem_Malloc(((size_t)t->n + 1) * (size_t)kind);
     if (out == NULL) {
         return PyErr_NoMemory();
     }
     Py_ssize_t written = 0;
-    for (Py_ssize_t p = 0; p < t.n;) {
-        Py_ssize_t end = match_at(&t, p);
+    for (Py_ssize_t p = 0; p < t->n;) {
+        Py_ssize_t end = match_at(t, p);
         if (end > p) {
-            out[written++] = '#';
+            PyUnicode_WRITE(kind, out, written++, '#');
             p = end;
         } else {
-            out[written++] = t.s[p++];
+            PyUnicode_WRITE(kind, out, written++, PyUnicode_READ(kind, data, p));
+            p++;
         }
     }
-    PyObject *result = PyUnicode_FromKindAndData(PyUnicode_1BYTE_KIND, out, written);
+    PyObject *result = PyUnicode_FromKindAndData(kind, out, written);
     PyMem_Free(out);
     return result;
 }
@@ -288,25 +292,9 @@ static PyObject *strip_masked(PyObject *text) {
         }
         masked[i] = c < 128 ? (Py_UCS1)c : '?';
     }
-    Py_UCS4 *out = PyMem_Malloc(((size_t)n + 1) * sizeof(Py_UCS4));
-    if (out == NULL) {
-        PyMem_Free(masked);
-        return PyErr_NoMemory();
-    }
     Text t = {masked, n};
-    Py_ssize_t written = 0;
-    for (Py_ssize_t p = 0; p < n;) {
-        Py_ssize_t end = match_at(&t, p);
-        if (end > p) {
-            out[written++] = '#';
-            p = end;
-        } else {
-            out[written++] = PyUnicode_READ(kind, data, p++);
-        }
-    }
-    PyObject *result = PyUnicode_FromKindAndData(PyUnicode_4BYTE_KIND, out, written);
+    PyObject *result = replaced(&t, text);
     PyMem_Free(masked);
-    PyMem_Free(out);
     return result;
 }
 
@@ -321,7 +309,11 @@ static PyObject *strip(PyObject *Py_UNUSED(module), PyObject *arg) {
         PyErr_SetString(PyExc_TypeError, "strip reads a str");
         return NULL;
     }
-    return PyUnicode_IS_ASCII(arg) ? strip_ascii(arg) : strip_masked(arg);
+    if (!PyUnicode_IS_ASCII(arg)) {
+        return strip_masked(arg);
+    }
+    Text t = {PyUnicode_1BYTE_DATA(arg), PyUnicode_GET_LENGTH(arg)};
+    return replaced(&t, arg);
 }
 
 static PyMethodDef methods[] = {
