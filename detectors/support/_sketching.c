@@ -18,19 +18,11 @@
 #define XXH_INLINE_ALL
 #include <xxhash.h>
 
-static int is_space(int c) { /* \s and str.isspace() on ASCII */
-    return c == ' ' || (c >= '\t' && c <= '\r') || (c >= 0x1c && c <= 0x1f);
-}
+#include "_ascii.h"
 
 static int is_chunk(int c) { return !is_space(c); } /* str.split()'s words are runs of anything else */
 
-static int is_digit(int c) { return c >= '0' && c <= '9'; }
-
 static int is_lower_alnum(int c) { return is_digit(c) || (c >= 'a' && c <= 'z'); } /* _WORD: [a-z0-9] */
-
-static int is_word(int c) { /* \w on ASCII */
-    return is_lower_alnum(c) || (c >= 'A' && c <= 'Z') || c == '_';
-}
 
 static int is_upper(int c) { return c >= 'A' && c <= 'Z'; }
 

@@ -12,22 +12,14 @@
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 
+#include "_ascii.h"
+
 typedef struct {
     const Py_UCS1 *s;
     Py_ssize_t n;
 } Text;
 
 static int at(const Text *t, Py_ssize_t i) { return i >= 0 && i < t->n ? t->s[i] : -1; }
-
-static int is_digit(int c) { return c >= '0' && c <= '9'; }
-
-static int is_word(int c) { /* \w on ASCII */
-    return is_digit(c) || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_';
-}
-
-static int is_space(int c) { /* \s on ASCII: str.isspace() */
-    return c == ' ' || (c >= '\t' && c <= '\r') || (c >= 0x1c && c <= 0x1f);
-}
 
 static int lower(int c) { return c >= 'A' && c <= 'Z' ? c + 32 : c; }
 
