@@ -18,31 +18,23 @@ from setuptools import Extension, find_packages, setup
 ROOTS = {"runguard.proxy": "proxy", "runguard.detectors": "detectors", "runguard.config": "config"}
 
 
+def _kernel(name: str, depends: tuple[str, ...] = ()) -> Extension:
+    """`detectors/support/<name>.c` as `runguard.detectors.support.<name>`: optional, so a machine that cannot
+    build it (no compiler, no xxhash.h) installs without it and runs its Python twin."""
+    return Extension(
+        f"runguard.detectors.support.{name}",
+        [f"detectors/support/{name}.c"],
+        depends=[f"detectors/support/{header}" for header in depends],
+        extra_compile_args=["-O2"],
+        optional=True,
+    )
+
+
 KERNELS = [
-    Extension(
-        "runguard.detectors.support._shingling",
-        ["detectors/support/_shingling.c"],
-        extra_compile_args=["-O2"],
-        optional=True,  # no compiler or no xxhash.h: the Python twins run instead
-    ),
-    Extension(
-        "runguard.detectors.support._sketching",
-        ["detectors/support/_sketching.c"],
-        extra_compile_args=["-O2"],
-        optional=True,  # no compiler or no xxhash.h: `sketch._sketch_py` runs instead
-    ),
-    Extension(
-        "runguard.detectors.support._units",
-        ["detectors/support/_units.c"],
-        extra_compile_args=["-O2"],
-        optional=True,  # no compiler: `shingles._Units` runs instead
-    ),
-    Extension(
-        "runguard.detectors.support._volatile",
-        ["detectors/support/_volatile.c"],
-        extra_compile_args=["-O2"],
-        optional=True,  # no compiler: the regex runs instead
-    ),
+    _kernel("_shingling"),  # twins: shingles.hashes_py, tops_py; needs xxhash.h
+    _kernel("_sketching", ("_ascii.h",)),  # twin: sketch._sketch_py; needs xxhash.h
+    _kernel("_units"),  # twin: shingles._Units
+    _kernel("_volatile", ("_ascii.h",)),  # twin: the normalize._VOLATILE regex
 ]
 
 
