@@ -6,11 +6,11 @@
 The fake upstream and the load client run in their own processes, so what
 the profiler samples (this process's main thread) is the proxy alone:
 `create_app(settings)` with the bench's detector limits, served on loopback,
-access log on as with `runguard-proxy serve`. `--growth` profiles the 300-step
-growing run instead of N identical-size requests. Prints a request's steps (the
-time of each call the handler makes, and of what runs outside the handler), then
-the functions with the most self time and the most inclusive time
-(file:function), with the event loop's idle time taken out.
+access log on and the collector set as with `runguard-proxy serve`. `--growth`
+profiles the 300-step growing run instead of N identical-size requests. Prints
+a request's steps (the time of each call the handler makes, and of what runs
+outside the handler), then the functions with the most self time and the most
+inclusive time (file:function), with the event loop's idle time taken out.
 """
 
 from __future__ import annotations
@@ -143,6 +143,7 @@ def report(costs: Costs, top: int, requests: int, by_step: dict[str, float] | No
 
 
 async def profile(args: argparse.Namespace, upstream: str, log_dir: Path) -> tuple[Profiler, int, float]:
+    from runguard.proxy.serve import collector
     from runguard.proxy.serve.app import create_app
     from runguard.proxy.serve.server import start
 
@@ -152,6 +153,8 @@ async def profile(args: argparse.Namespace, upstream: str, log_dir: Path) -> tup
         0,
         grace=1.0,
     )
+    collector.settle()  # as `serve` leaves it: at the default thresholds the collector's pauses, charged to
+    # whatever allocated last, put tens of microseconds a request on functions that cost one
     target = {"name": "proxy", "url": running.url, "pid": os.getpid()}
     if args.concurrency:
         spec: dict[str, Any] = {

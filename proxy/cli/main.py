@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import gc
 import logging
 import signal
 from collections.abc import Coroutine
@@ -22,12 +21,6 @@ import typer
 from runguard.config import ConfigError, Settings
 from runguard.proxy.cli import commands
 from runguard.proxy.cli.loading import ConfigOption, load
-
-# The collector's generation thresholds while serving. At CPython's default (a young collection every 700
-# allocations) a proxy under load at 32 clients spent 4.7% of its CPU collecting (the frame; 4.7% with every
-# detector too: perf, cpu-clock), walking the in-flight requests' objects again and again; at 10,000, 0.2%
-# (0.7%). Cycles wait at most that many allocations longer to be freed.
-GC_THRESHOLDS = (10_000, 10, 10)
 
 
 def bind_warning(settings: Settings) -> str | None:
@@ -86,6 +79,7 @@ def _banner(settings: Settings, url: str) -> str:
 
 
 async def _serve(settings: Settings, reuse_port: bool = False) -> None:
+    from runguard.proxy.serve import collector
     from runguard.proxy.serve.app import create_app
     from runguard.proxy.serve.server import start
     from runguard.proxy.serve.timeouts import ClientTimeouts
@@ -94,11 +88,7 @@ async def _serve(settings: Settings, reuse_port: bool = False) -> None:
     server = settings.server
     timeouts = ClientTimeouts.of(server)
     running = await start(app, server.host, server.port, server.shutdown_grace_seconds, timeouts, reuse_port)
-    # What start-up built (modules, models, the app) lives as long as the process: frozen out of the
-    # collector, full collections only walk what requests and runs add.
-    gc.collect()
-    gc.freeze()
-    gc.set_threshold(*GC_THRESHOLDS)
+    collector.settle()
     typer.echo(_banner(settings, running.url), err=True)  # stdout carries the JSON access log alone
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
