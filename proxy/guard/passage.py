@@ -35,16 +35,16 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable, Coroutine
 from types import TracebackType
-from typing import Protocol
+from typing import Any, Protocol
 
 from runguard.detectors.support import ResponseSeen
 from runguard.proxy.core.events import ResponseInfo
 from runguard.proxy.core.tasks import hold
 from runguard.proxy.guard.ending import Ends
 from runguard.proxy.guard.judging import Judging
-from runguard.proxy.guard.stages import Stages
+from runguard.proxy.guard.stages import Stages, own_cpu
 from runguard.proxy.guard.ticket import Ticket
 from runguard.proxy.providers.answers import Synthetic
 from runguard.proxy.store.records import RecordedBody
@@ -95,7 +95,7 @@ class Passage:
     def __init__(
         self,
         guard: Judge,
-        admit: Callable[[], Awaitable[Ticket]],
+        admit: Callable[[], Coroutine[Any, Any, Ticket]],
         finishing: set[asyncio.Task[None]],
         *,
         in_place: bool,
@@ -137,9 +137,7 @@ class Passage:
 
     async def enter(self) -> Passage:
         """Admit the request (`Guard.admit`). A stopped request's `client_status` is its answer's."""
-        began = time.thread_time()
-        self._ticket = await self._admit()
-        self._stages.admission += time.thread_time() - began
+        self._ticket = await own_cpu(self._admit(), self._stages.admitted)
         self._sent = time.perf_counter()
         if self._ticket.answer is not None:
             self.client_status = self._ticket.answer.status
@@ -226,9 +224,8 @@ class Passage:
         await self._complete(remembered=True)
 
     async def _complete(self, *, remembered: bool) -> None:
-        began = time.thread_time()
         try:
-            await self._guard.complete(
+            ending = self._guard.complete(
                 self.ticket,
                 self._seen,
                 client_status=self.client_status,
@@ -236,8 +233,8 @@ class Passage:
                 body=self.body,
                 remembered=remembered,
             )
+            await own_cpu(ending, self._stages.judged)
         finally:
-            self._stages.judging += time.thread_time() - began
             ends = self._guard.ends
             if self._marked and ends is not None:  # its verdicts are written: a follower may be judged now
                 await ends.unmark(self.ticket.ids)
