@@ -271,8 +271,8 @@ def markdown(doc: dict[str, Any]) -> str:
         *redis_table(doc),
         "",
         "Stage split (us per request; stages from `runguard_stage_seconds_total`, relay+HTTP = CPU less the stages;"
-        " a stage not exported shows - and stays in relay+HTTP). The stages are the event loop thread's CPU while"
-        " they ran; one that awaits Redis also counts the other requests' work meanwhile (relay+HTTP < 0 under load).",
+        " a stage not exported shows - and stays in relay+HTTP). The stages are the event loop thread's CPU in their"
+        " own steps: what the loop runs for other requests while a stage waits on Redis counts in theirs.",
         "",
         *stage_table(doc),
     ]
