@@ -153,8 +153,9 @@ async def profile(args: argparse.Namespace, upstream: str, log_dir: Path) -> tup
         0,
         grace=1.0,
     )
-    collector.settle()  # as `serve` leaves it: at the default thresholds the collector's pauses, charged to
-    # whatever allocated last, put tens of microseconds a request on functions that cost one
+    # The collector as `serve` leaves it: at CPython's default thresholds its pauses, charged to whatever
+    # allocated last, put tens of microseconds a request on functions that cost one.
+    collector.settle()
     target = {"name": "proxy", "url": running.url, "pid": os.getpid()}
     if args.concurrency:
         spec: dict[str, Any] = {

@@ -5,10 +5,10 @@
 its end took (`Guard.complete`: accounting, response detectors, breakers,
 the record built and the observers told). Both are the event loop thread's
 CPU time in the stage's own steps (`own_cpu`): what runs between its waits,
-the state backend's client encoding and reading its round trips included.
-While a stage waits (a Redis round trip, a run's pending end), the loop
-serves other requests: that counts in their stages, not in this one. The
-bench reads the stages per request beside the process's CPU.
+the state client's work there included (a batch's commands written, its
+replies parsed). While a stage waits (a Redis round trip, a run's pending
+end), what the loop runs (other requests, replies read off the socket) is
+not in it. The bench reads the stages per request beside the process's CPU.
 """
 
 from __future__ import annotations
