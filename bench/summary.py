@@ -8,7 +8,9 @@ Three tables, all from one results document:
 - Redis over memory: what RunGuard on Redis adds to RunGuard in memory (ms, CPU-ms);
 - the stage split: RunGuard's CPU per request as admission, judging, records
   (its `runguard_stage_seconds_total`) and the rest, relay and HTTP, beside the
-  pass-through's whole CPU per request.
+  pass-through's whole CPU per request;
+- the budget: what a CPU target leaves beyond the read-and-parse floor, beside
+  what RunGuard's frame and its detectors each use of it (with `--frame`).
 Targets are shown as met or not, never asserted. A figure a run did not measure is "-".
 """
 
@@ -23,6 +25,7 @@ from bench import report, stages
 BASE = "passthrough"
 FLOOR = "floor"  # bench/floor.py: the pass-through that also reads and parses both bodies
 MEMORY, REDIS = "proxy", "proxy_redis"
+FRAME = "proxy_frame"  # `--frame`: RunGuard with every detector, the record store and the access log off
 COLUMNS = (
     (BASE, "pass-through"),
     (FLOOR, "read-and-parse floor"),
@@ -260,6 +263,59 @@ def stage_table(doc: dict[str, Any]) -> list[str]:
     return _md(headers, rows)
 
 
+def _judging_stages(figures: Figures | None) -> float | None:
+    """Admission and judging together, us per request (None when the proxy exports no stage split)."""
+    split = stages.split(figures or {})
+    admission, judging = split["admission"], split["judging"]
+    return None if admission is None or judging is None else admission + judging
+
+
+def _less(a: float | None, b: float | None) -> float | None:
+    return None if a is None or b is None else a - b
+
+
+def budget_table(doc: dict[str, Any]) -> list[str]:
+    """Per CPU target (small chat request): what it allows beyond the read-and-parse floor, and what RunGuard
+    (memory) uses beyond it, as its frame's part and the part the detectors, records and access log add.
+
+    The detectors' stages are RunGuard's admission and judging less the frame's: the hooks, their state ops and
+    the engine's plumbing, without the relay's. A cell needs its targets in the run (the floor; the frame with
+    `--frame`), else it is "-".
+    """
+    phases = [("small chat, sequential", _latency(doc, SMALL), 2.0)]
+    phases += [(f"small chat, {c} clients", _load(doc, c), 2.5) for c in _clients(doc)]
+    rows: list[list[str]] = []
+    for label, phase, ratio in phases:
+        cpu: dict[str, float | None] = {
+            name: (phase.get(name) or {}).get("cpu_us") for name in (BASE, FLOOR, MEMORY, FRAME)
+        }
+        base = cpu[BASE]
+        budget = None if base is None else ratio * base
+        floor = cpu[FLOOR]
+        detecting = _less(_judging_stages(phase.get(MEMORY)), _judging_stages(phase.get(FRAME)))
+        cells = [
+            f"{ratio}x = {_us(budget)}",
+            _us(floor),
+            _us(_less(budget, floor)),
+            _us(_less(cpu[MEMORY], floor)),
+            _us(_less(cpu[FRAME], floor)),
+            _us(_less(cpu[MEMORY], cpu[FRAME])),
+            _us(detecting),
+        ]
+        rows.append([label, *cells])
+    headers = [
+        "CPU us per request",
+        "target (x the pass-through's)",
+        "floor",
+        "left beyond the floor",
+        "RunGuard beyond the floor",
+        "of it: the frame",
+        "detectors, records, log",
+        "detectors' stages",
+    ]
+    return _md(headers, rows)
+
+
 def markdown(doc: dict[str, Any]) -> str:
     """The whole summary: the per-request table, Redis over memory, the stage split, and the run's caveats."""
     lines = [
@@ -275,6 +331,12 @@ def markdown(doc: dict[str, Any]) -> str:
         " own steps: what the loop runs for other requests while a stage waits on Redis counts in theirs.",
         "",
         *stage_table(doc),
+        "",
+        "The budget (us per request): what each CPU target leaves beyond the read-and-parse floor, beside what "
+        "RunGuard (memory) uses beyond it; its frame's part and what the detectors, records and access log add "
+        "need `--frame`. The detectors' stages are RunGuard's admission and judging less the frame's.",
+        "",
+        *budget_table(doc),
     ]
     for entry in doc.get("growth", []):
         for name, n in (entry.get("unhealthy") or {}).items():
