@@ -179,7 +179,7 @@ class RunSettings(_Section):
         gt=0,
         description="In-memory state keeps at most this many entries (runs, keys, nested conversations): "
         "past it the least recently used that holds no stop and no spend is dropped; stops and a key's spend "
-        "are kept until idle. About 3.5-22 KB each.",
+        "are kept until idle. About 3-29 KB each.",
     )
     max_runs_per_tenant: int = Field(
         10_000,

@@ -20,7 +20,8 @@ class BudgetConfig(DetectorConfig):
         description="USD a run may spend. Once its spend reaches this, its next request is stopped. The "
         "costliest recorded coding sessions spent $10.59 (Claude Code on Opus 4.5, 100 calls over 96 minutes, "
         "still working), $5.77 (Claude Code watching a Linux build for 4.5 hours) and $3.45 (113 calls on "
-        "Sonnet 4.5); at that pace the 250-request cap comes near $25. Unpriced models add nothing to it.",
+        "Sonnet 4.5). At the first one's pace (about $0.11 a call), $25 pays for about 240 requests, under "
+        "half of `max_requests`' cap of 500. Unpriced models add nothing to it.",
         json_schema_extra={"tighten": "lower"},
     )
     key_daily_usd: float | None = Field(

@@ -23,10 +23,16 @@ HEADER = """# Detectors
 
 Generated from the code (`runguard-proxy detectors --markdown`); do not edit by hand.
 
-Every detector has `action` (`block`, `nudge`, `warn`, `off`) and `response` (`error`: a provider-native 429
-the SDK does not retry; `stop`: a normal completion that ends the agent's turn). Set them under
-`guard.detectors.<name>` in the config, per API key or model under `guard.overrides`, or make them
-stricter for one run with `X-RunGuard-Limit: <name>.<field>=<value>` (fields marked *tightenable*).
+Every detector has `action` (`block`, `nudge`, `warn`, `off`) and `response`, what a block answers:
+
+- `auto` (the default): by client family, the answer that ends the client that sent the request and shows
+  the person running it the reason (see [stopping.md](stopping.md#what-each-client-sees));
+- `error`: a provider-native 429 the SDK does not retry;
+- `refuse`: the same error with status 400, for clients that retry any 429 or hide its body;
+- `stop`: a normal completion that ends the agent's turn.
+
+Set them under `guard.detectors.<name>` in the config, per API key or model under `guard.overrides`, or
+make them stricter for one run with `X-RunGuard-Limit: <name>.<field>=<value>` (fields marked *tightenable*).
 `guard.shadow: true` turns every block into a warning, to calibrate on real traffic first.
 `action: nudge` first sends the model a note, then blocks if the pattern goes on (see Nudge, below).
 """

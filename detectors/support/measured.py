@@ -23,7 +23,6 @@ class Measured:
     progress: int
     stuck: int
     other: int  # borderline, or a real repeat the agent recovered from
-    before: tuple[int, int, int]  # (stopped, of which progress, of which nobody read) at the round's start
 
 
 SESSIONS = 772
@@ -32,25 +31,19 @@ LONG = 23  # sessions over 100 calls
 STUCK = 76  # sessions judged stuck (bench/corpus/verdicts), stopped or not
 RESPONSES = 22_317
 WARNED = 382
-WARNED_BEFORE = (838, 21_795)
 ROWS = (
-    Measured("text_loop", 78, 0, 68, 10, (78, 1, 0)),
-    Measured("non_progress", 9, 0, 7, 2, (13, 3, 0)),
-    Measured("spiral", 2, 0, 1, 1, (2, 0, 0)),
-    Measured("budget", 0, 0, 0, 0, (1, 1, 0)),
-    Measured("max_tokens", 0, 0, 0, 0, (1, 1, 0)),
-    Measured("parallel_calls", 0, 0, 0, 0, (1, 1, 0)),
+    Measured("text_loop", 78, 0, 68, 10),
+    Measured("non_progress", 9, 0, 7, 2),
+    Measured("spiral", 2, 0, 1, 1),
+    Measured("budget", 0, 0, 0, 0),
+    Measured("max_tokens", 0, 0, 0, 0),
+    Measured("parallel_calls", 0, 0, 0, 0),
 )
-WARNINGS = (("consecutive_same_tool", 210, 388), ("tool_storm", 171, 565), ("context_window", 13, 0))
+WARNINGS = (("consecutive_same_tool", 210), ("tool_storm", 171), ("context_window", 13))
 
 
 def _share(part: int, whole: int) -> str:
     return f"{100 * part / whole:.1f}%"
-
-
-def _before(figures: tuple[int, int, int]) -> str:
-    stopped, progress, unread = figures
-    return f"{stopped} ({progress}; {unread} unread)" if unread else f"{stopped} ({progress})"
 
 
 def render() -> str:
@@ -68,27 +61,24 @@ def render() -> str:
         "([corpus.md](corpus.md)). Each stop was judged by reading the session (stuck, making progress or "
         "borderline; the verdicts are in `bench/corpus/verdicts/`). The false-stop rate is the share of all "
         f"sessions stopped while making progress; the catch rate, the share of the {STUCK} sessions judged "
-        "stuck that the detector stopped. Before: the defaults of the release before (900257a), over the "
-        "same sessions (unread: stops nobody judged). Reproduce: `python -m bench.corpus build`, "
+        "stuck that the detector stopped. Reproduce: `python -m bench.corpus build`, "
         "`runguard-proxy replay bench/corpus/build --json > r.json`, `python -m bench.corpus judge r.json`.",
         "",
         "| detector | sessions stopped | false stops (making progress) | false-stop rate | stuck caught | "
-        "catch rate | borderline | before: stopped (false) |",
-        "|---|---:|---:|---:|---:|---:|---:|---:|",
+        "catch rate | borderline |",
+        "|---|---:|---:|---:|---:|---:|---:|",
     ]
     for row in ROWS:
         lines.append(
             f"| `{row.detector}` | {row.stopped} | {row.progress} | {_share(row.progress, SESSIONS)} | {row.stuck} | "
-            f"{_share(row.stuck, STUCK)} | {row.other} | {_before(row.before)} |"
+            f"{_share(row.stuck, STUCK)} | {row.other} |"
         )
-    before = tuple(sum(row.before[i] for row in ROWS) for i in range(3))
     lines += [
         f"| all | {stopped} | {progress} | {_share(progress, SESSIONS)} | {caught} | {_share(caught, STUCK)} | "
-        f"{stopped - progress - caught} | {_before((before[0], before[1], before[2]))} |",
+        f"{stopped - progress - caught} |",
         "",
-        f"Warnings: {WARNED} of {RESPONSES:,} responses ({_share(WARNED, RESPONSES)}; before, "
-        f"{_share(*WARNED_BEFORE)}): "
-        + ", ".join(f"`{name}` {now} (before {then})" for name, now, then in WARNINGS)
+        f"Warnings: {WARNED} of {RESPONSES:,} responses ({_share(WARNED, RESPONSES)}): "
+        + ", ".join(f"`{name}` {count}" for name, count in WARNINGS)
         + ". A warning marks a count reaching its threshold and each doubling of it, not every response after "
         "(`context_window`'s are one session working at 70-90% of its window). What real sessions reach "
         "beside each cap is in its settings.",
