@@ -192,6 +192,7 @@ def install(
         str(spec.name): settings.upstreams.base_url(spec.upstream.name, spec.upstream.default_url)
         for spec in provider_specs.REGISTRY.providers
     }
+    upstreams.update((name, service.url) for name, service in settings.upstreams.compatible.items())
     telemetry = Telemetry(config, registry, {name: _server(url) for name, url in upstreams.items()})
     app.cleanup_ctx.append(telemetry.lifetime)
     log.info("OpenTelemetry export on: %s to %s", config.protocol, config.traces_endpoint or config.metrics_endpoint)

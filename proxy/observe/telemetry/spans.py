@@ -49,7 +49,8 @@ class GenAiTracer:
         turn_idle: float,
         servers: Mapping[str, tuple[str, int]] | None = None,
     ) -> None:
-        self._servers = servers or {}  # provider -> the upstream's host and port (`server.address`, `.port`)
+        # upstream (a provider or a compatible service) -> its host and port (`server.address`, `.port`)
+        self._servers = servers or {}
         self._tracer = tracer
         self._ids = ids
         self._meters = meters
@@ -135,7 +136,7 @@ class GenAiTracer:
         name = f"{attributes.operation(request.api)} {self._models(request.model)}"
         span = self._start(name, parent, ticket, SpanKind.CLIENT, start)
         found = attributes.chat_attributes(ticket, seen, record)
-        server = self._servers.get(str(ticket.adapter.provider))
+        server = self._servers.get(str(ticket.provider))  # the upstream sent to, not the dialect spoken
         if server is not None:
             found["server.address"], found["server.port"] = server
         if error is not None:

@@ -12,9 +12,10 @@ import openai
 import pytest
 
 from tests.e2e import agents as loops
+from tests.e2e import payloads
 from tests.support.otel import by_start, telemetry, trace_of
 from tests.support.otlp_receiver import OtlpReceiver
-from tests.support.upstream import FakeUpstream
+from tests.support.upstream import FakeUpstream, Reply
 
 
 async def test_chat_agent_run_is_one_trace_with_agent_turn_chat_and_tool_spans(
@@ -89,3 +90,42 @@ async def test_a_trip_is_a_span_event_and_the_blocked_request_an_error_span(
     assert "3 times" in event.attributes["runguard.reason"]
     await receiver.wait_for(lambda r: bool(r.named("invoke_agent")))
     assert receiver.named("invoke_agent")[0].status == "ERROR"
+
+
+async def test_a_chat_span_names_the_upstream_it_was_sent_to_not_the_dialect_it_speaks(
+    receiver: OtlpReceiver, upstream: FakeUpstream, make_proxy: Callable[..., Any]
+) -> None:
+    """Chat Completions go to three upstreams on one proxy: OpenAI's, an OpenAI-compatible service's and
+    Gemini's OpenAI-compatible endpoint. Each chat span's `server.address`/`server.port` is where that
+    request went (an operator reading a span of a slow call must see whose server it waited on)."""
+    local, gemini = await FakeUpstream().start(), await FakeUpstream().start()
+    try:
+        for fake in (upstream, local, gemini):
+            fake.script = lambda _: Reply.json(payloads.chat_completion("hi"))
+        url = await make_proxy(
+            upstreams={"gemini": gemini.url, "compatible": {"local": {"url": local.url}}},
+            **telemetry(receiver.http_url),
+        )
+        bases = {"openai": f"{url}/v1", "local": f"{url}/local/v1", "gemini": f"{url}/v1beta/openai/"}
+        for name, base in bases.items():
+            async with openai.AsyncOpenAI(base_url=base, api_key=f"key-{name}", max_retries=0) as client:
+                await client.chat.completions.create(
+                    model=f"model-{name}",
+                    messages=[{"role": "user", "content": "hi"}],
+                    extra_headers={"X-Run-Id": name},
+                )
+        await receiver.wait_for(lambda r: len(r.named("chat ")) == 3)
+    finally:
+        await local.stop()
+        await gemini.stop()
+
+    servers = {
+        s.attributes["gen_ai.request.model"]: (s.attributes["server.address"], s.attributes["server.port"])
+        for s in receiver.named("chat ")
+    }
+    port = {
+        name: int(fake.url.rsplit(":", 1)[1])
+        for name, fake in (("openai", upstream), ("local", local), ("gemini", gemini))
+    }
+    assert servers == {f"model-{name}": ("127.0.0.1", port[name]) for name in bases}
+    assert len(set(port.values())) == 3  # three servers, so a span naming the wrong one would show
