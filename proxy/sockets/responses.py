@@ -44,14 +44,17 @@ class ResponsesSocket:
         agent: str | None,
         tight: Tightening,
         session: str | None = None,
+        client: str = "other",
     ) -> None:
-        """`spec`: the API the socket's requests are (`socket`: its `ProviderApi.socket`)."""
+        """`spec`: the API the socket's requests are (`socket`: its `ProviderApi.socket`); `client`: the family
+        of the client that opened it (`clients.family_of` of the handshake's headers)."""
         self._ctx = ctx
         self._key_hash = key_hash
         self._header_run = header_run
         self._agent = agent
         self._tight = tight
         self._session = session  # the session the handshake named (`sessions.from_headers`)
+        self._client = client
         self._adapter = spec.adapter()
         self._socket = socket
         self._api = str(spec.name)
@@ -66,7 +69,7 @@ class ResponsesSocket:
         ctx, body = self._ctx, text.encode()
         slot = ctx.slot(self._key_hash, self._header_run, body)
         info = self._adapter.parse_request(
-            body, RequestContext(None, self._agent, True, history=slot, session=self._session)
+            body, RequestContext(None, self._agent, True, history=slot, session=self._session, client=self._client)
         )
         if info.parse_error:
             ctx.observer.parse_error(self._api)

@@ -33,6 +33,7 @@ from multidict import CIMultiDict
 from runguard.proxy.core.errors import UpstreamError, UpstreamRefused
 from runguard.proxy.guard import tightening_from
 from runguard.proxy.providers import registry
+from runguard.proxy.providers.common import clients
 from runguard.proxy.providers.common import sessions as client_sessions
 from runguard.proxy.providers.routes import Route, raw_target
 from runguard.proxy.relay import provider_error, upstream_failed
@@ -143,7 +144,15 @@ def _guard(request: web.Request, ctx: ProxyContext, route: Route, key_hash: str)
         return None  # (ruled out above)
     session = client_sessions.from_headers(request.headers) if header_run is None else None  # codex names it
     return ResponsesSocket(
-        ctx, key_hash, spec, spec.socket, header_run=header_run, agent=agent, tight=tight, session=session
+        ctx,
+        key_hash,
+        spec,
+        spec.socket,
+        header_run=header_run,
+        agent=agent,
+        tight=tight,
+        session=session,
+        client=clients.family_of(request.headers),  # the handshake's sender: a block answers it as over HTTP
     )
 
 

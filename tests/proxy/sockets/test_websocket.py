@@ -101,6 +101,27 @@ async def test_a_looping_agent_over_a_websocket_is_stopped_on_its_socket(
     assert "max_requests" in [t.detector for t in trips_of(sink) if t.action == "block"]
 
 
+async def test_a_stop_on_a_socket_answers_its_client_family_as_over_http(
+    make_proxy: ProxyFactory, sdk_client: SdkClient, upstream: FakeUpstream
+) -> None:
+    """The Codex CLI names itself in the handshake (`originator: codex_exec`); with `response: auto` a block
+    answers it with `refuse` (a 400, whose body it prints) on its socket as over HTTP, not the 429 other
+    clients get; `guard.client_answers` changes it here too."""
+    upstream.socket_script = agent_model(looping=True)
+    default = await make_proxy(guard={"detectors": {"max_requests": {"limit": 1}}})
+    configured = await make_proxy(
+        guard={"detectors": {"max_requests": {"limit": 1}}, "client_answers": {"codex": "error"}}
+    )
+    statuses = {}
+    for name, url in (("default", default), ("configured", configured)):
+        client = sdk_client(url, "sk-socket", {"X-Run-Id": f"ws-codex-{name}", "originator": "codex_exec"})
+        with pytest.raises(ResponsesWebSocketError) as caught:
+            await Runner.run(support_agent(client), "Where is my order A-1?", max_turns=20)
+        assert caught.value.code == "runguard_max_requests"
+        statuses[name] = caught.value.payload["status"]
+    assert statuses == {"default": 400, "configured": 429}
+
+
 @pytest.mark.redis
 async def test_a_looping_agent_over_a_websocket_is_stopped_with_its_run_state_on_redis(
     upstream: FakeUpstream, sink: ListSink, sdk_client: SdkClient
