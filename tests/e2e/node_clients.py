@@ -83,8 +83,9 @@ def offline_env(home: Path, **more: str) -> dict[str, str]:
     return {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": str(home), "LANG": "C.UTF-8", **more}
 
 
-def codex_home(home: Path, proxy_url: str) -> dict[str, str]:
-    """A CODEX_HOME whose config sends every request to the proxy's Responses API with a fake key."""
+def codex_home(home: Path, proxy_url: str, *, websockets: bool = False) -> dict[str, str]:
+    """A CODEX_HOME whose config sends every request to the proxy's Responses API with a fake key; with
+    `websockets`, over Responses WebSockets (the provider's `supports_websockets`), as codex does with OpenAI."""
     codex = home / "codex"
     codex.mkdir(parents=True, exist_ok=True)
     (codex / "config.toml").write_text(
@@ -97,7 +98,7 @@ def codex_home(home: Path, proxy_url: str) -> dict[str, str]:
         'name = "RunGuard"\n'
         f'base_url = "{proxy_url}/v1"\n'
         'env_key = "RUNGUARD_E2E_KEY"\n'
-        'wire_api = "responses"\n'
+        'wire_api = "responses"\n' + ("supports_websockets = true\n" if websockets else "")
     )
     return offline_env(home, CODEX_HOME=str(codex), RUNGUARD_E2E_KEY=KEY)
 

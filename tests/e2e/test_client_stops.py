@@ -138,6 +138,39 @@ async def test_codex_stopped_mid_run_ends_at_once_and_prints_the_reason(upstream
     assert len(upstream.received) == 1 and len(sink.refusals()) == 1
 
 
+def _socket_step(message: str | bytes) -> list[str]:
+    """`agent_step` over a Responses WebSocket: each `response.create` answered by its response's events."""
+    body = json.loads(message)
+    answered = any(item.get("type") == "function_call_output" for item in body.get("input", []))
+    response = (
+        payloads.response_object("Done.") if answered else payloads.response_object(calls=[("c1", "get_goal", "{}")])
+    )
+    return [json.dumps(event) for event in payloads.responses_events(response)]
+
+
+async def test_codex_over_its_responses_websocket_stopped_mid_run_prints_the_reason(
+    upstream: FakeUpstream, tmp_path: Path
+) -> None:
+    """The same stop with the Codex CLI on a Responses WebSocket: its handshake names it (`originator`), so its
+    socket gets the answer it prints (a 400) rather than the 429 it reports only as a retry limit."""
+    node = node_clients.require_node(node_clients.CODEX)
+    upstream.socket_script = _socket_step
+    sink = TimedSink()
+    proxy = await _proxy(upstream, sink, guard={"detectors": {"max_requests": {"limit": 1}}})
+    try:
+        env = node_clients.codex_home(tmp_path / "home", proxy.url, websockets=True)
+        ran = await node_clients.codex_exec(node, env, tmp_path, "Fix the failing test")
+        ended = time.monotonic()
+    finally:
+        await proxy.stop()
+    assert ran.code != 0
+    assert "RunGuard stopped run" in ran.printed and "max_requests" in ran.printed
+    assert "Reset with" in ran.printed
+    _ended_in_time(sink, ended)
+    assert len(upstream.handshakes) == 1 and len(upstream.socket_received) == 1 and not upstream.received
+    assert [r.status for r in sink.refusals()] == [400]
+
+
 async def test_claude_code_refused_at_its_first_request_prints_the_reason(
     upstream: FakeUpstream, tmp_path: Path
 ) -> None:
