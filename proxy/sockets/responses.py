@@ -15,6 +15,7 @@ import dataclasses
 from collections import deque
 from typing import TYPE_CHECKING
 
+from runguard.proxy.core.events import ResponseInfo
 from runguard.proxy.guard import Passage, Tightening
 from runguard.proxy.providers.base import RequestContext
 from runguard.proxy.providers.sockets import EventParser, RequestMessages
@@ -22,6 +23,10 @@ from runguard.proxy.providers.spec import ProviderApi
 
 if TYPE_CHECKING:
     from runguard.proxy.relay import ProxyContext
+
+# Why a socket ended, as its cut-off requests are recorded (`error`).
+SHUTDOWN = "proxy_shutdown"  # the proxy stops (as a stream it cuts over HTTP is recorded)
+UPSTREAM_CLOSED = "upstream_closed"  # the provider closed the socket mid-answer: an upstream failure
 
 
 @dataclasses.dataclass
@@ -111,17 +116,25 @@ class ResponsesSocket:
         await self._finish(head, status, None)
 
     async def close(self, reason: str) -> None:
-        """The socket closed: end the requests still waiting on their answer, as cut off."""
+        """The socket closed: end the requests still waiting on their answer, as cut off, with `reason`. Only a
+        provider that closed mid-answer (`UPSTREAM_CLOSED`) failed them, as a stream that breaks upstream does
+        over HTTP (`retry_cascade` counts it); a client that left (`CLIENT_LEFT`) or a proxy that stops
+        (`SHUTDOWN`) is no failure of the provider's."""
         lanes, self._lanes = self._lanes, {}
+        failed = reason == UPSTREAM_CLOSED
         for waiting in lanes.values():
             for cut in waiting:
-                await self._finish(cut, None, reason)
+                info = dataclasses.replace(cut.parser.close(), complete=False)
+                if failed:
+                    info = dataclasses.replace(info, error=info.error or reason)
+                await self._end(cut.passage, info, None if failed else 200, None, reason)
 
-    async def _finish(self, done: _InFlight, status: int | None, error: str | None) -> None:
-        info = done.parser.close()
-        if error is not None:
-            info = dataclasses.replace(info, error=info.error or error, complete=False)
-        passage = done.passage
+    async def _finish(self, done: _InFlight, status: int, error: str | None) -> None:
+        await self._end(done.passage, done.parser.close(), status, status, error)
+
+    async def _end(
+        self, passage: Passage, info: ResponseInfo, status: int | None, client_status: int | None, error: str | None
+    ) -> None:
         passage.seen(info, status)
-        passage.client_status, passage.error = status, error
+        passage.client_status, passage.error = client_status, error
         await passage.finish()

@@ -32,13 +32,14 @@ from multidict import CIMultiDict
 
 from runguard.proxy.core.errors import UpstreamError, UpstreamRefused
 from runguard.proxy.guard import tightening_from
+from runguard.proxy.guard.passage import CLIENT_LEFT
 from runguard.proxy.providers import registry
 from runguard.proxy.providers.common import clients
 from runguard.proxy.providers.common import sessions as client_sessions
 from runguard.proxy.providers.routes import Route, raw_target
 from runguard.proxy.relay import provider_error, upstream_failed
 from runguard.proxy.sockets.realtime import RealtimeSocket
-from runguard.proxy.sockets.responses import ResponsesSocket
+from runguard.proxy.sockets.responses import SHUTDOWN, UPSTREAM_CLOSED, ResponsesSocket
 
 if TYPE_CHECKING:
     from runguard.proxy.relay import ProxyContext
@@ -82,11 +83,12 @@ async def relay(
         )
         await client.prepare(request)
         guarded = _guard(request, ctx, route, key_hash)
+        cause = CLIENT_LEFT  # a handler cancelled mid-relay: its client went away
         try:
-            await _both_ways(client, upstream, guarded, ctx.stopping)
+            cause = await _both_ways(client, upstream, guarded, ctx.stopping)
         finally:
             if guarded is not None:
-                ctx.spawn(guarded.close("connection_closed"))  # what was in flight when either side left
+                ctx.spawn(guarded.close(cause))  # what was in flight when the socket ended, and why
         if ctx.stopping.is_set():  # the client reconnects, to another replica or after the restart
             await _going_away(client)
         await upstream.close(code=_sendable(client.close_code))
@@ -161,13 +163,16 @@ async def _both_ways(
     upstream: aiohttp.ClientWebSocketResponse,
     guarded: SocketGuard | None,
     stopping: asyncio.Event,
-) -> None:
-    """Relay in both directions until one side closes, the server begins to stop, or the handler is cancelled."""
+) -> str:
+    """Relay in both directions until one side closes, the server begins to stop, or the handler is cancelled;
+    why it ended: the client left (`CLIENT_LEFT`), the server is stopping (`SHUTDOWN`), or the provider closed
+    (`UPSTREAM_CLOSED`, also when a stopped run's socket is closed after its answer)."""
     outward = asyncio.ensure_future(_from_client(client, upstream, guarded))
     inward = asyncio.ensure_future(_from_upstream(upstream, client, guarded))
     stop = asyncio.ensure_future(stopping.wait())
     try:
         await asyncio.wait((outward, inward, stop), return_when=asyncio.FIRST_COMPLETED)
+        cause = SHUTDOWN if stop.done() else CLIENT_LEFT if outward.done() else UPSTREAM_CLOSED
     finally:
         for task in (outward, inward, stop):
             task.cancel()
@@ -178,6 +183,7 @@ async def _both_ways(
             log.debug("websocket relay ended: %s", type(failure).__name__)
         elif failure is not None:
             log.error("websocket relay failed", exc_info=failure)
+    return cause
 
 
 async def _from_client(

@@ -15,7 +15,7 @@ import pytest
 from runguard.proxy.guard.passage import CLIENT_LEFT
 from runguard.proxy.providers.openai_responses import socket
 from runguard.proxy.providers.openai_responses.spec import SPEC
-from runguard.proxy.sockets.responses import ResponsesSocket
+from runguard.proxy.sockets.responses import SHUTDOWN, UPSTREAM_CLOSED, ResponsesSocket
 from runguard.proxy.store.records import RequestRecord
 from tests.e2e import payloads
 from tests.e2e.faults import eventually
@@ -97,11 +97,11 @@ async def test_messages_that_are_not_requests_pass_and_admit_nothing() -> None:
     assert await guarded.from_client("not json at all") is None
     assert await guarded.before_client(answered()[0]) is None
     await guarded.after_client(answered()[-1])  # no request waits on it
-    await guarded.close("connection_closed")
+    await guarded.close(CLIENT_LEFT)
     assert records(sink) == []
 
 
-@pytest.mark.parametrize("reason", ["connection_closed", CLIENT_LEFT])
+@pytest.mark.parametrize("reason", [UPSTREAM_CLOSED, CLIENT_LEFT, SHUTDOWN])
 async def test_the_socket_closing_ends_its_waiting_requests_as_cut_off(reason: str) -> None:
     sink = ListSink()
     guarded = socket_for(sink)
@@ -111,3 +111,25 @@ async def test_the_socket_closing_ends_its_waiting_requests_as_cut_off(reason: s
     await eventually(lambda: len(records(sink)) == 1)
     (record,) = records(sink)
     assert (record.status, record.error) == (None, reason)
+
+
+@pytest.mark.parametrize(("reason", "fails"), [(UPSTREAM_CLOSED, True), (CLIENT_LEFT, False), (SHUTDOWN, False)])
+async def test_only_a_provider_closing_mid_answer_counts_as_its_failure(reason: str, fails: bool) -> None:
+    """`retry_cascade` stops a key and model after two upstream failures in a row, whatever the run. Two
+    sockets cut off mid-answer by their clients (an agent interrupted) or by the proxy stopping are no such
+    failures, and a new run on the key and model goes through; two closed by the provider stop it."""
+    sink = ListSink()
+    settings = guard_settings()
+    ctx = make_context(settings, make_guard(settings, sink=sink))
+    for n in range(2):
+        guarded = ResponsesSocket(ctx, "k_socket", SPEC, socket, header_run=f"cut-{n}", agent="writer", tight=())
+        assert await guarded.from_client(create()) is None
+        await guarded.after_client(answered()[0])
+        await guarded.close(reason)
+    await eventually(lambda: len(records(sink)) == 2)
+    fresh = ResponsesSocket(ctx, "k_socket", SPEC, socket, header_run="fresh", agent="writer", tight=())
+    answer = await fresh.from_client(create())
+    if fails:
+        assert answer is not None and "retry_cascade" in answer[0]
+    else:
+        assert answer is None

@@ -237,7 +237,25 @@ async def test_a_response_cut_off_by_the_client_leaving_is_recorded_as_such(
             assert (await socket.receive_json())["type"] == "response.created"
     await eventually(lambda: len(requests_of(sink)) == 1)
     (record,) = requests_of(sink)
-    assert (record.run_id, record.status, record.error) == ("ws-cut", None, "connection_closed")
+    assert (record.run_id, record.status, record.error) == ("ws-cut", None, "client_disconnected")
+
+
+async def test_a_provider_closing_a_socket_mid_answer_is_recorded_as_its_failure(
+    proxy_url: str, upstream: FakeUpstream, sink: ListSink
+) -> None:
+    response = payloads.response_object()
+    created = json.dumps(payloads.responses_events(response)[0])
+    upstream.socket_script = lambda _: [created, 1011]  # created, then the provider closes (internal error)
+    async with aiohttp.ClientSession() as session:
+        headers = {"Authorization": "Bearer sk-socket", "X-Run-Id": "ws-upstream-cut"}
+        async with session.ws_connect(f"{proxy_url}/v1/responses", headers=headers) as socket:
+            await socket.send_json({"type": "response.create", "model": "gpt-4o", "input": "Write a long essay"})
+            assert (await socket.receive_json())["type"] == "response.created"
+            closing = await socket.receive()
+    assert closing.type is aiohttp.WSMsgType.CLOSE and closing.data == 1011  # the provider's code, passed on
+    await eventually(lambda: len(requests_of(sink)) == 1)
+    (record,) = requests_of(sink)
+    assert (record.run_id, record.status, record.error) == ("ws-upstream-cut", None, "upstream_closed")
 
 
 async def test_open_sockets_are_closed_as_going_away_when_the_proxy_stops(upstream: FakeUpstream) -> None:
