@@ -15,7 +15,7 @@ import dataclasses
 from collections import deque
 from typing import TYPE_CHECKING
 
-from runguard.proxy.core.events import ResponseInfo
+from runguard.proxy.core.events import Provider, ResponseInfo
 from runguard.proxy.guard import Passage, Tightening
 from runguard.proxy.providers.base import RequestContext
 from runguard.proxy.providers.sockets import EventParser, RequestMessages
@@ -50,9 +50,11 @@ class ResponsesSocket:
         tight: Tightening,
         session: str | None = None,
         client: str = "other",
+        upstream: Provider | None = None,
     ) -> None:
         """`spec`: the API the socket's requests are (`socket`: its `ProviderApi.socket`); `client`: the family
-        of the client that opened it (`clients.family_of` of the handshake's headers)."""
+        of the client that opened it (`clients.family_of` of the handshake's headers); `upstream`: where the
+        socket goes, when not the spec's provider (a compatible service: its prices, its name in records)."""
         self._ctx = ctx
         self._key_hash = key_hash
         self._header_run = header_run
@@ -60,6 +62,7 @@ class ResponsesSocket:
         self._tight = tight
         self._session = session  # the session the handshake named (`sessions.from_headers`)
         self._client = client
+        self._upstream = upstream
         self._adapter = spec.adapter()
         self._socket = socket
         self._api = str(spec.name)
@@ -85,6 +88,7 @@ class ResponsesSocket:
             self._adapter, info, body=body, key_hash=self._key_hash, header_run=self._header_run, tight=self._tight
         )
         await passage.enter()
+        passage.ticket.upstream = self._upstream
         if passage.answer is not None:
             await passage.finish()
             return socket.messages_of(passage.answer, create.lane)

@@ -155,6 +155,7 @@ def _guard(request: web.Request, ctx: ProxyContext, route: Route, key_hash: str)
         tight=tight,
         session=session,
         client=clients.family_of(request.headers),  # the handshake's sender: a block answers it as over HTTP
+        upstream=route.provider,  # a compatible service's socket is its own, priced by its table
     )
 
 

@@ -174,6 +174,36 @@ async def test_the_openai_sdk_s_responses_socket_gets_a_stop_completion_in_place
     assert [r.blocked_by for r in requests_of(sink)] == [None, "max_requests"]
 
 
+async def test_a_compatible_service_s_responses_socket_is_its_own_priced_by_its_table(
+    upstream: FakeUpstream, sink: ListSink, sdk_client: SdkClient
+) -> None:
+    """A socket opened under a compatible service's prefix goes to that service, and its requests are recorded
+    as the service's and priced by its table, as its HTTP requests are (OpenAI's tables do not know its model)."""
+    local = await FakeUpstream().start()
+    answer = {**payloads.response_object(), "model": "local-coder"}
+    local.socket_script = lambda _: [json.dumps(e) for e in payloads.responses_events(answer)]
+    prices = {"local-coder": {"input": 1000.0, "output": 1000.0}}  # USD per 1M tokens
+    running = await start_proxy(
+        settings_for(upstream.url, upstreams={"compatible": {"local": {"url": local.url, "prices": prices}}}),
+        sink=sink,
+    )
+    try:
+        client = sdk_client(f"{running.url}/local", "sk-local", {"X-Run-Id": "ws-local"})
+        async with client.responses.connect() as connection:
+            await connection.response.create(model="local-coder", input="Say hi")
+            async for event in connection:
+                if event.type == "response.completed":
+                    break
+    finally:
+        await running.stop()
+        await local.stop()
+    assert len(local.socket_received) == 1 and not upstream.socket_received
+    await eventually(lambda: len(requests_of(sink)) == 1)
+    (record,) = requests_of(sink)
+    assert (record.provider, record.model, record.unpriced) == ("local", "local-coder", False)
+    assert record.usd == pytest.approx((20 + 6) * 1000.0 / 1e6)
+
+
 async def test_a_realtime_socket_is_relayed_both_ways_with_its_subprotocol_and_close_code(
     proxy_url: str, upstream: FakeUpstream
 ) -> None:
