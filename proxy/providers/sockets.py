@@ -56,6 +56,11 @@ class RequestMessages(Protocol):
         """A server message; None for one that cannot be read."""
         ...
 
+    def unreadable_create(self, text: str) -> bool:
+        """Whether a client message that `create` could not read names a request all the same (a lone
+        surrogate, nesting past the parser's depth): judged as an unreadable request, never waved through."""
+        ...
+
     def parser(self) -> EventParser:
         """A fresh reader of one request's events."""
         ...

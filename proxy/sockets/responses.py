@@ -16,10 +16,12 @@ from collections import deque
 from typing import TYPE_CHECKING
 
 from runguard.proxy.core.events import Provider, ResponseInfo
-from runguard.proxy.guard import Passage, Tightening
+from runguard.proxy.guard import Passage, Tightening, unreadable
+from runguard.proxy.providers.answers import Synthetic
 from runguard.proxy.providers.base import RequestContext
 from runguard.proxy.providers.sockets import EventParser, RequestMessages
 from runguard.proxy.providers.spec import ProviderApi
+from runguard.proxy.relay import error_body
 
 if TYPE_CHECKING:
     from runguard.proxy.relay import ProxyContext
@@ -73,6 +75,8 @@ class ResponsesSocket:
         socket = self._socket
         create = socket.create(text)
         if create is None:
+            if socket.unreadable_create(text):
+                return await self._unreadable(text.encode(), "the message is no JSON object", None)
             return None
         ctx, body = self._ctx, text.encode()
         slot = ctx.slot(self._key_hash, self._header_run, body)
@@ -80,8 +84,7 @@ class ResponsesSocket:
             body, RequestContext(None, self._agent, True, history=slot, session=self._session, client=self._client)
         )
         if info.parse_error:
-            ctx.observer.parse_error(self._api)
-            return None
+            return await self._unreadable(body, info.parse_error, create.lane)
         if not info.stream:  # a socket always streams; the SDK leaves `stream` out
             info = dataclasses.replace(info, stream=True)
         passage = ctx.guard.passage(
@@ -93,6 +96,32 @@ class ResponsesSocket:
             await passage.finish()
             return socket.messages_of(passage.answer, create.lane)
         self._lanes.setdefault(create.lane, deque()).append(_InFlight(passage, socket.parser()))
+        return None
+
+    async def _unreadable(self, body: bytes, problem: str, lane: str | None) -> list[str] | None:
+        """A request the proxy cannot read, as over HTTP (`guard.unreadable`): judged by what needs no content
+        (caps, budgets, breakers: a stopped run stays stopped), recorded with its parse error, then sent
+        upstream (`forward`) or refused with a 400 (`refuse`). One sent upstream is ended by its lane's
+        terminal event; a message that cannot be read at all names no lane, so it waits on the default one."""
+        ctx = self._ctx
+        ctx.observer.parse_error(self._api)
+        info = unreadable.request_info(self._adapter.api, problem, body, model=None, stream=True)
+        passage = ctx.guard.passage(
+            self._adapter, info, body=body, key_hash=self._key_hash, header_run=self._header_run, tight=self._tight
+        )
+        await passage.enter()
+        passage.ticket.upstream = self._upstream
+        action = ctx.settings.guard.unreadable
+        ctx.observer.unreadable(str(passage.ticket.provider), "blocked" if passage.answer is not None else action)
+        answer = passage.answer
+        if answer is None and action == "refuse":
+            message = f"RunGuard cannot read this request ({problem}) and does not forward what it cannot read"
+            answer = Synthetic(400, {}, error_body(self._adapter.provider, 400, message[:1000], "unreadable_request"))
+            passage.client_status = answer.status
+        if answer is not None:
+            await passage.finish()
+            return self._socket.messages_of(answer, lane)
+        self._lanes.setdefault(lane, deque()).append(_InFlight(passage, self._socket.parser()))
         return None
 
     async def before_client(self, text: str) -> str | None:

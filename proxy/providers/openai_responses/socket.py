@@ -62,6 +62,18 @@ def create(text: str) -> SocketEvent | None:
     return event if event is not None and event.payload.get("type") == "response.create" else None
 
 
+def unreadable_create(text: str) -> bool:
+    """A message that names `response.create` (the token, quotes included: inside a JSON string it would be
+    escaped) but that orjson cannot read: a lone surrogate, nesting past its depth, no JSON at all."""
+    if _CREATE not in text:
+        return False
+    try:
+        orjson.loads(text)
+    except orjson.JSONDecodeError:
+        return True
+    return False
+
+
 def parser() -> ResponsesStreamParser:
     """A reader of one request's events (`ResponsesStreamParser.take`)."""
     return ResponsesStreamParser()

@@ -133,3 +133,63 @@ async def test_only_a_provider_closing_mid_answer_counts_as_its_failure(reason: 
         assert answer is not None and "retry_cascade" in answer[0]
     else:
         assert answer is None
+
+
+LONE_SURROGATE = '{"type": "response.create", "model": "gpt-4o-mini", "input": "cut mid-emoji \\ud83d"}'
+
+
+def test_the_message_with_a_lone_surrogate_is_no_json_the_proxy_reads() -> None:
+    with pytest.raises(orjson.JSONDecodeError):
+        orjson.loads(LONE_SURROGATE)
+
+
+async def test_a_request_that_cannot_be_read_does_not_slip_past_a_stopped_run() -> None:
+    """The run is stopped (`max_requests` 1, its first request done); a `response.create` the proxy cannot
+    read is judged by what needs no content, as over HTTP: stopped on the socket, recorded, not sent."""
+    sink = ListSink()
+    guarded = socket_for(sink, limit=1)
+    assert await guarded.from_client(create()) is None
+    for event in answered():
+        await guarded.after_client(event)
+    answer = await guarded.from_client(LONE_SURROGATE)
+    assert answer is not None
+    (message,) = answer
+    error = orjson.loads(message)
+    assert (error["type"], error["status"], error["error"]["code"]) == ("error", 429, "runguard_max_requests")
+    await eventually(lambda: len(records(sink)) == 2)
+    stopped = records(sink)[1]
+    assert stopped.blocked_by == "max_requests" and (stopped.error or "").startswith("unreadable request:")
+
+
+async def test_an_unreadable_request_is_refused_when_the_proxy_is_told_to() -> None:
+    sink = ListSink()
+    settings = guard_settings(guard={"unreadable": "refuse"})
+    guarded = ResponsesSocket(
+        make_context(settings, make_guard(settings, sink=sink)),
+        "k_socket",
+        SPEC,
+        socket,
+        header_run=RUN,
+        agent=None,
+        tight=(),
+    )
+    answer = await guarded.from_client(LONE_SURROGATE)
+    assert answer is not None
+    error = orjson.loads(answer[0])
+    assert (error["status"], error["error"]["code"]) == (400, "unreadable_request")
+    await eventually(lambda: len(records(sink)) == 1)
+    (record,) = records(sink)
+    assert (record.status, record.blocked_by) == (400, None)
+    assert (record.error or "").startswith("unreadable request:")
+
+
+async def test_an_unreadable_request_goes_upstream_and_is_recorded_when_its_answer_ends() -> None:
+    sink = ListSink()
+    guarded = socket_for(sink)
+    assert await guarded.from_client(LONE_SURROGATE) is None  # guard.unreadable: forward (fail open)
+    assert records(sink) == []
+    for event in answered():
+        await guarded.after_client(event)
+    await eventually(lambda: len(records(sink)) == 1)
+    (record,) = records(sink)
+    assert record.status == 200 and (record.error or "").startswith("unreadable request:")

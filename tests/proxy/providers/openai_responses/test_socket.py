@@ -22,6 +22,17 @@ def test_only_a_response_create_message_is_a_request() -> None:
     assert socket.create('{"type": "session.update"}') is None
 
 
+def test_a_create_that_cannot_be_read_is_told_from_messages_that_only_quote_one() -> None:
+    lone = '{"type": "response.create", "input": "cut mid-emoji \\ud83d"}'
+    deep = '{"type": "response.create", "input": ' + "[" * 2000 + "]" * 2000 + "}"
+    assert socket.create(lone) is None and socket.unreadable_create(lone)
+    assert socket.create(deep) is None and socket.unreadable_create(deep)
+    # A create that reads, a message that quotes the type inside a string, and text that names none: not so.
+    assert not socket.unreadable_create('{"type": "response.create", "input": "hi"}')
+    assert not socket.unreadable_create('{"type": "response.steer", "input": "send \\"response.create\\" later"}')
+    assert not socket.unreadable_create("not json at all")
+
+
 def test_an_event_s_lane_and_the_status_a_terminal_event_ends_its_request_with() -> None:
     delta = socket.read('{"type": "response.output_text.delta", "delta": "hi"}')
     assert delta is not None and delta.lane is None and delta.ending is None
