@@ -77,17 +77,27 @@ def _credential_refusal(route: Route, credential: credentials.Credential) -> web
     )
 
 
-async def _spending_refusal(ctx: ProxyContext, route: Route, method: str, key_hash: str) -> web.Response | None:
-    """A request forwarded unread that would cost a stopped key money (`spending`): its refusal, as the
-    provider's 429 that SDKs do not retry."""
-    if not costs_money(method, route.upstream_path):
-        return None
+async def _spending_refusal(ctx: ProxyContext, route: Route, key_hash: str) -> web.Response | None:
+    """A request (or a socket) forwarded unread that would cost a stopped key money (`spending`): its refusal,
+    as the provider's 429 that SDKs do not retry."""
     refused = await ctx.guard.spending.refusal(key_hash, route.model or "")
     if refused is None:
         return None
     detector, reason = refused
     headers = {"x-should-retry": "false", "x-runguard-trip": detector}
     return provider_error(route.dialect, 429, f"RunGuard: {reason}"[:1000], f"runguard_{detector}", headers)
+
+
+async def _socket(
+    request: web.Request, ctx: ProxyContext, route: Route, key_hash: str, headers: CIMultiDict[str]
+) -> web.StreamResponse:
+    """A WebSocket handshake, relayed (`websocket`). A socket relayed unread (a Gemini Live session) is judged by
+    nothing inside it, so a stopped key is refused before it opens one, as for its other unread requests."""
+    if not websocket.guarded(route):
+        stopped = await _spending_refusal(ctx, route, key_hash)
+        if stopped is not None:
+            return stopped
+    return await websocket.relay(request, ctx, route, key_hash, headers)
 
 
 async def handle(request: web.Request) -> web.StreamResponse:
@@ -131,14 +141,16 @@ async def handle(request: web.Request) -> web.StreamResponse:
     if refusal is not None:
         return refusal
     if upgrade:
-        return await websocket.relay(request, ctx, route, key_hash, outgoing)
+        return await _socket(request, ctx, route, key_hash, outgoing)
     if ctx.stopping.is_set() and not request.content.is_eof():
         # The rest of this body would be dropped (see `stop_reading`): say so now, the SDK retries elsewhere.
         return provider_error(route.dialect, 503, "RunGuard is shutting down; retry the request", "shutting_down")
     adapter = adapter_for(route.api) if request.method == "POST" else None
     polls = polled(request, route) if adapter is None else None
     if adapter is None and polls is None:
-        stopped = await _spending_refusal(ctx, route, request.method, key_hash)
+        stopped = (
+            await _spending_refusal(ctx, route, key_hash) if costs_money(request.method, route.upstream_path) else None
+        )
         if stopped is not None:
             return stopped
         # Nothing here is read: the body streams upstream as it arrives, whatever its size (a file upload).

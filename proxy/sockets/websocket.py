@@ -130,13 +130,20 @@ class SocketGuard(Protocol):
         ...
 
 
+def guarded(route: Route) -> bool:
+    """Whether a socket on `route` is read request by request (`_guard`); else it is relayed unread (Gemini's
+    Live API), and only a key's own stops can keep it from being opened (`spending`)."""
+    sessions = registry.REGISTRY.sessions_at(route.provider, route.upstream_path)
+    return sessions is not None or (route.spec is not None and route.spec.socket is not None)
+
+
 def _guard(request: web.Request, ctx: ProxyContext, route: Route, key_hash: str) -> SocketGuard | None:
     """The guard of an API's WebSocket mode (its spec's `socket`: Responses'), or of a provider's sessions
     (`registry.SESSIONS`: OpenAI's Realtime, `/v1/realtime?model=...`); None for a socket relayed unread."""
+    if not guarded(route):
+        return None
     sessions = registry.REGISTRY.sessions_at(route.provider, route.upstream_path)
     spec = route.spec
-    if sessions is None and (spec is None or spec.socket is None):
-        return None
     header_run, agent = ctx.names(request.headers)
     tight = tightening_from(request.headers)
     if sessions is not None:

@@ -26,7 +26,7 @@ from tests.e2e.faults import eventually, requests_of, trips_of
 from tests.proxy.state.support import delete_prefix
 from tests.services import require_redis, unique_name
 from tests.support.proxy import ListSink, settings_for, start_proxy
-from tests.support.upstream import FakeUpstream
+from tests.support.upstream import FakeUpstream, Reply
 
 set_tracing_disabled(True)
 
@@ -243,6 +243,30 @@ async def test_gemini_live_sockets_are_relayed_with_their_key(proxy_url: str, up
         assert await socket.receive_str() == '{"setup": {"model": "models/gemini-live"}}'
     (handshake,) = upstream.handshakes
     assert (handshake.path, handshake.query) == (path, "key=gemini-live-key")
+
+
+async def test_a_key_stopped_by_its_daily_budget_cannot_open_a_live_session(
+    make_proxy: ProxyFactory, upstream: FakeUpstream
+) -> None:
+    """A Live session is relayed unread, so nothing in it is judged: a key whose daily budget is spent is
+    refused at the handshake (the provider's 429 with the reason), as its other unread requests are, and
+    nothing reaches the provider. Another key still connects."""
+    upstream.script = lambda _: Reply.json(payloads.gemini_response())
+    url = await make_proxy(guard={"detectors": {"budget": {"key_daily_usd": 0.000001}}})  # one answer spends it
+    model = "/v1beta/models/gemini-2.5-flash:generateContent"
+    live = f"{url}/ws/google.ai.generativelanguage.v1beta.GenerativeService.BidiGenerateContent"
+    contents = {"contents": [{"role": "user", "parts": [{"text": "hi"}]}]}
+    async with aiohttp.ClientSession() as session:
+        async with session.post(f"{url}{model}?key=spent-live-key", json=contents) as spent:
+            assert spent.status == 200
+        with pytest.raises(aiohttp.WSServerHandshakeError) as caught:
+            await session.ws_connect(f"{live}?key=spent-live-key")
+        assert caught.value.status == 429
+        assert not upstream.handshakes
+        async with session.ws_connect(f"{live}?key=other-live-key") as socket:
+            await socket.send_str('{"setup": {}}')
+            assert await socket.receive_str() == '{"setup": {}}'
+    assert [h.query for h in upstream.handshakes] == ["key=other-live-key"]
 
 
 async def test_a_refused_handshake_reaches_the_client_with_the_provider_s_status(
