@@ -23,7 +23,7 @@ from collections.abc import Callable
 from runguard.config import Settings
 from runguard.detectors.support import RequestSeen, ResponseKind, ResponseSeen
 from runguard.proxy.core.errors import StateFull
-from runguard.proxy.core.events import RequestInfo, ResponseInfo, digest
+from runguard.proxy.core.events import Provider, RequestInfo, ResponseInfo, digest
 from runguard.proxy.core.ops import Op, OpResult, Put
 from runguard.proxy.core.safe_text import proxy_url
 from runguard.proxy.guard import accounting, breaker, nudge, unreadable
@@ -142,10 +142,19 @@ class Guard:
         key_hash: str,
         header_run: str | None,
         tight: Tightening = (),
+        upstream: Provider | None = None,
     ) -> Passage:
-        """A request's way through the guard, from admission to its record (see `passage`)."""
+        """A request's way through the guard, from admission to its record (see `passage`); `upstream`: where it
+        goes when that is not its adapter's provider (a compatible service, Gemini's OpenAI-compatible Chat)."""
         admit = functools.partial(
-            self.admit, adapter, request, body=body, key_hash=key_hash, header_run=header_run, tight=tight
+            self.admit,
+            adapter,
+            request,
+            body=body,
+            key_hash=key_hash,
+            header_run=header_run,
+            tight=tight,
+            upstream=upstream,
         )
         return Passage(
             self, admit, self._finishing, in_place=self._batches.never_waits, judging=self._judging, stages=self.stages
@@ -166,15 +175,17 @@ class Guard:
         key_hash: str,
         header_run: str | None,
         tight: Tightening = (),
+        upstream: Provider | None = None,
     ) -> Ticket:
-        """Decide whether the request may go upstream; `ticket.answer` is set if not."""
+        """Decide whether the request may go upstream; `ticket.answer` is set if not. `upstream` is the ticket's
+        from the start: a stop recorded at admission is priced and named by where the request would have gone."""
         now = self._clock()
         found = await self.runs.find(header_run, key_hash, request, now)
         if self._judging is not None:
             await self._judging.settled(found.state_run)  # the run's last verdict first, if still pending
         request = found.request
         seen = RequestSeen(found.run_id, key_hash, now, request, self._tables.window(request.model), digest(body))
-        ticket, batch, results = await self._enter(seen, adapter, found, tight)
+        ticket, batch, results = await self._enter(seen, adapter, found, tight, upstream)
         if self.ends is not None and results is not None:  # another process's stream of this run still ending
             results = await self.ends.settled(ticket.ids, results, accounting.ENDING_AT)
         if found.own is not None and results is not None:
@@ -182,7 +193,7 @@ class Guard:
             if fresh is not None:
                 found = found.again(fresh)
                 seen = dataclasses.replace(seen, run_id=fresh)
-                ticket, batch, results = await self._enter(seen, adapter, found, tight)
+                ticket, batch, results = await self._enter(seen, adapter, found, tight, upstream)
         if results is None:
             if self._settings.state.fail_closed or ticket.full is not None:
                 name = "state_full" if ticket.full else "state_unavailable"
@@ -226,7 +237,7 @@ class Guard:
         return fresh
 
     async def _enter(
-        self, seen: RequestSeen, adapter: Adapter, found: Found, tight: Tightening
+        self, seen: RequestSeen, adapter: Adapter, found: Found, tight: Tightening, upstream: Provider | None = None
     ) -> tuple[Ticket, Batch, list[OpResult] | None]:
         """The request's ticket in its run, and its first batch run (None: the state failed): the guard's
         counters, every detector's request plan, for a run found by its root the run's last time seen
@@ -243,6 +254,7 @@ class Guard:
             nests=not found.header_run,
             tenant=found.tenant,
             proxy_url=self._proxy_url,
+            upstream=upstream,
         )
         ticket.lineup = self._policy.lineup(key_hash, request.model, tight)
         if request.parse_error:

@@ -207,10 +207,13 @@ async def _guarded(
     if decoded is None or info.parse_error:
         problem = info.parse_error if decoded is not None else "the Content-Encoding cannot be decoded"
         return await _unreadable(request, ctx, route, adapter, framing, body, key_hash, problem or "unknown", headers)
-    passage = ctx.guard.passage(adapter, info, body=decoded, key_hash=key_hash, header_run=header_run, tight=tight)
+    # Its upstream from the start (Gemini's OpenAI-compatible Chat: provider gemini, api chat; a compatible
+    # service): a stop at admission is priced and recorded by where the request would have gone.
+    passage = ctx.guard.passage(
+        adapter, info, body=decoded, key_hash=key_hash, header_run=header_run, tight=tight, upstream=route.provider
+    )
     async with passage:
         ticket = passage.ticket
-        ticket.upstream = route.provider  # Gemini's OpenAI-compatible Chat: provider gemini, api chat
         if tight:
             ticket.notes = ctx.guard.policy.ignored(key_hash, ticket.request.model, tight)
         ticket.credentials = functools.partial(credentials_of, request)  # read only if an upstream error needs it
@@ -270,7 +273,7 @@ async def _unreadable(
     header_run, _ = ctx.names(request.headers)
     tight = tightening_from(request.headers)
     async with ctx.guard.passage(
-        adapter, info, body=body, key_hash=key_hash, header_run=header_run, tight=tight
+        adapter, info, body=body, key_hash=key_hash, header_run=header_run, tight=tight, upstream=route.provider
     ) as passage:
         kept = recorded(request, body, b"", None) if ctx.settings.store.record_bodies else None
         ctx.observer.unreadable(str(route.provider), "blocked" if passage.answer is not None else action)

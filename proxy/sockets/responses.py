@@ -88,10 +88,15 @@ class ResponsesSocket:
         if not info.stream:  # a socket always streams; the SDK leaves `stream` out
             info = dataclasses.replace(info, stream=True)
         passage = ctx.guard.passage(
-            self._adapter, info, body=body, key_hash=self._key_hash, header_run=self._header_run, tight=self._tight
+            self._adapter,
+            info,
+            body=body,
+            key_hash=self._key_hash,
+            header_run=self._header_run,
+            tight=self._tight,
+            upstream=self._upstream,
         )
         await passage.enter()
-        passage.ticket.upstream = self._upstream
         if passage.answer is not None:
             await passage.finish()
             return socket.messages_of(passage.answer, create.lane)
@@ -107,10 +112,15 @@ class ResponsesSocket:
         ctx.observer.parse_error(self._api)
         info = unreadable.request_info(self._adapter.api, problem, body, model=None, stream=True)
         passage = ctx.guard.passage(
-            self._adapter, info, body=body, key_hash=self._key_hash, header_run=self._header_run, tight=self._tight
+            self._adapter,
+            info,
+            body=body,
+            key_hash=self._key_hash,
+            header_run=self._header_run,
+            tight=self._tight,
+            upstream=self._upstream,
         )
         await passage.enter()
-        passage.ticket.upstream = self._upstream
         action = ctx.settings.guard.unreadable
         ctx.observer.unreadable(str(passage.ticket.provider), "blocked" if passage.answer is not None else action)
         answer = passage.answer

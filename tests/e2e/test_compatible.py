@@ -20,7 +20,7 @@ from agents import Agent, OpenAIChatCompletionsModel, Runner, function_tool
 from runguard.config.settings import Settings
 from tests.e2e import payloads
 from tests.e2e.agents import chat_agent, chat_script, soft_error_tool
-from tests.e2e.faults import requests_of, trips_of
+from tests.e2e.faults import eventually, requests_of, trips_of
 from tests.support.proxy import ListSink, settings_for, start_proxy
 from tests.support.upstream import FakeUpstream, Received, Reply
 
@@ -195,3 +195,41 @@ async def test_paths_under_a_prefix_that_are_not_openai_s_go_nowhere(
         answer = await raw.post(url + path, json={"model": "m"}, headers={"Authorization": f"Bearer {KEY_A}"})
     assert answer.status_code == 404
     assert fakes[0].received == fakes[1].received == upstream.received == []
+
+
+async def test_a_request_stopped_or_unreadable_is_the_service_s_priced_by_its_table(
+    fakes: tuple[FakeUpstream, FakeUpstream], proxy: tuple[str, Settings], sink: ListSink
+) -> None:
+    """What the proxy records before anything comes back (a stop at admission) and what it records of a body
+    it cannot read are the compatible service's too: named by it and priced by its table, not OpenAI's (which
+    does not know its model, so its spend would count as unpriced and add nothing to a budget)."""
+    alpha, _ = fakes
+    url, _ = proxy
+    alpha.script = _answer(ALPHA_MODEL)
+    client = _client(url, "alpha", KEY_A, "alpha-capped")
+    capped = {"X-RunGuard-Max-Requests": "1"}
+    await client.chat.completions.create(
+        model=ALPHA_MODEL, messages=[{"role": "user", "content": "hi"}], extra_headers=capped
+    )
+    with pytest.raises(openai.RateLimitError):
+        await client.chat.completions.create(
+            model=ALPHA_MODEL, messages=[{"role": "user", "content": "again"}], extra_headers=capped
+        )
+    await client.close()
+    # A lone surrogate: no JSON parser reads it, the service may; forwarded (guard.unreadable: forward).
+    lone = b'{"model": "' + ALPHA_MODEL.encode() + b'", "messages": [{"role": "user", "content": "\\ud83d"}]}'
+    async with httpx.AsyncClient() as http:
+        sent = await http.post(
+            f"{url}/alpha/v1/chat/completions",
+            content=lone,
+            headers={"Authorization": f"Bearer {KEY_A}", "Content-Type": "application/json", "X-Run-Id": "alpha-lone"},
+        )
+    assert sent.status_code == 200 and len(alpha.received) == 2
+    await eventually(lambda: len(requests_of(sink)) == 3 and len(trips_of(sink)) >= 1)
+    (trip,) = [t for t in trips_of(sink) if t.run_id == "alpha-capped"]
+    assert trip.detector == "max_requests" and not trip.unpriced
+    assert trip.usd_so_far == pytest.approx((1000 * 0.05 + 500 * 0.08) / 1e6)
+    (unreadable,) = [r for r in requests_of(sink) if r.run_id == "alpha-lone"]
+    assert (unreadable.provider, unreadable.unpriced) == ("alpha", False)
+    assert (unreadable.error or "").startswith("unreadable request:")
+    assert unreadable.usd == pytest.approx((1000 * 0.05 + 500 * 0.08) / 1e6)
