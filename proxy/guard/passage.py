@@ -42,7 +42,7 @@ from typing import Any, Protocol
 from runguard.detectors.support import ResponseSeen
 from runguard.proxy.core.events import ResponseInfo
 from runguard.proxy.core.tasks import hold
-from runguard.proxy.guard.ending import Ends
+from runguard.proxy.guard.ending import Ends, LocalEnds
 from runguard.proxy.guard.judging import Judging
 from runguard.proxy.guard.stages import Stages, own_cpu
 from runguard.proxy.guard.ticket import Ticket
@@ -59,6 +59,7 @@ class Judge(Protocol):
     (None with a state that never waits)."""
 
     ends: Ends | None
+    local_ends: LocalEnds | None  # with a state that never waits (memory): the marks are the process's own
 
     def response_seen(self, ticket: Ticket, info: ResponseInfo, status: int | None, latency: float) -> ResponseSeen: ...
 
@@ -114,6 +115,7 @@ class Passage:
         self._sent = time.perf_counter()
         self._ended = False
         self._marked = False  # the end is marked pending in the shared state (`ending`): taken back after it
+        self._local_end: asyncio.Future[None] | None = None  # or in this process's (`LocalEnds`)
         self.client_status: int | None = None
         self.error: str | None = None
         self.body: RecordedBody | None = None
@@ -162,9 +164,14 @@ class Passage:
     async def ending(self) -> None:
         """A stream's last bytes are about to go out: mark its end pending for every process, once."""
         ends = self._guard.ends
-        if ends is not None and not self._marked and self._ticket is not None:
+        if self._marked or self._ticket is None:
+            return
+        if ends is not None:
             self._marked = True
             await ends.mark(self._ticket.ids)
+        elif (local := self._guard.local_ends) is not None:
+            self._marked = True
+            self._local_end = local.mark(self._ticket.ids.run)
 
     def replacement(self) -> Synthetic | None:
         """Before a whole response reaches the client: what it gets instead, if a detector stops it now
@@ -238,6 +245,8 @@ class Passage:
             ends = self._guard.ends
             if self._marked and ends is not None:  # its verdicts are written: a follower may be judged now
                 await ends.unmark(self.ticket.ids)
+            if self._local_end is not None and not self._local_end.done():
+                self._local_end.set_result(None)
 
     async def __aenter__(self) -> Passage:
         return await self.enter()

@@ -150,7 +150,7 @@ async def _forward_stream(
             capture=recorded_request is not None,
             rewrite=sending.rewrite,
             framing=sending.framing,
-            before_end=None if ctx.state_never_waits else passage.ending,
+            before_end=passage.ending,  # its end marked pending before the client has its last event
         )
     info = parser.close()
     if outcome.error is not None and outcome.error != "proxy_shutdown" and info.error is None:

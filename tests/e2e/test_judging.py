@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import AsyncIterator, Sequence
 
+import aiohttp
 import openai
 import pytest
 
@@ -23,7 +24,7 @@ from runguard.proxy.store.records import RequestRecord
 from tests.e2e import payloads
 from tests.e2e.faults import eventually
 from tests.support.proxy import ListSink, settings_for, start_proxy
-from tests.support.upstream import FakeUpstream, Reply
+from tests.support.upstream import FakeUpstream, Received, Reply
 
 RELEASE = accounting.release_ops()[0]  # the first op of every response batch (the in-flight slot given back)
 
@@ -161,3 +162,55 @@ async def test_inline_judging_holds_the_connection_and_does_not_order_the_runs_r
     finally:
         state.let_go.set()
         await proxy.stop()
+
+
+async def _in_flight(url: str, count: int, within: float = 2.0) -> None:
+    """Wait until the proxy serves `count` provider requests at once (its `runguard_in_flight_requests`)."""
+    deadline = asyncio.get_running_loop().time() + within
+    async with aiohttp.ClientSession() as session:
+        while True:
+            async with session.get(url + "/runguard/metrics") as scraped:
+                if f"runguard_in_flight_requests {float(count)}" in await scraped.text():
+                    return
+            assert asyncio.get_running_loop().time() < deadline, f"never {count} requests in flight"
+            await asyncio.sleep(0.01)
+
+
+async def test_in_memory_a_follower_sent_on_the_stream_s_last_event_waits_for_its_verdict(
+    upstream: FakeUpstream, sink: ListSink
+) -> None:
+    """With the in-memory state a stream's end is judged once the upstream's body has ended, which can come
+    after the client has the last event. A follower sent on another connection the moment the client has
+    `[DONE]` waits for that verdict (the stream's end is marked pending before its last event goes out): the
+    stream took the run past its token cap, so the follower is stopped and never reaches the upstream."""
+    rest = asyncio.Event()
+
+    def answers(request: Received) -> Reply:
+        if request.json().get("stream"):
+            events = b"".join(payloads.chat_stream("streamed", with_usage=True))  # 13 tokens, then [DONE]
+            return Reply.sse([events, b": the body ends later\n\n"], hold=rest)
+        return Reply.json(payloads.chat_completion("slipped through"))
+
+    upstream.script = answers
+    running = await start_proxy(settings_for(upstream.url), sink=sink)
+    headers = {"Authorization": "Bearer sk-ends", "X-Run-Id": "stream-end", "X-RunGuard-Max-Tokens": "10"}
+    ask = {"model": "gpt-4o-mini", "messages": [{"role": "user", "content": "go"}]}
+    chat = running.url + "/v1/chat/completions"
+    try:
+        async with aiohttp.ClientSession() as streaming, aiohttp.ClientSession() as following:
+            async with streaming.post(chat, json={**ask, "stream": True}, headers=headers) as stream:
+                seen = b""
+                while b"[DONE]" not in seen:
+                    seen += await stream.content.readany()
+                follower = asyncio.ensure_future(following.post(chat, json=ask, headers=headers))
+                await _in_flight(running.url, 2)  # the follower is in, its stream's body not ended yet
+                rest.set()
+                await stream.read()
+            answer = await follower
+            status, trip = answer.status, answer.headers.get("x-runguard-trip")
+            answer.release()
+    finally:
+        rest.set()
+        await running.stop()
+    assert (status, trip) == (429, "max_tokens")
+    assert len(upstream.received) == 1
