@@ -21,8 +21,10 @@ from __future__ import annotations
 import calendar
 import time
 from collections.abc import Sequence
+from collections.abc import Set as AbstractSet
+from typing import TypeAlias
 
-from sqlalchemy import and_, func, select, tuple_
+from sqlalchemy import Row, and_, func, select, tuple_
 from sqlalchemy.exc import SQLAlchemyError
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
@@ -106,13 +108,42 @@ async def _models(conn: AsyncConnection, requests: Sequence[tuple[str, int]]) ->
     return models
 
 
+_TripRow: TypeAlias = "Row[str, str, str, str, str, int, float]"
+_TRIP_COLUMNS = (Trip.run_id, Trip.key_hash, Trip.detector, Trip.reason, Trip.scope, Trip.request_index, Trip.at)
+
+
+async def _stopped(conn: AsyncConnection, since: float) -> set[str]:
+    """The runs seen since `since` whose last record was a stop (`exit_reason` `tripped:...`)."""
+    rows = await conn.execute(select(Run.run_id).where(and_(Run.last_seen >= since, Run.exit_reason.like("tripped:%"))))
+    return {run_id for (run_id,) in rows}
+
+
+async def _older_run_trips(conn: AsyncConnection, since: float, runs: AbstractSet[str]) -> list[_TripRow]:
+    """The run-scope stops before `since` of `runs`: a run that stays stopped (a latched stop) and is still
+    refused keeps its run live with requests that write no trip, so its stop can be older than the window."""
+    ids = sorted(runs)
+    found: list[_TripRow] = []
+    for start in range(0, len(ids), CHUNK):
+        chunk = ids[start : start + CHUNK]
+        rows = await conn.execute(
+            select(*_TRIP_COLUMNS).where(
+                and_(Trip.run_id.in_(chunk), Trip.at < since, Trip.action == "block", Trip.scope.in_(("run", "thread")))
+            )
+        )
+        found.extend(rows.all())
+    found.sort(key=lambda row: row.at)
+    return found
+
+
 async def _trips(
-    conn: AsyncConnection, since: float, live_runs: set[str], resets: dict[tuple[str, str], float]
+    conn: AsyncConnection,
+    since: float,
+    live_runs: set[str],
+    resets: dict[tuple[str, str], float],
+    stopped: AbstractSet[str] = frozenset(),
 ) -> list[LiveTrip]:
-    columns = (Trip.run_id, Trip.key_hash, Trip.detector, Trip.reason, Trip.scope, Trip.request_index, Trip.at)
-    rows = (
-        await conn.execute(select(*columns).where(and_(Trip.at >= since, Trip.action == "block")).order_by(Trip.at))
-    ).all()
+    window = select(*_TRIP_COLUMNS).where(and_(Trip.at >= since, Trip.action == "block")).order_by(Trip.at)
+    rows = [*await _older_run_trips(conn, since, stopped & live_runs), *(await conn.execute(window)).all()]
     models = await _models(conn, [(t.run_id, t.request_index) for t in rows if t.scope == "key_model"])
     latest: dict[tuple[str, str], LiveTrip] = {}
     for t in rows:
@@ -148,7 +179,8 @@ async def read_live(engine: AsyncEngine, now: float, *, idle_seconds: float, bre
             resets = await _resets(conn, min(since, start))
             runs = await _runs(conn, now - idle_seconds, resets)
             live = Live(day, await _key_day(conn, start), runs, resets=len(resets))
-            live.trips = await _trips(conn, since, {run.run_id for run in runs}, resets)
+            stopped = await _stopped(conn, now - idle_seconds)
+            live.trips = await _trips(conn, since, {run.run_id for run in runs}, resets, stopped)
     except (SQLAlchemyError, OSError) as exc:
         raise RecordsUnavailable(f"record store: {exc}") from exc
     return live

@@ -90,3 +90,23 @@ async def test_a_store_that_does_not_answer_is_said_so() -> None:
             await read_live(engine, NOW, idle_seconds=IDLE, breaker_seconds=900.0)
     finally:
         await engine.dispose()
+
+
+async def test_a_run_stopped_before_the_window_and_refused_since_keeps_its_stop(
+    make_sink: SinkFactory, store_url: str
+) -> None:
+    """A latched stop two hours old, and the run's agent refused every few minutes since: the refusals keep the
+    run live and write no trip of their own, so the stop is read back however old it is. A run whose last record
+    is no stop is read as before (its old trips are not)."""
+    sink = make_sink()
+    long_ago = NOW - 2 * IDLE
+    for run_id in ("still-refused", "recovered"):
+        sink.submit(request(run_id, 1, key_hash="k_a", at=long_ago))
+        sink.submit(trip(run_id, "non_progress", key_hash="k_a", request_index=1, at=long_ago + 1))
+    sink.submit(request("still-refused", 2, key_hash="k_a", at=NOW - 60.0, blocked_by="non_progress"))
+    sink.submit(request("recovered", 2, key_hash="k_a", at=NOW - 60.0))  # reset by hand, say, and working again
+    await sink.flush()
+    live = await _live(store_url)
+    assert {run.run_id for run in live.runs} == {"still-refused", "recovered"}
+    (kept,) = live.trips
+    assert (kept.target, kept.detector, kept.at) == ("still-refused", "non_progress", long_ago + 1)
