@@ -100,7 +100,10 @@ async def rebuild(
             continue
         count += 1
         if trip.scope == "run" and run is not None:
-            name, ids = f"run:{trip.run_id}", _ids(run_id=state_id(tenants.of(run.key_hash), run.run_id))
+            # The tenant of the key that was stopped, not of the run's row: the store keeps one row per run id,
+            # and two tenants may name runs alike (`X-Run-Id: main`); each one's stop stays its own.
+            run_state = state_id(tenants.of(trip.key_hash), run.run_id)
+            name, ids = f"run:{run_state}", _ids(run_id=run_state)
         else:
             name = f"{trip.scope}:{trip.target}"
             ids = _ids(key_hash=trip.key_hash, key_model=trip.target if trip.scope == "key_model" else "")

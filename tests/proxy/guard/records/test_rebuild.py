@@ -92,3 +92,14 @@ async def test_a_run_keeps_its_state_under_its_tenant() -> None:
     await _rebuild(state, Live("2027-01-15", {}, [_run()], []), tenants)
     assert (await state.read_scope(Scope.RUN, "team/run-1"))["core.requests"] == 4.0
     assert await state.read_scope(Scope.RUN, "k_a/run-1") == {}
+
+
+async def test_a_stop_stays_with_the_tenant_that_was_stopped_when_another_names_a_run_alike() -> None:
+    """Two keys (two tenants) both call their run `main`; the store keeps one row for the id (here k_a's). The
+    stop recorded for k_b's run is rebuilt on k_b's run, not on k_a's: k_a goes on, k_b stays stopped."""
+    state = MemoryState()
+    stop = LiveTrip("run", "main", "main", "k_b", "max_requests", "why", 4, NOW - 30.0, 1)
+    await _rebuild(state, Live("2027-01-15", {}, [_run("main", key="k_a")], [stop]))
+    stopped = await state.read_scope(Scope.RUN, "k_b/main")
+    assert breaker.BreakerRecord.loads(stopped[breaker.FIELD]) is not None
+    assert breaker.FIELD not in await state.read_scope(Scope.RUN, "k_a/main")
