@@ -99,6 +99,12 @@ class Restore:
             fresh=self._fresh,
         )
         self.seconds = time.perf_counter() - began
+        if self.last.no_room:
+            log.warning(
+                "state rebuild: %d runs found no room (runs.max_runs_per_tenant: all of a tenant's runs are "
+                "stopped); their requests are refused until reset, as the tenant's new runs are",
+                self.last.no_room,
+            )
         log.info(
             "state rebuilt from the records in %.2f s: %d keys' spend today, %d live runs, %d open breakers",
             self.seconds,

@@ -27,6 +27,7 @@ from collections.abc import Awaitable, Callable, Iterator, Sequence
 from typing import Any
 
 from runguard.config import BreakerSettings
+from runguard.proxy.core.errors import StateFull
 from runguard.proxy.core.ops import Add, Op, PutNX, Raise, Scope
 from runguard.proxy.guard import breaker
 from runguard.proxy.runs import Tenants, state_id
@@ -43,6 +44,9 @@ class Rebuilt:
     keys: int  # keys with spend today
     runs: int  # live runs with their counters
     breakers: int  # breakers open again (runs and keys)
+    # Writes the state had no room for: a tenant's stopped runs past `runs.max_runs_per_tenant` (the limit was
+    # lowered, keys were grouped). Their requests are refused as the tenant's new runs are, until reset.
+    no_room: int = 0
 
 
 def _ids(run_id: str = "", key_hash: str = "", key_model: str = "", day: str = "") -> ScopeIds:
@@ -131,11 +135,11 @@ async def rebuild(
     collecting = gc.isenabled()
     gc.disable()
     try:
-        await _run_all(jobs())
+        no_room = await _run_all(jobs())
     finally:
         if collecting:
             gc.enable()
-    return Rebuilt(keys=len(live.key_day_usd), runs=len(live.runs), breakers=count)
+    return Rebuilt(keys=len(live.key_day_usd), runs=len(live.runs), breakers=count, no_room=no_room)
 
 
 def _counters(run: LiveRun) -> list[tuple[Scope, str, float]]:
@@ -147,11 +151,18 @@ def _counters(run: LiveRun) -> list[tuple[Scope, str, float]]:
     ]
 
 
-async def _run_all(jobs: Iterator[Awaitable[Any]]) -> None:
-    """Await the jobs, at most CONCURRENCY at once."""
+async def _run_all(jobs: Iterator[Awaitable[Any]]) -> int:
+    """Await the jobs, at most CONCURRENCY at once; how many found no room (`StateFull`: skipped, the rest go on,
+    so a proxy whose records hold more than its memory takes still starts)."""
+    no_room = 0
 
     async def worker() -> None:
+        nonlocal no_room
         for job in jobs:
-            await job
+            try:
+                await job
+            except StateFull:
+                no_room += 1
 
     await asyncio.gather(*(worker() for _ in range(CONCURRENCY)))
+    return no_room

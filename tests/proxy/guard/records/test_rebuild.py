@@ -5,9 +5,10 @@ from __future__ import annotations
 import pytest
 
 from runguard.config.settings import BreakerSettings
+from runguard.proxy.core.errors import StateFull
 from runguard.proxy.core.ops import Add, Get, Put, Scope
 from runguard.proxy.guard import accounting, breaker
-from runguard.proxy.guard.records.rebuild import rebuild
+from runguard.proxy.guard.records.rebuild import Rebuilt, rebuild
 from runguard.proxy.runs.tenants import Tenants
 from runguard.proxy.state.base import ScopeIds
 from runguard.proxy.state.memory import MemoryState
@@ -103,3 +104,19 @@ async def test_a_stop_stays_with_the_tenant_that_was_stopped_when_another_names_
     stopped = await state.read_scope(Scope.RUN, "k_b/main")
     assert breaker.BreakerRecord.loads(stopped[breaker.FIELD]) is not None
     assert breaker.FIELD not in await state.read_scope(Scope.RUN, "k_a/main")
+
+
+async def test_stopped_runs_past_their_tenant_s_room_do_not_keep_the_proxy_from_starting() -> None:
+    """Three of a tenant's runs stopped for good, and `runs.max_runs_per_tenant` lowered to 2 since: the rebuild
+    puts back what fits, says what did not, and the third run finds no room on its next request either (it is
+    refused, as the tenant's new runs are), rather than the restart failing every time."""
+    state = MemoryState(max_runs_per_tenant=2, held=accounting.HELD_FIELDS)  # as `serve` makes it
+    runs = [_run(f"run-{n}") for n in range(3)]
+    stops = [_trip("run", f"run-{n}", "max_requests", NOW - 30.0, run_id=f"run-{n}") for n in range(3)]
+    rebuilt = await _rebuild(state, Live("2027-01-15", {}, runs, stops), fresh=True)
+    assert isinstance(rebuilt, Rebuilt) and rebuilt.no_room >= 1
+    held = [n for n in range(3) if breaker.FIELD in await state.read_scope(Scope.RUN, f"k_a/run-{n}")]
+    assert len(held) == 2
+    (left_out,) = set(range(3)) - set(held)
+    with pytest.raises(StateFull):
+        await state.execute(_ids(f"k_a/run-{left_out}"), [Get(Scope.RUN, breaker.FIELD)])
