@@ -30,7 +30,8 @@ with `X-RunGuard-Limit: tool_storm.action=nudge`. Where the note goes:
 - **Gemini**: a text part appended to `systemInstruction` (created when absent). Not a turn in
   `contents`: Gemini wants a function-response turn to hold only function responses, and some models
   refuse two user turns in a row, so a text turn after the tool results could turn a working request
-  into a 400.
+  into a 400. A request on cached content (`cachedContent`) gets no note: Gemini refuses a system
+  instruction beside it.
 
 The note is spliced into the body's bytes: every other byte is as the client sent it (no
 re-serialization), the body goes as plain JSON (a compressed request body is decompressed and its

@@ -3,6 +3,10 @@
 A text part appended to `systemInstruction` (created when absent). Not a turn in `contents`: Gemini wants
 a function-response turn to hold only function responses, and some models refuse two user turns in a row,
 so a text turn after the tool results can turn a working request into a 400.
+
+A request that names cached content (`cachedContent`: ADK's context cache, LangChain's `cached_content`) gets
+no note: Gemini refuses a system instruction beside it (400 INVALID_ARGUMENT), and the cache holds its own. The
+run still counts as nudged, so the pattern going on blocks it.
 """
 
 from __future__ import annotations
@@ -16,7 +20,9 @@ from runguard.proxy.providers.common.splice import SPACE, append, member, object
 
 def with_note(body: bytes, data: dict[str, Any], note: str) -> bytes | None:
     """`body` (parsed: `data`) with the note as the last part of its system instruction; None when that
-    instruction has an odd shape."""
+    instruction has an odd shape, or the request names cached content."""
+    if "cachedContent" in data or "cached_content" in data:
+        return None
     part = orjson.dumps({"text": note})
     top = object_start(body)
     name = "systemInstruction" if "systemInstruction" in data else "system_instruction"

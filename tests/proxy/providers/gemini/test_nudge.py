@@ -28,3 +28,9 @@ def test_a_part_is_appended_to_the_instruction_in_either_spelling() -> None:
 def test_an_odd_instruction_is_left_alone() -> None:
     assert _noted(b'{"systemInstruction":"text"}') is None
     assert _noted(b'{"systemInstruction":{"parts":"x"}}') is None
+
+
+def test_a_request_on_cached_content_gets_no_note() -> None:
+    """Gemini answers 400 to a system instruction beside `cachedContent`: the request goes as it came."""
+    for name in (b"cachedContent", b"cached_content"):
+        assert _noted(b'{"' + name + b'":"cachedContents/abc","contents":[]}') is None
