@@ -31,9 +31,12 @@ from runguard.proxy.guard.lineup.policy import Policy
 from runguard.proxy.guard.ticket import scope_ids
 
 _FREE_METHODS = frozenset({"GET", "HEAD", "OPTIONS", "DELETE"})
-# POSTs no provider charges for: counting tokens, cancelling, moderation, uploading files (their use is paid).
+# POSTs no provider charges for: counting tokens (Gemini's and Vertex AI's `:countTokens` and `:computeTokens`,
+# Anthropic's `count_tokens`, Claude on Vertex's `count-tokens:rawPredict`), cancelling, moderation, uploading
+# files (their use is paid).
 _FREE_POST = re.compile(
-    r"(:countTokens|/count_tokens|/cancel|/moderations|/files|/uploads(/[^/]+(/parts|/complete))?)$"
+    r"(:countTokens|:computeTokens|/count_tokens|/count-tokens:rawPredict|/cancel|/moderations|/files"
+    r"|/uploads(/[^/]+(/parts|/complete))?)$"
 )
 
 

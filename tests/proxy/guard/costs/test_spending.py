@@ -38,6 +38,9 @@ NOW = 1_000_000.0
         ("POST", "/v1/messages/count_tokens", False),
         ("POST", "/v1beta/models/gemini-2.5-flash:countTokens", False),
         ("POST", "/v1/moderations", False),
+        ("POST", "/v1/projects/p/locations/us-east5/publishers/google/models/gemini-2.5-flash:computeTokens", False),
+        ("POST", "/v1/projects/p/locations/us-east5/publishers/anthropic/models/count-tokens:rawPredict", False),
+        ("POST", "/v1/projects/p/locations/us-east5/publishers/anthropic/models/claude-sonnet-4-5:rawPredict", True),
     ],
 )
 def test_what_may_cost_money(method: str, path: str, costly: bool) -> None:
