@@ -146,17 +146,9 @@ class Guard:
         upstream: Provider | None = None,
     ) -> Passage:
         """A request's way through the guard, from admission to its record (see `passage`); `upstream`: where it
-        goes when that is not its adapter's provider (a compatible service, Gemini's OpenAI-compatible Chat)."""
-        admit = functools.partial(
-            self.admit,
-            adapter,
-            request,
-            body=body,
-            key_hash=key_hash,
-            header_run=header_run,
-            tight=tight,
-            upstream=upstream,
-        )
+        goes, when not its adapter's provider, from admission on (a stop is priced by where it would have gone)."""
+        arrival = functools.partial(self.admit, adapter, request, body=body, key_hash=key_hash, header_run=header_run)
+        admit = functools.partial(arrival, tight=tight, upstream=upstream)
         return Passage(
             self, admit, self._finishing, in_place=self._batches.never_waits, judging=self._judging, stages=self.stages
         )
@@ -178,14 +170,12 @@ class Guard:
         tight: Tightening = (),
         upstream: Provider | None = None,
     ) -> Ticket:
-        """Decide whether the request may go upstream; `ticket.answer` is set if not. `upstream` is the ticket's
-        from the start: a stop recorded at admission is priced and named by where the request would have gone."""
+        """Decide whether the request may go upstream; `ticket.answer` is set if not (`upstream`: see `passage`)."""
         now = self._clock()
         found = await self.runs.find(header_run, key_hash, request, now)
-        if self._judging is not None:
-            await self._judging.settled(found.state_run)  # the run's last verdict first, if still pending
-        elif self.local_ends is not None:
-            await self.local_ends.settled(found.state_run)  # a stream of the run whose client has its end
+        pending = self._judging if self._judging is not None else self.local_ends  # ends beside the relay, or streams
+        if pending is not None:
+            await pending.settled(found.state_run)  # the run's last verdict first, if still pending
         request = found.request
         seen = RequestSeen(found.run_id, key_hash, now, request, self._tables.window(request.model), digest(body))
         ticket, batch, results = await self._enter(seen, adapter, found, tight, upstream)
@@ -379,13 +369,9 @@ class Guard:
         self._emit(ticket, seen, client_status, error, body)
 
     async def _count_unguarded(self, ticket: Ticket, seen: ResponseSeen) -> None:
-        """A request let through while the state was unavailable (fail open): its response's usage
-        and cost are still added to the run and the key's day, if the state answers by now.
-
-        No detector runs (none has its request-phase results), and there is no
-        in-flight slot to give back: the request step that takes it failed (if
-        it ran all the same, `admit` gives the slot back when that is known).
-        """
+        """A request let through while the state was unavailable (fail open): its usage and cost still go to the run
+        and the key's day, if the state answers by now. No detector runs (none has request-phase results), and no
+        in-flight slot is given back: the step that takes it failed (if it ran all the same, `admit` gives it back)."""
         ops = accounting.usage_ops(seen.response.usage, seen.usd)
         if ops:
             await self._batches.execute(ticket.ids, ops)
