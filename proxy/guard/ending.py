@@ -19,9 +19,10 @@ mid-end), then reads again what an end changes (the run's totals, the key's
 spend, the breakers) and is judged on that: no follower slips, on any worker.
 Parallel requests of a run wait only while one of its streams is ending.
 
-With the in-memory state the state is the process's own, and so is the mark
-(`LocalEnds`): no op, a future per stream end, which the run's next request
-awaits before its admission batch. The stream's end is judged once the
+With the in-memory state the state is the process's own, and so is the mark:
+no op, the end counted pending by run in the process (`Judging.open`, as for
+ends judged beside the relay), which the run's next request awaits before its
+admission batch (`Judging.settled`, at most `WAIT` seconds). The stream's end is judged once the
 upstream's body has ended, and that may come after the client has the last
 event: without the mark, a client that fires its next request on another
 connection the moment it has `[DONE]` was admitted before the verdict.
@@ -87,30 +88,3 @@ class Ends:
         for (index, _), value in zip(places, again, strict=True):
             fresh[index] = value
         return fresh
-
-
-class LocalEnds:
-    """The stream ends pending in this process, by run: with a state that is the process's own (memory)."""
-
-    def __init__(self) -> None:
-        self._by_run: dict[str, set[asyncio.Future[None]]] = {}
-
-    def mark(self, run: str) -> asyncio.Future[None]:
-        """Mark an end of `run` (its state id) pending; it is taken back by setting the future's result."""
-        end: asyncio.Future[None] = asyncio.get_running_loop().create_future()
-        self._by_run.setdefault(run, set()).add(end)
-        end.add_done_callback(lambda done: self._done(run, done))
-        return end
-
-    def _done(self, run: str, end: asyncio.Future[None]) -> None:
-        ends = self._by_run.get(run)
-        if ends is not None:
-            ends.discard(end)
-            if not ends:
-                del self._by_run[run]
-
-    async def settled(self, run: str) -> None:
-        """Once no end of `run` marked so far is pending, or after `WAIT` seconds (an end that never came)."""
-        ends = self._by_run.get(run)
-        if ends:
-            await asyncio.wait(set(ends), timeout=WAIT)

@@ -34,7 +34,7 @@ from runguard.proxy.guard.costs.spending import KeySpending
 from runguard.proxy.guard.costs.tokens import TokenEstimator
 from runguard.proxy.guard.costs.upstream_prices import UpstreamPrices
 from runguard.proxy.guard.decisions import Decisions
-from runguard.proxy.guard.ending import Ends, LocalEnds
+from runguard.proxy.guard.ending import WAIT, Ends
 from runguard.proxy.guard.judging import Judging
 from runguard.proxy.guard.lineup.engine import Batch, Engine, Finding
 from runguard.proxy.guard.lineup.policy import Policy, Tightening
@@ -86,7 +86,7 @@ class Guard:
         url = proxy_url(settings.server.host, settings.server.port)
         self.spending = KeySpending(self._batches, policy, settings.guard.breaker, clock, url)  # unread requests
         self.ends = None if self._batches.never_waits else Ends(self._batches, clock, accounting.refresh_ops)
-        self.local_ends = LocalEnds() if self._batches.never_waits else None  # the in-memory state's marks
+        self.local_ends = Judging() if self._batches.never_waits else None  # streams ending, in memory (`ending`)
         runs = settings.runs
         self.runs = RunIdentity(
             state,
@@ -173,9 +173,10 @@ class Guard:
         """Decide whether the request may go upstream; `ticket.answer` is set if not (`upstream`: see `passage`)."""
         now = self._clock()
         found = await self.runs.find(header_run, key_hash, request, now)
-        pending = self._judging if self._judging is not None else self.local_ends  # ends beside the relay, or streams
-        if pending is not None:
-            await pending.settled(found.state_run)  # the run's last verdict first, if still pending
+        if self._judging is not None:
+            await self._judging.settled(found.state_run)  # the run's last verdict first, if still pending
+        elif self.local_ends is not None:
+            await self.local_ends.settled(found.state_run, WAIT)  # a stream of the run whose client has its end
         request = found.request
         seen = RequestSeen(found.run_id, key_hash, now, request, self._tables.window(request.model), digest(body))
         ticket, batch, results = await self._enter(seen, adapter, found, tight, upstream)

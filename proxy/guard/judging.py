@@ -76,11 +76,11 @@ class Judging:
         self.start(end, work)
         return True
 
-    async def settled(self, run: str) -> None:
-        """Once every end of `run` counted so far has run."""
+    async def settled(self, run: str, within: float | None = None) -> None:
+        """Once every end of `run` counted so far has run, or after `within` seconds."""
         ends = self._by_run.get(run)
         if ends:
-            await asyncio.wait(set(ends))  # the ends go on if this waiter is cancelled
+            await asyncio.wait(set(ends), timeout=within)  # the ends go on if this waiter is cancelled
 
     async def close(self, within: float) -> None:
         """At shutdown: wait up to `within` seconds for the ends still running, then cancel them."""

@@ -42,7 +42,7 @@ from typing import Any, Protocol
 from runguard.detectors.support import ResponseSeen
 from runguard.proxy.core.events import ResponseInfo
 from runguard.proxy.core.tasks import hold
-from runguard.proxy.guard.ending import Ends, LocalEnds
+from runguard.proxy.guard.ending import Ends
 from runguard.proxy.guard.judging import Judging
 from runguard.proxy.guard.stages import Stages, own_cpu
 from runguard.proxy.guard.ticket import Ticket
@@ -59,7 +59,7 @@ class Judge(Protocol):
     (None with a state that never waits)."""
 
     ends: Ends | None
-    local_ends: LocalEnds | None  # with a state that never waits (memory): the marks are the process's own
+    local_ends: Judging | None  # with a state that never waits (memory): the marks are the process's own
 
     def response_seen(self, ticket: Ticket, info: ResponseInfo, status: int | None, latency: float) -> ResponseSeen: ...
 
@@ -115,7 +115,7 @@ class Passage:
         self._sent = time.perf_counter()
         self._ended = False
         self._marked = False  # the end is marked pending in the shared state (`ending`): taken back after it
-        self._local_end: asyncio.Future[None] | None = None  # or in this process's (`LocalEnds`)
+        self._local_end: asyncio.Future[None] | None = None  # or in this process's (`Judge.local_ends`)
         self.client_status: int | None = None
         self.error: str | None = None
         self.body: RecordedBody | None = None
@@ -171,7 +171,7 @@ class Passage:
             await ends.mark(self._ticket.ids)
         elif (local := self._guard.local_ends) is not None:
             self._marked = True
-            self._local_end = local.mark(self._ticket.ids.run)
+            self._local_end = local.open(self._ticket.ids.run)  # None past its limit: then no mark
 
     def replacement(self) -> Synthetic | None:
         """Before a whole response reaches the client: what it gets instead, if a detector stops it now

@@ -8,12 +8,10 @@ from __future__ import annotations
 
 import asyncio
 
-import pytest
-
 from runguard.proxy.core.ops import Add, Get, Put, Scope
 from runguard.proxy.guard import accounting, ending
 from runguard.proxy.guard.batches import Batches
-from runguard.proxy.guard.ending import Ends, LocalEnds, pending
+from runguard.proxy.guard.ending import Ends, pending
 from runguard.proxy.guard.ticket import scope_ids
 from runguard.proxy.state.memory import MemoryState
 
@@ -69,22 +67,3 @@ async def test_without_a_pending_end_the_results_are_the_batch_s_and_nothing_mor
     results = await _admission(state)
     assert await _ends(state, clock).settled(IDS, results, accounting.ENDING_AT) is results
     assert accounting.request_ops(NOW, "h")[accounting.ENDING_AT :] == list(ending.READS)
-
-
-async def test_a_local_mark_holds_its_run_s_next_request_until_its_end_has_run() -> None:
-    ends = LocalEnds()
-    end = ends.mark("tenant/run-a")
-    waiting = asyncio.ensure_future(ends.settled("tenant/run-a"))
-    await ends.settled("tenant/run-b")  # another run waits on nothing
-    await asyncio.sleep(0)
-    assert not waiting.done()
-    end.set_result(None)
-    await waiting
-    await ends.settled("tenant/run-a")  # nothing pending any more
-
-
-async def test_a_local_mark_whose_end_never_comes_holds_for_at_most_its_wait(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(ending, "WAIT", 0.01)
-    ends = LocalEnds()
-    ends.mark("tenant/run-a")
-    await asyncio.wait_for(ends.settled("tenant/run-a"), 1.0)

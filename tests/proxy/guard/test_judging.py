@@ -112,3 +112,25 @@ async def test_close_waits_for_what_is_left_then_cancels_it(caplog: pytest.LogCa
     for _ in range(3):  # the cancellation is delivered, then the task's done callbacks run
         await asyncio.sleep(0)
     assert len(stuck) == 0  # cancelled
+
+
+async def test_an_end_counted_and_ended_by_hand_holds_its_run_s_next_request_until_then() -> None:
+    """The in-memory state's mark of a stream ending: `open` when its last event goes out, its result set once
+    its end has run (no task of the judging's own)."""
+    ends = Judging()
+    end = ends.open("tenant/run-a")
+    assert end is not None
+    waiting = asyncio.ensure_future(ends.settled("tenant/run-a", 2.0))
+    await ends.settled("tenant/run-b")  # another run waits on nothing
+    await asyncio.sleep(0)
+    assert not waiting.done()
+    end.set_result(None)
+    await waiting
+    await ends.settled("tenant/run-a")  # nothing pending any more
+    assert len(ends) == 0
+
+
+async def test_an_end_that_never_comes_holds_a_bounded_wait_for_at_most_its_bound() -> None:
+    ends = Judging()
+    assert ends.open("tenant/run-a") is not None
+    await asyncio.wait_for(ends.settled("tenant/run-a", 0.01), 1.0)
