@@ -15,7 +15,7 @@ import dataclasses
 from collections import deque
 from typing import TYPE_CHECKING
 
-from runguard.proxy.core.events import Provider, ResponseInfo
+from runguard.proxy.core.events import Provider, RequestInfo, ResponseInfo
 from runguard.proxy.guard import Passage, Tightening, unreadable
 from runguard.proxy.providers.answers import Synthetic
 from runguard.proxy.providers.base import RequestContext
@@ -87,7 +87,12 @@ class ResponsesSocket:
             return await self._unreadable(body, info.parse_error, create.lane)
         if not info.stream:  # a socket always streams; the SDK leaves `stream` out
             info = dataclasses.replace(info, stream=True)
-        passage = ctx.guard.passage(
+        passage = await self._entered(info, body)
+        return await self._answered(passage, passage.answer, create.lane)
+
+    async def _entered(self, info: RequestInfo, body: bytes) -> Passage:
+        """The request's passage, admitted as a request of the handshake's run, key, limits and upstream."""
+        passage = self._ctx.guard.passage(
             self._adapter,
             info,
             body=body,
@@ -97,10 +102,15 @@ class ResponsesSocket:
             upstream=self._upstream,
         )
         await passage.enter()
-        if passage.answer is not None:
+        return passage
+
+    async def _answered(self, passage: Passage, answer: Synthetic | None, lane: str | None) -> list[str] | None:
+        """`answer` on the request's lane (its passage ended); without one, the request goes upstream and waits
+        on its lane for its terminal event."""
+        if answer is not None:
             await passage.finish()
-            return socket.messages_of(passage.answer, create.lane)
-        self._lanes.setdefault(create.lane, deque()).append(_InFlight(passage, socket.parser()))
+            return self._socket.messages_of(answer, lane)
+        self._lanes.setdefault(lane, deque()).append(_InFlight(passage, self._socket.parser()))
         return None
 
     async def _unreadable(self, body: bytes, problem: str, lane: str | None) -> list[str] | None:
@@ -111,16 +121,7 @@ class ResponsesSocket:
         ctx = self._ctx
         ctx.observer.parse_error(self._api)
         info = unreadable.request_info(self._adapter.api, problem, body, model=None, stream=True)
-        passage = ctx.guard.passage(
-            self._adapter,
-            info,
-            body=body,
-            key_hash=self._key_hash,
-            header_run=self._header_run,
-            tight=self._tight,
-            upstream=self._upstream,
-        )
-        await passage.enter()
+        passage = await self._entered(info, body)
         action = ctx.settings.guard.unreadable
         ctx.observer.unreadable(str(passage.ticket.provider), "blocked" if passage.answer is not None else action)
         answer = passage.answer
@@ -128,11 +129,7 @@ class ResponsesSocket:
             message = f"RunGuard cannot read this request ({problem}) and does not forward what it cannot read"
             answer = Synthetic(400, {}, error_body(self._adapter.provider, 400, message[:1000], "unreadable_request"))
             passage.client_status = answer.status
-        if answer is not None:
-            await passage.finish()
-            return self._socket.messages_of(answer, lane)
-        self._lanes.setdefault(lane, deque()).append(_InFlight(passage, self._socket.parser()))
-        return None
+        return await self._answered(passage, answer, lane)
 
     async def before_client(self, text: str) -> str | None:
         """Events are read once the client has them (`after_client`): nothing is held back."""
