@@ -21,7 +21,7 @@ import pytest
 
 from runguard.proxy.store.records import Record, RequestRecord
 from tests.e2e import node_clients, payloads
-from tests.e2e.test_sessions import agent_step
+from tests.e2e.test_sessions import agent_response, agent_step
 from tests.support.proxy import ListSink, settings_for, start_proxy
 from tests.support.upstream import FakeUpstream, Received, Reply
 
@@ -120,13 +120,14 @@ async def test_the_ai_sdk_stopped_mid_run_ends_at_once_with_the_reason(
     assert len(upstream.received) == 2 and len(sink.refusals()) == 1
 
 
-async def test_codex_stopped_mid_run_ends_at_once_and_prints_the_reason(upstream: FakeUpstream, tmp_path: Path) -> None:
+async def _codex_stopped_mid_run(upstream: FakeUpstream, tmp_path: Path, websockets: bool) -> TimedSink:
+    """`codex exec` on a proxy whose run limit stops its second request: it ends at once, having printed the
+    reason and how to reset (a `Reset with` line); the run's records, to check what reached the upstream."""
     node = node_clients.require_node(node_clients.CODEX)
-    upstream.script = agent_step
     sink = TimedSink()
     proxy = await _proxy(upstream, sink, guard={"detectors": {"max_requests": {"limit": 1}}})
     try:
-        env = node_clients.codex_home(tmp_path / "home", proxy.url)
+        env = node_clients.codex_home(tmp_path / "home", proxy.url, websockets=websockets)
         ran = await node_clients.codex_exec(node, env, tmp_path, "Fix the failing test")
         ended = time.monotonic()
     finally:
@@ -135,17 +136,18 @@ async def test_codex_stopped_mid_run_ends_at_once_and_prints_the_reason(upstream
     assert "RunGuard stopped run" in ran.printed and "max_requests" in ran.printed
     assert "Reset with" in ran.printed  # how to get going again reaches the person too
     _ended_in_time(sink, ended)
+    return sink
+
+
+async def test_codex_stopped_mid_run_ends_at_once_and_prints_the_reason(upstream: FakeUpstream, tmp_path: Path) -> None:
+    upstream.script = agent_step
+    sink = await _codex_stopped_mid_run(upstream, tmp_path, websockets=False)
     assert len(upstream.received) == 1 and len(sink.refusals()) == 1
 
 
 def _socket_step(message: str | bytes) -> list[str]:
     """`agent_step` over a Responses WebSocket: each `response.create` answered by its response's events."""
-    body = json.loads(message)
-    answered = any(item.get("type") == "function_call_output" for item in body.get("input", []))
-    response = (
-        payloads.response_object("Done.") if answered else payloads.response_object(calls=[("c1", "get_goal", "{}")])
-    )
-    return [json.dumps(event) for event in payloads.responses_events(response)]
+    return [json.dumps(event) for event in payloads.responses_events(agent_response(json.loads(message)))]
 
 
 async def test_codex_over_its_responses_websocket_stopped_mid_run_prints_the_reason(
@@ -153,20 +155,8 @@ async def test_codex_over_its_responses_websocket_stopped_mid_run_prints_the_rea
 ) -> None:
     """The same stop with the Codex CLI on a Responses WebSocket: its handshake names it (`originator`), so its
     socket gets the answer it prints (a 400) rather than the 429 it reports only as a retry limit."""
-    node = node_clients.require_node(node_clients.CODEX)
     upstream.socket_script = _socket_step
-    sink = TimedSink()
-    proxy = await _proxy(upstream, sink, guard={"detectors": {"max_requests": {"limit": 1}}})
-    try:
-        env = node_clients.codex_home(tmp_path / "home", proxy.url, websockets=True)
-        ran = await node_clients.codex_exec(node, env, tmp_path, "Fix the failing test")
-        ended = time.monotonic()
-    finally:
-        await proxy.stop()
-    assert ran.code != 0
-    assert "RunGuard stopped run" in ran.printed and "max_requests" in ran.printed
-    assert "Reset with" in ran.printed
-    _ended_in_time(sink, ended)
+    sink = await _codex_stopped_mid_run(upstream, tmp_path, websockets=True)
     assert len(upstream.handshakes) == 1 and len(upstream.socket_received) == 1 and not upstream.received
     assert [r.status for r in sink.refusals()] == [400]
 

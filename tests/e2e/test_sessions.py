@@ -34,13 +34,16 @@ def sse(response: dict[str, Any]) -> Reply:
     return Reply.sse([b"data: " + orjson.dumps(event) + b"\n\n" for event in payloads.responses_events(response)])
 
 
+def agent_response(body: dict[str, Any]) -> dict[str, Any]:
+    """The model's Response to a request `body`: a look-up of the goal first, the answer once it has it."""
+    answered = any(item.get("type") == "function_call_output" for item in body["input"])
+    return payloads.response_object("Done.") if answered else payloads.response_object(calls=[("c1", "get_goal", "{}")])
+
+
 def agent_step(received: Received) -> Reply:
     """The model: looks up the goal first, answers once it has it (a codex session of two steps)."""
     body = received.json()
-    answered = any(item.get("type") == "function_call_output" for item in body["input"])
-    response = (
-        payloads.response_object("Done.") if answered else payloads.response_object(calls=[("c1", "get_goal", "{}")])
-    )
+    response = agent_response(body)
     return sse(response) if body.get("stream") else Reply.json(response)
 
 
